@@ -1,0 +1,6 @@
+from django.db import models
+
+
+class EventType(models.TextChoices):
+    SELECTION = "selection", "Selection"
+    VALIDATION = "validation", "Tool-call validation"

@@ -1,0 +1,55 @@
+"""The audit log: one append-only, hash-chained row per selection or validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+
+from audit.choices import EventType
+
+
+class AppendOnlyError(RuntimeError):
+    """Audit rows are never changed or deleted (the database refuses too)."""
+
+
+class AuditEvent(models.Model):
+    """What was asked, what was answered and why, by whom, chained by hash.
+
+    ``hash`` covers this row's content and the previous row's hash, so changing or
+    removing any row breaks every hash after it (see audit.services.verify_chain)."""
+
+    event_type = models.CharField(max_length=20, choices=EventType.choices)
+    # No database constraint: deleting a user must not touch (update) audit rows;
+    # actor_name keeps who it was.
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    actor_name = models.CharField(max_length=150)
+    request_id = models.UUIDField()
+    catalog_slug = models.CharField(max_length=64, db_index=True)
+    catalog_version = models.PositiveBigIntegerField(default=0)
+    summary = models.CharField(max_length=300, blank=True)
+    input = models.JSONField(encoder=DjangoJSONEncoder)
+    output = models.JSONField(encoder=DjangoJSONEncoder)
+    created = models.DateTimeField(db_index=True)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["event_type", "created"])]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None:
+            raise AppendOnlyError("audit events cannot be modified")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("audit events cannot be deleted")

@@ -1,0 +1,141 @@
+"""Serializers of the catalog API: they validate and shape, they don't decide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from catalog.choices import ToolStatus
+from catalog.formats import FORMATS
+from catalog.models import Catalog, Job, Tool, ToolChange
+from catalog.spec import SpecError, ToolSpec, spec_from_dict
+
+
+class CatalogSerializer(serializers.ModelSerializer):
+    tool_count = serializers.IntegerField(read_only=True, default=0)
+    counts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Catalog
+        fields = [
+            "slug",
+            "name",
+            "description",
+            "version",
+            "active_embedding_model",
+            "tool_count",
+            "counts",
+            "created",
+            "updated",
+        ]
+        read_only_fields = ["version", "active_embedding_model", "created", "updated"]
+
+    def get_counts(self, obj: Catalog) -> dict[str, dict[str, int]]:
+        def value(name: str) -> int:
+            return int(getattr(obj, name, 0) or 0)
+
+        return {
+            "status": {s: value(f"status_{s}") for s in ToolStatus.values},
+            "embedding": {
+                s: value(f"embedding_{s}") for s in ("pending", "ready", "failed")
+            },
+        }
+
+
+class ToolSerializer(serializers.ModelSerializer):
+    """Output: the canonical fields plus bookkeeping. Input: see ToolInputSerializer."""
+
+    catalog = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Tool
+        fields = [
+            "id",
+            "catalog",
+            *ToolSpec.field_names(),
+            "prompt_tokens",
+            "version",
+            "content_hash",
+            "embedding_status",
+            "embedding_error",
+            "created",
+            "updated",
+            "created_by",
+            "updated_by",
+        ]
+        read_only_fields = fields
+
+
+class ToolInputSerializer(serializers.Serializer):
+    """Any subset of the canonical tool fields, checked by catalog.spec."""
+
+    catalog = serializers.SlugField(required=False, default="default")
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"": ["body: must be a JSON object"]})
+        payload = dict(data)
+        catalog = payload.pop("catalog", "default")
+        if not isinstance(catalog, str):
+            raise serializers.ValidationError({"catalog": ["catalog: must be a slug"]})
+        try:
+            spec = spec_from_dict(payload)
+        except SpecError as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
+        return {"catalog": catalog, "spec": spec}
+
+
+class ToolStatusSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=ToolStatus.choices)
+
+
+class ToolChangeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ToolChange
+        fields = [
+            "id",
+            "tool_name",
+            "action",
+            "version",
+            "before",
+            "after",
+            "actor_name",
+            "request_id",
+            "created",
+        ]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    catalog = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    percent = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "kind",
+            "catalog",
+            "state",
+            "total",
+            "done",
+            "percent",
+            "counts",
+            "items",
+            "errors",
+            "options",
+            "created",
+            "started",
+            "finished",
+        ]
+
+
+class ExportQuerySerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=FORMATS, default="canonical")
+    status = serializers.ChoiceField(choices=ToolStatus.choices, required=False)
+
+
+class ImportQuerySerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=FORMATS, required=False)

@@ -1,0 +1,188 @@
+"""Catalog API views: parse, check permission, call one service, render."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from catalog import services
+from catalog.api import serializers as s
+from catalog.auth import CuratorWrites
+from catalog.formats import export_tools
+from catalog.models import Catalog, Job, Tool
+from catalog.services.tools import tool_to_spec
+
+TRUE_VALUES = {"1", "true", "yes"}
+
+
+def get_catalog_for_user(request: Request, slug: str) -> Catalog:
+    """The catalog if the caller may see it, else 404 (never a hint it exists)."""
+    return get_object_or_404(Catalog.objects.visible_to(request.user), slug=slug)
+
+
+class CatalogViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = s.CatalogSerializer
+    permission_classes = [CuratorWrites]
+    lookup_field = "slug"
+
+    def get_queryset(self) -> QuerySet[Catalog]:
+        return Catalog.objects.visible_to(self.request.user).with_counts()
+
+    def perform_create(self, serializer: Any) -> None:
+        data = serializer.validated_data
+        serializer.instance = services.create_catalog(
+            data["slug"], data["name"], data.get("description", "")
+        )
+
+    @extend_schema(parameters=[s.ExportQuerySerializer])
+    @action(detail=True, methods=["get"])
+    def export(self, request: Request, slug: str) -> HttpResponse:
+        """The catalog's tools in one provider format, as a downloadable file."""
+        catalog = get_catalog_for_user(request, slug)
+        query = s.ExportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        tools = Tool.objects.filter(catalog=catalog).order_by("id")
+        if "status" in query.validated_data:
+            tools = tools.filter(status=query.validated_data["status"])
+        fmt = query.validated_data["format"]
+        document = export_tools([tool_to_spec(t) for t in tools], fmt)
+        response = HttpResponse(
+            json.dumps(document, indent=2), content_type="application/json"
+        )
+        filename = f"{catalog.slug}-{fmt}.json"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+
+    @extend_schema(parameters=[s.ImportQuerySerializer], responses=s.JobSerializer)
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="import",
+        parser_classes=[JSONParser, MultiPartParser, FormParser],
+    )
+    def import_tools(self, request: Request, slug: str) -> Response:
+        """Queue an import of a JSON body or an uploaded ``file``; 202 with the job."""
+        catalog = get_catalog_for_user(request, slug)
+        fmt = request.query_params.get("format")
+        if not fmt and request.content_type.startswith("multipart/"):
+            fmt = request.data.get("format")
+        query = s.ImportQuerySerializer(data={"format": fmt} if fmt else {})
+        query.is_valid(raise_exception=True)
+        document = _import_document(request)
+        job = services.start_import(
+            catalog, document, query.validated_data.get("format"), actor=request.user
+        )
+        return Response(s.JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _import_document(request: Request) -> Any:
+    upload = request.FILES.get("file") if request.FILES else None
+    if upload is None:
+        if request.content_type.startswith("multipart/"):
+            raise ValidationError({"file": ["file: an uploaded JSON file is required"]})
+        return request.data
+    try:
+        return json.loads(upload.read().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValidationError({"file": [f"file: not valid JSON ({exc})"]}) from exc
+
+
+class ToolViewSet(viewsets.ModelViewSet):
+    """Tools: CRUD with filters; every write goes through catalog.services."""
+
+    serializer_class = s.ToolSerializer
+    permission_classes = [CuratorWrites]
+
+    def get_queryset(self) -> QuerySet[Tool]:
+        tools = Tool.objects.usable_by(self.request.user).select_related(
+            "catalog", "created_by", "updated_by"
+        )
+        params = self.request.query_params
+        if params.get("catalog"):
+            tools = tools.filter(catalog__slug=params["catalog"])
+        for field in ("category", "status"):
+            if params.get(field):
+                tools = tools.filter(**{field: params[field]})
+        if params.get("tag"):
+            tools = tools.with_tag(params["tag"])
+        if params.get("role"):
+            tools = tools.for_role(params["role"])
+        if params.get("safe"):
+            tools = tools.filter(safe=params["safe"].lower() in TRUE_VALUES)
+        if params.get("embedding_status"):
+            tools = tools.filter(embedding_status=params["embedding_status"])
+        return tools.search(params.get("q", "")).order_by("catalog__slug", "id")
+
+    @extend_schema(request=s.ToolInputSerializer)
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = self._input(request)
+        catalog = get_catalog_for_user(request, data["catalog"])
+        tool = services.create_tool(
+            catalog, data["spec"], actor=request.user, request_id=request_id(request)
+        )
+        return Response(s.ToolSerializer(tool).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.ToolInputSerializer)
+    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        tool = self.get_object()
+        spec = self._input(request, base=tool if kwargs.get("partial") else None)
+        result = services.update_tool(
+            tool, spec["spec"], actor=request.user, request_id=request_id(request)
+        )
+        return Response(s.ToolSerializer(result.tool).data)
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        services.delete_tool(
+            self.get_object(), actor=request.user, request_id=request_id(request)
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @action(detail=True, methods=["get"])
+    def history(self, request: Request, pk: str) -> Response:
+        """Every change record of this tool, newest first."""
+        tool = self.get_object()
+        changes = tool.changes.all()
+        page = self.paginate_queryset(changes)
+        data = s.ToolChangeSerializer(page, many=True).data
+        return self.get_paginated_response(data)
+
+    def _input(self, request: Request, base: Tool | None = None) -> dict[str, Any]:
+        payload = request.data
+        if base is not None and isinstance(payload, dict):
+            payload = {**tool_to_spec(base).to_dict(), **payload}
+            payload.pop("catalog", None)
+        serializer = s.ToolInputSerializer(data=payload)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+
+class JobViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = s.JobSerializer
+    permission_classes = [CuratorWrites]
+
+    def get_queryset(self) -> QuerySet[Job]:
+        jobs = Job.objects.visible_to(self.request.user).select_related("catalog")
+        if self.request.query_params.get("catalog"):
+            jobs = jobs.filter(catalog__slug=self.request.query_params["catalog"])
+        return jobs
+
+
+def request_id(request: Request) -> Any:
+    return getattr(request._request, "request_id", None)
+

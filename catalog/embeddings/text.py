@@ -1,0 +1,150 @@
+"""The text a tool is embedded from, and the cache key of that embedding.
+
+Recipe (``embedding_text``), in this order, one part per line, empty parts skipped:
+
+1. the tool name split into lower-case words (``getWeatherForecast`` ->
+   ``get weather forecast``; snake_case, kebab-case, dotted and camelCase names and
+   acronyms are all split, see ``split_identifier``), followed by the title when it
+   adds something;
+2. the description (whitespace collapsed);
+3. ``Category: ...``, ``Tags: ...``, ``Keywords: ...``;
+4. ``Examples: ...`` - the example phrases, joined with ``; ``;
+5. ``Parameters: ...`` - for each property of the JSON Schema ``parameters`` (one
+   level deep, plus the properties of nested objects and of arrays of objects, so a
+   ``filters.date_from`` shows up as ``filters date from``), the split name and,
+   after a colon, its description.
+
+The most identifying parts come first because the result is cut to
+``MAX_TEXT_CHARS`` characters (at a word boundary): the bundled MiniLM model only
+reads 256 word pieces anyway, and a bounded text keeps embedding cost predictable.
+Fields that do not describe what a tool does (risk, cost, roles, status) are left
+out so that editing them does not change the embedding.
+
+``text_hash`` keys a stored embedding by model and text, so a changed recipe, tool
+or model is detected by comparing hashes instead of re-embedding everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from catalog.spec import ToolSpec
+
+MAX_TEXT_CHARS = 1500
+MAX_SCHEMA_DEPTH = 2
+
+_WORD_RE = re.compile(
+    r"[A-Z]+(?=[A-Z][a-z])"  # an acronym followed by a capitalised word: HTTP|Server
+    r"|[A-Z]?[a-z]+[0-9]*"  # a (capitalised) lower-case word with trailing digits
+    r"|[A-Z]+[0-9]*"  # an acronym, possibly with trailing digits
+    r"|[0-9]+"  # a lone number
+)
+_SPACE_RE = re.compile(r"\s+")
+
+
+def split_identifier(name: str) -> list[str]:
+    """Split a code identifier into lower-case words so the model sees real words.
+
+    ``getWeatherForecast`` -> ``["get", "weather", "forecast"]``,
+    ``send_email_v2`` -> ``["send", "email", "v2"]``,
+    ``HTTPServerError`` -> ``["http", "server", "error"]``. Any character that is not
+    a letter or a digit (``_``, ``-``, ``.``, ``/``, spaces) separates words.
+    """
+    words: list[str] = []
+    for chunk in re.split(r"[^A-Za-z0-9]+", name):
+        words.extend(match.lower() for match in _WORD_RE.findall(chunk))
+    return words
+
+
+def _clean(text: str) -> str:
+    """Collapse runs of whitespace so newlines inside fields do not break the layout."""
+    return _SPACE_RE.sub(" ", text).strip()
+
+
+def _joined(label: str, values: list[str], sep: str = ", ") -> str:
+    """``Label: a, b`` for the non-empty values, or ``""`` when there are none."""
+    parts = [_clean(v) for v in values if v and v.strip()]
+    return f"{label}: {sep.join(parts)}" if parts else ""
+
+
+def _schema_properties(
+    schema: Any, prefix: list[str], depth: int
+) -> Iterator[tuple[list[str], str]]:
+    """Yield (name words, description) for the properties of a JSON Schema object.
+
+    Recurses into object-valued properties and arrays of objects, at most
+    ``MAX_SCHEMA_DEPTH`` levels, so deep or cyclic-looking schemas stay bounded.
+    """
+    if not isinstance(schema, dict) or depth > MAX_SCHEMA_DEPTH:
+        return
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return
+    for raw_name, prop in properties.items():
+        words = prefix + split_identifier(str(raw_name))
+        if not isinstance(prop, dict):
+            yield words, ""
+            continue
+        description = prop.get("description")
+        yield words, description if isinstance(description, str) else ""
+        nested = prop.get("items") if prop.get("type") == "array" else prop
+        yield from _schema_properties(nested, words, depth + 1)
+
+
+def parameter_text(parameters: dict[str, Any] | None) -> str:
+    """``Parameters: city: the city name; units`` - parameter names and descriptions."""
+    items = []
+    for words, description in _schema_properties(parameters, [], 1):
+        name = " ".join(words)
+        if not name:
+            continue
+        described = _clean(description)
+        items.append(f"{name}: {described}" if described else name)
+    return _joined("Parameters", items, sep="; ")
+
+
+def _heading(spec: ToolSpec) -> str:
+    """The split name, plus the title when it is not just the name again."""
+    name = " ".join(split_identifier(spec.name))
+    title = _clean(spec.title)
+    if title and title.lower() != name:
+        return f"{name}. {title}" if name else title
+    return name
+
+
+def truncate_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """Cut ``text`` to at most ``limit`` characters, preferring a word boundary."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return cut[:space].rstrip() if space > limit // 2 else cut
+
+
+def embedding_text(spec: ToolSpec) -> str:
+    """The documented text (see the module docstring) that ``spec`` is embedded from."""
+    parts = [
+        _heading(spec),
+        _clean(spec.description),
+        _joined("Category", [spec.category]),
+        _joined("Tags", spec.tags),
+        _joined("Keywords", spec.keywords),
+        _joined("Examples", spec.examples, sep="; "),
+        parameter_text(spec.parameters),
+    ]
+    return truncate_text("\n".join(part for part in parts if part))
+
+
+def text_hash(text: str, model_id: str) -> str:
+    """sha256 hex digest of ``model_id`` and ``text`` (NUL-separated, UTF-8).
+
+    The separator keeps ``("ab", "c")`` and ``("a", "bc")`` from colliding.
+    """
+    digest = hashlib.sha256()
+    digest.update(model_id.encode("utf-8"))
+    digest.update(b"\x00")
+    digest.update(text.encode("utf-8"))
+    return digest.hexdigest()

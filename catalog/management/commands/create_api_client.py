@@ -1,0 +1,39 @@
+"""python manage.py create_api_client NAME --scope agent|curator|compliance|admin"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from catalog.choices import ApiScope
+from catalog.services import create_api_client
+
+
+def _csv(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+class Command(BaseCommand):
+    help = "Create an API client; prints its bearer key alone on the last line, once."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--scope", required=True, choices=ApiScope.values)
+        parser.add_argument("--roles", type=_csv, default=[])
+        parser.add_argument("--catalogs", type=_csv, default=[])
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            client, key = create_api_client(
+                options["name"], options["scope"], options["roles"], options["catalogs"]
+            )
+        except ValidationError as exc:
+            messages = [m for msgs in exc.message_dict.values() for m in msgs]
+            raise CommandError("; ".join(messages)) from exc
+        self.stdout.write(
+            f"Created API client {client.name!r} (scope {client.scope}). "
+            "Store the key now: only its hash is kept."
+        )
+        self.stdout.write(key)

@@ -1,0 +1,215 @@
+"""Tool embeddings: compute, store, keep fresh, and switch models safely.
+
+A tool's vector is recomputed only when the hash of (its embedding text, model id)
+changes. Workers claim tools with ``SELECT ... FOR UPDATE SKIP LOCKED`` so two workers
+never embed the same tool for the same text and model at once, and a tool is marked
+ready or failed (with the reason) in the same transaction its vector is written in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from catalog.choices import EmbeddingStatus, JobKind, JobState
+from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
+from catalog.embeddings.text import embedding_text, text_hash
+from catalog.models import Catalog, Job, Tool, ToolEmbedding
+from catalog.services.imports import save_progress
+from catalog.services.tools import tool_to_spec
+
+log = logging.getLogger(__name__)
+
+
+@lru_cache(maxsize=1)
+def current_backend() -> EmbeddingBackend:
+    """The configured backend, built once per process (the model loads once)."""
+    return backend_from_settings(dict(settings.QUIVER_EMBEDDINGS))
+
+
+def embedding_batch_size() -> int:
+    return int(settings.QUIVER_EMBED_BATCH)
+
+
+def pending_tool_ids(catalog_id: int, limit: int, after_id: int = 0) -> list[int]:
+    return list(
+        Tool.objects.filter(
+            catalog_id=catalog_id,
+            embedding_status=EmbeddingStatus.PENDING,
+            id__gt=after_id,
+        )
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
+    )
+
+
+def embed_tools(tool_ids: Iterable[int], *, force: bool = False) -> dict[str, int]:
+    """Embed these tools with the current model, skipping up-to-date ones.
+
+    Returns counts of embedded, unchanged, skipped (claimed by another worker)."""
+    backend = current_backend()
+    ids = list(tool_ids)
+    counts = {"embedded": 0, "unchanged": 0, "skipped": 0}
+    with transaction.atomic():
+        tools = list(
+            Tool.objects.select_for_update(skip_locked=True)
+            .filter(pk__in=ids)
+            .order_by("id")
+        )
+        counts["skipped"] = len(ids) - len(tools)
+        todo = _needing_vectors(tools, backend.model_id, force)
+        counts["unchanged"] = len(tools) - len(todo)
+        if todo:
+            vectors = backend.embed_documents([text for _, text, _ in todo])
+            _store(todo, vectors, backend)
+            counts["embedded"] = len(todo)
+        ready_ids = [tool.pk for tool in tools]
+        Tool.objects.filter(pk__in=ready_ids).update(
+            embedding_status=EmbeddingStatus.READY, embedding_error=""
+        )
+    return counts
+
+
+def _needing_vectors(
+    tools: list[Tool], model_id: str, force: bool
+) -> list[tuple[Tool, str, str]]:
+    existing = dict(
+        ToolEmbedding.objects.filter(
+            tool__in=tools, model_id=model_id
+        ).values_list("tool_id", "text_hash")
+    )
+    todo = []
+    for tool in tools:
+        text = embedding_text(tool_to_spec(tool))
+        digest = text_hash(text, model_id)
+        if force or existing.get(tool.pk) != digest:
+            todo.append((tool, text, digest))
+    return todo
+
+
+def _store(
+    todo: list[tuple[Tool, str, str]], vectors: Any, backend: EmbeddingBackend
+) -> None:
+    rows = [
+        ToolEmbedding(
+            tool=tool,
+            catalog_id=tool.catalog_id,
+            model_id=backend.model_id,
+            dimension=backend.dimension,
+            text_hash=digest,
+            embedding=vectors[i].tolist(),
+        )
+        for i, (tool, _text, digest) in enumerate(todo)
+    ]
+    ToolEmbedding.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["tool", "model_id"],
+        update_fields=["text_hash", "embedding", "dimension", "created"],
+    )
+
+
+def mark_failed(tool_ids: Iterable[int], reason: str) -> None:
+    """After the last retry: the tool stays findable by lexical scorers, flagged."""
+    Tool.objects.filter(pk__in=list(tool_ids)).update(
+        embedding_status=EmbeddingStatus.FAILED, embedding_error=reason[:2000]
+    )
+
+
+def hnsw_index_name(model_id: str, catalog_id: int) -> str:
+    digest = hashlib.sha1(model_id.encode()).hexdigest()[:10]
+    return f"toolemb_hnsw_{digest}_{catalog_id}"
+
+
+def ensure_hnsw_index(model_id: str, dimension: int, catalog_id: int) -> None:
+    """A partial HNSW cosine index per (model, catalog): a vector of one model is
+    never compared with another's, and a catalog's search never scans another's."""
+    name = hnsw_index_name(model_id, catalog_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON catalog_toolembedding "
+            f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
+            f"WHERE model_id = %s AND catalog_id = {int(catalog_id)}".replace(
+                "%s", _quote(model_id)
+            )
+        )
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def start_reindex(
+    catalog: Catalog, *, force: bool = False, actor: Any = None
+) -> Job:
+    """Queue a job that (re-)embeds the whole catalog with the current model."""
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=JobKind.REINDEX,
+            catalog=catalog,
+            total=Tool.objects.filter(catalog=catalog).count(),
+            options={"force": force, "model_id": current_backend_id()},
+            counts={"embedded": 0, "unchanged": 0, "failed": 0, "cursor": 0},
+            created_by=actor if actor is not None and actor.pk else None,
+        )
+        if force:
+            Tool.objects.filter(catalog=catalog).update(
+                embedding_status=EmbeddingStatus.PENDING
+            )
+        transaction.on_commit(lambda: _enqueue_reindex(job.pk))
+    return job
+
+
+def current_backend_id() -> str:
+    return current_backend().model_id
+
+
+def _enqueue_reindex(job_id: int) -> None:
+    from catalog.tasks import run_reindex
+
+    run_reindex.delay(job_id)
+
+
+def run_reindex(job: Job) -> Job:
+    """Walk the catalog in id order from the saved cursor; resumable after a crash."""
+    backend = current_backend()
+    ensure_hnsw_index(backend.model_id, backend.dimension, job.catalog_id)
+    force = bool(job.options.get("force"))
+    while True:
+        cursor = int(job.counts.get("cursor", 0))
+        ids = list(
+            Tool.objects.filter(catalog_id=job.catalog_id, id__gt=cursor)
+            .order_by("id")
+            .values_list("id", flat=True)[: embedding_batch_size()]
+        )
+        if not ids:
+            break
+        result = embed_tools(ids, force=force)
+        for key in ("embedded", "unchanged"):
+            job.counts[key] = job.counts.get(key, 0) + result[key]
+        job.counts["cursor"] = ids[-1]
+        job.done = min(job.total, job.done + len(ids))
+        save_progress(job, "counts", "done")
+    _activate_model(job.catalog_id, backend.model_id)
+    job.state = JobState.SUCCEEDED
+    job.finished = timezone.now()
+    job.done = job.total
+    job.save(update_fields=["state", "finished", "done"])
+    return job
+
+
+def _activate_model(catalog_id: int, model_id: str) -> None:
+    """Switch selection to the new model only once every tool has its vector."""
+    total = Tool.objects.filter(catalog_id=catalog_id).count()
+    have = ToolEmbedding.objects.filter(
+        catalog_id=catalog_id, model_id=model_id
+    ).count()
+    if have >= total:
+        Catalog.objects.filter(pk=catalog_id).update(active_embedding_model=model_id)

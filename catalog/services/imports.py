@@ -1,0 +1,143 @@
+"""Imports: a document in any provider format becomes tools, one transaction per tool.
+
+The document is kept whole on the Job (nothing a user gave is lost); the worker walks
+its items, recording for each one created, updated, unchanged or rejected with the
+reason. Items already recorded are skipped, so a job picked up again after a worker
+died carries on where it stopped.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from catalog.choices import ImportOutcome, JobKind, JobState
+from catalog.formats import FormatError, detect_format, import_tools
+from catalog.models import Catalog, Job, Tool
+from catalog.services.tools import Actor, ToolConflict, create_tool, update_tool
+from catalog.spec import ToolSpec
+
+PROGRESS_EVERY = 10
+
+
+def start_import(
+    catalog: Catalog, document: Any, fmt: str | None, *, actor: Actor
+) -> Job:
+    """Check the document's shape now (a 4xx for the caller), then queue the job."""
+    try:
+        fmt = fmt or detect_format(document)
+        items = import_tools(document, fmt)
+    except FormatError as exc:
+        raise ValidationError({"document": [str(exc)]}) from exc
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=JobKind.IMPORT,
+            catalog=catalog,
+            total=len(items),
+            payload=document,
+            options={"format": fmt},
+            created_by=actor if actor is not None and actor.pk else None,
+            counts={outcome.value: 0 for outcome in ImportOutcome},
+        )
+        transaction.on_commit(lambda: _enqueue(job.pk))
+    return job
+
+
+def _enqueue(job_id: int) -> None:
+    from catalog.tasks import run_import
+
+    run_import.delay(job_id)
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=settings.QUIVER_JOB_LEASE_S)
+
+
+def claim_job(job_id: int) -> Job | None:
+    """Take a queued job, or a running one whose worker stopped beating; exactly one
+    worker wins the conditional update. None: finished or held by a live worker."""
+    now = timezone.now()
+    updated = (
+        Job.objects.filter(pk=job_id)
+        .filter(
+            Q(state=JobState.QUEUED)
+            | Q(state=JobState.RUNNING, heartbeat__lt=now - _lease())
+            | Q(state=JobState.RUNNING, heartbeat__isnull=True)
+        )
+        .update(
+            state=JobState.RUNNING,
+            heartbeat=now,
+            started=Coalesce("started", Value(now)),
+        )
+    )
+    return Job.objects.get(pk=job_id) if updated == 1 else None
+
+
+def lease_expired(job: Job) -> bool:
+    """True when no live worker can be holding this unfinished job."""
+    stamp = job.heartbeat or job.created
+    return stamp < timezone.now() - _lease()
+
+
+def save_progress(job: Job, *fields: str) -> None:
+    job.heartbeat = timezone.now()
+    job.save(update_fields=[*fields, "heartbeat"])
+
+
+def run_import(job: Job) -> Job:
+    """Apply every item not yet recorded; good items land even when others fail."""
+    items = import_tools(job.payload, job.options.get("format"))
+    recorded = {entry["index"] for entry in job.items}
+    actor = job.created_by
+    for position, item in enumerate(items):
+        if item.index in recorded:
+            continue
+        entry = _import_one(job.catalog, item.index, item.spec, item.error, actor)
+        job.items.append(entry)
+        job.counts[entry["outcome"]] = job.counts.get(entry["outcome"], 0) + 1
+        job.done = len(job.items)
+        if position % PROGRESS_EVERY == 0:
+            save_progress(job, "items", "counts", "done")
+    job.state = JobState.SUCCEEDED
+    job.finished = timezone.now()
+    job.save(update_fields=["items", "counts", "done", "state", "finished"])
+    return job
+
+
+def _import_one(
+    catalog: Catalog,
+    index: int,
+    spec: ToolSpec | None,
+    error: str | None,
+    actor: Actor,
+) -> dict[str, Any]:
+    name = spec.name if spec is not None else None
+    if spec is None:
+        return {"index": index, "name": name, "outcome": "rejected", "reason": error}
+    try:
+        existing = Tool.objects.filter(catalog=catalog, name=spec.name).first()
+        if existing is None:
+            create_tool(catalog, spec, actor=actor)
+            outcome = ImportOutcome.CREATED
+        else:
+            outcome = update_tool(existing, spec, actor=actor).outcome
+    except ValidationError as exc:
+        reason = "; ".join(m for msgs in exc.message_dict.values() for m in msgs)
+        return {"index": index, "name": name, "outcome": "rejected", "reason": reason}
+    except ToolConflict as exc:
+        return {"index": index, "name": name, "outcome": "rejected", "reason": str(exc)}
+    return {"index": index, "name": name, "outcome": outcome.value, "reason": ""}
+
+
+def fail_job(job: Job, message: str) -> None:
+    job.state = JobState.FAILED
+    job.finished = timezone.now()
+    job.errors = [*job.errors, message]
+    job.save(update_fields=["state", "finished", "errors"])

@@ -1,0 +1,225 @@
+"""Writes to tools: create, update, delete, each with its change record.
+
+Every write runs in one transaction, checks the schema policy (fail closed), keeps an
+append-only ToolChange, bumps the catalog version and, once committed, asks a worker to
+(re-)embed the tool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F
+
+from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome
+from catalog.formats import estimate_prompt_tokens
+from catalog.models import Catalog, Tool, ToolChange
+from catalog.naming import assign_provider_names
+from catalog.schema_policy import check_tool_schema
+from catalog.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+Actor: TypeAlias = "AbstractBaseUser | None"
+
+PROVIDER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_SPEC_FIELDS = [name for name in ToolSpec.field_names() if name != "name"]
+
+
+class ToolConflict(Exception):
+    """A tool with this name (or provider name) already exists in the catalog."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    tool: Tool | None
+    outcome: ImportOutcome
+
+
+def tool_to_spec(tool: Tool) -> ToolSpec:
+    """The canonical ToolSpec a stored tool stands for."""
+    values = {name: getattr(tool, name) for name in ToolSpec.field_names()}
+    values["cost_per_call"] = tool.cost_per_call.normalize()
+    return ToolSpec(**values)
+
+
+def content_hash(spec: ToolSpec) -> str:
+    """Hash of everything a curator wrote (the derived provider name excluded)."""
+    data = spec.to_dict()
+    data.pop("provider_name", None)
+    data["cost_per_call"] = format(spec.cost_per_call.normalize(), "f")
+    encoded = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def check_spec(spec: ToolSpec) -> None:
+    """Raise ValidationError naming each field and rule the spec breaks."""
+    errors: dict[str, list[str]] = {}
+    if not spec.name.strip():
+        errors.setdefault("name", []).append("name: must not be empty")
+    if len(spec.name) > 200:
+        errors.setdefault("name", []).append("name: must be at most 200 characters")
+    for problem in check_tool_schema(spec):
+        field = problem.pointer.strip("/").split("/")[0] or "parameters"
+        errors.setdefault(field, []).append(
+            f"{problem.pointer or '/'}: {problem.rule}: {problem.message}"
+        )
+    if spec.provider_name and not PROVIDER_NAME_RE.match(spec.provider_name):
+        errors.setdefault("provider_name", []).append(
+            "provider_name: must match ^[a-zA-Z0-9_-]{1,64}$"
+        )
+    if errors:
+        raise ValidationError(errors)
+
+
+def _provider_name(catalog: Catalog, spec: ToolSpec, tool: Tool | None) -> str:
+    others = Tool.objects.filter(catalog=catalog)
+    if tool is not None:
+        others = others.exclude(pk=tool.pk)
+    taken = set(others.values_list("provider_name", flat=True))
+    if spec.provider_name:
+        if spec.provider_name in taken:
+            raise ToolConflict(
+                "provider_name",
+                f"provider_name: {spec.provider_name!r} is already used in this catalog",
+            )
+        return spec.provider_name
+    if tool is not None and tool.provider_name and tool.name == spec.name:
+        return tool.provider_name
+    return assign_provider_names([spec.name], taken)[spec.name]
+
+
+def _apply(tool: Tool, spec: ToolSpec, provider_name: str) -> None:
+    for name in _SPEC_FIELDS:
+        setattr(tool, name, getattr(spec, name))
+    tool.name = spec.name
+    tool.provider_name = provider_name
+    tool.prompt_tokens = estimate_prompt_tokens(spec)
+    tool.content_hash = content_hash(spec)
+    tool.embedding_status = EmbeddingStatus.PENDING
+    tool.embedding_error = ""
+
+
+def _record(
+    tool: Tool,
+    action: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    actor: Actor,
+    request_id: uuid.UUID | None,
+) -> None:
+    ToolChange.objects.create(
+        catalog_id=tool.catalog_id,
+        tool=tool if action != ChangeAction.DELETE else None,
+        tool_name=tool.name,
+        action=action,
+        version=tool.version,
+        before=before,
+        after=after,
+        actor=actor if actor is not None and actor.pk else None,
+        actor_name=actor.get_username() if actor is not None else "system",
+        request_id=request_id,
+    )
+    Catalog.objects.filter(pk=tool.catalog_id).update(version=F("version") + 1)
+
+
+def _enqueue_embedding(tool_id: int) -> None:
+    from catalog.tasks import embed_tool
+
+    transaction.on_commit(lambda: embed_tool.delay(tool_id))
+
+
+def create_tool(
+    catalog: Catalog,
+    spec: ToolSpec,
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+) -> Tool:
+    """Register a new tool; a taken name is a ToolConflict, a bad schema a
+    ValidationError; nothing is written in either case."""
+    check_spec(spec)
+    with transaction.atomic():
+        if Tool.objects.filter(catalog=catalog, name=spec.name).exists():
+            raise ToolConflict(
+                "name", f"name: a tool named {spec.name!r} already exists"
+            )
+        tool = Tool(catalog=catalog, created_by=_user(actor), updated_by=_user(actor))
+        _apply(tool, spec, _provider_name(catalog, spec, None))
+        tool.full_clean(validate_unique=False, validate_constraints=False)
+        tool.save()
+        _record(tool, ChangeAction.CREATE, None, spec_json(tool), actor, request_id)
+        _enqueue_embedding(tool.pk)
+    return tool
+
+
+def update_tool(
+    tool: Tool,
+    spec: ToolSpec,
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+) -> WriteResult:
+    """Replace a tool's definition; an identical definition changes nothing."""
+    check_spec(spec)
+    with transaction.atomic():
+        tool = Tool.objects.select_for_update().get(pk=tool.pk)
+        if content_hash(spec) == tool.content_hash and (
+            not spec.provider_name or spec.provider_name == tool.provider_name
+        ):
+            return WriteResult(tool, ImportOutcome.UNCHANGED)
+        if spec.name != tool.name and (
+            Tool.objects.filter(catalog_id=tool.catalog_id, name=spec.name).exists()
+        ):
+            raise ToolConflict(
+                "name", f"name: a tool named {spec.name!r} already exists"
+            )
+        before = spec_json(tool)
+        _apply(tool, spec, _provider_name(tool.catalog, spec, tool))
+        tool.version += 1
+        tool.updated_by = _user(actor)
+        tool.full_clean(validate_unique=False, validate_constraints=False)
+        tool.save()
+        _record(tool, ChangeAction.UPDATE, before, spec_json(tool), actor, request_id)
+        _enqueue_embedding(tool.pk)
+    return WriteResult(tool, ImportOutcome.UPDATED)
+
+
+def set_tool_status(
+    tool: Tool, status: str, *, actor: Actor, request_id: uuid.UUID | None = None
+) -> WriteResult:
+    """Change only the status (active, disabled, deprecated) of a tool."""
+    spec = tool_to_spec(tool)
+    spec.status = status
+    return update_tool(tool, spec, actor=actor, request_id=request_id)
+
+
+def delete_tool(
+    tool: Tool, *, actor: Actor, request_id: uuid.UUID | None = None
+) -> None:
+    """Delete a tool; its change history stays."""
+    with transaction.atomic():
+        tool = Tool.objects.select_for_update().get(pk=tool.pk)
+        tool.version += 1
+        _record(tool, ChangeAction.DELETE, spec_json(tool), None, actor, request_id)
+        tool.delete()
+
+
+def spec_json(tool: Tool) -> dict[str, Any]:
+    return tool_to_spec(tool).to_dict()
+
+
+def _user(actor: Actor) -> Any:
+    return actor if actor is not None and actor.pk else None

@@ -1,0 +1,99 @@
+"""Celery tasks of the catalog: thin, take ids, idempotent, call a service."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.db import OperationalError
+
+from catalog.choices import EmbeddingStatus, JobState
+from catalog.embeddings.backends import EmbeddingError
+from catalog.models import Job, Tool
+from catalog.services import embeddings, imports
+
+log = logging.getLogger(__name__)
+RETRYABLE = (EmbeddingError, OperationalError, OSError)
+
+
+@shared_task(
+    bind=True,
+    autoretry_for=RETRYABLE,
+    retry_backoff=2,
+    retry_backoff_max=120,
+    retry_jitter=True,
+    max_retries=5,
+)
+def embed_tool(self, tool_id: int) -> dict[str, int] | None:  # type: ignore[no-untyped-def]
+    """Embed one tool, batching in other pending tools of its catalog."""
+    tool = Tool.objects.filter(pk=tool_id).only("catalog_id", "embedding_status").first()
+    if tool is None or tool.embedding_status == EmbeddingStatus.READY:
+        return None
+    batch = [tool_id, *embeddings.pending_tool_ids(tool.catalog_id, 64)]
+    try:
+        return embeddings.embed_tools(dict.fromkeys(batch))
+    except RETRYABLE as exc:
+        if self.request.retries >= self.max_retries:
+            embeddings.mark_failed([tool_id], f"embedding failed: {exc}")
+            return None
+        raise
+
+
+@shared_task
+def run_import(job_id: int) -> None:
+    """Run (or resume) an import job."""
+    job = imports.claim_job(job_id)
+    if job is None:
+        return
+    try:
+        imports.run_import(job)
+    except Exception as exc:
+        log.exception("import job %s failed", job_id)
+        imports.fail_job(job, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+@shared_task(
+    bind=True,
+    autoretry_for=RETRYABLE,
+    retry_backoff=2,
+    retry_jitter=True,
+    max_retries=5,
+)
+def run_reindex(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Run (or resume) a re-index job from its saved cursor."""
+    job = imports.claim_job(job_id)
+    if job is None:
+        return
+    try:
+        embeddings.run_reindex(job)
+    except RETRYABLE:
+        if self.request.retries >= self.max_retries:
+            imports.fail_job(job, "embedding backend kept failing")
+            return
+        raise
+
+
+@shared_task
+def resume_interrupted_work() -> dict[str, int]:
+    """Sent when a worker starts: re-queue jobs left running by a dead worker and
+    every tool still pending, so nothing stays pending after a crash."""
+    resumed = 0
+    for job in Job.objects.filter(state__in=[JobState.QUEUED, JobState.RUNNING]):
+        if imports.lease_expired(job):
+            task = run_import if job.kind == "import" else run_reindex
+            task.delay(job.pk)
+            resumed += 1
+    pending = 0
+    for tool_id in Tool.objects.filter(
+        embedding_status=EmbeddingStatus.PENDING
+    ).values_list("id", flat=True)[:10000:64]:
+        embed_tool.delay(tool_id)
+        pending += 1
+    return {"jobs": resumed, "embedding_batches": pending}
+
+
+@worker_ready.connect
+def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
+    resume_interrupted_work.delay()

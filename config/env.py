@@ -1,0 +1,98 @@
+"""Small typed readers for deploy-time settings.
+
+Every value comes from the environment; a value that cannot be read stops start-up with
+``ImproperlyConfigured`` naming the variable, so a typo never becomes a silent default.
+A ``NAME_FILE`` variable (Docker secrets) is read in place of ``NAME``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str = "") -> str:
+    """A string, read from NAME or from the file NAME_FILE points at."""
+    file_path = os.environ.get(f"{name}_FILE")
+    if file_path:
+        try:
+            return Path(file_path).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE: cannot read {file_path}") from exc
+    return os.environ.get(name, default)
+
+
+def env_secret(name: str, default: str | None = None) -> str:
+    """A secret; required (no default) unless one is given."""
+    value = env_str(name, default or "")
+    if not value:
+        raise ImproperlyConfigured(f"{name}: must be set")
+    return value
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}: expected true or false, got {raw!r}")
+
+
+def env_int(
+    name: str, default: int, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: expected an integer, got {raw!r}") from exc
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}: must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}: must be at most {maximum}")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_from_url(name: str, url: str) -> dict[str, object]:
+    """Django DATABASES entry from a postgres URL (a unix socket via ?host=/path)."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgres", "postgresql"):
+        raise ImproperlyConfigured(f"{name}: expected a postgresql:// URL")
+    query = parse_qs(parsed.query)
+    host = query.get("host", [parsed.hostname or ""])[0]
+    database = unquote(parsed.path.lstrip("/"))
+    if not database:
+        raise ImproperlyConfigured(f"{name}: the URL names no database")
+    try:
+        port = parsed.port
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: the port is not a number") from exc
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": database,
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": host,
+        "PORT": str(port or ""),
+        "CONN_MAX_AGE": 60,
+        "CONN_HEALTH_CHECKS": True,
+    }

@@ -1,0 +1,204 @@
+"""The lexical index: BM25F impacts and binary field postings, built once per snapshot.
+
+Every (term, tool) pair gets one precomputed *impact*: the BM25F evidence of that
+term for that tool, summed over fields with per-field IDF and length
+normalisation (seed 004), then expressed in units of the term's document IDF and
+capped at it. A query therefore only adds up the postings of its own terms with
+numpy; nothing scans the catalog, so 100,000 tools cost a few milliseconds.
+
+Dividing the summed impact by the query's total IDF gives a score in 0..1 that is
+comparable across queries: it is the share of the query's information that the
+tool covers, so a query whose words are rare or absent in the catalog scores low
+everywhere instead of being stretched to 1 by a max-normalisation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from selection.engine.text import split_identifier, tokenize
+from selection.engine.types import ToolRecord
+
+FieldText = Callable[[ToolRecord], str]
+
+FIELD_TEXT: dict[str, FieldText] = {
+    "name": lambda t: split_identifier(t.name).replace("_", " "),
+    "title": lambda t: t.title,
+    "keywords": lambda t: " ".join(t.keywords),
+    "examples": lambda t: " ".join(t.examples),
+    "description": lambda t: t.description,
+    "category": lambda t: t.category.replace("/", " "),
+    "tags": lambda t: " ".join(t.tags),
+    "params": lambda t: t.param_text,
+    "avoid_when": lambda t: t.avoid_when,
+}
+# Fields whose words count as plain "overlap" with the query (seeds 000 and 002).
+OVERLAP_FIELDS = ("name", "title", "description", "category", "tags", "keywords")
+
+
+@dataclass(frozen=True)
+class Postings:
+    """Compressed rows: for term id ``t``, ``docs[offsets[t]:offsets[t+1]]``."""
+
+    offsets: np.ndarray
+    docs: np.ndarray
+    values: np.ndarray | None = None
+
+    def rows(self, term: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The tools (and values, when stored) for one term id."""
+        lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
+        vals = None if self.values is None else self.values[lo:hi]
+        return self.docs[lo:hi], vals
+
+
+def _csr(terms: np.ndarray, docs: np.ndarray, vocab: int) -> tuple[np.ndarray, ...]:
+    """Sort (term, doc) pairs, merge duplicates; return order, offsets and uniques."""
+    key = terms.astype(np.int64) * (int(docs.max(initial=0)) + 1) + docs
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    uterms = terms[order][starts]
+    counts = np.bincount(uterms, minlength=vocab)
+    offsets = np.zeros(vocab + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return order, starts, uterms, docs[order][starts].astype(np.int32), offsets
+
+
+def idf(df: np.ndarray | float, n_docs: int) -> np.ndarray:
+    """Okapi IDF, always positive: ln(1 + (N - df + 0.5) / (df + 0.5))."""
+    return np.log1p((n_docs - np.asarray(df, dtype=np.float64) + 0.5) / (df + 0.5))
+
+
+class _FieldTokens:
+    """Flat (term, tool, tf) triples and token counts for one field."""
+
+    def __init__(self, n_docs: int) -> None:
+        self.terms: list[int] = []
+        self.docs: list[int] = []
+        self.tfs: list[int] = []
+        self.lengths = np.zeros(n_docs, dtype=np.float64)
+
+
+def _merged(fields: Mapping[str, _FieldTokens], names: Sequence[str]) -> _FieldTokens:
+    """One pseudo-field holding the triples of several fields."""
+    out = _FieldTokens(0)
+    for name in names:
+        out.terms.extend(fields[name].terms)
+        out.docs.extend(fields[name].docs)
+        out.tfs.extend(fields[name].tfs)
+    return out
+
+
+class LexicalIndex:
+    """Vocabulary, BM25F impact postings and per-field binary postings."""
+
+    def __init__(
+        self,
+        tools: Sequence[ToolRecord],
+        field_weights: Mapping[str, float],
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> None:
+        self.n_docs = len(tools)
+        self.vocab: dict[str, int] = {}
+        fields = self._tokenize_all(tools)
+        self.doc_df = np.zeros(len(self.vocab), dtype=np.float64)
+        self.fields: dict[str, Postings] = {}
+        for name, ft in fields.items():
+            self.fields[name] = self._binary(ft)
+        self.fields["overlap"] = self._binary(_merged(fields, OVERLAP_FIELDS))
+        self._doc_level_idf(fields)
+        self.impacts = self._impacts(fields, field_weights, k1, b)
+        self.unknown_idf = float(idf(0.0, max(self.n_docs, 1)))
+        self.masses = {
+            name: self._mass(name) for name in ("name", "tags", "category")
+        }
+
+    def _tokenize_all(self, tools: Sequence[ToolRecord]) -> dict[str, _FieldTokens]:
+        """Tokenise every field of every tool into flat integer arrays."""
+        out = {name: _FieldTokens(self.n_docs) for name in FIELD_TEXT}
+        vocab = self.vocab
+        for doc, tool in enumerate(tools):
+            for name, text_of in FIELD_TEXT.items():
+                tokens = tokenize(text_of(tool))
+                if not tokens:
+                    continue
+                ft = out[name]
+                ft.lengths[doc] = len(tokens)
+                for token, tf in Counter(tokens).items():
+                    ft.terms.append(vocab.setdefault(token, len(vocab)))
+                    ft.docs.append(doc)
+                    ft.tfs.append(tf)
+        return out
+
+    def _binary(self, ft: _FieldTokens) -> Postings:
+        """Which tools contain each term in this field."""
+        terms = np.asarray(ft.terms, dtype=np.int64)
+        docs = np.asarray(ft.docs, dtype=np.int64)
+        _, _, _, udocs, offsets = _csr(terms, docs, len(self.vocab))
+        return Postings(offsets, udocs)
+
+    def _doc_level_idf(self, fields: Mapping[str, _FieldTokens]) -> None:
+        """IDF over whole tools (a term counts once per tool, in any field)."""
+        terms = np.concatenate([np.asarray(f.terms, np.int64) for f in fields.values()])
+        docs = np.concatenate([np.asarray(f.docs, np.int64) for f in fields.values()])
+        if len(terms):
+            _, _, uterms, _, _ = _csr(terms, docs, len(self.vocab))
+            self.doc_df = np.bincount(uterms, minlength=len(self.vocab)).astype(float)
+        self.idf = idf(self.doc_df, max(self.n_docs, 1)).astype(np.float32)
+
+    def _impacts(
+        self,
+        fields: Mapping[str, _FieldTokens],
+        weights: Mapping[str, float],
+        k1: float,
+        b: float,
+    ) -> Postings:
+        """Sum of field-weighted BM25 parts per (term, tool), capped at the IDF."""
+        all_terms, all_docs, all_vals = [], [], []
+        for name, ft in fields.items():
+            weight = float(weights.get(name, 0.0))
+            if weight <= 0 or not ft.terms:
+                continue
+            terms = np.asarray(ft.terms, dtype=np.int64)
+            docs = np.asarray(ft.docs, dtype=np.int64)
+            tf = np.asarray(ft.tfs, dtype=np.float64)
+            avg = max(float(ft.lengths[ft.lengths > 0].mean()), 1.0)
+            norm = 1.0 - b + b * ft.lengths[docs] / avg
+            df = np.bincount(terms, minlength=len(self.vocab))[terms]
+            sat = tf / (tf + k1 * norm)
+            all_vals.append(weight * idf(df, self.n_docs) * sat)
+            all_terms.append(terms)
+            all_docs.append(docs)
+        if not all_terms:
+            empty = np.zeros(0, dtype=np.int32)
+            return Postings(np.zeros(len(self.vocab) + 1, np.int64), empty, empty)
+        full_credit = max(float(w) for w in weights.values())
+        terms, docs = np.concatenate(all_terms), np.concatenate(all_docs)
+        order, starts, uterms, udocs, offsets = _csr(terms, docs, len(self.vocab))
+        summed = np.add.reduceat(np.concatenate(all_vals)[order], starts)
+        capped = np.minimum(summed / full_credit, self.idf[uterms])
+        return Postings(offsets, udocs, capped.astype(np.float32))
+
+    def _mass(self, field_name: str) -> np.ndarray:
+        """Per tool: total IDF of the distinct terms of one field."""
+        post = self.fields[field_name]
+        mass = np.zeros(self.n_docs, dtype=np.float64)
+        counts = np.diff(post.offsets)
+        terms = np.repeat(np.arange(len(counts)), counts)
+        np.add.at(mass, post.docs, self.idf[terms])
+        return mass
+
+    def term_ids(self, terms: Mapping[str, float]) -> list[tuple[int | None, float]]:
+        """Vocabulary ids for query terms (``None`` when the catalog lacks it)."""
+        return [(self.vocab.get(t), w) for t, w in terms.items()]
+
+    def term_idf(self, term_id: int | None) -> float:
+        """Document IDF of a term id; absent terms get the highest possible IDF."""
+        return self.unknown_idf if term_id is None else float(self.idf[term_id])

@@ -1,0 +1,193 @@
+"""Per-catalog engine settings that a curator may edit, with validation.
+
+``EngineSettings`` is frozen; ``from_dict`` merges a partial JSON object onto the
+defaults, ``to_dict`` gives the full JSON back, and ``validate`` returns problems
+keyed by field path (``hybrid_weights.embed``, ``micro_anchors[2].pattern``) so a
+form can put each message next to its field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+SCORERS = ("keyword", "bm25f", "embedding", "hybrid", "ensemble", "llm")
+NO_SCHEMA_MODES = ("read-only", "human-approval", "full")
+
+DEFAULT_HYBRID_WEIGHTS = {
+    "embed": 0.55,
+    "lexical": 0.35,
+    "tag": 0.0,
+    "name": 0.10,
+    "category": 0.0,
+}
+DEFAULT_FIELD_WEIGHTS = {
+    "name": 3.0,
+    "title": 2.5,
+    "keywords": 3.0,
+    "examples": 2.0,
+    "description": 1.0,
+    "category": 0.5,
+    "tags": 1.0,
+    "params": 0.5,
+    "avoid_when": 0.3,
+}
+DEFAULT_ENSEMBLE_WEIGHTS = {
+    "bm25f": 0.40,
+    "focus": 0.15,
+    "transition": 0.15,
+    "sticky": 0.10,
+    "avoid": 0.20,
+}
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be built; ``errors`` maps field paths to messages."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in sorted(errors.items())))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class MicroAnchor:
+    """A regex over the query that adds ``boost`` to the listed tools (seed 004)."""
+
+    pattern: str
+    tools: tuple[str, ...]
+    boost: float = 1.0
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How one catalog ranks tools. Defaults are meant to work for any catalog."""
+
+    default_scorer: str = "hybrid"
+    hybrid_weights: Mapping[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_HYBRID_WEIGHTS)
+    )
+    min_lexical_overlap: int = 0
+    min_combined_score: float = 0.0
+    candidate_pool: int = 50
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    field_weights: Mapping[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_FIELD_WEIGHTS)
+    )
+    ensemble_weights: Mapping[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_ENSEMBLE_WEIGHTS)
+    )
+    micro_anchors: tuple[MicroAnchor, ...] = ()
+    transitions: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    core_tools: tuple[str, ...] = ()
+    category_confidence_threshold: float | None = 0.9
+    exploration: bool = False
+    exploration_seed: int = 0
+    exploration_depth: int = 20
+    no_schema_modes_allowed: tuple[str, ...] = ("read-only",)
+    llm_shortlist: int = 40
+    llm_descriptions: bool = True
+    calibration_midpoint: float = 0.30
+    calibration_slope: float = 12.0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> EngineSettings:
+        """Defaults overridden by ``data``; unknown keys or wrong shapes raise."""
+        if not data:
+            return cls()
+        known = {f.name for f in fields(cls)}
+        errors = {k: "is not a known setting" for k in data if k not in known}
+        if errors:
+            raise SettingsError(errors)
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            try:
+                values[key] = _coerce(key, value, getattr(cls(), key))
+            except (TypeError, ValueError, KeyError) as exc:
+                errors[key] = f"has the wrong shape ({exc})"
+        if errors:
+            raise SettingsError(errors)
+        return replace(cls(), **values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The full settings as plain JSON-ready data."""
+        data = asdict(self)
+        for key in ("hybrid_weights", "field_weights", "ensemble_weights"):
+            data[key] = dict(getattr(self, key))
+        data["transitions"] = {k: dict(v) for k, v in self.transitions.items()}
+        data["micro_anchors"] = [
+            {"pattern": a.pattern, "tools": list(a.tools), "boost": a.boost}
+            for a in self.micro_anchors
+        ]
+        for key in ("core_tools", "no_schema_modes_allowed"):
+            data[key] = list(getattr(self, key))
+        return data
+
+    def validate(self) -> dict[str, str]:
+        """Field path -> message for every value out of range (empty when valid)."""
+        from selection.engine.validation import validate_settings
+
+        return validate_settings(self)
+
+    def hybrid_weight(self, name: str) -> float:
+        """One hybrid weight (0 when the curator left it out)."""
+        return float(self.hybrid_weights.get(name, 0.0))
+
+    def ensemble_weight(self, name: str) -> float:
+        """One ensemble weight (0 when the curator left it out)."""
+        return float(self.ensemble_weights.get(name, 0.0))
+
+
+def _coerce(key: str, value: Any, default: Any) -> Any:
+    """Turn JSON ``value`` into the type of the setting whose default is given."""
+    if key == "micro_anchors":
+        return tuple(
+            MicroAnchor(
+                pattern=str(a["pattern"]),
+                tools=tuple(str(t) for t in a.get("tools", ())),
+                boost=float(a.get("boost", 1.0)),
+            )
+            for a in value
+        )
+    if key == "transitions":
+        return {
+            str(src): {str(dst): float(p) for dst, p in dict(row).items()}
+            for src, row in dict(value).items()
+        }
+    if isinstance(default, Mapping):
+        return {str(k): float(v) for k, v in dict(value).items()}
+    if isinstance(default, tuple):
+        if isinstance(value, str):
+            raise TypeError("expected a list")
+        return tuple(str(v) for v in value)
+    return _coerce_scalar(key, value, default)
+
+
+def _coerce_scalar(key: str, value: Any, default: Any) -> Any:
+    """Numbers, booleans and strings; ``None`` only where the default allows it."""
+    if value is None:
+        if key == "category_confidence_threshold":
+            return None
+        raise TypeError("must not be null")
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise TypeError("expected true or false")
+        return value
+    if isinstance(default, int) and not isinstance(default, bool):
+        if isinstance(value, bool) or float(value) != int(value):
+            raise TypeError("expected an integer")
+        return int(value)
+    if isinstance(default, float) or key == "category_confidence_threshold":
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError("must be finite")
+        return number
+    return str(value)
+
+
+def compile_anchor(anchor: MicroAnchor) -> re.Pattern[str]:
+    """The anchor's regex, case-insensitive (validated settings always compile)."""
+    return re.compile(anchor.pattern, re.IGNORECASE)

@@ -1,0 +1,121 @@
+"""An immutable view of one catalog version, with lazily built, cached indexes.
+
+The app builds a ``CatalogSnapshot`` when a catalog version is published and keeps
+it for as long as that version is current; every request then reuses the same
+lexical index and policy arrays, built once in O(N).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from selection.engine.index import LexicalIndex
+from selection.engine.settings import EngineSettings
+from selection.engine.types import ToolRecord
+
+
+@dataclass(frozen=True, eq=False)
+class CatalogSnapshot:
+    """The tools and settings of one catalog version."""
+
+    catalog: str
+    version: str
+    tools: tuple[ToolRecord, ...]
+    settings: EngineSettings = field(default_factory=EngineSettings)
+
+    @cached_property
+    def index(self) -> LexicalIndex:
+        """BM25F impacts and field postings over all tools (built on first use)."""
+        s = self.settings
+        return LexicalIndex(self.tools, s.field_weights, s.bm25_k1, s.bm25_b)
+
+    @cached_property
+    def by_name(self) -> dict[str, int]:
+        """Tool name -> row (the first tool wins if a name repeats)."""
+        out: dict[str, int] = {}
+        for row, tool in enumerate(self.tools):
+            out.setdefault(tool.name, row)
+        return out
+
+    @cached_property
+    def by_lower_name(self) -> dict[str, int]:
+        """Lower-cased tool name -> row, for forgiving lookups (LLM answers)."""
+        out: dict[str, int] = {}
+        for row, tool in enumerate(self.tools):
+            out.setdefault(tool.name.lower(), row)
+        return out
+
+    @cached_property
+    def order(self) -> np.ndarray:
+        """Rank of each row under the tie-break (position, then name)."""
+        rows = sorted(
+            range(len(self.tools)),
+            key=lambda r: (self.tools[r].position, self.tools[r].name),
+        )
+        rank = np.empty(len(rows), dtype=np.int64)
+        rank[rows] = np.arange(len(rows))
+        return rank
+
+    @cached_property
+    def arrays(self) -> PolicyArrays:
+        """Column arrays of the facts policy checks, for vectorised filtering."""
+        return PolicyArrays.build(self.tools, self.settings)
+
+    def rows(self, names: tuple[str, ...] | list[str]) -> list[int]:
+        """Rows of the named tools that exist in this snapshot."""
+        return [self.by_name[n] for n in names if n in self.by_name]
+
+    def warm(self) -> CatalogSnapshot:
+        """Build every cache now (e.g. at publish time) and return self."""
+        _ = self.index, self.by_name, self.by_lower_name, self.order, self.arrays
+        return self
+
+
+@dataclass(frozen=True)
+class PolicyArrays:
+    """Per-tool policy facts as numpy columns plus value -> rows lookups."""
+
+    active: np.ndarray
+    safe: np.ndarray
+    schema_ok: np.ndarray
+    cost: np.ndarray
+    tokens: np.ndarray
+    open_roles: np.ndarray
+    role_rows: dict[str, np.ndarray]
+    capability_rows: dict[str, np.ndarray]
+    category_rows: dict[str, np.ndarray]
+
+    @staticmethod
+    def build(tools: tuple[ToolRecord, ...], settings: EngineSettings) -> PolicyArrays:
+        """Read every tool once; no-schema tools pass only in an allowed mode."""
+        allowed_modes = set(settings.no_schema_modes_allowed)
+        roles: dict[str, list[int]] = {}
+        caps: dict[str, list[int]] = {}
+        cats: dict[str, list[int]] = {}
+        for row, tool in enumerate(tools):
+            for role in tool.allowed_roles:
+                roles.setdefault(role, []).append(row)
+            for cap in tool.capabilities:
+                caps.setdefault(cap, []).append(row)
+            cats.setdefault(tool.category.lower(), []).append(row)
+        return PolicyArrays(
+            active=np.array([t.status == "active" for t in tools], dtype=bool),
+            safe=np.array([t.safe for t in tools], dtype=bool),
+            schema_ok=np.array(
+                [
+                    t.has_schema
+                    or (t.allow_no_schema and t.no_schema_mode in allowed_modes)
+                    for t in tools
+                ],
+                dtype=bool,
+            ),
+            cost=np.array([t.cost_per_call for t in tools], dtype=np.float64),
+            tokens=np.array([t.prompt_tokens for t in tools], dtype=np.int64),
+            open_roles=np.array([not t.allowed_roles for t in tools], dtype=bool),
+            role_rows={k: np.array(v, dtype=np.int64) for k, v in roles.items()},
+            capability_rows={k: np.array(v, dtype=np.int64) for k, v in caps.items()},
+            category_rows={k: np.array(v, dtype=np.int64) for k, v in cats.items()},
+        )

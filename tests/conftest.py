@@ -1,0 +1,137 @@
+"""Shared fixtures: personas, API clients, and a real Celery worker process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from tests.factories import make_client_key, make_user
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def admin_user(db: None) -> Any:
+    return make_user("root", superuser=True)
+
+
+@pytest.fixture
+def curator(db: None) -> Any:
+    return make_user("carla", groups=("curator",))
+
+
+@pytest.fixture
+def member(db: None) -> Any:
+    """Signed in, no special group: reads the catalog, cannot write it."""
+    return make_user("mo")
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def as_user(api: APIClient) -> Callable[[Any], APIClient]:
+    def login(user: Any) -> APIClient:
+        api.force_authenticate(user=None)
+        api.force_login(user)
+        return api
+
+    return login
+
+
+@pytest.fixture
+def with_key(api: APIClient, db: None) -> Callable[..., APIClient]:
+    """An API client authenticated by a real bearer key of the given scope."""
+
+    def make(scope: str, name: str | None = None, **options: Any) -> APIClient:
+        key = make_client_key(name or f"{scope}-client", scope, **options)
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        return api
+
+    return make
+
+
+def worker_env() -> dict[str, str]:
+    """The environment of a worker that talks to the test database."""
+    env = dict(os.environ)
+    db = settings.DATABASES["default"]
+    host = db["HOST"]
+    env["DATABASE_URL"] = (
+        f"postgresql://{db['USER']}:{db['PASSWORD']}@/{db['NAME']}?host={host}"
+        if str(host).startswith("/")
+        else f"postgresql://{db['USER']}:{db['PASSWORD']}@{host}:{db['PORT']}/{db['NAME']}"
+    )
+    env.setdefault("QUIVER_JOB_LEASE_S", "4")
+    return env
+
+
+def start_worker(name: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A real `celery worker` process on the test database and the test broker."""
+    env = {**worker_env(), **(extra_env or {})}
+    log = open(ROOT / ".quiver" / "test" / f"worker-{name}.log", "wb")  # noqa: SIM115
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "quiver",
+         "--concurrency", "1", "--loglevel", "INFO", "--hostname", f"{name}@%h",
+         "--without-mingle", "--without-gossip"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    wait_until(lambda: _pings(f"{name}@"), timeout=60, what=f"worker {name} to start")
+    return process
+
+
+def _pings(prefix: str) -> bool:
+    from config.celery import app
+
+    replies = app.control.ping(timeout=0.5) or []
+    return any(name.startswith(prefix) for reply in replies for name in reply)
+
+
+def stop_worker(process: subprocess.Popen[bytes], *, kill: bool = False) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def wait_until(
+    condition: Callable[[], Any], *, timeout: float = 60, what: str = "condition"
+) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def purged_broker() -> None:
+    from config.celery import app
+
+    app.control.purge()
+
+
+@pytest.fixture
+def celery_worker(transactional_db: None, purged_broker: None) -> Iterator[subprocess.Popen[bytes]]:
+    """A real worker process for one test (integration tests need committed data)."""
+    process = start_worker("w1")
+    try:
+        yield process
+    finally:
+        stop_worker(process)

@@ -1,0 +1,53 @@
+"""Factory functions for tests: small, explicit, with sensible defaults."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from catalog.models import Catalog, Tool
+from catalog.services import create_api_client, create_tool, ensure_default_catalog
+from catalog.spec import ToolSpec
+
+_seq = count(1)
+
+
+def weather_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "The name of the city"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        },
+        "required": ["city"],
+    }
+
+
+def make_spec(name: str | None = None, **fields: Any) -> ToolSpec:
+    name = name or f"tool_{next(_seq)}"
+    fields.setdefault("description", f"Does the {name.replace('_', ' ')} thing.")
+    fields.setdefault("parameters", weather_schema())
+    return ToolSpec(name=name, **fields)
+
+
+def make_tool(catalog: Catalog | None = None, name: str | None = None, **fields: Any) -> Tool:
+    catalog = catalog or ensure_default_catalog()
+    return create_tool(catalog, make_spec(name, **fields), actor=None)
+
+
+def make_user(username: str, *, groups: tuple[str, ...] = (), superuser: bool = False) -> Any:
+    users = get_user_model().objects
+    if superuser:
+        return users.create_superuser(username, f"{username}@example.com", "pw-12345678")
+    user = users.create_user(username, f"{username}@example.com", "pw-12345678")
+    for name in groups:
+        user.groups.add(Group.objects.get_or_create(name=name)[0])
+    return user
+
+
+def make_client_key(name: str, scope: str, **options: Any) -> str:
+    _client, key = create_api_client(name, scope, **options)
+    return key
