@@ -48,6 +48,7 @@ class ImportItem:
 
 
 def _check_format(fmt: str) -> None:
+    """Refuse a format name that is not in ``FORMATS``."""
     if fmt not in FORMATS:
         raise FormatError(
             f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}"
@@ -100,6 +101,7 @@ def _provider_schema(spec: ToolSpec) -> dict[str, Any]:
 
 
 def _export_canonical(spec: ToolSpec) -> dict[str, Any]:
+    """Quiver JSON with a private copy of the schema."""
     data = spec.to_dict()
     data["parameters"] = copy.deepcopy(spec.parameters)
     return data
@@ -118,18 +120,22 @@ def _function_body(spec: ToolSpec, with_strict: bool) -> dict[str, Any]:
 
 
 def _export_openai(spec: ToolSpec) -> dict[str, Any]:
+    """Chat Completions: the function body under ``function``."""
     return {"type": "function", "function": _function_body(spec, with_strict=True)}
 
 
 def _export_responses(spec: ToolSpec) -> dict[str, Any]:
+    """Responses API: the function body flattened into the tool."""
     return {"type": "function", **_function_body(spec, with_strict=True)}
 
 
 def _export_ollama(spec: ToolSpec) -> dict[str, Any]:
+    """Ollama: the Chat Completions shape without ``strict``."""
     return {"type": "function", "function": _function_body(spec, with_strict=False)}
 
 
 def _export_anthropic(spec: ToolSpec) -> dict[str, Any]:
+    """Anthropic client tool: the schema is ``input_schema``."""
     return {
         "name": exported_name(spec),
         "description": spec.description,
@@ -138,6 +144,7 @@ def _export_anthropic(spec: ToolSpec) -> dict[str, Any]:
 
 
 def _export_mcp(spec: ToolSpec) -> dict[str, Any]:
+    """An MCP ``tools/list`` entry with title and hint annotations."""
     tool: dict[str, Any] = {"name": exported_name(spec)}
     title = _mcp_title(spec)
     if title:
@@ -234,6 +241,7 @@ def _detect_items(items: list[Any], empty_default: str) -> str:
 
 
 def _item_format(item: Any) -> str | None:
+    """The format one tool item looks like, or None if unrecognised."""
     if not isinstance(item, dict):
         return None
     if "inputSchema" in item:
@@ -252,6 +260,7 @@ def _item_format(item: Any) -> str | None:
 
 
 def _tools_member(document: dict[str, Any]) -> list[Any]:
+    """The ``tools`` list of a wrapping object."""
     tools = document.get("tools")
     if not isinstance(tools, list):
         raise FormatError('expected a list of tools or an object with a "tools" list')
@@ -284,6 +293,7 @@ def _container_items(document: Any, fmt: str) -> list[Any]:
 
 
 def _check_canonical_header(document: dict[str, Any], fmt: str) -> None:
+    """A Quiver document must be read as canonical, version 1."""
     if fmt != "canonical" or document["format"] != CANONICAL_FORMAT_NAME:
         raise FormatError(
             f"a {document['format']!r} document cannot be read as {fmt!r}"
@@ -316,6 +326,7 @@ def import_tools(document: Any, fmt: str | None = None) -> list[ImportItem]:
 def _import_item(
     index: int, item: Any, parser: Callable[[dict[str, Any]], ToolSpec]
 ) -> ImportItem:
+    """Parse one item, turning a field error into an indexed message."""
     if not isinstance(item, dict):
         return ImportItem(index, None, f"tools[{index}]: must be a JSON object")
     try:
@@ -326,6 +337,7 @@ def _import_item(
 
 
 def _parse_canonical(item: dict[str, Any]) -> ToolSpec:
+    """Quiver JSON, read through ``spec_from_dict`` on a copy."""
     return spec_from_dict(copy.deepcopy(item))
 
 
@@ -399,6 +411,7 @@ def _parse_mcp(item: dict[str, Any]) -> ToolSpec:
 
 
 def _require_function_type(item: dict[str, Any]) -> None:
+    """OpenAI-style items must say ``"type": "function"``."""
     if "type" not in item:
         raise SpecError("type", "is required")
     if item["type"] != "function":
@@ -406,6 +419,7 @@ def _require_function_type(item: dict[str, Any]) -> None:
 
 
 def _name(data: dict[str, Any], prefix: str) -> str:
+    """A required, non-empty string name."""
     value = data.get("name")
     if value is None:
         raise SpecError(f"{prefix}name", "is required")
@@ -417,6 +431,7 @@ def _name(data: dict[str, Any], prefix: str) -> str:
 
 
 def _optional_str(data: dict[str, Any], key: str, prefix: str) -> str:
+    """An optional string field (null reads as empty)."""
     value = data.get(key)
     if value is None:
         return ""
@@ -428,6 +443,7 @@ def _optional_str(data: dict[str, Any], key: str, prefix: str) -> str:
 def _schema(
     data: dict[str, Any], key: str, prefix: str, *, required: bool
 ) -> dict[str, Any] | None:
+    """A JSON Schema object field, deep-copied; null reads as absent."""
     value = data.get(key)
     if value is None:
         if required:
@@ -439,6 +455,7 @@ def _schema(
 
 
 def _strict(data: dict[str, Any], prefix: str) -> bool | None:
+    """An optional ``strict`` flag: true, false or null."""
     value = data.get("strict")
     if value is not None and not isinstance(value, bool):
         raise SpecError(f"{prefix}strict", "must be true, false or null")

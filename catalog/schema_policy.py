@@ -219,6 +219,7 @@ def _metaschema_problems(
 
 
 def _error_sort_key(error: ValidationError) -> tuple[str, str, str]:
+    """Order errors by location, then keyword, so reports are stable."""
     return (join_pointer("", error.absolute_path), str(error.validator), error.message)
 
 
@@ -327,6 +328,7 @@ def _pointer_exists(document: Any, pointer: str) -> bool:
 
 
 def _is_index(token: str, length: int) -> bool:
+    """Whether ``token`` is a JSON pointer array index within ``length``."""
     if not token.isascii() or not token.isdigit():
         return False
     if len(token) > 1 and token.startswith("0"):
@@ -347,6 +349,7 @@ class _ValidatorCache:
     """A thread-safe LRU of compiled validators keyed by the caller's key."""
 
     def __init__(self, maxsize: int) -> None:
+        """An empty cache holding at most ``maxsize`` validators."""
         self.maxsize = maxsize
         self._items: OrderedDict[str, Validator] = OrderedDict()
         self._lock = threading.Lock()
@@ -367,6 +370,7 @@ class _ValidatorCache:
         return compiled
 
     def clear(self) -> None:
+        """Drop every cached validator."""
         with self._lock:
             self._items.clear()
 
@@ -446,6 +450,7 @@ def parse_arguments(
 
 
 def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json`` hook: build an object, refusing a repeated key."""
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
@@ -455,6 +460,7 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _refuse_constant(name: str) -> Any:
+    """``json`` hook: refuse NaN, Infinity and -Infinity."""
     raise ValueError(f"{name} is not allowed")
 
 

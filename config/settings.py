@@ -77,6 +77,8 @@ DATABASES = {
         env_str("DATABASE_URL", "postgresql://postgres@localhost:5432/quiver"),
     )
 }
+# Parallel test runs against one server each name their own test database.
+DATABASES["default"]["TEST"] = {"NAME": env_str("QUIVER_TEST_DB_NAME", "test_quiver")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -21,6 +21,7 @@ from catalog.api import serializers as s
 from catalog.auth import CuratorWrites
 from catalog.formats import export_tools
 from catalog.models import Catalog, Job, Tool
+from catalog.services.catalogs import DEFAULT_CATALOG, ensure_default_catalog
 from catalog.services.tools import tool_to_spec
 
 TRUE_VALUES = {"1", "true", "yes"}
@@ -28,6 +29,8 @@ TRUE_VALUES = {"1", "true", "yes"}
 
 def get_catalog_for_user(request: Request, slug: str) -> Catalog:
     """The catalog if the caller may see it, else 404 (never a hint it exists)."""
+    if slug == DEFAULT_CATALOG:
+        ensure_default_catalog()
     return get_object_or_404(Catalog.objects.visible_to(request.user), slug=slug)
 
 

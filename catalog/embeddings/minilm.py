@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,34 +35,42 @@ _F32 = np.float32
 _MASKED = np.float32(-1e9)
 
 
-def _numpy_erf(x: np.ndarray) -> np.ndarray:
-    """erf via Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, below float32 noise)."""
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (
-        0.254829592
-        + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-    )
-    return (sign * (1.0 - poly * np.exp(-a * a))).astype(_F32, copy=False)
-
-
-def _pick_erf() -> Callable[[np.ndarray], np.ndarray]:
-    """scipy's vectorised erf when installed (one pass), else the numpy formula."""
-    try:
-        from scipy.special import erf
-    except ImportError:  # pragma: no cover - scipy comes with sentence-transformers
-        return _numpy_erf
-    return erf  # type: ignore[no-any-return]
-
-
-_ERF = _pick_erf()
+# Abramowitz & Stegun 7.1.26: erf(z) = 1 - t*P(t)*exp(-z^2), t = 1/(1 + p z), z >= 0.
+# |error| < 1.5e-7 in exact arithmetic (about 5e-7 in float32), far below what
+# float32 activations resolve. It is ~3x faster than scipy.special.erf here and
+# keeps this module numpy-only.
+_AS_P = np.float32(0.3275911)
+_AS_A = tuple(
+    np.float32(c)
+    for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
+)
 _INV_SQRT2 = np.float32(1.0 / np.sqrt(2.0))
 
 
+def erf(x: np.ndarray) -> np.ndarray:
+    """Vectorised float32 error function (A&S 7.1.26), returned as a new array."""
+    z = np.abs(x, dtype=_F32)
+    t = z * _AS_P
+    t += 1.0
+    np.reciprocal(t, out=t)
+    poly = t * _AS_A[0]
+    for coefficient in _AS_A[1:]:
+        poly += coefficient
+        poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z
+    np.subtract(1.0, poly, out=poly)
+    return np.copysign(poly, x, out=poly)
+
+
 def gelu_(x: np.ndarray) -> np.ndarray:
-    """Exact GELU, ``0.5 x (1 + erf(x / sqrt 2))``, computed in place on ``x``."""
-    cdf = _ERF(x * _INV_SQRT2)
+    """Exact (erf) GELU, ``0.5 x (1 + erf(x / sqrt 2))``, computed in place on ``x``.
+
+    BERT's ``hidden_act`` is ``"gelu"``, the erf form, not the tanh approximation.
+    """
+    cdf = erf(x * _INV_SQRT2)
     cdf += 1.0
     cdf *= 0.5
     x *= cdf

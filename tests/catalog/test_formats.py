@@ -34,11 +34,7 @@ WEATHER_SCHEMA = {
 
 
 def weather() -> ToolSpec:
-    return ToolSpec(
-        name="get_weather",
-        description="Fetch current weather.",
-        parameters=copy.deepcopy(WEATHER_SCHEMA),
-    )
+    return ToolSpec("get_weather", "Current weather.", copy.deepcopy(WEATHER_SCHEMA))
 
 
 def nested_order() -> ToolSpec:
@@ -95,12 +91,7 @@ def unsafe_mcp_tool() -> ToolSpec:
 
 
 def no_schema_tool() -> ToolSpec:
-    return ToolSpec(
-        name="ping",
-        description="Check the service is up.",
-        allow_no_schema=True,
-        no_schema_mode="read-only",
-    )
+    return ToolSpec(name="ping", allow_no_schema=True, no_schema_mode="read-only")
 
 
 def renamed_tool() -> ToolSpec:
@@ -127,7 +118,7 @@ def good_specs(items: list[ImportItem]) -> list[ToolSpec]:
 
 def test_the_supported_formats_are_listed() -> None:
     expected = "canonical openai openai-responses anthropic ollama mcp"
-    assert FORMATS == tuple(expected.split())
+    assert expected.split() == list(FORMATS)
 
 
 def test_openai_export_wraps_the_schema_in_a_function() -> None:
@@ -135,7 +126,7 @@ def test_openai_export_wraps_the_schema_in_a_function() -> None:
         "type": "function",
         "function": {
             "name": "get_weather",
-            "description": "Fetch current weather.",
+            "description": "Current weather.",
             "parameters": WEATHER_SCHEMA,
         },
     }
@@ -265,7 +256,7 @@ def test_a_safe_tool_without_annotations_exports_none_to_mcp() -> None:
     exported = export_tool(weather(), "mcp")
     assert exported == {
         "name": "get_weather",
-        "description": "Fetch current weather.",
+        "description": "Current weather.",
         "inputSchema": WEATHER_SCHEMA,
     }
 
