@@ -30,7 +30,8 @@ def embed_tool(self, tool_id: int) -> dict[str, int] | None:  # type: ignore[no-
     tool = Tool.objects.filter(pk=tool_id).only("catalog_id", "embedding_status").first()
     if tool is None or tool.embedding_status == EmbeddingStatus.READY:
         return None
-    batch = [tool_id, *embeddings.pending_tool_ids(tool.catalog_id, 64)]
+    size = embeddings.embedding_batch_size()
+    batch = [tool_id, *embeddings.pending_tool_ids(tool.catalog_id, size - 1)]
     try:
         return embeddings.embed_tools(dict.fromkeys(batch))
     except RETRYABLE as exc:
@@ -81,10 +82,11 @@ def resume_interrupted_work() -> dict[str, int]:
     every tool still pending, so nothing stays pending after a crash."""
     resumed = 0
     for job in Job.objects.filter(state__in=[JobState.QUEUED, JobState.RUNNING]):
-        if imports.lease_expired(job):
-            task = run_import if job.kind == "import" else run_reindex
-            task.delay(job.pk)
-            resumed += 1
+        # A job still inside its lease may belong to a live worker: try again once
+        # the lease has run out; claim_job refuses it if its heartbeat went on.
+        task = run_import if job.kind == "import" else run_reindex
+        task.apply_async((job.pk,), countdown=imports.lease_remaining(job) + 1)
+        resumed += 1
     pending = 0
     for tool_id in Tool.objects.filter(
         embedding_status=EmbeddingStatus.PENDING

@@ -80,10 +80,12 @@ def claim_job(job_id: int) -> Job | None:
     return Job.objects.get(pk=job_id) if updated == 1 else None
 
 
-def lease_expired(job: Job) -> bool:
-    """True when no live worker can be holding this unfinished job."""
-    stamp = job.heartbeat or job.created
-    return stamp < timezone.now() - _lease()
+def lease_remaining(job: Job) -> float:
+    """Seconds until no live worker can still be holding this unfinished job."""
+    if job.state == JobState.QUEUED or job.heartbeat is None:
+        return 0.0
+    left = job.heartbeat + _lease() - timezone.now()
+    return max(0.0, left.total_seconds())
 
 
 def save_progress(job: Job, *fields: str) -> None:

@@ -1,0 +1,52 @@
+"""Catalogs: counts, exports, creating one, and re-embedding one."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from catalog import services
+from catalog.formats import FORMATS
+from catalog.forms import CatalogForm
+from catalog.models import Catalog
+from catalog.services.embeddings import start_reindex
+from catalog.views.common import (
+    can_write,
+    get_catalog_for_user,
+    render_page,
+    writer_required,
+)
+
+
+@login_required
+def catalog_list(request: HttpRequest) -> HttpResponse:
+    """Every visible catalog with its counts; curators create catalogs here too."""
+    form = CatalogForm()
+    if request.method == "POST":
+        if not can_write(request):
+            raise PermissionDenied("creating a catalog needs the curator or admin scope")
+        form = CatalogForm(request.POST)
+        if form.is_valid():
+            try:
+                catalog = services.create_catalog(**form.cleaned_data)
+            except ValidationError as exc:
+                form.add_service_error(exc)
+            else:
+                messages.success(request, f"Created catalog {catalog.slug}.")
+                return redirect("console:catalog-list")
+    catalogs = Catalog.objects.visible_to(request.user).with_counts()
+    context = {"catalogs": catalogs, "form": form, "formats": FORMATS}
+    return render_page(request, "catalog/catalog_list.html", context)
+
+
+@require_POST
+@writer_required
+def catalog_reindex(request: HttpRequest, slug: str) -> HttpResponse:
+    """Queue a re-embed of the whole catalog and go to its job page."""
+    catalog = get_catalog_for_user(request, slug)
+    job = start_reindex(catalog, actor=request.user)
+    return redirect("console:job-detail", job_id=job.pk)

@@ -1,0 +1,90 @@
+"""A tool's change history and the diff between two of its versions."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+
+from catalog.models import Tool, ToolChange
+from catalog.views.common import get_tool_for_user, render_page
+
+
+def history_context(tool: Tool) -> dict[str, Any]:
+    """The tool's change records, newest first, and the pair compared by default
+    (the latest change against the one before it)."""
+    changes = list(ToolChange.objects.filter(tool=tool).defer("before", "after"))
+    newest = changes[0].pk if changes else None
+    previous = changes[1].pk if len(changes) > 1 else newest
+    return {"tool": tool, "changes": changes, "diff_a": previous, "diff_b": newest}
+
+
+def version_state(change: ToolChange) -> Any:
+    """The tool as it stood right after this change (before it, for a delete)."""
+    return change.after if change.after is not None else change.before
+
+
+def diff_lines(old: Any, new: Any, old_label: str, new_label: str) -> list[dict[str, str]]:
+    """A unified diff of two pretty-printed JSON values, each line tagged as file,
+    hunk, added, removed or context for styling."""
+    before = json.dumps(old, indent=2, sort_keys=True, ensure_ascii=False)
+    after = json.dumps(new, indent=2, sort_keys=True, ensure_ascii=False)
+    lines = difflib.unified_diff(
+        before.splitlines(), after.splitlines(), old_label, new_label, lineterm=""
+    )
+    tagged = []
+    for number, line in enumerate(lines):
+        if number < 2:
+            kind = "file"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        else:
+            kind = {"+": "added", "-": "removed"}.get(line[:1], "context")
+        tagged.append({"kind": kind, "text": line})
+    return tagged
+
+
+@login_required
+def tool_history(request: HttpRequest, tool_id: int) -> HttpResponse:
+    """Who changed the tool, when, to which version; a page or a fragment."""
+    tool = get_tool_for_user(request, tool_id)
+    return render_page(
+        request,
+        "catalog/tool_history.html",
+        history_context(tool),
+        partial="catalog/partials/tool_history.html",
+    )
+
+
+@login_required
+def tool_diff(request: HttpRequest, tool_id: int) -> HttpResponse:
+    """``?a=<change id>&b=<change id>``: the older of the two against the newer."""
+    tool = get_tool_for_user(request, tool_id)
+    try:
+        ids = sorted({int(request.GET["a"]), int(request.GET["b"])})
+    except (KeyError, ValueError):
+        return HttpResponseBadRequest("a, b: two change ids of this tool are required")
+    found = {c.pk: c for c in ToolChange.objects.filter(tool=tool, pk__in=ids)}
+    if len(found) != len(ids):
+        raise Http404("no such change of this tool")
+    old, new = found[ids[0]], found[ids[-1]]
+    context = {
+        "tool": tool,
+        "old": old,
+        "new": new,
+        "lines": diff_lines(
+            version_state(old),
+            version_state(new),
+            f"version {old.version} ({old.get_action_display().lower()})",
+            f"version {new.version} ({new.get_action_display().lower()})",
+        ),
+    }
+    return render_page(
+        request,
+        "catalog/tool_diff.html",
+        context,
+        partial="catalog/partials/tool_diff.html",
+    )

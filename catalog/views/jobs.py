@@ -1,0 +1,96 @@
+"""Imports and the background jobs they (and re-indexes) run as."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+
+from catalog import services
+from catalog.choices import ImportOutcome, JobKind, JobState
+from catalog.forms import ImportForm
+from catalog.models import Job
+from catalog.services.catalogs import DEFAULT_CATALOG
+from catalog.views.common import (
+    get_job_for_user,
+    paginate,
+    render_page,
+    visible_catalogs,
+    writer_required,
+)
+
+ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
+REINDEX_COUNTS = ("embedded", "unchanged", "failed")
+# A page polled every second must stay small, whatever the import's size.
+MAX_ITEMS_SHOWN = 500
+
+
+@writer_required
+def import_tools(request: HttpRequest) -> HttpResponse:
+    """Upload or paste a document; start_import queues it; go watch the job."""
+    catalogs = visible_catalogs(request)
+    if request.method != "POST":
+        initial = {"catalog": request.GET.get("catalog") or DEFAULT_CATALOG}
+        form = ImportForm(initial=initial, catalogs=catalogs)
+        return render_page(request, "catalog/import.html", {"form": form})
+    form = ImportForm(request.POST, request.FILES, catalogs=catalogs)
+    if form.is_valid():
+        try:
+            job = services.start_import(
+                form.cleaned_data["catalog"],
+                form.cleaned_data["document"],
+                form.cleaned_data["format"] or None,
+                actor=request.user,
+            )
+        except ValidationError as exc:
+            form.add_service_error(exc)
+        else:
+            return redirect("console:job-detail", job_id=job.pk)
+    return render_page(request, "catalog/import.html", {"form": form})
+
+
+@login_required
+def job_list(request: HttpRequest) -> HttpResponse:
+    jobs = (
+        Job.objects.visible_to(request.user)
+        .select_related("catalog", "created_by")
+        .defer("payload", "items", "errors")
+    )
+    return render_page(
+        request,
+        "catalog/job_list.html",
+        {"page": paginate(request, jobs)},
+        partial="catalog/partials/job_table.html",
+    )
+
+
+def job_counts(job: Job) -> list[tuple[str, int]]:
+    """The outcome counts worth showing for this kind of job, in a fixed order."""
+    if job.kind == JobKind.REINDEX:
+        keys: Any = REINDEX_COUNTS
+    else:
+        keys = ImportOutcome.values
+    return [(key, int(job.counts.get(key, 0))) for key in keys]
+
+
+@login_required
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    """Progress, counts and items; the fragment polls itself while the job runs."""
+    job = get_job_for_user(request, job_id)
+    items = job.items[:MAX_ITEMS_SHOWN]
+    context = {
+        "job": job,
+        "active": job.state in ACTIVE_STATES,
+        "counts": job_counts(job),
+        "items": items,
+        "hidden_items": len(job.items) - len(items),
+    }
+    return render_page(
+        request,
+        "catalog/job_detail.html",
+        context,
+        partial="catalog/partials/job_progress.html",
+    )

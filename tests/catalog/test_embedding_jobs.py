@@ -1,0 +1,73 @@
+"""Embedding tasks on real worker processes: fresh, batched, and crash-proof."""
+
+from __future__ import annotations
+
+import pytest
+
+from catalog.choices import EmbeddingStatus
+from catalog.models import Job, Tool, ToolEmbedding
+from catalog.services import ensure_default_catalog
+from catalog.services.embeddings import current_backend, embed_tools, start_reindex
+from config.celery import app
+from tests.conftest import start_worker, stop_worker, wait_until
+from tests.factories import make_tool
+
+pytestmark = [pytest.mark.integration]
+
+
+def all_ready(count: int) -> bool:
+    ready = Tool.objects.filter(embedding_status=EmbeddingStatus.READY).count()
+    return ready == count
+
+
+def test_a_new_tool_is_embedded_by_the_worker_after_commit(celery_worker):
+    tool = make_tool(name="get_weather", description="Current weather for a city.")
+    wait_until(lambda: all_ready(1), timeout=90, what="the tool to be embedded")
+    row = ToolEmbedding.objects.get(tool=tool)
+    assert row.dimension == 384
+    assert len(row.embedding) == 384
+
+
+def test_an_unchanged_tool_is_not_embedded_again(transactional_db, purged_broker):
+    tool = make_tool(name="get_weather")
+    assert embed_tools([tool.pk])["embedded"] == 1
+    first = ToolEmbedding.objects.get(tool=tool).created
+    assert embed_tools([tool.pk]) == {"embedded": 0, "unchanged": 1, "skipped": 0}
+    assert ToolEmbedding.objects.get(tool=tool).created == first
+
+
+def test_a_killed_worker_loses_nothing_and_every_tool_ends_ready(
+    transactional_db, purged_broker
+):
+    catalog = ensure_default_catalog()
+    count = 120
+    for i in range(count):
+        make_tool(catalog, name=f"tool_{i}", description=f"Tool number {i} for tests.")
+    app.control.purge()  # only the re-index job below is left to do
+    job = start_reindex(catalog, force=True)
+    slow = {"QUIVER_EMBED_BATCH": "4"}
+    first = start_worker("doomed", slow)
+    try:
+        wait_until(
+            lambda: Job.objects.get(pk=job.pk).done >= 12,
+            timeout=120,
+            what="the job to make progress",
+        )
+    finally:
+        stop_worker(first, kill=True)
+    assert Job.objects.get(pk=job.pk).state == "running"
+    assert Tool.objects.filter(embedding_status="pending").exists()
+    second = start_worker("rescuer", slow)
+    try:
+        wait_until(lambda: all_ready(count), timeout=180, what="every tool ready")
+        wait_until(
+            lambda: Job.objects.get(pk=job.pk).state == "succeeded",
+            timeout=60,
+            what="the job to finish",
+        )
+    finally:
+        stop_worker(second)
+    assert ToolEmbedding.objects.count() == count
+    model = current_backend().model_id
+    catalog.refresh_from_db()
+    assert catalog.active_embedding_model == model
