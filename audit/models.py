@@ -46,6 +46,9 @@ class AuditEvent(models.Model):
         ordering = ["-id"]
         indexes = [models.Index(fields=["event_type", "created"])]
 
+    def __str__(self) -> str:
+        return f"{self.event_type} {self.request_id}"
+
     def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
             raise AppendOnlyError("audit events cannot be modified")

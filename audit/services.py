@@ -20,7 +20,9 @@ _CHAIN_LOCK = 7_310_001
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), cls=DjangoJSONEncoder)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), cls=DjangoJSONEncoder
+    )
 
 
 def event_hash(event: AuditEvent) -> str:

@@ -23,7 +23,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[Any, ApiClient] | None:
-        header = authentication.get_authorization_header(request).decode(errors="ignore")
+        header = authentication.get_authorization_header(request).decode(
+            errors="ignore"
+        )
         if not header.startswith(f"{self.keyword} "):
             return None
         parts = split_key(header[len(self.keyword) + 1 :].strip())

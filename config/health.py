@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
@@ -26,7 +27,7 @@ def _pgvector() -> dict[str, Any]:
 
 
 def _broker() -> dict[str, Any]:
-    with app.connection_for_write() as conn:
+    with app.connection_for_write(settings.CELERY_BROKER_URL) as conn:
         conn.ensure_connection(max_retries=1, timeout=2)
     return {"ok": True}
 

@@ -1,4 +1,4 @@
-"""Quiver settings: every deploy-time value is read from the environment (config.env)."""
+"""Quiver settings: every deploy-time value comes from the environment (config.env)."""
 
 from __future__ import annotations
 
@@ -158,6 +158,9 @@ QUIVER_EMBEDDINGS = {
 if QUIVER_EMBEDDINGS["BACKEND"] not in ("local", "openai"):
     raise ImproperlyConfigured("QUIVER_EMBEDDING_BACKEND: expected local or openai")
 QUIVER_EMBED_BATCH = env_int("QUIVER_EMBED_BATCH", 64, minimum=1, maximum=2048)
+
+# HNSW search breadth; see bench/README.md for the recall/latency trade-off.
+QUIVER_EF_SEARCH = env_int("QUIVER_EF_SEARCH", 100, minimum=1, maximum=1000)
 
 QUIVER_LLM = {
     "BASE_URL": env_str("QUIVER_LLM_BASE_URL", ""),

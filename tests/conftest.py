@@ -77,7 +77,9 @@ def worker_env() -> dict[str, str]:
     return env
 
 
-def start_worker(name: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def start_worker(
+    name: str, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """A real `celery worker` process on the test database and the test broker."""
     env = {**worker_env(), **(extra_env or {})}
     log = open(ROOT / ".quiver" / "test" / f"worker-{name}.log", "wb")  # noqa: SIM115
@@ -128,7 +130,9 @@ def purged_broker() -> None:
 
 
 @pytest.fixture
-def celery_worker(transactional_db: None, purged_broker: None) -> Iterator[subprocess.Popen[bytes]]:
+def celery_worker(
+    transactional_db: None, purged_broker: None
+) -> Iterator[subprocess.Popen[bytes]]:
     """A real worker process for one test (integration tests need committed data)."""
     process = start_worker("w1")
     try:

@@ -33,15 +33,21 @@ def make_spec(name: str | None = None, **fields: Any) -> ToolSpec:
     return ToolSpec(name=name, **fields)
 
 
-def make_tool(catalog: Catalog | None = None, name: str | None = None, **fields: Any) -> Tool:
+def make_tool(
+    catalog: Catalog | None = None, name: str | None = None, **fields: Any
+) -> Tool:
     catalog = catalog or ensure_default_catalog()
     return create_tool(catalog, make_spec(name, **fields), actor=None)
 
 
-def make_user(username: str, *, groups: tuple[str, ...] = (), superuser: bool = False) -> Any:
+def make_user(
+    username: str, *, groups: tuple[str, ...] = (), superuser: bool = False
+) -> Any:
     users = get_user_model().objects
     if superuser:
-        return users.create_superuser(username, f"{username}@example.com", "pw-12345678")
+        return users.create_superuser(
+            username, f"{username}@example.com", "pw-12345678"
+        )
     user = users.create_user(username, f"{username}@example.com", "pw-12345678")
     for name in groups:
         user.groups.add(Group.objects.get_or_create(name=name)[0])

@@ -46,9 +46,15 @@ class CatalogSerializer(serializers.ModelSerializer):
 class ToolSerializer(serializers.ModelSerializer):
     """Output: the canonical fields plus bookkeeping. Input: see ToolInputSerializer."""
 
-    catalog = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    catalog: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+    created_by: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    updated_by: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
 
     class Meta:
         model = Tool
@@ -109,7 +115,9 @@ class ToolChangeSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    catalog = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    catalog: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     percent = serializers.IntegerField(read_only=True)
 
     class Meta:

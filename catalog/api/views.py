@@ -84,7 +84,7 @@ class CatalogViewSet(
         catalog = get_catalog_for_user(request, slug)
         fmt = request.query_params.get("format")
         if not fmt and request.content_type.startswith("multipart/"):
-            fmt = request.data.get("format")
+            fmt = request.POST.get("format")
         query = s.ImportQuerySerializer(data={"format": fmt} if fmt else {})
         query.is_valid(raise_exception=True)
         document = _import_document(request)
@@ -188,4 +188,3 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
 
 def request_id(request: Request) -> Any:
     return getattr(request._request, "request_id", None)
-

@@ -13,7 +13,10 @@ def ensure_default_catalog() -> Catalog:
     """The ``default`` catalog always exists; create it when missing."""
     catalog, _ = Catalog.objects.get_or_create(
         slug=DEFAULT_CATALOG,
-        defaults={"name": "Default", "description": "The catalog agents use by default."},
+        defaults={
+            "name": "Default",
+            "description": "The catalog agents use by default.",
+        },
     )
     return catalog
 

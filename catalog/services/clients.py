@@ -37,9 +37,13 @@ def create_api_client(
     if scope not in ApiScope.values:
         raise ValidationError({"scope": [f"scope: must be one of {ApiScope.values}"]})
     catalogs = catalogs or []
-    missing = sorted(set(catalogs) - set(Catalog.objects.values_list("slug", flat=True)))
+    missing = sorted(
+        set(catalogs) - set(Catalog.objects.values_list("slug", flat=True))
+    )
     if missing:
-        raise ValidationError({"catalogs": [f"catalogs: unknown catalog {missing[0]!r}"]})
+        raise ValidationError(
+            {"catalogs": [f"catalogs: unknown catalog {missing[0]!r}"]}
+        )
     if ApiClient.objects.filter(name=name).exists():
         raise ValidationError({"name": [f"name: a client named {name!r} exists"]})
     prefix = secrets.token_hex(5)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -81,9 +81,9 @@ def _needing_vectors(
     tools: list[Tool], model_id: str, force: bool
 ) -> list[tuple[Tool, str, str]]:
     existing = dict(
-        ToolEmbedding.objects.filter(
-            tool__in=tools, model_id=model_id
-        ).values_list("tool_id", "text_hash")
+        ToolEmbedding.objects.filter(tool__in=tools, model_id=model_id).values_list(
+            "tool_id", "text_hash"
+        )
     )
     todo = []
     for tool in tools:
@@ -147,9 +147,10 @@ def _quote(value: str) -> str:
 
 
 def start_reindex(
-    catalog: Catalog, *, force: bool = False, actor: Any = None
+    catalog: Catalog, *, force: bool = False, actor: Any = None, enqueue: bool = True
 ) -> Job:
-    """Queue a job that (re-)embeds the whole catalog with the current model."""
+    """Create a job that (re-)embeds the whole catalog with the current model and
+    queue it for a worker (or leave it to the caller to run, enqueue=False)."""
     with transaction.atomic():
         job = Job.objects.create(
             kind=JobKind.REINDEX,
@@ -163,7 +164,8 @@ def start_reindex(
             Tool.objects.filter(catalog=catalog).update(
                 embedding_status=EmbeddingStatus.PENDING
             )
-        transaction.on_commit(lambda: _enqueue_reindex(job.pk))
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue_reindex(job.pk))
     return job
 
 
@@ -177,7 +179,7 @@ def _enqueue_reindex(job_id: int) -> None:
     run_reindex.delay(job_id)
 
 
-def run_reindex(job: Job) -> Job:
+def run_reindex(job: Job, progress: Callable[[Job], None] | None = None) -> Job:
     """Walk the catalog in id order from the saved cursor; resumable after a crash."""
     backend = current_backend()
     ensure_hnsw_index(backend.model_id, backend.dimension, job.catalog_id)
@@ -197,6 +199,8 @@ def run_reindex(job: Job) -> Job:
         job.counts["cursor"] = ids[-1]
         job.done = min(job.total, job.done + len(ids))
         save_progress(job, "counts", "done")
+        if progress is not None:
+            progress(job)
     _activate_model(job.catalog_id, backend.model_id)
     job.state = JobState.SUCCEEDED
     job.finished = timezone.now()

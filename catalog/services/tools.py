@@ -12,7 +12,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -25,10 +25,9 @@ from catalog.naming import assign_provider_names
 from catalog.schema_policy import check_tool_schema
 from catalog.spec import ToolSpec
 
-if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
-
-Actor: TypeAlias = "AbstractBaseUser | None"
+# Who made a change: a user (a person or an API client's service user), an
+# anonymous user, or None for the system itself (bootstrap, imports' worker).
+Actor: TypeAlias = Any
 
 PROVIDER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _SPEC_FIELDS = [name for name in ToolSpec.field_names() if name != "name"]
@@ -93,7 +92,7 @@ def _provider_name(catalog: Catalog, spec: ToolSpec, tool: Tool | None) -> str:
         if spec.provider_name in taken:
             raise ToolConflict(
                 "provider_name",
-                f"provider_name: {spec.provider_name!r} is already used in this catalog",
+                f"provider_name: {spec.provider_name!r} is already used here",
             )
         return spec.provider_name
     if tool is not None and tool.provider_name and tool.name == spec.name:

@@ -110,7 +110,10 @@ def test_tools_are_filtered_by_tag_role_and_text(with_key):
     make_tool(name="get_weather", tags=["weather"])
     make_tool(name="refund_payment", tags=["payments"], allowed_roles=["finance"])
     client = with_key("agent")
-    names = lambda q: [t["name"] for t in client.get(f"/api/v1/tools/?{q}").json()["results"]]  # noqa: E731
+
+    def names(q):
+        return [t["name"] for t in client.get(f"/api/v1/tools/?{q}").json()["results"]]
+
     assert names("tag=weather") == ["get_weather"]
     assert names("role=support") == ["get_weather"]
     assert sorted(names("role=finance")) == ["get_weather", "refund_payment"]
