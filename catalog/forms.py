@@ -15,6 +15,8 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.urls import reverse_lazy
 
 from catalog.choices import EmbeddingStatus, NoSchemaMode, RiskLevel, ToolStatus
 from catalog.formats import FORMATS
@@ -69,7 +71,9 @@ class JSONTextField(forms.CharField):
         kwargs.setdefault("required", False)
         kwargs.setdefault(
             "widget",
-            forms.Textarea(attrs={"rows": rows, "spellcheck": "false", "class": "code"}),
+            forms.Textarea(
+                attrs={"rows": rows, "spellcheck": "false", "class": "code"}
+            ),
         )
         super().__init__(strip=False, **kwargs)
 
@@ -88,7 +92,9 @@ class OptionalBooleanSelect(forms.NullBooleanSelect):
 class ToolForm(forms.Form):
     """Every ToolSpec field; ``catalog`` only when creating (tools never move)."""
 
-    catalog = forms.ModelChoiceField(queryset=Catalog.objects.none(), to_field_name="slug")
+    catalog = forms.ModelChoiceField(
+        queryset=Catalog.objects.none(), to_field_name="slug"
+    )
     name = forms.CharField(max_length=200)
     title = forms.CharField(max_length=200, required=False)
     description = forms.CharField(
@@ -97,6 +103,19 @@ class ToolForm(forms.Form):
     parameters = JSONTextField(
         label="Parameters (JSON Schema)",
         help_text="Leave empty only with allow_no_schema and a no-schema mode.",
+        widget=forms.Textarea(
+            attrs={
+                "rows": 16,
+                "spellcheck": "false",
+                "class": "code",
+                # Checked against the schema policy as the curator types.
+                "hx-post": reverse_lazy("console:validate-schema"),
+                "hx-trigger": "keyup changed delay:400ms",
+                "hx-target": "#schema-check",
+                "hx-include": "closest form",
+                "hx-sync": "this:replace",
+            }
+        ),
     )
     strict = forms.NullBooleanField(required=False, widget=OptionalBooleanSelect())
     allow_no_schema = forms.BooleanField(required=False)
@@ -126,7 +145,7 @@ class ToolForm(forms.Form):
     )
 
     def __init__(
-        self, *args: Any, catalogs: Iterable[Catalog] | None = None, **kwargs: Any
+        self, *args: Any, catalogs: QuerySet[Catalog] | None = None, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
         if catalogs is None:
@@ -134,7 +153,7 @@ class ToolForm(forms.Form):
         else:
             field = self.fields["catalog"]
             assert isinstance(field, forms.ModelChoiceField)
-            field.queryset = catalogs  # type: ignore[assignment]
+            field.queryset = catalogs
 
     @classmethod
     def initial_for(cls, spec: ToolSpec) -> dict[str, Any]:
@@ -191,24 +210,28 @@ class ImportForm(forms.Form):
     """An import document, uploaded as a file or pasted, in a chosen or detected
     format."""
 
-    catalog = forms.ModelChoiceField(queryset=Catalog.objects.none(), to_field_name="slug")
+    catalog = forms.ModelChoiceField(
+        queryset=Catalog.objects.none(), to_field_name="slug"
+    )
     file = forms.FileField(required=False, help_text="A .json file.")
     text = forms.CharField(
         label="…or paste JSON",
         required=False,
         strip=False,
-        widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false", "class": "code"}),
+        widget=forms.Textarea(
+            attrs={"rows": 10, "spellcheck": "false", "class": "code"}
+        ),
     )
     format = forms.ChoiceField(
         choices=[("", "Auto-detect"), *[(fmt, fmt) for fmt in FORMATS]],
         required=False,
     )
 
-    def __init__(self, *args: Any, catalogs: Iterable[Catalog], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, catalogs: QuerySet[Catalog], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["catalog"]
         assert isinstance(field, forms.ModelChoiceField)
-        field.queryset = catalogs  # type: ignore[assignment]
+        field.queryset = catalogs
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -260,12 +283,20 @@ class ToolFilterForm(forms.Form):
     )
 
     def __init__(
-        self, *args: Any, catalogs: Iterable[Catalog], categories: Iterable[str],
+        self,
+        *args: Any,
+        catalogs: Iterable[Catalog],
+        categories: Iterable[str],
         **kwargs: Any,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["catalog"].choices = _ANY + [(c.slug, c.name) for c in catalogs]  # type: ignore[attr-defined]
-        self.fields["category"].choices = _ANY + [(c, c) for c in categories]  # type: ignore[attr-defined]
+        self._offer("catalog", [(c.slug, c.name) for c in catalogs])
+        self._offer("category", [(c, c) for c in categories])
+
+    def _offer(self, name: str, choices: list[tuple[str, str]]) -> None:
+        field = self.fields[name]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = _ANY + choices
 
     def apply(self, tools: ToolQuerySet) -> ToolQuerySet:
         self.is_valid()

@@ -25,7 +25,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """Wrap DRF's handler: field errors under "fields", a code under "error"."""
     if isinstance(exc, DjangoValidationError):
         fields = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
-        return _response("invalid", _first_message(fields), fields, 400)
+        return _response("invalid", first_message(fields), fields, 400)
     if isinstance(exc, RequestDataTooBig):
         return _response("payload_too_large", "body: too large", {}, 413)
     if isinstance(exc, ToolConflict):
@@ -43,7 +43,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         fields = data if isinstance(data, dict) else {"": data}
         response.data = {
             "error": code,
-            "detail": _first_message(fields),
+            "detail": first_message(fields),
             "fields": fields,
         }
     return response
@@ -58,14 +58,14 @@ def _response(
     return Response(body, status=status_code or status.HTTP_400_BAD_REQUEST)
 
 
-def _first_message(fields: Any, path: str = "") -> str:
+def first_message(fields: Any, path: str = "") -> str:
     """'field.sub: message' for the first error found, so the detail names the field."""
     if isinstance(fields, dict):
         for key, value in fields.items():
             name = f"{path}.{key}" if path and key else (key or path)
-            return _first_message(value, name)
+            return first_message(value, name)
     if isinstance(fields, list) and fields:
-        return _first_message(fields[0], path)
+        return first_message(fields[0], path)
     return f"{path}: {fields}" if path else str(fields)
 
 

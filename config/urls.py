@@ -9,6 +9,7 @@ from config.health import healthz
 
 api_v1 = [
     path("", include("catalog.api.urls")),
+    path("", include("selection.api.urls")),
     path("", include("audit.api.urls")),
 ]
 

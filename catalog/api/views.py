@@ -7,11 +7,10 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,7 +30,10 @@ def get_catalog_for_user(request: Request, slug: str) -> Catalog:
     """The catalog if the caller may see it, else 404 (never a hint it exists)."""
     if slug == DEFAULT_CATALOG:
         ensure_default_catalog()
-    return get_object_or_404(Catalog.objects.visible_to(request.user), slug=slug)
+    catalog = Catalog.objects.visible_to(request.user).filter(slug=slug).first()
+    if catalog is None:
+        raise NotFound(f"catalog: no catalog {slug!r}")
+    return catalog
 
 
 class CatalogViewSet(

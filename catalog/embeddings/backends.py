@@ -17,7 +17,9 @@ never imports Django, the caller passes the configuration in.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -75,7 +77,6 @@ def _batches(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
 
 _LOAD_LOCK = threading.Lock()
 _TORCH_MODEL: tuple[Any, Any] | None = None
-_NUMPY_ENCODER: MiniLMEncoder | None = None
 _LOCAL_BACKEND: LocalMiniLMBackend | None = None
 
 
@@ -101,35 +102,107 @@ def _torch_model() -> tuple[Any, Any]:
         return _TORCH_MODEL
 
 
-def _numpy_encoder() -> MiniLMEncoder:
-    """The pure-numpy encoder, loaded once per process."""
-    global _NUMPY_ENCODER
-    with _LOAD_LOCK:
-        if _NUMPY_ENCODER is None:
-            from catalog.embeddings.minilm import MiniLMEncoder
+def local_numpy_encoder() -> MiniLMEncoder:
+    """The pure-numpy encoder of the bundled model, loaded once per process."""
+    from catalog.embeddings.minilm import shared_encoder
 
-            _NUMPY_ENCODER = MiniLMEncoder.load(local_model_path())
-        return _NUMPY_ENCODER
+    return shared_encoder(local_model_path())
+
+
+class _BlasThreadLimit:
+    """Caps BLAS threads while at least one caller is inside; reentrant, threadsafe.
+
+    The limit is process-wide (that is how BLAS works), so it is set by the first
+    caller in and restored by the last caller out, never in between, which keeps
+    concurrent requests from undoing each other's limit.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved: Any = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                self._saved = _blas_controller().limit(
+                    limits=self.threads, user_api="blas"
+                )
+            self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._saved is not None:
+                self._saved.restore_original_limits()
+                self._saved = None
+
+
+_CONTROLLER: Any = None
+_BLAS_LIMITS: dict[int, _BlasThreadLimit] = {}
+
+
+def _blas_controller() -> Any:
+    """One threadpoolctl controller per process (building one scans all libraries)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER
+
+
+def _blas_limit(threads: int) -> _BlasThreadLimit:
+    """The shared limiter for ``threads`` (shared so nesting is counted correctly)."""
+    with _LOAD_LOCK:
+        return _BLAS_LIMITS.setdefault(threads, _BlasThreadLimit(threads))
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """Temporarily set torch's intra-op thread count (no-op for ``None``)."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class LocalMiniLMBackend:
     """The bundled all-MiniLM-L6-v2 (384 dimensions, 256 word pieces max), in process.
 
-    ``batch_size`` bounds the torch batch for documents (texts are sorted by length
-    first so batches carry little padding). ``threads``, when given, caps the BLAS
-    / OpenMP threads used while embedding, which keeps a web worker from fighting
-    its siblings for cores.
+    Documents go through torch in batches of ``batch_size`` (sorted by length so
+    batches carry little padding). Queries go through the numpy encoder with BLAS
+    capped at ``threads`` threads, 1 by default: a query's matrices are too small
+    to gain from a second thread, and waiting BLAS threads make latency collapse
+    when the machine is busy. ``threads`` also caps torch for documents when set.
+    The last ``cache_size`` distinct query texts are remembered (0 disables), since
+    agents repeat requests.
     """
 
     model_id = LOCAL_MODEL_ID
     dimension = LOCAL_DIMENSION
     max_seq_length = 256
 
-    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(
+        self, batch_size: int = 64, threads: int | None = None, cache_size: int = 1024
+    ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be at least 1")
         self.batch_size = batch_size
         self.threads = threads
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embed many texts with torch, batched; rows are in input order."""
@@ -138,7 +211,7 @@ class LocalMiniLMBackend:
         tokenizer, model = _torch_model()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        with self._thread_limit():
+        with _torch_threads(self.threads):
             for batch in _batches(order, self.batch_size):
                 out[list(batch)] = self._torch_batch(
                     tokenizer, model, [texts[i] for i in batch]
@@ -164,26 +237,52 @@ class LocalMiniLMBackend:
         return normalize_rows(pooled.numpy())
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one text with the fast numpy encoder (same model, same result)."""
-        encoder = _numpy_encoder()
-        with self._thread_limit():
-            return encoder.encode(text)
+        """Embed one text with the fast numpy encoder (same model, same vector)."""
+        cached = self._cached(text)
+        if cached is not None:
+            return cached
+        encoder = local_numpy_encoder()
+        with _blas_limit(self.threads or 1):
+            vector = encoder.encode(text)
+        self._remember(text, vector)
+        return vector
+
+    def _cached(self, text: str) -> np.ndarray | None:
+        """A copy of the remembered vector for ``text``, or ``None``."""
+        if self.cache_size <= 0:
+            return None
+        with self._cache_lock:
+            vector = self._cache.get(text)
+            if vector is None:
+                return None
+            self._cache.move_to_end(text)
+            return vector.copy()
+
+    def _remember(self, text: str, vector: np.ndarray) -> None:
+        """Store a copy of ``vector``, evicting the least recently used entry."""
+        if self.cache_size <= 0:
+            return
+        with self._cache_lock:
+            self._cache[text] = vector.copy()
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def warm_up(self, documents: bool = False) -> None:
+        """Load the query path (and the torch model if ``documents``) ahead of use.
+
+        Call it at worker start so the first request does not pay for loading the
+        weights (~0.3 s) and probing the BLAS libraries (~0.1 s).
+        """
+        with _blas_limit(self.threads or 1):
+            local_numpy_encoder().encode("warm up")
+        if documents:
+            _torch_model()
 
     def embed_query_torch(self, text: str) -> np.ndarray:
         """Embed one text through torch; kept for benchmarks and cross-checks."""
         tokenizer, model = _torch_model()
-        with self._thread_limit():
+        with _torch_threads(self.threads):
             return self._torch_batch(tokenizer, model, [text])[0]
-
-    def _thread_limit(self) -> Any:
-        """A context manager capping native threads to ``threads`` (or a no-op)."""
-        import contextlib
-
-        if self.threads is None:
-            return contextlib.nullcontext()
-        from threadpoolctl import threadpool_limits
-
-        return threadpool_limits(limits=self.threads)
 
 
 def get_local_backend() -> LocalMiniLMBackend:

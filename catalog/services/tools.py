@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome
 from catalog.formats import estimate_prompt_tokens
@@ -131,7 +132,9 @@ def _record(
         actor_name=actor.get_username() if actor is not None else "system",
         request_id=request_id,
     )
-    Catalog.objects.filter(pk=tool.catalog_id).update(version=F("version") + 1)
+    Catalog.objects.filter(pk=tool.catalog_id).update(
+        version=F("version") + 1, updated=timezone.now()
+    )
 
 
 def _enqueue_embedding(tool_id: int) -> None:

@@ -15,6 +15,7 @@ from catalog.forms import CatalogForm
 from catalog.models import Catalog
 from catalog.services.embeddings import start_reindex
 from catalog.views.common import (
+    acting_user,
     can_write,
     get_catalog_for_user,
     render_page,
@@ -28,7 +29,9 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
     form = CatalogForm()
     if request.method == "POST":
         if not can_write(request):
-            raise PermissionDenied("creating a catalog needs the curator or admin scope")
+            raise PermissionDenied(
+                "creating a catalog needs the curator or admin scope"
+            )
         form = CatalogForm(request.POST)
         if form.is_valid():
             try:
@@ -48,5 +51,5 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
 def catalog_reindex(request: HttpRequest, slug: str) -> HttpResponse:
     """Queue a re-embed of the whole catalog and go to its job page."""
     catalog = get_catalog_for_user(request, slug)
-    job = start_reindex(catalog, actor=request.user)
+    job = start_reindex(catalog, actor=acting_user(request))
     return redirect("console:job-detail", job_id=job.pk)

@@ -7,7 +7,9 @@ from functools import partial as partial_call
 from functools import wraps
 from typing import Any
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
@@ -40,10 +42,19 @@ def writer_required(view: View) -> View:
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not can_write(request):
-            raise PermissionDenied("writing the catalog needs the curator or admin scope")
+            raise PermissionDenied(
+                "writing the catalog needs the curator or admin scope"
+            )
         return view(request, *args, **kwargs)
 
     return login_required(wrapped)
+
+
+def acting_user(request: HttpRequest) -> AbstractBaseUser:
+    """The signed-in user a service records as the actor."""
+    if isinstance(request.user, AnonymousUser):
+        raise PermissionDenied("sign in first")
+    return request.user
 
 
 def get_tool_for_user(request: HttpRequest, tool_id: int) -> Tool:

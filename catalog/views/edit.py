@@ -14,6 +14,7 @@ from catalog.choices import ImportOutcome
 from catalog.forms import ToolForm, draft_schema_problems
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import (
+    acting_user,
     get_tool_for_user,
     render_page,
     request_id,
@@ -38,7 +39,7 @@ def tool_create(request: HttpRequest) -> HttpResponse:
             tool = services.create_tool(
                 form.cleaned_data["catalog"],
                 form.to_spec(),
-                actor=request.user,
+                actor=acting_user(request),
                 request_id=request_id(request),
             )
         except (ValidationError, services.ToolConflict) as exc:
@@ -60,7 +61,10 @@ def tool_edit(request: HttpRequest, tool_id: int) -> HttpResponse:
     if form.is_valid():
         try:
             result = services.update_tool(
-                tool, form.to_spec(), actor=request.user, request_id=request_id(request)
+                tool,
+                form.to_spec(),
+                actor=acting_user(request),
+                request_id=request_id(request),
             )
         except (ValidationError, services.ToolConflict) as exc:
             form.add_service_error(exc)

@@ -27,7 +27,9 @@ def version_state(change: ToolChange) -> Any:
     return change.after if change.after is not None else change.before
 
 
-def diff_lines(old: Any, new: Any, old_label: str, new_label: str) -> list[dict[str, str]]:
+def diff_lines(
+    old: Any, new: Any, old_label: str, new_label: str
+) -> list[dict[str, str]]:
     """A unified diff of two pretty-printed JSON values, each line tagged as file,
     hunk, added, removed or context for styling."""
     before = json.dumps(old, indent=2, sort_keys=True, ensure_ascii=False)

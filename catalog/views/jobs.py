@@ -15,6 +15,7 @@ from catalog.forms import ImportForm
 from catalog.models import Job
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import (
+    acting_user,
     get_job_for_user,
     paginate,
     render_page,
@@ -43,7 +44,7 @@ def import_tools(request: HttpRequest) -> HttpResponse:
                 form.cleaned_data["catalog"],
                 form.cleaned_data["document"],
                 form.cleaned_data["format"] or None,
-                actor=request.user,
+                actor=acting_user(request),
             )
         except ValidationError as exc:
             form.add_service_error(exc)

@@ -20,6 +20,7 @@ from catalog.forms import ToolFilterForm
 from catalog.htmx import is_htmx_partial
 from catalog.models import Tool
 from catalog.views.common import (
+    acting_user,
     get_tool_for_user,
     paginate,
     render_page,
@@ -31,6 +32,11 @@ from catalog.views.history import history_context
 
 # Columns the list never shows; big JSON stays in the database.
 LIST_DEFERRED = ("parameters", "annotations", "examples", "keywords", "description")
+STATUS_ACTIONS = [
+    (ToolStatus.ACTIVE, "Activate"),
+    (ToolStatus.DISABLED, "Disable"),
+    (ToolStatus.DEPRECATED, "Deprecate"),
+]
 
 
 @login_required
@@ -84,7 +90,7 @@ def tool_detail(request: HttpRequest, tool_id: int) -> HttpResponse:
         "schema_json": json.dumps(tool.parameters, indent=2, ensure_ascii=False),
         "annotations_json": json.dumps(tool.annotations, indent=2, ensure_ascii=False),
         "previews": previews,
-        "statuses": ToolStatus.choices,
+        "status_actions": STATUS_ACTIONS,
         **history_context(tool),
     }
     return render_page(request, "catalog/tool_detail.html", context)
@@ -101,7 +107,7 @@ def tool_status(request: HttpRequest, tool_id: int) -> HttpResponse:
     error = ""
     try:
         result = services.set_tool_status(
-            tool, status, actor=request.user, request_id=request_id(request)
+            tool, status, actor=acting_user(request), request_id=request_id(request)
         )
         tool = result.tool or tool
     except ValidationError as exc:
@@ -110,8 +116,12 @@ def tool_status(request: HttpRequest, tool_id: int) -> HttpResponse:
         if error:
             messages.error(request, error)
         return redirect("console:tool-detail", tool_id=tool.pk)
-    context = {"tool": tool, "statuses": ToolStatus.choices, "status_error": error}
-    context.update(history_context(tool))
+    context = {
+        **history_context(tool),
+        "status_actions": STATUS_ACTIONS,
+        "status_error": error,
+        "can_write": True,
+    }
     return render(request, "catalog/partials/tool_status_update.html", context)
 
 
@@ -120,7 +130,9 @@ def tool_status(request: HttpRequest, tool_id: int) -> HttpResponse:
 def tool_delete(request: HttpRequest, tool_id: int) -> HttpResponse:
     """Delete after the browser's confirm; the change history stays."""
     tool = get_tool_for_user(request, tool_id)
-    services.delete_tool(tool, actor=request.user, request_id=request_id(request))
+    services.delete_tool(
+        tool, actor=acting_user(request), request_id=request_id(request)
+    )
     messages.success(request, f"Deleted {tool.name}; its history is kept.")
     target = reverse("console:tool-list")
     if is_htmx_partial(request):

@@ -116,9 +116,7 @@ class LexicalIndex:
         self._doc_level_idf(fields)
         self.impacts = self._impacts(fields, field_weights, k1, b)
         self.unknown_idf = float(idf(0.0, max(self.n_docs, 1)))
-        self.masses = {
-            name: self._mass(name) for name in ("name", "tags", "category")
-        }
+        self.masses = {name: self._mass(name) for name in ("name", "tags", "category")}
 
     def _tokenize_all(self, tools: Sequence[ToolRecord]) -> dict[str, _FieldTokens]:
         """Tokenise every field of every tool into flat integer arrays."""

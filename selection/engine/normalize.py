@@ -96,7 +96,9 @@ def _weighted_turns(
             turns.append((text, EARLIER_USER_WEIGHT**user_seen))
             user_seen += 1
         elif role == "assistant" and text.strip() and user_seen:
-            turns.append((text, ASSISTANT_WEIGHT * EARLIER_USER_WEIGHT ** (user_seen - 1)))
+            turns.append(
+                (text, ASSISTANT_WEIGHT * EARLIER_USER_WEIGHT ** (user_seen - 1))
+            )
     return [(t, w) for t, w in turns if w >= MIN_TURN_WEIGHT], called
 
 

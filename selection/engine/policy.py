@@ -37,7 +37,9 @@ def _name_mask(snapshot: CatalogSnapshot, names: Sequence[str]) -> np.ndarray:
     return mask
 
 
-def _failing(snapshot: CatalogSnapshot, req: SelectionRequest) -> list[tuple[str, np.ndarray]]:
+def _failing(
+    snapshot: CatalogSnapshot, req: SelectionRequest
+) -> list[tuple[str, np.ndarray]]:
     """(reason, mask of tools failing it) for every rule that applies."""
     a, n = snapshot.arrays, len(snapshot.tools)
     rules: list[tuple[str, np.ndarray]] = [("status", ~a.active)]
@@ -71,25 +73,38 @@ def policy_codes(snapshot: CatalogSnapshot, request: SelectionRequest) -> np.nda
     return codes
 
 
-def _detail(snapshot: CatalogSnapshot, req: SelectionRequest, row: int, reason: str) -> str:
+def _detail(
+    snapshot: CatalogSnapshot, req: SelectionRequest, row: int, reason: str
+) -> str:
     """The sentence a person reads for one policy exclusion."""
     tool = snapshot.tools[row]
     writers: dict[str, Callable[[], str]] = {
         "status": lambda: f"The tool is {tool.status}.",
         "blocked": lambda: "The request's block list names this tool.",
         "not_allowed": lambda: "The request's allow list does not name this tool.",
-        "unsafe": lambda: "The tool is marked unsafe and the request did not allow "
-        "unsafe tools.",
-        "role": lambda: f"Only roles {', '.join(tool.allowed_roles)} may use it; "
-        f"the caller has {', '.join(req.roles or ()) or 'no role'}.",
+        "unsafe": lambda: (
+            "The tool is marked unsafe and the request did not allow unsafe tools."
+        ),
+        "role": lambda: (
+            f"Only roles {', '.join(tool.allowed_roles)} may use it; "
+            f"the caller has {', '.join(req.roles or ()) or 'no role'}."
+        ),
         "no_schema_mode": lambda: _no_schema_detail(snapshot, row),
-        "capability": lambda: "It lacks the required capabilities "
-        + ", ".join(c for c in req.require_capabilities or () if c not in tool.capabilities)
-        + ".",
-        "budget_cost": lambda: f"It costs {tool.cost_per_call:g} per call, above the "
-        f"limit of {req.max_cost_per_call:g}.",
-        "category": lambda: f"Its category '{tool.category}' is not one of "
-        f"{', '.join(req.categories or ())}.",
+        "capability": lambda: (
+            "It lacks the required capabilities "
+            + ", ".join(
+                c for c in req.require_capabilities or () if c not in tool.capabilities
+            )
+            + "."
+        ),
+        "budget_cost": lambda: (
+            f"It costs {tool.cost_per_call:g} per call, above the "
+            f"limit of {req.max_cost_per_call:g}."
+        ),
+        "category": lambda: (
+            f"Its category '{tool.category}' is not one of "
+            f"{', '.join(req.categories or ())}."
+        ),
     }
     return writers[reason]()
 
@@ -101,7 +116,9 @@ def _no_schema_detail(snapshot: CatalogSnapshot, row: int) -> str:
         return "It has no parameter schema and is not allowed without one."
     allowed = ", ".join(snapshot.settings.no_schema_modes_allowed) or "none"
     mode = tool.no_schema_mode or "unset"
-    return f"It has no parameter schema and its mode '{mode}' is not allowed ({allowed})."
+    return (
+        f"It has no parameter schema and its mode '{mode}' is not allowed ({allowed})."
+    )
 
 
 def policy_exclusions(
@@ -133,13 +150,23 @@ def policy_exclusions(
 
 
 def apply_token_budget(
-    snapshot: CatalogSnapshot, rows: Sequence[int], budget: int | None
+    snapshot: CatalogSnapshot,
+    rows: Sequence[int],
+    budget: int | None,
+    want: int | None = None,
 ) -> tuple[list[int], list[Exclusion]]:
-    """Greedy over the ranked rows: skip any tool that would exceed the budget."""
+    """Greedy over the ranked rows: skip any tool that would exceed the budget.
+
+    Stops once ``want`` rows are kept, so a long ranking is never walked in full.
+    """
     if budget is None:
-        return list(rows), []
-    kept, dropped, total = [], [], 0
+        return list(rows[:want] if want is not None else rows), []
+    kept: list[int] = []
+    dropped: list[Exclusion] = []
+    total = 0
     for row in rows:
+        if want is not None and len(kept) >= want:
+            break
         tokens = snapshot.tools[row].prompt_tokens
         if total + tokens > budget:
             detail = (

@@ -57,9 +57,7 @@ def _strings(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(str(v) for v in data.get(key) or ())
 
 
-def record_from_dict(
-    data: Mapping[str, Any], row_id: int, position: int
-) -> ToolRecord:
+def record_from_dict(data: Mapping[str, Any], row_id: int, position: int) -> ToolRecord:
     """A ``ToolRecord`` from one canonical tool dictionary."""
     params = data.get("parameters")
     return ToolRecord(

@@ -90,8 +90,8 @@ class EngineSettings:
     no_schema_modes_allowed: tuple[str, ...] = ("read-only",)
     llm_shortlist: int = 40
     llm_descriptions: bool = True
-    calibration_midpoint: float = 0.30
-    calibration_slope: float = 12.0
+    semantic_floor: float = 0.20
+    semantic_ceiling: float = 0.70
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> EngineSettings:

@@ -88,8 +88,10 @@ def _scalars(errors: dict[str, str], s: EngineSettings) -> None:
         )
     _in_range(errors, "exploration_depth", s.exploration_depth, 2, 200)
     _in_range(errors, "llm_shortlist", s.llm_shortlist, 1, 500)
-    _in_range(errors, "calibration_midpoint", s.calibration_midpoint, 0.0, 1.0)
-    _in_range(errors, "calibration_slope", s.calibration_slope, 0.1, 100.0)
+    _in_range(errors, "semantic_floor", s.semantic_floor, -1.0, 1.0)
+    _in_range(errors, "semantic_ceiling", s.semantic_ceiling, -1.0, 1.0)
+    if s.semantic_ceiling <= s.semantic_floor:
+        errors["semantic_ceiling"] = "must be above semantic_floor"
     for i, mode in enumerate(s.no_schema_modes_allowed):
         if mode not in NO_SCHEMA_MODES:
             errors[f"no_schema_modes_allowed[{i}]"] = (

@@ -433,6 +433,7 @@ def test_imported_specs_do_not_share_objects_with_the_document() -> None:
     original = copy.deepcopy(document)
     imported = good_specs(import_tools(document))
     assert isinstance(document, dict)
+    assert isinstance(original, dict)
     document["tools"][0]["inputSchema"]["properties"].clear()
     document["tools"][1]["annotations"]["openWorldHint"] = True
     assert imported[0].parameters == original["tools"][0]["inputSchema"]

@@ -16,7 +16,11 @@ pytestmark = [pytest.mark.integration]
 
 def openai_tools() -> list[dict]:
     def fn(name: str, description: str) -> dict:
-        body = {"name": name, "description": description, "parameters": weather_schema()}
+        body = {
+            "name": name,
+            "description": description,
+            "parameters": weather_schema(),
+        }
         return {"type": "function", "function": body}
 
     bad = {"type": "function", "function": {"description": "no name"}}

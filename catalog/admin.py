@@ -1,0 +1,202 @@
+"""Django admin for the catalog: a window on the data, writing only through the
+services (or not at all, for the append-only and secret-bearing models)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from catalog import services
+from catalog.models import ApiClient, Catalog, Job, Tool, ToolChange
+from catalog.services.tools import check_spec, tool_to_spec
+from catalog.spec import ToolSpec
+
+
+def staff_user(request: HttpRequest) -> AbstractBaseUser:
+    """The admin only serves signed-in staff; the services record them as actor."""
+    assert isinstance(request.user, AbstractBaseUser)
+    return request.user
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """View only: rows are written by services and workers, never by hand."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Catalog)
+class CatalogAdmin(admin.ModelAdmin):
+    """Catalogs are added through create_catalog; no service edits or deletes one
+    (deleting would cascade to tools and their history), so neither may the admin."""
+
+    list_display = ["slug", "name", "version", "active_embedding_model", "updated"]
+    search_fields = ["slug", "name"]
+    fields = ["slug", "name", "description", "version", "active_embedding_model"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ["version", "active_embedding_model"]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(
+        self, request: HttpRequest, obj: Catalog, form: Any, change: bool
+    ) -> None:
+        created = services.create_catalog(obj.slug, obj.name, obj.description)
+        obj.pk = created.pk
+
+
+class ToolAdminForm(forms.ModelForm):
+    """Runs the same checks as create_tool/update_tool so the admin shows the
+    policy's reasons on the form instead of failing on save."""
+
+    class Meta:
+        model = Tool
+        exclude: list[str] = []
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.errors:
+            return data
+        values = {
+            name: data[name] if name in data else getattr(self.instance, name)
+            for name in ToolSpec.field_names()
+        }
+        try:
+            check_spec(ToolSpec(**values))
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                self.add_error(field if field in self.fields else None, messages)
+        return data
+
+
+@admin.register(Tool)
+class ToolAdmin(admin.ModelAdmin):
+    """Saves and deletes go through the tool services, so every admin edit gets
+    its change record, catalog version bump and re-embedding like any other."""
+
+    form = ToolAdminForm
+    list_display = [
+        "name",
+        "catalog",
+        "category",
+        "status",
+        "safe",
+        "risk_level",
+        "embedding_status",
+        "version",
+        "updated",
+    ]
+    list_filter = [
+        "catalog",
+        "status",
+        "safe",
+        "risk_level",
+        "requires_approval",
+        "embedding_status",
+        "category",
+    ]
+    search_fields = ["name", "title", "description", "category"]
+    list_select_related = ["catalog"]
+    readonly_fields = [
+        "version",
+        "content_hash",
+        "prompt_tokens",
+        "embedding_status",
+        "embedding_error",
+        "created",
+        "updated",
+        "created_by",
+        "updated_by",
+    ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A tool never moves between catalogs.
+        extra = ["catalog"] if obj is not None else []
+        return [*self.readonly_fields, *extra]
+
+    def save_model(
+        self, request: HttpRequest, obj: Tool, form: Any, change: bool
+    ) -> None:
+        spec = tool_to_spec(obj)
+        rid = getattr(request, "request_id", None)
+        if change:
+            stored = Tool.objects.get(pk=obj.pk)
+            result = services.update_tool(
+                stored, spec, actor=staff_user(request), request_id=rid
+            )
+            saved = result.tool or stored
+        else:
+            saved = services.create_tool(
+                obj.catalog, spec, actor=staff_user(request), request_id=rid
+            )
+        obj.pk = saved.pk
+
+    def delete_model(self, request: HttpRequest, obj: Tool) -> None:
+        services.delete_tool(obj, actor=staff_user(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Tool]) -> None:
+        for tool in queryset:
+            services.delete_tool(tool, actor=staff_user(request))
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "kind",
+        "catalog",
+        "state",
+        "done",
+        "total",
+        "created",
+        "finished",
+    ]
+    list_filter = ["kind", "state", "catalog"]
+    list_select_related = ["catalog"]
+    exclude = ["payload"]
+
+
+@admin.register(ToolChange)
+class ToolChangeAdmin(ReadOnlyAdmin):
+    list_display = [
+        "tool_name",
+        "catalog",
+        "action",
+        "version",
+        "actor_name",
+        "created",
+    ]
+    list_filter = ["action", "catalog"]
+    search_fields = ["tool_name", "actor_name"]
+    list_select_related = ["catalog"]
+
+
+@admin.register(ApiClient)
+class ApiClientAdmin(admin.ModelAdmin):
+    """Keys are minted by create_api_client (the management command); here a
+    client can be revoked or rescoped, and the key hash is never editable."""
+
+    list_display = ["name", "scope", "key_prefix", "revoked", "created", "last_used"]
+    list_filter = ["scope", "revoked"]
+    search_fields = ["name", "key_prefix"]
+    readonly_fields = ["user", "key_prefix", "key_hash", "created", "last_used"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

@@ -1,0 +1,111 @@
+"""Input and output of POST /api/v1/select (validation only; no decisions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from catalog.formats import FORMATS
+from selection.engine import SCORERS
+from selection.engine.types import MAX_CANDIDATES_LIMIT
+
+MAX_BATCH = 100
+
+
+def _names() -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, max_length=1000
+    )
+
+
+class SelectInputSerializer(serializers.Serializer):
+    catalog = serializers.SlugField(default="default")
+    query = serializers.JSONField(required=False)
+    messages = serializers.ListField(
+        child=serializers.DictField(), required=False, max_length=500
+    )
+    max_candidates = serializers.IntegerField(
+        default=3, min_value=1, max_value=MAX_CANDIDATES_LIMIT
+    )
+    min_score = serializers.FloatField(default=0.05, min_value=0.0, max_value=1.0)
+    scorer = serializers.ChoiceField(choices=SCORERS, required=False)
+    allow_unsafe = serializers.BooleanField(default=False)
+    roles = _names()
+    categories = _names()
+    allow_tools = _names()
+    block_tools = _names()
+    max_cost_per_call = serializers.FloatField(required=False, min_value=0.0)
+    max_total_tokens = serializers.IntegerField(required=False, min_value=0)
+    require_capabilities = _names()
+    recent_tools = _names()
+    format = serializers.ChoiceField(choices=FORMATS, default="canonical")
+    explain = serializers.BooleanField(default=False)
+    timeout_ms = serializers.IntegerField(required=False, min_value=0, max_value=60_000)
+
+    def validate_query(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                raise serializers.ValidationError("query: must not be empty")
+            if len(value) > 20_000:
+                raise serializers.ValidationError("query: at most 20000 characters")
+            return value
+        if isinstance(value, dict):
+            return value
+        raise serializers.ValidationError("query: must be a string or a JSON object")
+
+    def validate_messages(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index, message in enumerate(value):
+            if not isinstance(message.get("role"), str):
+                raise serializers.ValidationError(
+                    f"messages[{index}].role: is required (system, user, ...)"
+                )
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        has_query = "query" in attrs
+        has_messages = bool(attrs.get("messages"))
+        if has_query == has_messages:
+            rule = "give exactly one of query or messages"
+            raise serializers.ValidationError({"query": [f"query: {rule}"]})
+        return attrs
+
+
+class SelectBatchSerializer(serializers.Serializer):
+    requests = serializers.ListField(
+        child=serializers.JSONField(), min_length=1, max_length=MAX_BATCH
+    )
+
+
+class PickSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    score = serializers.FloatField()
+    reason = serializers.CharField()
+    signals = serializers.DictField(child=serializers.FloatField())
+    requires_approval = serializers.BooleanField()
+    definition = serializers.DictField()
+
+
+class ExclusionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    stage = serializers.ChoiceField(choices=["policy", "rank"])
+    reason = serializers.CharField()
+    detail = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+
+
+class SelectOutputSerializer(serializers.Serializer):
+    selection_id = serializers.UUIDField()
+    catalog = serializers.CharField()
+    catalog_version = serializers.CharField()
+    scorer = serializers.CharField()
+    tools = PickSerializer(many=True)
+    excluded = ExclusionSerializer(many=True, required=False)
+    stats = serializers.DictField()
+    cached = serializers.BooleanField()
+    degraded = serializers.BooleanField()
+
+
+class SelectionSettingsSerializer(serializers.Serializer):
+    settings = serializers.DictField()
+    version = serializers.IntegerField(read_only=True)

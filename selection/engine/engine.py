@@ -1,0 +1,262 @@
+"""``select``: normalise -> policy -> score -> rank -> cut -> explain (pickTools).
+
+The function is pure: no database, no network. Semantic similarities and the LLM
+come in as arguments (the app computes the first with pgvector and passes an
+endpoint client as the second). A ``timeout_ms`` is checked between stages; when
+it runs out the best ranking finished so far is returned with ``degraded=True``:
+BM25F when it was computed, else registration order (seed 000). Policy always
+runs, whatever the budget: safety is never skipped to save time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from selection.engine.deadline import Deadline
+from selection.engine.explain import reason
+from selection.engine.normalize import NormalizedQuery, normalize
+from selection.engine.policy import policy_codes, policy_exclusions
+from selection.engine.ranking import (
+    EXCLUSION_LIMIT,
+    Ranking,
+    cut,
+    gate_category,
+    ordered,
+)
+from selection.engine.scorers import SCORERS, ScoreContext, Scored
+from selection.engine.scorers.simple import bm25f
+from selection.engine.settings import SCORERS as SCORER_NAMES
+from selection.engine.snapshot import CatalogSnapshot
+from selection.engine.types import (
+    Exclusion,
+    Pick,
+    SelectionRequest,
+    SelectionResult,
+    SelectionStats,
+)
+
+LLMCallable = Callable[[str], str]
+
+
+class RequestError(ValueError):
+    """A request that cannot be served; ``errors`` maps field names to messages."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in sorted(errors.items())))
+        self.errors = errors
+
+
+def _check(snapshot: CatalogSnapshot, request: SelectionRequest) -> str:
+    """The scorer to use; raises ``RequestError`` for an invalid request."""
+    errors = request.errors()
+    name = request.scorer or snapshot.settings.default_scorer
+    if name not in SCORER_NAMES:
+        errors["scorer"] = f"must be one of {', '.join(SCORER_NAMES)}"
+    if errors:
+        raise RequestError(errors)
+    return name
+
+
+def _score(ctx: ScoreContext, name: str) -> tuple[Scored | None, bool]:
+    """Run the requested scorer, or the best stage finished before the deadline."""
+    if ctx.deadline.expired():
+        return None, True
+    lexical = bm25f(ctx)
+    if ctx.deadline.expired():
+        lexical.notes.append("Time ran out after lexical scoring; ranked by BM25F.")
+        return lexical, True
+    return SCORERS[name](ctx), False
+
+
+def select(
+    snapshot: CatalogSnapshot,
+    request: SelectionRequest,
+    semantic: Mapping[str, float] | None = None,
+    llm: LLMCallable | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> SelectionResult:
+    """Pick at most ``request.max_candidates`` tools (plus core tools) and explain."""
+    name = _check(snapshot, request)
+    deadline = Deadline(request.timeout_ms, clock)
+    query = normalize(request)
+    codes = policy_codes(snapshot, request)
+    ctx = ScoreContext(snapshot, query, request, codes == 0, deadline, semantic, llm)
+    scored, degraded = _score(ctx, name)
+    if scored is None:
+        return _registration_order(ctx, codes, name)
+    return _finish(ctx, codes, scored, name, degraded)
+
+
+def _eligible(ctx: ScoreContext, scored: Scored) -> np.ndarray:
+    """Allowed tools with some evidence that no scorer threshold removed."""
+    mask = ctx.allowed & (scored.scores > 0)
+    for filtered in scored.filtered.values():
+        mask &= ~filtered
+    return mask
+
+
+def _scorer_exclusions(ctx: ScoreContext, scored: Scored) -> list[Exclusion]:
+    """Rank exclusions from the scorer's own thresholds (seed 002)."""
+    details = {
+        "lexical_overlap": "Fewer query words in its name and description than the "
+        f"catalog's minimum of {ctx.snapshot.settings.min_lexical_overlap}.",
+        "below_min_score": "Its combined score is under the catalog's minimum of "
+        f"{ctx.snapshot.settings.min_combined_score:g}.",
+    }
+    out = []
+    for code, mask in scored.filtered.items():
+        rows = ordered(ctx.snapshot, scored.scores, mask & ctx.allowed)
+        out += [
+            Exclusion(
+                ctx.snapshot.tools[r].name,
+                "rank",
+                code,
+                details[code],
+                round(float(scored.scores[r]), 4),
+            )
+            for r in rows[:EXCLUSION_LIMIT]
+        ]
+    return out
+
+
+def _finish(
+    ctx: ScoreContext, codes: np.ndarray, scored: Scored, name: str, degraded: bool
+) -> SelectionResult:
+    """Gate, threshold, cut and explain a finished scoring."""
+    snap, req = ctx.snapshot, ctx.request
+    eligible = _eligible(ctx, scored)
+    inferred = None if req.categories is not None else scored.extras.get("category")
+    eligible, gated = gate_category(snap, eligible, inferred)
+    below = eligible & (scored.scores < req.min_score)
+    ranked = ordered(snap, scored.scores, eligible & ~below)
+    explore = snap.settings.exploration and scored.scorer == "ensemble"
+    ranking = cut(snap, req, ctx.query, ranked, _core_rows(ctx), explore)
+    skip = set(ranking.rows) | {snap.by_name[e.name] for e in ranking.excluded}
+    head = ranked[: EXCLUSION_LIMIT + len(skip)]
+    cut_rows = np.array([r for r in head if r not in skip], dtype=np.int64)
+    excluded = policy_exclusions(snap, req, codes, scored.scores, EXCLUSION_LIMIT)
+    excluded += gated + ranking.excluded + _scorer_exclusions(ctx, scored)
+    excluded += _rank_rows(ctx, cut_rows, scored, "cut")
+    excluded += _rank_rows(
+        ctx, ordered(snap, scored.scores, below), scored, "below_min_score"
+    )
+    stats = SelectionStats(
+        considered=len(snap.tools),
+        excluded_by_policy=int(np.count_nonzero(codes))
+        + len(gated)
+        + ranking.policy_dropped,
+        below_min_score=int(np.count_nonzero(below)),
+        candidates=int(np.count_nonzero(scored.scores > 0)),
+        elapsed_ms=round(ctx.deadline.elapsed_ms(), 3),
+    )
+    return SelectionResult(
+        tools=_picks(ctx, scored, ranking),
+        excluded=excluded,
+        stats=stats,
+        scorer=scored.scorer,
+        requested_scorer=name,
+        degraded=degraded or bool(scored.fallback_reason),
+        fallback_reason=scored.fallback_reason or ("timeout" if degraded else ""),
+        notes=list(scored.notes),
+        debug=_debug(ctx, scored) if req.explain else {},
+    )
+
+
+RANK_DETAILS = {
+    "cut": "Scored high enough but ranked below the top {k}.",
+    "below_min_score": "Its score is under the request's minimum of {m:g}.",
+}
+
+
+def _rank_rows(
+    ctx: ScoreContext, rows: np.ndarray, scored: Scored, code: str
+) -> list[Exclusion]:
+    """Rank-stage exclusions for ``rows`` (at most ``EXCLUSION_LIMIT``)."""
+    detail = RANK_DETAILS[code].format(
+        k=ctx.request.max_candidates, m=ctx.request.min_score
+    )
+    return [
+        Exclusion(
+            ctx.snapshot.tools[int(r)].name,
+            "rank",
+            code,
+            detail,
+            round(float(scored.scores[int(r)]), 4),
+        )
+        for r in rows[:EXCLUSION_LIMIT]
+    ]
+
+
+def _core_rows(ctx: ScoreContext) -> list[int]:
+    """Rows of the catalog's core tools that policy lets through."""
+    return [
+        r
+        for r in ctx.snapshot.rows(list(ctx.snapshot.settings.core_tools))
+        if ctx.allowed[r]
+    ]
+
+
+def _picks(ctx: ScoreContext, scored: Scored, ranking: Ranking) -> list[Pick]:
+    """``Pick`` objects with signals and a reason sentence."""
+    out = []
+    for row in ranking.rows:
+        tool = ctx.snapshot.tools[row]
+        signals = scored.signal_values(row)
+        flags = {"core": row in ranking.core, "exploration": row == ranking.exploration}
+        out.append(
+            Pick(
+                name=tool.name,
+                score=round(float(scored.scores[row]), 4),
+                reason=reason(tool, ctx.query, signals, flags),
+                signals=signals,
+                requires_approval=tool.requires_approval,
+                core=flags["core"],
+                exploration=flags["exploration"],
+            )
+        )
+    return out
+
+
+def _registration_order(
+    ctx: ScoreContext, codes: np.ndarray, name: str
+) -> SelectionResult:
+    """Seed 000's timeout fallback: the first allowed tools by position."""
+    snap, req = ctx.snapshot, ctx.request
+    rows = np.flatnonzero(ctx.allowed)
+    rows = rows[np.argsort(snap.order[rows], kind="stable")][: req.max_candidates]
+    zeros = np.zeros(len(snap.tools))
+    picks = [
+        Pick(
+            name=snap.tools[r].name,
+            score=0.0,
+            reason=reason(snap.tools[r], ctx.query, {}, {"fallback_order": True}),
+            requires_approval=snap.tools[r].requires_approval,
+        )
+        for r in rows
+    ]
+    return SelectionResult(
+        tools=picks,
+        excluded=policy_exclusions(snap, req, codes, zeros, EXCLUSION_LIMIT),
+        stats=SelectionStats(len(snap.tools), int(np.count_nonzero(codes)), 0, 0),
+        scorer="registration_order",
+        requested_scorer=name,
+        degraded=True,
+        fallback_reason="timeout",
+        notes=["The time budget ran out before any scorer finished."],
+    )
+
+
+def _debug(ctx: ScoreContext, scored: Scored) -> dict[str, object]:
+    """Extra provenance when ``explain`` is set: terms, context and extras."""
+    query: NormalizedQuery = ctx.query
+    extras = {k: v for k, v in scored.extras.items()}
+    return {
+        "terms": dict(sorted(query.terms.items())),
+        "recent_tools": list(query.recent_tools),
+        "embed_text": query.embed_text,
+        "extras": extras,
+        "snapshot": {"catalog": ctx.snapshot.catalog, "version": ctx.snapshot.version},
+    }

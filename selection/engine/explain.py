@@ -1,0 +1,100 @@
+"""Readable reasons for picks, e.g. "Matched 'weather', 'forecast' in name and
+keywords; semantic similarity 0.71".
+
+Matched words are recomputed for the handful of picked tools only (re-tokenising
+a few tools is cheaper than keeping per-tool token sets for 100,000 tools).
+"""
+
+from __future__ import annotations
+
+from selection.engine.index import FIELD_TEXT
+from selection.engine.normalize import NormalizedQuery
+from selection.engine.text import tokenize
+from selection.engine.types import ToolRecord
+
+FIELD_LABELS = {
+    "name": "name",
+    "title": "title",
+    "keywords": "keywords",
+    "examples": "examples",
+    "description": "description",
+    "category": "category",
+    "tags": "tags",
+    "params": "parameters",
+}
+MAX_WORDS = 5
+
+
+def matched_terms(tool: ToolRecord, query: NormalizedQuery) -> dict[str, list[str]]:
+    """Field label -> the query's words found in that field of the tool."""
+    out: dict[str, list[str]] = {}
+    for field, label in FIELD_LABELS.items():
+        found = [
+            t
+            for t in dict.fromkeys(tokenize(FIELD_TEXT[field](tool)))
+            if t in query.terms
+        ]
+        if found:
+            out[label] = [query.surface.get(t, t) for t in found]
+    return out
+
+
+def _join(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def match_sentence(tool: ToolRecord, query: NormalizedQuery) -> str:
+    """ "Matched 'x', 'y' in name and description" (empty when nothing matched)."""
+    fields = matched_terms(tool, query)
+    if not fields:
+        return ""
+    words = list(dict.fromkeys(w for ws in fields.values() for w in ws))[:MAX_WORDS]
+    quoted = ", ".join(f"'{w}'" for w in words)
+    return f"Matched {quoted} in {_join(list(fields)[:3])}"
+
+
+def _context_parts(signals: dict[str, float], last_tool: str | None) -> list[str]:
+    """Phrases for the ensemble's context signals that contributed."""
+    parts = []
+    if signals.get("sticky", 0) > 0:
+        parts.append("used recently")
+    if signals.get("transition", 0) > 0 and last_tool:
+        parts.append(f"often follows {last_tool} (p={signals['transition']:.2f})")
+    if signals.get("focus", 0) >= 1.0:
+        parts.append("same category as the last tool used")
+    if signals.get("anchor", 0) > 0:
+        parts.append(f"an intent pattern matched (boost {signals['anchor']:.1f})")
+    if signals.get("avoid", 0) > 0:
+        parts.append("penalised: the request matches its 'avoid when' note")
+    return parts
+
+
+def reason(
+    tool: ToolRecord,
+    query: NormalizedQuery,
+    signals: dict[str, float],
+    flags: dict[str, bool],
+) -> str:
+    """One sentence saying why this tool was picked."""
+    if flags.get("fallback_order"):
+        return "Listed in registration order: the time budget ran out before scoring."
+    parts = []
+    if flags.get("core"):
+        parts.append("Core tool of this catalog, always offered")
+    if flags.get("exploration"):
+        parts.append("Exploration slot, drawn from the tools just below the cut")
+    if "llm" in signals and signals["llm"] > 0:
+        parts.append("Chosen by the LLM")
+    match = match_sentence(tool, query)
+    if match:
+        parts.append(match)
+    if signals.get("cosine", 0) > 0:
+        parts.append(f"semantic similarity {signals['cosine']:.2f}")
+    parts.extend(_context_parts(signals, query.last_tool))
+    if not parts:
+        return "No direct evidence; ranked by its overall score."
+    sentence = "; ".join(parts)
+    return sentence[0].upper() + sentence[1:] + "."

@@ -1,0 +1,72 @@
+"""The single-signal scorers: keyword (seed 000), BM25F (seed 004), embedding."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from selection.engine.scorers import lexical
+from selection.engine.scorers.base import ScoreContext, Scored
+
+
+def keyword(ctx: ScoreContext) -> Scored:
+    """Share of the query's words found in the tool's name, description and tags."""
+    index = ctx.snapshot.index
+    scores = lexical.keyword(index, ctx.query)
+    return Scored("keyword", scores, {"keyword": scores})
+
+
+def lexical_scores(ctx: ScoreContext) -> np.ndarray:
+    """BM25F coverage for this request, computed once and shared by scorers."""
+    if "bm25f" not in ctx.cache:
+        ctx.cache["bm25f"] = lexical.bm25f(ctx.snapshot.index, ctx.query)
+    scores: np.ndarray = ctx.cache["bm25f"]
+    return scores
+
+
+def bm25f(ctx: ScoreContext) -> Scored:
+    """Field-weighted BM25 as the share of the query's IDF mass a tool covers."""
+    scores = lexical_scores(ctx)
+    return Scored("bm25f", scores, {"bm25f": scores})
+
+
+def semantic_raw(ctx: ScoreContext) -> np.ndarray:
+    """Cosine per tool from the caller's semantic pool (0 outside the pool)."""
+    if "semantic_raw" not in ctx.cache:
+        raw = np.zeros(ctx.n, dtype=np.float64)
+        by_name = ctx.snapshot.by_name
+        for name, cos in (ctx.semantic or {}).items():
+            row = by_name.get(name)
+            if row is not None:
+                raw[row] = float(cos)
+        ctx.cache["semantic_raw"] = raw
+    cached: np.ndarray = ctx.cache["semantic_raw"]
+    return cached
+
+
+def semantic_evidence(ctx: ScoreContext) -> np.ndarray:
+    """Cosine rescaled so the model's "unrelated" level maps to 0 and a close
+    paraphrase to 1 (``semantic_floor`` / ``semantic_ceiling`` settings).
+
+    Raw cosines of sentence embeddings rarely fall below ~0.1 even for unrelated
+    texts, so using them as scores would make every query look relevant; the
+    floor makes an off-topic request score (near) zero everywhere.
+    """
+    s = ctx.snapshot.settings
+    raw = semantic_raw(ctx)
+    span = max(s.semantic_ceiling - s.semantic_floor, 1e-6)
+    return np.clip((raw - s.semantic_floor) / span, 0.0, 1.0)
+
+
+def embedding(ctx: ScoreContext) -> Scored:
+    """Semantic similarity only; falls back to BM25F without semantic scores."""
+    if ctx.semantic is None:
+        out = bm25f(ctx)
+        out.fallback_reason = "no_semantic_scores"
+        out.notes.append("No semantic scores were supplied; ranked by BM25F.")
+        return out
+    scores = semantic_evidence(ctx)
+    return Scored(
+        "embedding",
+        scores,
+        {"semantic": scores, "cosine": semantic_raw(ctx)},
+    )

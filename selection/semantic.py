@@ -1,0 +1,62 @@
+"""The semantic candidate pool: query embedding (cached) + pgvector HNSW search."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+
+from catalog.models import Catalog
+from catalog.services.embeddings import current_backend
+
+CACHE_SIZE = 10_000
+_lock = threading.Lock()
+_query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+
+
+def normalise_query(text: str) -> str:
+    """The cache key's text: the model is uncased and ignores spacing runs."""
+    return " ".join(text.lower().split())
+
+
+def embed_query(text: str) -> np.ndarray:
+    """The query's vector; a repeated (normalised) query costs no model call."""
+    backend = current_backend()
+    key = (backend.model_id, normalise_query(text))
+    with _lock:
+        vector = _query_cache.get(key)
+        if vector is not None:
+            _query_cache.move_to_end(key)
+            return vector
+    vector = backend.embed_query(key[1])
+    with _lock:
+        _query_cache[key] = vector
+        if len(_query_cache) > CACHE_SIZE:
+            _query_cache.popitem(last=False)
+    return vector
+
+
+def semantic_pool(catalog: Catalog, text: str, pool: int) -> dict[int, float] | None:
+    """Tool id -> cosine similarity for the ``pool`` nearest tools, or None when the
+    catalog has no complete vector set for the current model (never mix models)."""
+    backend = current_backend()
+    if not text.strip() or catalog.active_embedding_model != backend.model_id:
+        return None
+    vector = embed_query(text)
+    literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+    dim = int(backend.dimension)
+    sql = (
+        f"SELECT tool_id, 1 - (embedding::vector({dim}) <=> %s::vector({dim})) "
+        "FROM catalog_toolembedding WHERE model_id = %s AND catalog_id = %s "
+        f"ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true)",
+            [str(settings.QUIVER_EF_SEARCH)],
+        )
+        cursor.execute(sql, [literal, backend.model_id, catalog.pk, literal, pool])
+        return {int(tool_id): float(score) for tool_id, score in cursor.fetchall()}

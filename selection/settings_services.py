@@ -1,0 +1,53 @@
+"""Writes to a catalog's selection settings: validated, versioned, with history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from catalog.models import Catalog
+from selection.engine.settings import EngineSettings, SettingsError
+from selection.models import SelectionSettings, SelectionSettingsChange
+
+
+def current_settings(catalog: Catalog) -> tuple[dict[str, Any], int]:
+    """The full effective settings (defaults filled in) and their version."""
+    row = SelectionSettings.objects.filter(catalog=catalog).first()
+    data = row.data if row is not None else {}
+    return EngineSettings.from_dict(data).to_dict(), row.version if row else 0
+
+
+def update_selection_settings(
+    catalog: Catalog, data: dict[str, Any], *, actor: Any
+) -> tuple[dict[str, Any], int]:
+    """Replace the catalog's settings; every bad field is named, nothing saved."""
+    try:
+        engine_settings = EngineSettings.from_dict(data)
+    except SettingsError as exc:
+        raise ValidationError(
+            {f"settings.{k}": [f"settings.{k}: {v}"] for k, v in exc.errors.items()}
+        ) from exc
+    problems = engine_settings.validate()
+    if problems:
+        raise ValidationError(
+            {f"settings.{k}": [f"settings.{k}: {v}"] for k, v in problems.items()}
+        )
+    with transaction.atomic():
+        row, _ = SelectionSettings.objects.select_for_update().get_or_create(
+            catalog=catalog, defaults={"version": 0}
+        )
+        before = row.data
+        row.data = data
+        row.version += 1
+        row.updated_by = actor if actor is not None and actor.pk else None
+        row.save(update_fields=["data", "version", "updated", "updated_by"])
+        SelectionSettingsChange.objects.create(
+            catalog=catalog,
+            version=row.version,
+            before=before,
+            after=data,
+            actor_name=actor.get_username() if actor is not None else "system",
+        )
+    return engine_settings.to_dict(), row.version

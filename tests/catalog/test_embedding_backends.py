@@ -1,0 +1,371 @@
+"""Embedding backends: the bundled model (numpy and torch paths) and OpenAI format.
+
+The local tests use the real bundled all-MiniLM-L6-v2, loaded once per module, and
+compare against sentence-transformers itself. Nothing here needs Django.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from catalog.embeddings.backends import (  # noqa: E402
+    EmbeddingBackend,
+    EmbeddingError,
+    LocalMiniLMBackend,
+    OpenAICompatibleBackend,
+    backend_from_settings,
+    get_local_backend,
+    local_model_path,
+    local_numpy_encoder,
+)
+from catalog.embeddings.minilm import MiniLMEncoder  # noqa: E402
+
+VARIED_TEXTS = [
+    "hello world",
+    "What's the weather in Paris tomorrow?",
+    "send an email to my manager about the delay",
+    "convert 100 USD to EUR",
+    "getWeatherForecast",
+    "send_email_v2(to='bob@example.com', subject=\"Hi\")",
+    "HTTPServerError: 503 Service Unavailable",
+    "Übersetze diesen Satz ins Französische, s'il vous plaît.",
+    "東京の天気を教えて",
+    "🙂 emoji and symbols: ∑ ∫ → ©",
+    "a",
+    "",
+    "   leading and trailing spaces   ",
+    "MULTIPLE\n\nLINES\tand\ttabs",
+    "SELECT name FROM users WHERE id = 42;",
+    "def add(a, b):\n    return a + b",
+    "find flights from Berlin to Tokyo next Friday under $900",
+    "Analyze the chemical evidence collected from a crime scene. "
+    "Parameters: evidence type, method, sample.",
+    "book a table for two at an Italian restaurant at 8pm",
+    "the quick brown fox jumps over the lazy dog " * 3,
+    "weather " * 300,  # far beyond 256 word pieces
+    " ".join(f"token{i}" for i in range(400)),  # long, many word pieces
+    "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 40,
+]
+
+
+@pytest.fixture(scope="module")
+def sentence_model() -> Any:
+    """The reference implementation: sentence-transformers on the bundled model."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(local_model_path(), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def reference(sentence_model: Any) -> np.ndarray:
+    """sentence-transformers' normalised embeddings of VARIED_TEXTS."""
+    return sentence_model.encode(VARIED_TEXTS, normalize_embeddings=True)
+
+
+@pytest.fixture(scope="module")
+def encoder() -> MiniLMEncoder:
+    return local_numpy_encoder()
+
+
+@pytest.fixture(scope="module")
+def backend() -> LocalMiniLMBackend:
+    return LocalMiniLMBackend(batch_size=8, cache_size=16)
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=1) / (
+        np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    )
+
+
+def test_numpy_encoder_agrees_with_sentence_transformers(
+    encoder: MiniLMEncoder, reference: np.ndarray
+) -> None:
+    ours = np.stack([encoder.encode(text) for text in VARIED_TEXTS])
+    assert cosines(ours, reference).min() >= 0.9999
+
+
+def test_numpy_batches_agree_with_sentence_transformers(
+    encoder: MiniLMEncoder, reference: np.ndarray
+) -> None:
+    ours = encoder.encode_batch(VARIED_TEXTS, batch_size=5)
+    assert cosines(ours, reference).min() >= 0.9999
+
+
+def test_long_texts_are_truncated_to_the_model_max_seq_length(
+    encoder: MiniLMEncoder, sentence_model: Any
+) -> None:
+    assert sentence_model.max_seq_length == encoder.config.max_seq_length == 256
+    assert len(encoder.token_ids("weather " * 300)) == 256
+
+
+def test_torch_document_path_agrees_with_sentence_transformers(
+    backend: LocalMiniLMBackend, reference: np.ndarray
+) -> None:
+    ours = backend.embed_documents(VARIED_TEXTS)
+    assert cosines(ours, reference).min() >= 0.9999
+
+
+def test_query_and_document_paths_give_the_same_vector(
+    backend: LocalMiniLMBackend,
+) -> None:
+    text = "create a calendar event for the team standup"
+    document = backend.embed_documents([text])[0]
+    assert float(document @ backend.embed_query(text)) >= 0.9999
+    assert float(document @ backend.embed_query_torch(text)) >= 0.9999
+
+
+def test_local_embeddings_are_normalised_float32_of_dimension_384(
+    backend: LocalMiniLMBackend,
+) -> None:
+    documents = backend.embed_documents(["first tool", "second tool", "third"])
+    query = backend.embed_query("which tool")
+    assert backend.dimension == 384
+    assert documents.shape == (3, 384) and query.shape == (384,)
+    assert documents.dtype == np.float32 and query.dtype == np.float32
+    assert np.allclose(np.linalg.norm(documents, axis=1), 1.0, atol=1e-5)
+    assert abs(float(np.linalg.norm(query)) - 1.0) < 1e-5
+
+
+def test_documents_come_back_in_input_order(backend: LocalMiniLMBackend) -> None:
+    texts = ["a much longer text about currency conversion rates", "hi", "weather"]
+    together = backend.embed_documents(texts)
+    for row, text in zip(together, texts, strict=True):
+        assert float(row @ backend.embed_query(text)) >= 0.9999
+
+
+def test_no_documents_give_an_empty_matrix(backend: LocalMiniLMBackend) -> None:
+    assert backend.embed_documents([]).shape == (0, 384)
+
+
+def test_a_paraphrase_is_closer_than_an_unrelated_sentence(
+    backend: LocalMiniLMBackend,
+) -> None:
+    query = backend.embed_query("what will the weather be like tomorrow")
+    paraphrase = backend.embed_query("tomorrow's weather forecast")
+    unrelated = backend.embed_query("transfer money to my savings account")
+    assert float(query @ paraphrase) > float(query @ unrelated) + 0.2
+
+
+def test_cached_queries_are_returned_as_independent_copies(
+    backend: LocalMiniLMBackend,
+) -> None:
+    first = backend.embed_query("cache me")
+    first[:] = 0.0
+    second = backend.embed_query("cache me")
+    assert abs(float(np.linalg.norm(second)) - 1.0) < 1e-5
+
+
+def test_local_backend_is_a_process_wide_singleton_and_a_backend() -> None:
+    assert get_local_backend() is get_local_backend()
+    assert isinstance(get_local_backend(), EmbeddingBackend)
+    assert get_local_backend().model_id == "local:all-MiniLM-L6-v2"
+
+
+def test_settings_build_the_local_backend_by_default() -> None:
+    assert backend_from_settings({}) is get_local_backend()
+    configured = backend_from_settings(
+        {"BACKEND": "local", "MODEL": "sentence-transformers/all-MiniLM-L6-v2"}
+    )
+    assert configured is get_local_backend()
+    tuned = backend_from_settings({"BACKEND": "local", "BATCH_SIZE": "16"})
+    assert isinstance(tuned, LocalMiniLMBackend) and tuned.batch_size == 16
+
+
+def test_settings_reject_an_unknown_backend_or_local_model() -> None:
+    with pytest.raises(EmbeddingError, match="unknown embedding BACKEND"):
+        backend_from_settings({"BACKEND": "magic"})
+    with pytest.raises(EmbeddingError, match="only serves"):
+        backend_from_settings({"BACKEND": "local", "MODEL": "bge-large"})
+
+
+def test_settings_build_an_openai_compatible_backend() -> None:
+    built = backend_from_settings(
+        {
+            "BACKEND": "openai",
+            "MODEL": "text-embedding-3-small",
+            "BASE_URL": "http://127.0.0.1:9/v1/",
+            "API_KEY": "sk-test",
+            "DIMENSION": 1536,
+        }
+    )
+    assert isinstance(built, OpenAICompatibleBackend)
+    assert built.base_url == "http://127.0.0.1:9/v1"
+    assert built.model_id == "openai:text-embedding-3-small"
+    assert built.dimension == 1536
+
+
+def test_settings_need_a_base_url_for_the_openai_backend() -> None:
+    with pytest.raises(EmbeddingError, match="base_url"):
+        backend_from_settings({"BACKEND": "openai", "MODEL": "m"})
+
+
+# ---------------------------------------------------------------- OpenAI format
+
+
+class FakeEmbeddingsServer:
+    """Records requests and answers with whatever the test queued."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.responses: list[tuple[int, Any]] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length))
+                fake.requests.append(
+                    {"path": self.path, "body": body, "headers": dict(self.headers)}
+                )
+                status, payload = fake.responses.pop(0)
+                raw = payload if isinstance(payload, bytes) else json.dumps(payload)
+                data = raw if isinstance(raw, bytes) else raw.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        return Handler
+
+
+@pytest.fixture
+def fake_api() -> Iterator[FakeEmbeddingsServer]:
+    """A local HTTP server on 127.0.0.1 standing in for a paid embeddings API.
+
+    It stubs a paid third-party API (OpenAI and compatible hosted services), which
+    is the only kind of stub allowed in this project.
+    """
+    fake = FakeEmbeddingsServer()
+    fake.thread.start()
+    yield fake
+    fake.server.shutdown()
+    fake.server.server_close()
+
+
+def openai_payload(vectors: dict[int, list[float]]) -> dict[str, Any]:
+    """An OpenAI ``/embeddings`` response with items in the given (dict) order."""
+    return {
+        "object": "list",
+        "model": "test-model",
+        "data": [
+            {"object": "embedding", "index": index, "embedding": vector}
+            for index, vector in vectors.items()
+        ],
+    }
+
+
+def test_openai_backend_orders_rows_by_index_and_normalises(
+    fake_api: FakeEmbeddingsServer,
+) -> None:
+    """Stubs a paid third-party API: the server answers out of order."""
+    fake_api.responses.append(
+        (200, openai_payload({2: [0.0, 0.0, 5.0], 0: [3.0, 4.0, 0.0], 1: [0, 2, 0]}))
+    )
+    client = OpenAICompatibleBackend(fake_api.base_url, "test-model", api_key="sk-1")
+    rows = client.embed_documents(["zero", "one", "two"])
+    expected = np.array([[0.6, 0.8, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    assert rows.dtype == np.float32
+    assert np.allclose(rows, expected, atol=1e-6)
+    request = fake_api.requests[0]
+    assert request["path"] == "/v1/embeddings"
+    assert request["body"] == {"model": "test-model", "input": ["zero", "one", "two"]}
+    assert request["headers"]["Authorization"] == "Bearer sk-1"
+
+
+def test_openai_backend_discovers_its_dimension_from_the_first_response(
+    fake_api: FakeEmbeddingsServer,
+) -> None:
+    """Stubs a paid third-party API: the dimension is learnt, then enforced."""
+    fake_api.responses.append((200, openai_payload({0: [1.0, 0.0, 0.0, 0.0]})))
+    fake_api.responses.append((200, openai_payload({0: [1.0, 0.0]})))
+    client = OpenAICompatibleBackend(fake_api.base_url, "test-model")
+    assert client.embed_query("first").shape == (4,)
+    assert client.dimension == 4
+    with pytest.raises(EmbeddingError, match="dimension 2 does not match 4"):
+        client.embed_query("second")
+
+
+def test_openai_backend_asks_the_server_when_dimension_is_read_first(
+    fake_api: FakeEmbeddingsServer,
+) -> None:
+    """Stubs a paid third-party API: reading ``dimension`` triggers one request."""
+    fake_api.responses.append((200, openai_payload({0: [0.5] * 8})))
+    client = OpenAICompatibleBackend(fake_api.base_url, "test-model")
+    assert client.dimension == 8
+    assert len(fake_api.requests) == 1
+    assert "Authorization" not in fake_api.requests[0]["headers"]
+
+
+def test_openai_backend_raises_embedding_error_on_http_500(
+    fake_api: FakeEmbeddingsServer,
+) -> None:
+    """Stubs a paid third-party API failing with an internal server error."""
+    fake_api.responses.append((500, {"error": {"message": "overloaded"}}))
+    client = OpenAICompatibleBackend(fake_api.base_url, "test-model")
+    with pytest.raises(EmbeddingError, match="HTTP 500.*overloaded"):
+        client.embed_documents(["anything"])
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"data": "nope"},
+        {"data": []},
+        {"data": [{"index": 0}]},
+        {"data": [{"index": 3, "embedding": [1.0]}]},
+        {"data": [{"index": 0, "embedding": ["x"]}]},
+        {"data": [{"index": 0, "embedding": []}]},
+        b"not json",
+    ],
+)
+def test_openai_backend_raises_embedding_error_on_bad_payloads(
+    fake_api: FakeEmbeddingsServer, payload: Any
+) -> None:
+    """Stubs a paid third-party API returning malformed bodies."""
+    fake_api.responses.append((200, payload))
+    client = OpenAICompatibleBackend(fake_api.base_url, "test-model")
+    with pytest.raises(EmbeddingError):
+        client.embed_documents(["one"])
+
+
+def test_openai_backend_splits_large_inputs_into_batches(
+    fake_api: FakeEmbeddingsServer,
+) -> None:
+    """Stubs a paid third-party API: five texts in requests of at most two."""
+    for size in (2, 2, 1):
+        fake_api.responses.append(
+            (200, openai_payload({i: [1.0, float(i)] for i in range(size)}))
+        )
+    client = OpenAICompatibleBackend(fake_api.base_url, "m", batch_size=2)
+    rows = client.embed_documents(["a", "b", "c", "d", "e"])
+    assert rows.shape == (5, 2)
+    assert [len(r["body"]["input"]) for r in fake_api.requests] == [2, 2, 1]
+
+
+def test_openai_backend_raises_embedding_error_when_unreachable() -> None:
+    client = OpenAICompatibleBackend("http://127.0.0.1:9/v1", "m", timeout=1.0)
+    with pytest.raises(EmbeddingError, match="failed"):
+        client.embed_query("hello")
