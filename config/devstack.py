@@ -32,7 +32,7 @@ DB_NAME = "quiver"
 
 
 def _say(message: str) -> None:
-    print(f"[quiver] {message}", flush=True)
+    print(f"[quiver] {message}", file=sys.stderr, flush=True)
 
 
 def free_port() -> int:

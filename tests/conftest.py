@@ -20,6 +20,12 @@ from tests.factories import make_client_key, make_user
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings: Any) -> None:
+    """Real hashing costs ~1 s per test user; tests don't need its strength."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def admin_user(db: None) -> Any:
     return make_user("root", superuser=True)

@@ -202,10 +202,13 @@ def run_reindex(job: Job, progress: Callable[[Job], None] | None = None) -> Job:
         if progress is not None:
             progress(job)
     _activate_model(job.catalog_id, backend.model_id)
+    job.counts["failed"] = Tool.objects.filter(
+        catalog_id=job.catalog_id, embedding_status=EmbeddingStatus.FAILED
+    ).count()
     job.state = JobState.SUCCEEDED
     job.finished = timezone.now()
     job.done = job.total
-    job.save(update_fields=["state", "finished", "done"])
+    job.save(update_fields=["state", "finished", "done", "counts"])
     return job
 
 

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome
+from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.naming import assign_provider_names
@@ -202,10 +202,28 @@ def update_tool(
 def set_tool_status(
     tool: Tool, status: str, *, actor: Actor, request_id: uuid.UUID | None = None
 ) -> WriteResult:
-    """Change only the status (active, disabled, deprecated) of a tool."""
-    spec = tool_to_spec(tool)
-    spec.status = status
-    return update_tool(tool, spec, actor=actor, request_id=request_id)
+    """Change only the status (active, disabled, deprecated) of a tool.
+
+    The schema is not checked again: a curator must always be able to disable a
+    tool, even one whose stored schema a stricter policy would now refuse."""
+    if status not in ToolStatus.values:
+        raise ValidationError(
+            {"status": [f"status: must be one of {ToolStatus.values}"]}
+        )
+    with transaction.atomic():
+        tool = Tool.objects.select_for_update().get(pk=tool.pk)
+        if tool.status == status:
+            return WriteResult(tool, ImportOutcome.UNCHANGED)
+        before = spec_json(tool)
+        tool.status = status
+        tool.version += 1
+        tool.updated_by = _user(actor)
+        tool.content_hash = content_hash(tool_to_spec(tool))
+        tool.save(
+            update_fields=["status", "version", "updated_by", "content_hash", "updated"]
+        )
+        _record(tool, ChangeAction.UPDATE, before, spec_json(tool), actor, request_id)
+    return WriteResult(tool, ImportOutcome.UPDATED)
 
 
 def delete_tool(
