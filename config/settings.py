@@ -154,6 +154,9 @@ QUIVER_EMBEDDINGS = {
     "MODEL": env_str("QUIVER_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
     "BASE_URL": env_str("QUIVER_EMBEDDING_BASE_URL", ""),
     "API_KEY": env_str("QUIVER_EMBEDDING_API_KEY", ""),
+    # Threads per process for the local model. One each suits a worker running two
+    # processes on two cores; more only fight over the same cores.
+    "THREADS": env_int("QUIVER_EMBEDDING_THREADS", 1, minimum=1, maximum=64),
 }
 if QUIVER_EMBEDDINGS["BACKEND"] not in ("local", "openai"):
     raise ImproperlyConfigured("QUIVER_EMBEDDING_BACKEND: expected local or openai")

@@ -71,6 +71,19 @@ class SelectInputSerializer(serializers.Serializer):
         return attrs
 
 
+class ValidateInputSerializer(serializers.Serializer):
+    catalog = serializers.SlugField(default="default")
+    tool = serializers.CharField(max_length=200)
+    arguments = serializers.JSONField()
+
+    def validate_arguments(self, value: Any) -> Any:
+        if not isinstance(value, (dict, str)):
+            raise serializers.ValidationError(
+                "arguments: must be a JSON object or a JSON string"
+            )
+        return value
+
+
 class SelectBatchSerializer(serializers.Serializer):
     requests = serializers.ListField(
         child=serializers.JSONField(), min_length=1, max_length=MAX_BATCH

@@ -1,10 +1,16 @@
 from django.urls import path
 
-from selection.api.views import SelectBatchView, SelectionSettingsView, SelectView
+from selection.api.views import (
+    SelectBatchView,
+    SelectionSettingsView,
+    SelectView,
+    ValidateCallView,
+)
 
 urlpatterns = [
     path("select", SelectView.as_view(), name="select"),
     path("select/batch", SelectBatchView.as_view(), name="select-batch"),
+    path("validate", ValidateCallView.as_view(), name="validate"),
     path(
         "catalogs/<slug:slug>/selection-settings",
         SelectionSettingsView.as_view(),

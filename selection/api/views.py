@@ -17,6 +17,7 @@ from selection import services
 from selection.api import serializers as s
 from selection.engine.types import SelectionRequest
 from selection.settings_services import current_settings, update_selection_settings
+from selection.validation import find_tool, validate_tool_call
 
 LIST_FIELDS = (
     "categories",
@@ -126,3 +127,27 @@ class SelectionSettingsView(generics.GenericAPIView):
         return Response(
             {"settings": data, "version": version}, status=status.HTTP_200_OK
         )
+
+
+class ValidateCallView(generics.GenericAPIView):
+    """Check a model's tool call against the tool's canonical schema."""
+
+    serializer_class = s.ValidateInputSerializer
+    permission_classes = [permissions.IsAuthenticated]
+
+    def post(self, request: Request) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        catalog = get_catalog_for_user(request, data["catalog"])
+        tool = find_tool(catalog, data["tool"])
+        if tool is None:
+            raise NotFound(f"tool: no tool {data['tool']!r} in {catalog.slug!r}")
+        answer = validate_tool_call(
+            catalog,
+            tool,
+            data["arguments"],
+            actor=request.user,
+            request_id=request_id(request),
+        )
+        return Response(answer)
