@@ -7,6 +7,7 @@ semantic pool from pgvector and the LLM callable, caches whole answers on exactl
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import threading
@@ -37,8 +38,10 @@ _answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
 def cache_key(
     catalog: Catalog, version: str, request: SelectionRequest, fmt: str
 ) -> str:
+    """Exactly (catalog, its version and update time, settings version, request)."""
+    stamp = catalog.updated.isoformat()
     body = json.dumps(
-        [catalog.pk, version, asdict(request), fmt], sort_keys=True, default=str
+        [catalog.pk, version, stamp, asdict(request), fmt], sort_keys=True, default=str
     )
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -58,7 +61,9 @@ def select_tools(
     cached = _cached(key)
     if cached is None:
         answer = _compute(catalog, (snapshot, names), request, fmt, started)
-        _store(key, answer)
+        if not answer["degraded"]:
+            # A degraded answer (timeout, fallback) must not outlive its cause.
+            _store(key, copy.deepcopy(answer))
     else:
         answer = {**cached, "cached": True}
     answer["stats"] = {
@@ -111,7 +116,8 @@ def _shape(
     definitions = _definitions(catalog, [pick.name for pick in result.tools], fmt)
     answer: dict[str, Any] = {
         "catalog": catalog.slug,
-        "catalog_version": version,
+        "catalog_version": catalog.version,
+        "settings_version": int(version.split(".")[-1]),
         "scorer": result.scorer,
         "tools": [
             {
@@ -120,6 +126,8 @@ def _shape(
                 "reason": pick.reason,
                 "signals": {k: round(v, 6) for k, v in pick.signals.items()},
                 "requires_approval": pick.requires_approval,
+                "core": pick.core,
+                "exploration": pick.exploration,
                 "definition": definitions[pick.name],
             }
             for pick in result.tools
@@ -148,9 +156,10 @@ def _definitions(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Any]
 def _cached(key: str) -> dict[str, Any] | None:
     with _lock:
         answer = _answers.get(key)
-        if answer is not None:
-            _answers.move_to_end(key)
-        return answer
+        if answer is None:
+            return None
+        _answers.move_to_end(key)
+    return copy.deepcopy(answer)
 
 
 def _store(key: str, answer: dict[str, Any]) -> None:

@@ -96,6 +96,8 @@ class PickSerializer(serializers.Serializer):
     reason = serializers.CharField()
     signals = serializers.DictField(child=serializers.FloatField())
     requires_approval = serializers.BooleanField()
+    core = serializers.BooleanField()
+    exploration = serializers.BooleanField()
     definition = serializers.DictField()
 
 
@@ -110,7 +112,8 @@ class ExclusionSerializer(serializers.Serializer):
 class SelectOutputSerializer(serializers.Serializer):
     selection_id = serializers.UUIDField()
     catalog = serializers.CharField()
-    catalog_version = serializers.CharField()
+    catalog_version = serializers.IntegerField()
+    settings_version = serializers.IntegerField()
     scorer = serializers.CharField()
     tools = PickSerializer(many=True)
     excluded = ExclusionSerializer(many=True, required=False)

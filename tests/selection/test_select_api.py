@@ -233,3 +233,19 @@ def test_a_batch_over_100_requests_is_refused(agent):
     )
     assert response.status_code == 400
     assert "requests" in response.json()["fields"]
+
+
+def test_a_degraded_answer_is_not_cached(agent):
+    select(agent, query="weather in Paris", timeout_ms=0, min_score=0)
+    again = select(agent, query="weather in Paris", timeout_ms=0, min_score=0).json()
+    assert again["degraded"] is True
+    assert again["cached"] is False
+
+
+def test_a_new_tool_changes_the_catalog_version_and_the_answer(agent, catalog):
+    first = select(agent, query="translate this text into French").json()
+    make_tool(catalog, "translate_text", description="Translate text to a language.")
+    second = select(agent, query="translate this text into French").json()
+    assert second["catalog_version"] == first["catalog_version"] + 1
+    assert second["cached"] is False
+    assert second["tools"][0]["name"] == "translate_text"
