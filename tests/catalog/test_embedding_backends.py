@@ -7,6 +7,7 @@ compare against sentence-transformers itself. Nothing here needs Django.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from catalog.embeddings.backends import (  # noqa: E402
     local_model_path,
     local_numpy_encoder,
 )
-from catalog.embeddings.minilm import MiniLMEncoder  # noqa: E402
+from catalog.embeddings.minilm import MiniLMEncoder, erf, gelu_  # noqa: E402
 
 VARIED_TEXTS = [
     "hello world",
@@ -86,6 +87,19 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sum(a * b, axis=1) / (
         np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
     )
+
+
+def test_numpy_erf_matches_the_exact_error_function() -> None:
+    points = np.linspace(-6.0, 6.0, 2001, dtype=np.float32)
+    exact = np.array([math.erf(float(p)) for p in points])
+    assert np.abs(erf(points) - exact).max() < 1e-6
+    assert erf(points).dtype == np.float32
+
+
+def test_gelu_is_the_exact_erf_form_not_the_tanh_approximation() -> None:
+    points = np.array([-3.0, -1.0, 0.0, 0.5, 2.0], dtype=np.float32)
+    exact = [0.5 * p * (1.0 + math.erf(p / math.sqrt(2.0))) for p in points]
+    assert np.allclose(gelu_(points.copy()), exact, atol=1e-6)
 
 
 def test_numpy_encoder_agrees_with_sentence_transformers(
