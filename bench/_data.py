@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("QUIVER_BENCH_DATA", ROOT.parent / "shared/bench/data"))
 CACHE_DIR = ROOT / ".quiver" / "bench-cache"
 DATASETS = ("metatool", "sealtools")
+CHUNK = 512
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,17 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+# MetaTool's tags record how the authors built each tool (every tool is a
+# "plugin", 47 are "merged_tool"s), not what it does (see its SOURCE.md); as
+# tags they pull every embedding towards the same words, so they are dropped.
+PROVENANCE_TAGS = frozenset({"plugin", "merged_tool"})
+
+
 def load_specs(name: str) -> list[ToolSpec]:
     """The data set's tools as canonical specs (title from ``name_for_human``)."""
     specs = []
     for row in _read_jsonl(DATA_DIR / name / "tools.jsonl"):
+        tags = [t for t in row.get("tags") or [] if t not in PROVENANCE_TAGS]
         specs.append(
             ToolSpec(
                 name=row["name"],
@@ -53,14 +61,14 @@ def load_specs(name: str) -> list[ToolSpec]:
                 parameters=row.get("parameters"),
                 title=row.get("name_for_human") or "",
                 category=row.get("category") or "",
-                tags=list(row.get("tags") or []),
+                tags=tags,
             )
         )
     return specs
 
 
 def load_queries(name: str, limit: int | None = None) -> list[Query]:
-    """The data set's dev queries, in file order, optionally only the first ``limit``."""
+    """The dev queries in file order, optionally only the first ``limit``."""
     rows = _read_jsonl(DATA_DIR / name / "queries_dev.jsonl")
     if limit is not None:
         rows = rows[:limit]
@@ -96,10 +104,12 @@ class Embedder:
         return np.asarray(self._documents(texts), dtype=np.float32)
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        """Query vectors; batched through the document path when it is symmetric."""
-        if self._query is None:
-            return self.embed_documents(texts)
-        return np.stack([self._query(t) for t in texts]).astype(np.float32)
+        """Query vectors, batched through the document path.
+
+        The bundled MiniLM is symmetric (``embed_query`` runs the same model on one
+        text), and batching is many times faster for thousands of queries.
+        """
+        return self.embed_documents(texts)
 
 
 def get_embedder() -> Embedder:
@@ -181,6 +191,11 @@ class EmbeddingCache:
         return self._vectors[[self._keys[k] for k in keys]]
 
     def _add(self, items: list[tuple[str, str]], kind: str) -> None:
+        """Embed and store in chunks, saving after each so progress survives."""
+        for start in range(0, len(items), CHUNK):
+            self._add_chunk(items[start : start + CHUNK], kind)
+
+    def _add_chunk(self, items: list[tuple[str, str]], kind: str) -> None:
         texts = [t for _, t in items]
         if kind == "query":
             new = self.embedder.embed_queries(texts)

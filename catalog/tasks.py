@@ -10,7 +10,7 @@ from django.db import OperationalError
 
 from catalog.choices import EmbeddingStatus, JobState
 from catalog.embeddings.backends import EmbeddingError
-from catalog.models import Job, Tool
+from catalog.models import Catalog, Job, Tool
 from catalog.services import embeddings, imports
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,8 @@ def run_reindex(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
 @shared_task
 def resume_interrupted_work() -> dict[str, int]:
     """Sent when a worker starts: re-queue jobs left running by a dead worker and
-    every tool still pending, so nothing stays pending after a crash."""
+    every tool still pending, so nothing stays pending after a crash; start a
+    re-embed of every catalog whose vectors are not of the configured model."""
     resumed = 0
     for job in Job.objects.filter(state__in=[JobState.QUEUED, JobState.RUNNING]):
         # A job still inside its lease may belong to a live worker: try again once
@@ -89,6 +90,13 @@ def resume_interrupted_work() -> dict[str, int]:
         task = run_import if job.kind == "import" else run_reindex
         task.apply_async((job.pk,), countdown=imports.lease_remaining(job) + 1)
         resumed += 1
+    for catalog in Catalog.objects.exclude(
+        active_embedding_model=embeddings.current_backend_id()
+    ):
+        if not catalog.jobs.filter(
+            kind="reindex", state__in=[JobState.QUEUED, JobState.RUNNING]
+        ).exists():
+            embeddings.start_reindex(catalog)
     pending = 0
     for tool_id in Tool.objects.filter(
         embedding_status=EmbeddingStatus.PENDING

@@ -9,6 +9,11 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
+from catalog.embeddings.backends import (
+    LOCAL_MODEL_ID,
+    EmbeddingBackend,
+    get_local_backend,
+)
 from catalog.models import Catalog
 from catalog.services.embeddings import current_backend
 
@@ -22,9 +27,23 @@ def normalise_query(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def embed_query(text: str) -> np.ndarray:
-    """The query's vector; a repeated (normalised) query costs no model call."""
+def backend_for(model_id: str) -> EmbeddingBackend | None:
+    """A backend that embeds queries like the vectors of ``model_id`` were made.
+
+    While a catalog is re-embedded with a new model, selection keeps using the old
+    vectors; their queries need the old model: the configured one, or the bundled
+    local model, which can always be loaded. Anything else: None (lexical only)."""
     backend = current_backend()
+    if model_id == backend.model_id:
+        return backend
+    if model_id == LOCAL_MODEL_ID:
+        return get_local_backend()
+    return None
+
+
+def embed_query(text: str, backend: EmbeddingBackend | None = None) -> np.ndarray:
+    """The query's vector; a repeated (normalised) query costs no model call."""
+    backend = backend or current_backend()
     key = (backend.model_id, normalise_query(text))
     with _lock:
         vector = _query_cache.get(key)
@@ -41,11 +60,14 @@ def embed_query(text: str) -> np.ndarray:
 
 def semantic_pool(catalog: Catalog, text: str, pool: int) -> dict[int, float] | None:
     """Tool id -> cosine similarity for the ``pool`` nearest tools, or None when the
-    catalog has no complete vector set for the current model (never mix models)."""
-    backend = current_backend()
-    if not text.strip() or catalog.active_embedding_model != backend.model_id:
+    catalog has no complete vector set of a model we can embed queries with.
+
+    Only vectors of the catalog's active model are searched, with a query embedded
+    by that same model: vectors of two models are never compared."""
+    backend = backend_for(catalog.active_embedding_model)
+    if not text.strip() or backend is None:
         return None
-    vector = embed_query(text)
+    vector = embed_query(text, backend)
     literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
     dim = int(backend.dimension)
     sql = (

@@ -39,6 +39,7 @@ from selection.engine.types import (
 )
 
 LLMCallable = Callable[[str], str]
+RANK_EXCLUSION_LIMIT = 10
 
 
 class RequestError(ValueError):
@@ -117,7 +118,7 @@ def _scorer_exclusions(ctx: ScoreContext, scored: Scored) -> list[Exclusion]:
                 details[code],
                 round(float(scored.scores[r]), 4),
             )
-            for r in rows[:EXCLUSION_LIMIT]
+            for r in rows[: _rank_limit(ctx)]
         ]
     return out
 
@@ -131,31 +132,22 @@ def _finish(
     inferred = None if req.categories is not None else scored.extras.get("category")
     eligible, gated = gate_category(snap, eligible, inferred)
     below = eligible & (scored.scores < req.min_score)
-    ranked = ordered(snap, scored.scores, eligible & ~below)
+    ranked = ordered(snap, scored.scores, eligible & ~below, _rank_depth(ctx))
     explore = snap.settings.exploration and scored.scorer == "ensemble"
     ranking = cut(snap, req, ctx.query, ranked, _core_rows(ctx), explore)
     skip = set(ranking.rows) | {snap.by_name[e.name] for e in ranking.excluded}
-    head = ranked[: EXCLUSION_LIMIT + len(skip)]
+    head = ranked[: _rank_limit(ctx) + len(skip)]
     cut_rows = np.array([r for r in head if r not in skip], dtype=np.int64)
     excluded = policy_exclusions(snap, req, codes, scored.scores, EXCLUSION_LIMIT)
     excluded += gated + ranking.excluded + _scorer_exclusions(ctx, scored)
     excluded += _rank_rows(ctx, cut_rows, scored, "cut")
-    excluded += _rank_rows(
-        ctx, ordered(snap, scored.scores, below), scored, "below_min_score"
-    )
-    stats = SelectionStats(
-        considered=len(snap.tools),
-        excluded_by_policy=int(np.count_nonzero(codes))
-        + len(gated)
-        + ranking.policy_dropped,
-        below_min_score=int(np.count_nonzero(below)),
-        candidates=int(np.count_nonzero(scored.scores > 0)),
-        elapsed_ms=round(ctx.deadline.elapsed_ms(), 3),
-    )
+    below_rows = ordered(snap, scored.scores, below, _rank_limit(ctx))
+    excluded += _rank_rows(ctx, below_rows, scored, "below_min_score")
+    policy_count = int(np.count_nonzero(codes)) + len(gated) + ranking.policy_dropped
     return SelectionResult(
         tools=_picks(ctx, scored, ranking),
         excluded=excluded,
-        stats=stats,
+        stats=_stats(ctx, scored, policy_count, int(np.count_nonzero(below))),
         scorer=scored.scorer,
         requested_scorer=name,
         degraded=degraded or bool(scored.fallback_reason),
@@ -163,6 +155,28 @@ def _finish(
         notes=list(scored.notes),
         debug=_debug(ctx, scored) if req.explain else {},
     )
+
+
+def _stats(
+    ctx: ScoreContext, scored: Scored, policy: int, below: int
+) -> SelectionStats:
+    """The audit counts of one answer."""
+    return SelectionStats(
+        considered=len(ctx.snapshot.tools),
+        excluded_by_policy=policy,
+        below_min_score=below,
+        candidates=int(np.count_nonzero(scored.scores > 0)),
+        elapsed_ms=round(ctx.deadline.elapsed_ms(), 3),
+    )
+
+
+def _rank_depth(ctx: ScoreContext) -> int | None:
+    """How far down the ranking to sort: all of it only under a token budget."""
+    if ctx.request.max_total_tokens is not None:
+        return None
+    s = ctx.snapshot.settings
+    depth = ctx.request.max_candidates + len(s.core_tools) + s.exploration_depth
+    return depth + EXCLUSION_LIMIT
 
 
 RANK_DETAILS = {
@@ -174,7 +188,7 @@ RANK_DETAILS = {
 def _rank_rows(
     ctx: ScoreContext, rows: np.ndarray, scored: Scored, code: str
 ) -> list[Exclusion]:
-    """Rank-stage exclusions for ``rows`` (at most ``EXCLUSION_LIMIT``)."""
+    """Rank-stage exclusions for ``rows`` (10, or 50 with ``explain``)."""
     detail = RANK_DETAILS[code].format(
         k=ctx.request.max_candidates, m=ctx.request.min_score
     )
@@ -186,8 +200,13 @@ def _rank_rows(
             detail,
             round(float(scored.scores[int(r)]), 4),
         )
-        for r in rows[:EXCLUSION_LIMIT]
+        for r in rows[: _rank_limit(ctx)]
     ]
+
+
+def _rank_limit(ctx: ScoreContext) -> int:
+    """How many rank-stage exclusions to list: a few, or many when explaining."""
+    return EXCLUSION_LIMIT if ctx.request.explain else RANK_EXCLUSION_LIMIT
 
 
 def _core_rows(ctx: ScoreContext) -> list[int]:

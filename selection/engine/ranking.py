@@ -35,11 +35,22 @@ class Ranking:
 
 
 def ordered(
-    snapshot: CatalogSnapshot, scores: np.ndarray, mask: np.ndarray
+    snapshot: CatalogSnapshot,
+    scores: np.ndarray,
+    mask: np.ndarray,
+    limit: int | None = None,
 ) -> np.ndarray:
-    """Rows in ``mask`` by descending score, then position, then name."""
+    """Rows in ``mask`` by descending score, then position, then name.
+
+    With ``limit`` only the best ``limit`` rows are sorted (ties at the boundary
+    are all kept), so a 100,000-tool catalog never sorts its whole tail.
+    """
     rows = np.flatnonzero(mask)
-    return rows[np.lexsort((snapshot.order[rows], -scores[rows]))]
+    if limit is not None and len(rows) > limit:
+        cutoff = np.partition(scores[rows], len(rows) - limit)[len(rows) - limit]
+        rows = rows[scores[rows] >= cutoff]
+    order = rows[np.lexsort((snapshot.order[rows], -scores[rows]))]
+    return order if limit is None else order[:limit]
 
 
 def _rank_exclusions(

@@ -18,10 +18,11 @@ SCORERS = ("keyword", "bm25f", "embedding", "hybrid", "ensemble", "llm")
 NO_SCHEMA_MODES = ("read-only", "human-approval", "full")
 
 DEFAULT_HYBRID_WEIGHTS = {
-    "embed": 0.55,
-    "lexical": 0.35,
+    "embed": 0.6,
+    "lexical": 0.3,
+    "bm25f": 0.1,
     "tag": 0.0,
-    "name": 0.10,
+    "name": 0.1,
     "category": 0.0,
 }
 DEFAULT_FIELD_WEIGHTS = {
@@ -90,8 +91,11 @@ class EngineSettings:
     no_schema_modes_allowed: tuple[str, ...] = ("read-only",)
     llm_shortlist: int = 40
     llm_descriptions: bool = True
-    semantic_floor: float = 0.20
-    semantic_ceiling: float = 0.70
+    lexical_floor: float = 0.15
+    semantic_floor: float = 0.15
+    semantic_ceiling: float = 0.50
+    lexical_confidence_floor: float = 0.35
+    lexical_confidence_ceiling: float = 0.80
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> EngineSettings:

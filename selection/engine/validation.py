@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from selection.engine.settings import EngineSettings
 
-HYBRID_KEYS = ("embed", "lexical", "tag", "name", "category")
+HYBRID_KEYS = ("embed", "lexical", "bm25f", "tag", "name", "category")
 ENSEMBLE_KEYS = ("bm25f", "focus", "transition", "sticky", "avoid")
 FIELD_KEYS = (
     "name",
@@ -88,8 +88,15 @@ def _scalars(errors: dict[str, str], s: EngineSettings) -> None:
         )
     _in_range(errors, "exploration_depth", s.exploration_depth, 2, 200)
     _in_range(errors, "llm_shortlist", s.llm_shortlist, 1, 500)
+    _in_range(errors, "lexical_floor", s.lexical_floor, 0.0, 1.0)
     _in_range(errors, "semantic_floor", s.semantic_floor, -1.0, 1.0)
     _in_range(errors, "semantic_ceiling", s.semantic_ceiling, -1.0, 1.0)
+    _in_range(errors, "lexical_confidence_floor", s.lexical_confidence_floor, 0.0, 1.0)
+    _in_range(
+        errors, "lexical_confidence_ceiling", s.lexical_confidence_ceiling, 0.0, 1.0
+    )
+    if s.lexical_confidence_ceiling <= s.lexical_confidence_floor:
+        errors["lexical_confidence_ceiling"] = "must be above lexical_confidence_floor"
     if s.semantic_ceiling <= s.semantic_floor:
         errors["semantic_ceiling"] = "must be above semantic_floor"
     for i, mode in enumerate(s.no_schema_modes_allowed):

@@ -71,3 +71,32 @@ def test_a_killed_worker_loses_nothing_and_every_tool_ends_ready(
     model = current_backend().model_id
     catalog.refresh_from_db()
     assert catalog.active_embedding_model == model
+
+
+def test_a_tool_locked_by_another_worker_is_skipped_not_embedded_twice(
+    transactional_db, purged_broker
+):
+    import threading
+
+    from django.db import connections, transaction
+
+    tool = make_tool(name="get_weather")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:
+        with transaction.atomic():
+            Tool.objects.select_for_update().get(pk=tool.pk)
+            locked.set()
+            release.wait(timeout=30)
+        connections.close_all()
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    try:
+        assert locked.wait(timeout=10)
+        assert embed_tools([tool.pk]) == {"embedded": 0, "unchanged": 0, "skipped": 1}
+        assert not ToolEmbedding.objects.filter(tool=tool).exists()
+    finally:
+        release.set()
+        holder.join()
+    assert embed_tools([tool.pk])["embedded"] == 1

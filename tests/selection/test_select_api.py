@@ -243,9 +243,19 @@ def test_a_degraded_answer_is_not_cached(agent):
 
 
 def test_a_new_tool_changes_the_catalog_version_and_the_answer(agent, catalog):
-    first = select(agent, query="translate this text into French").json()
+    first = select(agent, query="please translate this text").json()
     make_tool(catalog, "translate_text", description="Translate text to a language.")
-    second = select(agent, query="translate this text into French").json()
+    second = select(agent, query="please translate this text").json()
     assert second["catalog_version"] == first["catalog_version"] + 1
     assert second["cached"] is False
     assert second["tools"][0]["name"] == "translate_text"
+
+
+def test_a_tool_whose_embedding_failed_is_still_found_lexically(agent, catalog):
+    from catalog.services.embeddings import mark_failed
+
+    tool = make_tool(catalog, "translate_text", description="Translate text.")
+    mark_failed([tool.pk], "embedding failed: endpoint down")
+    for scorer in ("keyword", "bm25f", "hybrid"):
+        response = select(agent, query="translate this text", scorer=scorer)
+        assert names(response)[:1] == ["translate_text"], scorer

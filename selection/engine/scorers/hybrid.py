@@ -1,16 +1,20 @@
 """Seed 002's combined score: semantic similarity fused with lexical signals.
 
-Candidates are the caller's semantic pool plus the ``candidate_pool`` best tools
-by BM25F (so an exact-name match outside the embedding pool is not lost). Each
+Candidates are the caller's semantic pool (``candidate_pool`` nearest tools by
+cosine, fetched by the app) plus every tool with lexical evidence. Each
 candidate gets
 
     combined = sum(w_i * signal_i) / sum(w_i)
 
-over the signals ``embed`` (rescaled cosine), ``lexical`` (BM25F coverage),
-``tag``, ``name`` (share of the tool's own name the query mentions) and
-``category`` (the tool is in the category the ranking points at). Without
-semantic scores the ``embed`` weight drops out and the rest are renormalised.
-``min_lexical_overlap`` and ``min_combined_score`` then filter (seed 002).
+over the signals ``embed`` (cosine clamped to 0..1), ``lexical`` (seed 002's
+share of query words found in the tool), ``bm25f`` (BM25F coverage relative to
+the best candidate's, see ``relative_lexical``), ``tag``, ``name`` (share of the
+tool's own name the query mentions) and ``category`` (the tool is in the
+category the ranking points at). The result is multiplied by the pool's
+``semantic_confidence`` so that a request no tool fits scores low everywhere.
+Without semantic scores the ``embed`` weight drops out, the rest are
+renormalised and the confidence is 1. ``min_lexical_overlap`` and
+``min_combined_score`` then filter (seed 002).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from selection.engine.scorers import lexical
 from selection.engine.scorers.base import ScoreContext, Scored
 from selection.engine.scorers.simple import (
     lexical_scores,
-    semantic_evidence,
+    semantic_confidence,
     semantic_raw,
 )
 
@@ -35,10 +39,12 @@ def top_rows(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
 
 
 def candidate_mask(ctx: ScoreContext) -> np.ndarray:
-    """The semantic pool plus the lexical top ``candidate_pool`` (allowed tools)."""
-    pool = ctx.snapshot.settings.candidate_pool
-    mask = np.zeros(ctx.n, dtype=bool)
-    mask[top_rows(lexical_scores(ctx), ctx.allowed, pool)] = True
+    """The semantic pool plus every allowed tool with lexical evidence.
+
+    Lexical evidence is cheap to compute for every tool (postings), so no exact
+    name match is lost because it fell outside the embedding pool.
+    """
+    mask = ctx.allowed & (lexical_scores(ctx) > 0)
     if ctx.semantic is not None:
         mask[
             [ctx.snapshot.by_name[n] for n in ctx.semantic if n in ctx.snapshot.by_name]
@@ -71,12 +77,56 @@ def category_signal(
     return signal, best, totals[best] / mass
 
 
-def _signals(ctx: ScoreContext) -> dict[str, np.ndarray]:
+def relative_lexical(ctx: ScoreContext, candidates: np.ndarray) -> np.ndarray:
+    """BM25F coverage relative to the best candidate's, floored at ``lexical_floor``.
+
+    Coverage alone under-rates tools for long, multi-part requests (each tool
+    answers one part), so the best lexical match is scaled to 1 -- unless even
+    the best covers less than ``lexical_floor`` of the query, in which case the
+    floor is the yardstick and a query without lexical evidence keeps low scores.
+    """
+    raw = lexical_scores(ctx)
+    best = float(raw[candidates].max(initial=0.0))
+    return np.minimum(raw / max(best, ctx.snapshot.settings.lexical_floor), 1.0)
+
+
+SIGNALS = ("embed", "lexical", "bm25f", "tag", "name")
+
+
+def lexical_confidence(ctx: ScoreContext) -> np.ndarray:
+    """Per tool: how much of the query's IDF mass the tool itself covers, rescaled
+    between ``lexical_confidence_floor`` (0) and ``..._ceiling`` (1).
+
+    The pool's semantic confidence speaks for the request as a whole; a tool that
+    covers most of the query's rare words is evidence on its own, e.g. a tool
+    added a moment ago whose embedding is still pending or failed."""
+    s = ctx.snapshot.settings
+    span = max(s.lexical_confidence_ceiling - s.lexical_confidence_floor, 1e-6)
+    raw = lexical_scores(ctx)
+    return np.clip((raw - s.lexical_confidence_floor) / span, 0.0, 1.0)
+
+
+def pool_cosine(ctx: ScoreContext) -> np.ndarray:
+    """Cosine in 0..1 per tool; tools outside the pool get the pool's lowest.
+
+    The pool holds the nearest tools, so a tool outside it is at most as similar
+    as the pool's last member: using that bound (rather than 0) keeps a strong
+    lexical match from being sunk just because the pool was small.
+    """
+    raw = semantic_raw(ctx)
+    if not ctx.semantic:
+        return raw
+    floor = max(0.0, min(float(v) for v in ctx.semantic.values()))
+    return np.clip(np.maximum(raw, floor), 0.0, 1.0)
+
+
+def _signals(ctx: ScoreContext, candidates: np.ndarray) -> dict[str, np.ndarray]:
     """Every hybrid signal as a dense array."""
     index = ctx.snapshot.index
     return {
-        "embed": semantic_evidence(ctx),
-        "lexical": lexical_scores(ctx),
+        "embed": pool_cosine(ctx),
+        "lexical": lexical.keyword(index, ctx.query),
+        "bm25f": relative_lexical(ctx, candidates),
         "tag": lexical.field_coverage(index, ctx.query, "tags"),
         "name": lexical.field_coverage(index, ctx.query, "name"),
     }
@@ -85,20 +135,27 @@ def _signals(ctx: ScoreContext) -> dict[str, np.ndarray]:
 def hybrid(ctx: ScoreContext) -> Scored:
     """Weighted fusion over the candidate pool, then seed 002's thresholds."""
     s = ctx.snapshot.settings
-    signals = _signals(ctx)
-    weights = {k: s.hybrid_weight(k) for k in ("embed", "lexical", "tag", "name")}
-    notes = []
+    candidates = candidate_mask(ctx)
+    signals = _signals(ctx, candidates)
+    weights = {k: s.hybrid_weight(k) for k in SIGNALS}
+    notes, confidence = [], 1.0
     if ctx.semantic is None:
         weights["embed"] = 0.0
         notes.append("No semantic scores were supplied; hybrid used lexical signals.")
-    combined = sum(w * signals[k] for k, w in weights.items())
+    else:
+        confidence = semantic_confidence(ctx)
+    combined = np.zeros(ctx.n)
+    for key, weight in weights.items():
+        combined += weight * signals[key]
     cat_weight = s.hybrid_weight("category")
     total = sum(weights.values()) + cat_weight
-    signals["category"], category, confidence = category_signal(ctx, combined)
-    combined = combined + cat_weight * signals["category"]
-    scores = np.where(candidate_mask(ctx), combined / total if total > 0 else 0.0, 0.0)
-    out = Scored("hybrid", scores, signals, notes=notes)
-    out.extras["category"] = (category, confidence)
+    signals["category"], category, share = category_signal(ctx, combined)
+    combined += cat_weight * signals["category"]
+    fused = combined / total if total > 0 else combined * 0.0
+    factor = np.maximum(confidence, lexical_confidence(ctx))
+    out = Scored("hybrid", np.where(candidates, fused * factor, 0.0), signals)
+    out.notes, out.extras["category"] = notes, (category, share)
+    out.signals["confidence"] = np.full(ctx.n, confidence)
     if ctx.semantic is not None:
         out.signals["cosine"] = semantic_raw(ctx)
     _thresholds(ctx, out)

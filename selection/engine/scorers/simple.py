@@ -43,18 +43,20 @@ def semantic_raw(ctx: ScoreContext) -> np.ndarray:
     return cached
 
 
-def semantic_evidence(ctx: ScoreContext) -> np.ndarray:
-    """Cosine rescaled so the model's "unrelated" level maps to 0 and a close
-    paraphrase to 1 (``semantic_floor`` / ``semantic_ceiling`` settings).
+def semantic_confidence(ctx: ScoreContext) -> float:
+    """How sure the caller's pool is that *some* tool fits the request (0..1).
 
+    The best cosine in the pool, rescaled so the model's "unrelated" level
+    (``semantic_floor``) maps to 0 and a clear match (``semantic_ceiling``) to 1.
     Raw cosines of sentence embeddings rarely fall below ~0.1 even for unrelated
-    texts, so using them as scores would make every query look relevant; the
-    floor makes an off-topic request score (near) zero everywhere.
+    texts, so without this query-level factor every request would look relevant
+    and ``min_score`` could never return an empty answer. Ranking inside one
+    request is unaffected (every tool is scaled by the same factor).
     """
     s = ctx.snapshot.settings
-    raw = semantic_raw(ctx)
+    best = float(semantic_raw(ctx).max(initial=0.0))
     span = max(s.semantic_ceiling - s.semantic_floor, 1e-6)
-    return np.clip((raw - s.semantic_floor) / span, 0.0, 1.0)
+    return float(np.clip((best - s.semantic_floor) / span, 0.0, 1.0))
 
 
 def embedding(ctx: ScoreContext) -> Scored:
@@ -64,9 +66,8 @@ def embedding(ctx: ScoreContext) -> Scored:
         out.fallback_reason = "no_semantic_scores"
         out.notes.append("No semantic scores were supplied; ranked by BM25F.")
         return out
-    scores = semantic_evidence(ctx)
-    return Scored(
-        "embedding",
-        scores,
-        {"semantic": scores, "cosine": semantic_raw(ctx)},
-    )
+    cosine = np.clip(semantic_raw(ctx), 0.0, 1.0)
+    confidence = semantic_confidence(ctx)
+    out = Scored("embedding", cosine * confidence, {"cosine": semantic_raw(ctx)})
+    out.signals["confidence"] = np.full(ctx.n, confidence)
+    return out

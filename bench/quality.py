@@ -1,0 +1,341 @@
+"""Tool-selection quality of the engine's scorers against two plain peers.
+
+    .venv/bin/python bench/quality.py [--data metatool|sealtools|all] [--limit N]
+    .venv/bin/python bench/quality.py --speed        # in-process latency, 4k / 100k
+
+For each data set (``shared/bench/data``) it prints Recall@1/3/5/10, NDCG@10 and MRR
+for every engine scorer and for two peers built here: Okapi BM25 over name +
+description (k1=1.2, b=0.75, lower-case word tokens) and plain cosine over the
+same model's embeddings of name + description. On MetaTool it also reports the
+no-tool false-positive rate at the default request (3 candidates, min_score
+0.05) next to single-tool Recall@3 at min_score 0.05 and at 0. The semantic
+pool passed to the engine is the exact top ``candidate_pool`` by cosine, which
+is what pgvector returns in the app. See bench/README.md, section "Quality".
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._data import (  # noqa: E402
+    DATASETS,
+    EmbeddingCache,
+    Query,
+    get_embedder,
+    load_queries,
+    load_specs,
+    tool_embedding_text,
+)
+from catalog.spec import ToolSpec  # noqa: E402
+from selection.engine import (  # noqa: E402
+    CatalogSnapshot,
+    EngineSettings,
+    SelectionRequest,
+    ToolRecord,
+    record_from_dict,
+    select,
+)
+
+ENGINE_SCORERS = ("keyword", "bm25f", "embedding", "hybrid", "ensemble")
+KS = (1, 3, 5, 10)
+Ranker = Callable[[int, Query], list[str]]
+
+
+def records_from_specs(specs: Sequence[ToolSpec]) -> tuple[ToolRecord, ...]:
+    """Engine records; schemaless tools (MetaTool's plugins) count as read-only."""
+    out = []
+    for i, spec in enumerate(specs):
+        data = spec.to_dict()
+        if data["parameters"] is None:
+            data.update(allow_no_schema=True, no_schema_mode="read-only")
+        out.append(record_from_dict(data, i, i))
+    return tuple(out)
+
+
+# --- metrics ----------------------------------------------------------------------
+
+
+def query_metrics(ranked: Sequence[str], relevant: Sequence[str]) -> dict[str, float]:
+    """Recall@k, NDCG@10 and reciprocal rank of one ranked list."""
+    rel = set(relevant)
+    out = {f"R@{k}": len(rel & set(ranked[:k])) / len(rel) for k in KS}
+    dcg = sum(1 / math.log2(i + 2) for i, n in enumerate(ranked[:10]) if n in rel)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(rel), 10)))
+    out["NDCG@10"] = dcg / ideal
+    ranks = [i for i, n in enumerate(ranked) if n in rel]
+    out["MRR"] = 1 / (ranks[0] + 1) if ranks else 0.0
+    return out
+
+
+def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
+    """Average of per-query metrics."""
+    return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]} if rows else {}
+
+
+# --- peers ------------------------------------------------------------------------
+
+
+class PlainBM25:
+    """Okapi BM25 over ``name description``, lower-case ``\\w+`` tokens, no extras."""
+
+    def __init__(
+        self, specs: Sequence[ToolSpec], k1: float = 1.2, b: float = 0.75
+    ) -> None:
+        self.names = [s.name for s in specs]
+        docs = [self.tokens(f"{s.name} {s.description}") for s in specs]
+        lengths = np.array([len(d) for d in docs], dtype=float)
+        df = Counter(t for d in docs for t in set(d))
+        n = len(docs)
+        self.postings: dict[str, list[tuple[int, float]]] = {}
+        for i, doc in enumerate(docs):
+            norm = k1 * (1 - b + b * lengths[i] / max(lengths.mean(), 1))
+            for term, tf in Counter(doc).items():
+                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+                weight = idf * tf * (k1 + 1) / (tf + norm)
+                self.postings.setdefault(term, []).append((i, weight))
+
+    @staticmethod
+    def tokens(text: str) -> list[str]:
+        """Lower-case word tokens."""
+        return re.findall(r"\w+", text.lower())
+
+    def rank(self, text: str, k: int = 10) -> list[str]:
+        """Top ``k`` tool names by BM25."""
+        scores = np.zeros(len(self.names))
+        for term in set(self.tokens(text)):
+            for i, w in self.postings.get(term, ()):
+                scores[i] += w
+        return top_names(scores, self.names, k)
+
+
+def top_names(scores: np.ndarray, names: Sequence[str], k: int) -> list[str]:
+    """Names of the ``k`` best positive scores, ties by catalog order."""
+    rows = np.flatnonzero(scores > 0)
+    rows = rows[np.lexsort((rows, -scores[rows]))][:k]
+    return [names[int(i)] for i in rows]
+
+
+# --- one data set ------------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """Everything the rankers of one data set need."""
+
+    name: str
+    specs: list[ToolSpec]
+    snapshot: CatalogSnapshot
+    queries: list[Query]
+    tool_vecs: np.ndarray
+    peer_vecs: np.ndarray
+    query_vecs: np.ndarray
+
+
+def prepare(name: str, limit: int | None, cache: EmbeddingCache) -> Prepared:
+    """Load tools and queries, build the snapshot and fetch cached embeddings."""
+    specs = load_specs(name)
+    queries = load_queries(name, limit)
+    snapshot = CatalogSnapshot(name, "bench", records_from_specs(specs)).warm()
+    return Prepared(
+        name=name,
+        specs=specs,
+        snapshot=snapshot,
+        queries=queries,
+        tool_vecs=cache.get([tool_embedding_text(s) for s in specs]),
+        peer_vecs=cache.get([f"{s.name}: {s.description}" for s in specs]),
+        query_vecs=cache.get([q.text for q in queries], kind="query"),
+    )
+
+
+def semantic_pool(data: Prepared, i: int, size: int) -> dict[str, float]:
+    """Exact top ``size`` tools by cosine (what pgvector returns in the app)."""
+    cos = data.tool_vecs @ data.query_vecs[i]
+    top = np.argpartition(-cos, min(size, len(cos) - 1))[:size]
+    return {data.specs[j].name: float(cos[j]) for j in top}
+
+
+Ranked = list[tuple[list[str], list[float]]]
+
+
+def run_engine(data: Prepared, scorer: str) -> tuple[Ranked, float]:
+    """Top 10 names and scores per query (min_score 0), and ms per query.
+
+    One pass serves every report: the default request's answer (3 candidates,
+    min_score 0.05) is the first three of these with a score of at least 0.05.
+    """
+    pool = data.snapshot.settings.candidate_pool
+    out: Ranked = []
+    elapsed = 0.0
+    for i, query in enumerate(data.queries):
+        semantic = semantic_pool(data, i, pool)
+        request = SelectionRequest(
+            query=query.text, scorer=scorer, max_candidates=10, min_score=0.0
+        )
+        start = time.perf_counter()
+        result = select(data.snapshot, request, semantic=semantic)
+        elapsed += time.perf_counter() - start
+        out.append((result.names, [p.score for p in result.tools]))
+    return out, elapsed * 1000 / max(len(data.queries), 1)
+
+
+def peer_rankers(data: Prepared) -> dict[str, Ranker]:
+    """The two peers: plain BM25 and plain cosine, both over name + description."""
+    bm25 = PlainBM25(data.specs)
+    names = [s.name for s in data.specs]
+
+    def cosine(i: int, query: Query) -> list[str]:
+        return top_names(data.peer_vecs @ data.query_vecs[i] + 2.0, names, 10)
+
+    return {
+        "peer: BM25 name+desc": lambda i, q: bm25.rank(q.text),
+        "peer: cosine": cosine,
+    }
+
+
+def evaluate(data: Prepared, rank: Ranker) -> tuple[dict[str, float], float]:
+    """Mean metrics of a peer over queries with labels, and ms per query."""
+    rows, start, count = [], time.perf_counter(), 0
+    for i, query in enumerate(data.queries):
+        if query.relevant:
+            rows.append(query_metrics(rank(i, query), query.relevant))
+            count += 1
+    elapsed = (time.perf_counter() - start) * 1000 / max(count, 1)
+    return mean_metrics(rows), elapsed
+
+
+def ranked_metrics(data: Prepared, ranked: Ranked) -> dict[str, float]:
+    """Mean metrics of an engine run over queries with labels."""
+    rows = [
+        query_metrics(names, q.relevant)
+        for q, (names, _) in zip(data.queries, ranked, strict=True)
+        if q.relevant
+    ]
+    return mean_metrics(rows)
+
+
+def no_tool_check(data: Prepared, ranked: Ranked) -> dict[str, float] | None:
+    """FP rate on no-tool queries at the default request; single-tool R@3 drop."""
+    min_score = SelectionRequest().min_score
+    fp, r3, r3_zero = [], [], []
+    for q, (names, scores) in zip(data.queries, ranked, strict=True):
+        kept = [
+            n for n, sc in zip(names[:3], scores[:3], strict=True) if sc >= min_score
+        ]
+        if not q.relevant:
+            fp.append(bool(kept))
+        elif q.subset == "single_tool":
+            r3.append(query_metrics(kept, q.relevant)["R@3"])
+            r3_zero.append(query_metrics(names[:3], q.relevant)["R@3"])
+    if not fp or not r3:
+        return None
+    return {
+        "fp": float(np.mean(fp)),
+        "r3_default": float(np.mean(r3)),
+        "r3_zero": float(np.mean(r3_zero)),
+    }
+
+
+# --- report -------------------------------------------------------------------------
+
+COLUMNS = ("R@1", "R@3", "R@5", "R@10", "NDCG@10", "MRR")
+
+
+def print_table(title: str, rows: list[tuple[str, dict[str, float], str]]) -> None:
+    """A fixed-width table: one row per ranker, metrics then free-form notes."""
+    print(f"\n{title}")
+    header = f"{'ranker':<24}" + "".join(f"{c:>9}" for c in COLUMNS) + "  notes"
+    print(header)
+    print("-" * len(header))
+    for label, metrics, notes in rows:
+        if metrics:
+            cells = "".join(f"{metrics[c]:>9.3f}" for c in COLUMNS)
+        else:
+            cells = "".join(f"{'-':>9}" for _ in COLUMNS)
+        print(f"{label:<24}{cells}  {notes}")
+
+
+def run_dataset(data: Prepared, default: str) -> None:
+    """Print the quality table and the no-tool check of one data set."""
+    labelled = sum(1 for q in data.queries if q.relevant)
+    rows: list[tuple[str, dict[str, float], str]] = []
+    checks: dict[str, dict[str, float] | None] = {}
+    for scorer in ENGINE_SCORERS:
+        ranked, ms = run_engine(data, scorer)
+        tag = " (default)" if scorer == default else ""
+        rows.append((f"{scorer}{tag}", ranked_metrics(data, ranked), f"{ms:.1f} ms/q"))
+        checks[scorer] = no_tool_check(data, ranked)
+    rows.append(("llm", {}, "skipped: no LLM endpoint in the benchmark"))
+    for label, rank in peer_rankers(data).items():
+        metrics, ms = evaluate(data, rank)
+        rows.append((label, metrics, f"{ms:.1f} ms/q"))
+    title = (
+        f"{data.name}: {len(data.specs)} tools, {labelled} labelled queries "
+        "(top 10, min_score 0; ms/q = engine time per query)"
+    )
+    print_table(title, rows)
+    best_peer = max(r[1]["NDCG@10"] for r in rows if r[0].startswith("peer"))
+    mine = next(r[1]["NDCG@10"] for r in rows if r[0].startswith(default))
+    print(
+        f"default '{default}' NDCG@10 {mine:.3f} vs best peer {best_peer:.3f}: "
+        f"{mine - best_peer:+.3f} (target +0.050)"
+    )
+    print_no_tool(data.name, checks, default)
+
+
+def print_no_tool(
+    name: str, checks: dict[str, dict[str, float] | None], default: str
+) -> None:
+    """The no-tool false-positive table (3 candidates, min_score 0.05)."""
+    if not any(checks.values()):
+        print(f"{name}: no no-tool queries, false-positive check skipped")
+        return
+    print(f"\n{name}: no-tool false positives at the default request")
+    print(f"{'scorer':<24}{'FP rate':>9}{'R@3 .05':>9}{'R@3 0':>9}{'drop':>9}")
+    for scorer, check in checks.items():
+        if check is None:
+            continue
+        drop = check["r3_zero"] - check["r3_default"]
+        tag = " (default)" if scorer == default else ""
+        print(
+            f"{scorer + tag:<24}{check['fp']:>9.3f}{check['r3_default']:>9.3f}"
+            f"{check['r3_zero']:>9.3f}{drop:>9.3f}"
+        )
+    print("targets for the default: FP rate <= 0.200, drop <= 0.030")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Parse arguments and run the quality or speed benchmark."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", choices=[*DATASETS, "all"], default="all")
+    parser.add_argument("--limit", type=int, default=None, help="first N queries")
+    parser.add_argument("--speed", action="store_true", help="latency instead")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    cache = EmbeddingCache(get_embedder())
+    default = EngineSettings().default_scorer
+    names = DATASETS if args.data == "all" else (args.data,)
+    if args.speed:
+        from bench.quality_speed import run_speed
+
+        run_speed(cache, args.limit)
+        return
+    print(f"embedding model: {cache.embedder.model_id}; default scorer: {default}")
+    for name in names:
+        run_dataset(prepare(name, args.limit, cache), default)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Settings: defaults, JSON round trip and validation errors naming the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from selection.engine import EngineSettings, SettingsError
+
+
+def test_defaults_are_valid_and_round_trip_through_json():
+    settings = EngineSettings()
+    assert settings.validate() == {}
+    assert EngineSettings.from_dict(settings.to_dict()) == settings
+    assert settings.field_weights["name"] == 3.0
+    assert settings.ensemble_weights["bm25f"] == 0.40
+
+
+def test_a_partial_dict_overrides_only_its_fields():
+    settings = EngineSettings.from_dict(
+        {
+            "hybrid_weights": {"embed": 0.5, "lexical": 0.5},
+            "micro_anchors": [{"pattern": "refund", "tools": ["refund_order"]}],
+        }
+    )
+    assert settings.hybrid_weight("embed") == 0.5
+    assert settings.hybrid_weight("name") == 0.0
+    assert settings.micro_anchors[0].tools == ("refund_order",)
+    assert settings.candidate_pool == EngineSettings().candidate_pool
+
+
+def test_validation_errors_name_the_field():
+    settings = EngineSettings.from_dict(
+        {
+            "hybrid_weights": {"embed": 1.5, "lexical": 0.2, "colour": 0.1},
+            "ensemble_weights": {"focus": -0.1},
+            "micro_anchors": [{"pattern": "(unclosed", "tools": [], "boost": 9}],
+            "transitions": {"a": {"b": 2.0}},
+            "bm25_b": 1.5,
+            "default_scorer": "magic",
+            "no_schema_modes_allowed": ["everything"],
+            "semantic_ceiling": 0.1,
+        }
+    )
+    errors = settings.validate()
+    assert set(errors) == {
+        "hybrid_weights.embed",
+        "hybrid_weights.colour",
+        "ensemble_weights.focus",
+        "micro_anchors[0].pattern",
+        "micro_anchors[0].tools",
+        "micro_anchors[0].boost",
+        "transitions.a.b",
+        "bm25_b",
+        "default_scorer",
+        "no_schema_modes_allowed[0]",
+        "semantic_ceiling",
+    }
+    assert "regular expression" in errors["micro_anchors[0].pattern"]
+
+
+def test_unknown_keys_and_wrong_shapes_are_rejected_with_the_field_name():
+    with pytest.raises(SettingsError) as unknown:
+        EngineSettings.from_dict({"candidate_pool_size": 10})
+    assert set(unknown.value.errors) == {"candidate_pool_size"}
+    with pytest.raises(SettingsError) as shape:
+        EngineSettings.from_dict({"candidate_pool": "many", "exploration": "yes"})
+    assert set(shape.value.errors) == {"candidate_pool", "exploration"}
