@@ -74,6 +74,8 @@ def embed_tools(tool_ids: Iterable[int], *, force: bool = False) -> dict[str, in
         Tool.objects.filter(pk__in=ready_ids).update(
             embedding_status=EmbeddingStatus.READY, embedding_error=""
         )
+    for catalog_id in {tool.catalog_id for tool in tools}:
+        _activate_model(catalog_id, backend.model_id)
     return counts
 
 
@@ -213,7 +215,15 @@ def run_reindex(job: Job, progress: Callable[[Job], None] | None = None) -> Job:
 
 
 def _activate_model(catalog_id: int, model_id: str) -> None:
-    """Switch selection to the new model only once every tool has its vector."""
+    """Switch selection to the new model only once every tool has its vector.
+
+    Called after every batch, whoever embedded it (a re-index job or the per-tool
+    tasks), so the switch happens as soon as the last vector lands."""
+    active = Catalog.objects.filter(pk=catalog_id).values_list(
+        "active_embedding_model", flat=True
+    )
+    if list(active) == [model_id]:
+        return
     total = Tool.objects.filter(catalog_id=catalog_id).count()
     have = ToolEmbedding.objects.filter(
         catalog_id=catalog_id, model_id=model_id

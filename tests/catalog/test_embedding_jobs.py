@@ -100,3 +100,17 @@ def test_a_tool_locked_by_another_worker_is_skipped_not_embedded_twice(
         release.set()
         holder.join()
     assert embed_tools([tool.pk])["embedded"] == 1
+
+
+def test_the_catalog_switches_to_the_model_once_its_last_tool_is_embedded(
+    transactional_db, purged_broker
+):
+    catalog = ensure_default_catalog()
+    first = make_tool(catalog, name="get_weather")
+    second = make_tool(catalog, name="send_email")
+    embed_tools([first.pk])
+    catalog.refresh_from_db()
+    assert catalog.active_embedding_model == ""
+    embed_tools([second.pk])
+    catalog.refresh_from_db()
+    assert catalog.active_embedding_model == current_backend().model_id
