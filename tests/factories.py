@@ -10,6 +10,8 @@ from django.contrib.auth.models import Group
 
 from catalog.models import Catalog, Tool
 from catalog.services import create_api_client, create_tool, ensure_default_catalog
+from catalog.services.embeddings import run_reindex, start_reindex
+from catalog.services.imports import claim_job
 from catalog.spec import ToolSpec
 
 _seq = count(1)
@@ -57,3 +59,13 @@ def make_user(
 def make_client_key(name: str, scope: str, **options: Any) -> str:
     _client, key = create_api_client(name, scope, **options)
     return key
+
+
+def embed_now(catalog: Catalog) -> Catalog:
+    """Embed the catalog in this process with the real model, as a worker would."""
+    job = start_reindex(catalog, enqueue=False)
+    claimed = claim_job(job.pk)
+    assert claimed is not None
+    run_reindex(claimed)
+    catalog.refresh_from_db()
+    return catalog

@@ -18,12 +18,6 @@ pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # Autouse fixtures run first, so the personas below are hashed cheaply.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def as_member(client, member):
     client.force_login(member)

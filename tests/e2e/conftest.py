@@ -40,12 +40,6 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings: Any) -> None:
-    # Autouse fixtures run first, so personas are hashed (and checked) cheaply.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def page(browser: Browser, live_server: Any, curator: Any) -> Iterator[Page]:
     """A curator signed in through the real login form."""

@@ -6,9 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from catalog.services import ensure_default_catalog
-from catalog.services.embeddings import run_reindex, start_reindex
-from catalog.services.imports import claim_job
-from tests.factories import make_tool
+from tests.factories import embed_now, make_tool
 
 pytestmark = pytest.mark.browser
 
@@ -35,8 +33,7 @@ def catalog(transactional_db):
         safe=False,
         risk_level="critical",
     )
-    job = start_reindex(catalog, enqueue=False)
-    run_reindex(claim_job(job.pk))
+    embed_now(catalog)
     return catalog
 
 

@@ -6,9 +6,7 @@ import pytest
 
 from audit.models import AuditEvent
 from catalog.services import ensure_default_catalog
-from catalog.services.embeddings import run_reindex, start_reindex
-from catalog.services.imports import claim_job
-from tests.factories import make_tool
+from tests.factories import embed_now, make_tool
 
 pytestmark = pytest.mark.django_db
 
@@ -55,9 +53,7 @@ def catalog(db):
         description="Stream the logs of a service.",
         capabilities=["streaming"],
     )
-    job = start_reindex(catalog, enqueue=False)
-    run_reindex(claim_job(job.pk))
-    catalog.refresh_from_db()
+    embed_now(catalog)
     return catalog
 
 

@@ -10,20 +10,13 @@ from django.utils.html import escape
 
 from audit.models import AuditEvent
 from catalog.services import ensure_default_catalog
-from catalog.services.embeddings import run_reindex, start_reindex
-from catalog.services.imports import claim_job
 from selection.models import SelectionSettings
 from selection.settings_services import current_settings, update_selection_settings
-from tests.factories import make_tool
+from tests.factories import embed_now, make_tool
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -56,9 +49,7 @@ def catalog(db):
         description="Refund a customer's card payment.",
         allowed_roles=["finance"],
     )
-    job = start_reindex(catalog, enqueue=False)
-    run_reindex(claim_job(job.pk))
-    catalog.refresh_from_db()
+    embed_now(catalog)
     return catalog
 
 
