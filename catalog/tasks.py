@@ -33,7 +33,8 @@ def embed_tool(self, tool_id: int) -> dict[str, int] | None:  # type: ignore[no-
     if tool is None or tool.embedding_status == EmbeddingStatus.READY:
         return None
     size = embeddings.embedding_batch_size()
-    batch = [tool_id, *embeddings.pending_tool_ids(tool.catalog_id, size - 1)]
+    others = embeddings.pending_tool_ids(tool.catalog_id, size)
+    batch = [tool_id, *[other for other in others if other != tool_id][: size - 1]]
     try:
         return embeddings.embed_tools(dict.fromkeys(batch))
     except RETRYABLE as exc:

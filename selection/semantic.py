@@ -76,9 +76,10 @@ def semantic_pool(catalog: Catalog, text: str, pool: int) -> dict[int, float] | 
         f"ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
     )
     with transaction.atomic(), connection.cursor() as cursor:
+        # pgvector < 0.8 returns at most ef_search rows from an index scan.
+        ef_search = max(int(settings.QUIVER_EF_SEARCH), pool)
         cursor.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true)",
-            [str(settings.QUIVER_EF_SEARCH)],
+            "SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)]
         )
         cursor.execute(sql, [literal, backend.model_id, catalog.pk, literal, pool])
         return {int(tool_id): float(score) for tool_id, score in cursor.fetchall()}
