@@ -69,3 +69,40 @@ def embed_now(catalog: Catalog) -> Catalog:
     run_reindex(claimed)
     catalog.refresh_from_db()
     return catalog
+
+
+SAMPLE_TOOLS: dict[str, dict[str, Any]] = {
+    "get_weather": {
+        "description": "Current weather and temperature for a city.",
+        "tags": ["weather"],
+    },
+    "send_email": {
+        "description": "Send an email message to a recipient.",
+        "tags": ["email"],
+        "keywords": ["mail", "inbox"],
+        "requires_approval": True,
+    },
+    "delete_repository": {
+        "description": "Permanently delete a code repository.",
+        "safe": False,
+        "risk_level": "critical",
+    },
+    "refund_payment": {
+        "description": "Refund a customer's card payment.",
+        "allowed_roles": ["finance"],
+    },
+    "create_calendar_event": {"description": "Create a meeting on the calendar."},
+    "tail_logs": {
+        "description": "Stream the logs of a service.",
+        "capabilities": ["streaming"],
+    },
+}
+
+
+def make_sample_catalog(*names: str) -> Catalog:
+    """The default catalog with the named sample tools (all by default), embedded
+    with the real model."""
+    catalog = ensure_default_catalog()
+    for name in names or tuple(SAMPLE_TOOLS):
+        make_tool(catalog, name, **SAMPLE_TOOLS[name])
+    return embed_now(catalog)

@@ -5,36 +5,15 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from catalog.services import ensure_default_catalog
-from tests.factories import embed_now, make_tool
+from tests.factories import make_sample_catalog
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def catalog(transactional_db):
-    catalog = ensure_default_catalog()
-    make_tool(
-        catalog,
-        "get_weather",
-        description="Current weather and temperature for a city.",
-        tags=["weather"],
-    )
-    make_tool(
-        catalog,
-        "send_email",
-        description="Send an email message to a recipient.",
-        requires_approval=True,
-    )
-    make_tool(
-        catalog,
-        "delete_repository",
-        description="Permanently delete a code repository.",
-        safe=False,
-        risk_level="critical",
-    )
-    embed_now(catalog)
-    return catalog
+    """A small catalog with real embeddings of the bundled model."""
+    return make_sample_catalog("get_weather", "send_email", "delete_repository")
 
 
 def test_a_query_shows_the_pick_and_its_reason_without_a_page_reload(

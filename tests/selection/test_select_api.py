@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
-from catalog.services import ensure_default_catalog
-from tests.factories import embed_now, make_tool
+from tests.factories import make_sample_catalog, make_tool
 
 pytestmark = pytest.mark.django_db
 
@@ -14,47 +13,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def catalog(db):
     """A small catalog with real embeddings of the bundled model."""
-    catalog = ensure_default_catalog()
-    make_tool(
-        catalog,
-        "get_weather",
-        description="Current weather and temperature for a city.",
-        tags=["weather"],
-    )
-    make_tool(
-        catalog,
-        "send_email",
-        description="Send an email message to a recipient.",
-        tags=["email"],
-        keywords=["mail", "inbox"],
-    )
-    make_tool(
-        catalog,
-        "delete_repository",
-        description="Permanently delete a code repository.",
-        safe=False,
-        risk_level="critical",
-    )
-    make_tool(
-        catalog,
-        "refund_payment",
-        description="Refund a customer's card payment.",
-        allowed_roles=["finance"],
-    )
-    make_tool(
-        catalog,
-        "create_calendar_event",
-        description="Create a meeting on the calendar.",
-        capabilities=[],
-    )
-    make_tool(
-        catalog,
-        "tail_logs",
-        description="Stream the logs of a service.",
-        capabilities=["streaming"],
-    )
-    embed_now(catalog)
-    return catalog
+    return make_sample_catalog()
 
 
 @pytest.fixture

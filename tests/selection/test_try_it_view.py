@@ -12,7 +12,7 @@ from audit.models import AuditEvent
 from catalog.services import ensure_default_catalog
 from selection.models import SelectionSettings
 from selection.settings_services import current_settings, update_selection_settings
-from tests.factories import embed_now, make_tool
+from tests.factories import make_sample_catalog
 
 pytestmark = pytest.mark.django_db
 
@@ -22,35 +22,9 @@ HTMX = {"HX-Request": "true"}
 @pytest.fixture
 def catalog(db):
     """A small catalog with real embeddings of the bundled model."""
-    catalog = ensure_default_catalog()
-    make_tool(
-        catalog,
-        "get_weather",
-        description="Current weather and temperature for a city.",
-        tags=["weather"],
+    return make_sample_catalog(
+        "get_weather", "send_email", "delete_repository", "refund_payment"
     )
-    make_tool(
-        catalog,
-        "send_email",
-        description="Send an email message to a recipient.",
-        keywords=["mail", "inbox"],
-        requires_approval=True,
-    )
-    make_tool(
-        catalog,
-        "delete_repository",
-        description="Permanently delete a code repository.",
-        safe=False,
-        risk_level="critical",
-    )
-    make_tool(
-        catalog,
-        "refund_payment",
-        description="Refund a customer's card payment.",
-        allowed_roles=["finance"],
-    )
-    embed_now(catalog)
-    return catalog
 
 
 @pytest.fixture
