@@ -37,7 +37,7 @@ class Query:
     subset: str
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Read one JSON object per non-empty line."""
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
@@ -52,7 +52,7 @@ PROVENANCE_TAGS = frozenset({"plugin", "merged_tool"})
 def load_specs(name: str) -> list[ToolSpec]:
     """The data set's tools as canonical specs (title from ``name_for_human``)."""
     specs = []
-    for row in _read_jsonl(DATA_DIR / name / "tools.jsonl"):
+    for row in read_jsonl(DATA_DIR / name / "tools.jsonl"):
         tags = [t for t in row.get("tags") or [] if t not in PROVENANCE_TAGS]
         specs.append(
             ToolSpec(
@@ -69,7 +69,7 @@ def load_specs(name: str) -> list[ToolSpec]:
 
 def load_queries(name: str, limit: int | None = None) -> list[Query]:
     """The dev queries in file order, optionally only the first ``limit``."""
-    rows = _read_jsonl(DATA_DIR / name / "queries_dev.jsonl")
+    rows = read_jsonl(DATA_DIR / name / "queries_dev.jsonl")
     if limit is not None:
         rows = rows[:limit]
     return [

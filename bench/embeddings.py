@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import signal
 import subprocess
@@ -46,6 +45,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import django  # noqa: E402
+
+from bench._data import read_jsonl  # noqa: E402
 
 django.setup()
 
@@ -102,11 +103,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def pct(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q))
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def canonical_tools(path: Path) -> list[dict[str, Any]]:

@@ -55,7 +55,6 @@ import argparse
 import datetime as dt
 import gc
 import hashlib
-import json
 import logging
 import os
 import random
@@ -81,6 +80,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import django  # noqa: E402
+
+from bench._data import read_jsonl  # noqa: E402
 
 django.setup()
 
@@ -154,11 +155,6 @@ def say(message: str) -> None:
 
 
 # --- data -----------------------------------------------------------------------------
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def load_specs(dataset: str) -> list[ToolSpec]:
