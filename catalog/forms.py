@@ -301,16 +301,15 @@ class ToolFilterForm(forms.Form):
     def apply(self, tools: ToolQuerySet) -> ToolQuerySet:
         self.is_valid()
         data = {k: v for k, v in self.cleaned_data.items() if v}
-        if "catalog" in data:
-            tools = tools.filter(catalog__slug=data["catalog"])
-        for field in ("category", "status", "embedding_status"):
-            if field in data:
-                tools = tools.filter(**{field: data[field]})
-        if "tag" in data:
-            tools = tools.with_tag(data["tag"].strip())
-        if "safe" in data:
-            tools = tools.filter(safe=data["safe"] == "true")
-        return tools.search(data.get("q", ""))
+        return tools.filtered(
+            catalog=data.get("catalog", ""),
+            category=data.get("category", ""),
+            status=data.get("status", ""),
+            embedding_status=data.get("embedding_status", ""),
+            tag=data.get("tag", "").strip(),
+            safe=data["safe"] == "true" if "safe" in data else None,
+            q=data.get("q", ""),
+        )
 
     @property
     def is_filtered(self) -> bool:

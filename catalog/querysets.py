@@ -65,6 +65,31 @@ class ToolQuerySet(models.QuerySet):
         """Tools a caller with this role may use: open to any role, or naming it."""
         return self.filter(Q(allowed_roles=[]) | Q(allowed_roles__contains=[role]))
 
+    def filtered(
+        self,
+        *,
+        catalog: str = "",
+        category: str = "",
+        status: str = "",
+        embedding_status: str = "",
+        tag: str = "",
+        role: str = "",
+        safe: bool | None = None,
+        q: str = "",
+    ) -> ToolQuerySet:
+        """The list filters shared by the API and the console; empty = no filter."""
+        tools = self.filter(catalog__slug=catalog) if catalog else self
+        exact = {"category": category, "status": status}
+        exact["embedding_status"] = embedding_status
+        tools = tools.filter(**{k: v for k, v in exact.items() if v})
+        if tag:
+            tools = tools.with_tag(tag)
+        if role:
+            tools = tools.for_role(role)
+        if safe is not None:
+            tools = tools.filter(safe=safe)
+        return tools.search(q)
+
 
 class JobQuerySet(models.QuerySet):
     def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> JobQuerySet:

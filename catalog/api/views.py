@@ -119,20 +119,17 @@ class ToolViewSet(viewsets.ModelViewSet):
             "catalog", "created_by", "updated_by"
         )
         params = self.request.query_params
-        if params.get("catalog"):
-            tools = tools.filter(catalog__slug=params["catalog"])
-        for field in ("category", "status"):
-            if params.get(field):
-                tools = tools.filter(**{field: params[field]})
-        if params.get("tag"):
-            tools = tools.with_tag(params["tag"])
-        if params.get("role"):
-            tools = tools.for_role(params["role"])
-        if params.get("safe"):
-            tools = tools.filter(safe=params["safe"].lower() in TRUE_VALUES)
-        if params.get("embedding_status"):
-            tools = tools.filter(embedding_status=params["embedding_status"])
-        return tools.search(params.get("q", "")).order_by("catalog__slug", "id")
+        safe = params.get("safe")
+        return tools.filtered(
+            catalog=params.get("catalog", ""),
+            category=params.get("category", ""),
+            status=params.get("status", ""),
+            embedding_status=params.get("embedding_status", ""),
+            tag=params.get("tag", ""),
+            role=params.get("role", ""),
+            safe=safe.lower() in TRUE_VALUES if safe else None,
+            q=params.get("q", ""),
+        ).order_by("catalog__slug", "id")
 
     @extend_schema(request=s.ToolInputSerializer)
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
