@@ -32,11 +32,10 @@ def embed_tool(self, tool_id: int) -> dict[str, int] | None:  # type: ignore[no-
     )
     if tool is None or tool.embedding_status == EmbeddingStatus.READY:
         return None
-    size = embeddings.embedding_batch_size()
-    others = embeddings.pending_tool_ids(tool.catalog_id, size)
-    batch = [tool_id, *[other for other in others if other != tool_id][: size - 1]]
     try:
-        return embeddings.embed_tools(dict.fromkeys(batch))
+        return embeddings.embed_pending_batch(
+            tool_id, embeddings.embedding_batch_size()
+        )
     except RETRYABLE as exc:
         if self.request.retries >= self.max_retries:
             embeddings.mark_failed([tool_id], f"embedding failed: {exc}")

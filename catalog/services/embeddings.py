@@ -54,29 +54,62 @@ def embed_tools(tool_ids: Iterable[int], *, force: bool = False) -> dict[str, in
     """Embed these tools with the current model, skipping up-to-date ones.
 
     Returns counts of embedded, unchanged, skipped (claimed by another worker)."""
-    backend = current_backend()
     ids = list(tool_ids)
-    counts = {"embedded": 0, "unchanged": 0, "skipped": 0}
     with transaction.atomic():
         tools = list(
             Tool.objects.select_for_update(skip_locked=True)
             .filter(pk__in=ids)
             .order_by("id")
         )
-        counts["skipped"] = len(ids) - len(tools)
-        todo = _needing_vectors(tools, backend.model_id, force)
-        counts["unchanged"] = len(tools) - len(todo)
-        if todo:
-            vectors = backend.embed_documents([text for _, text, _ in todo])
-            _store(todo, vectors, backend)
-            counts["embedded"] = len(todo)
-        ready_ids = [tool.pk for tool in tools]
-        Tool.objects.filter(pk__in=ready_ids).update(
-            embedding_status=EmbeddingStatus.READY, embedding_error=""
-        )
-    for catalog_id in {tool.catalog_id for tool in tools}:
-        _activate_model(catalog_id, backend.model_id)
+        counts = _embed_locked(tools, force)
+    counts["skipped"] = len(ids) - len(tools)
+    _activate_models(tools)
     return counts
+
+
+def embed_pending_batch(tool_id: int, size: int) -> dict[str, int]:
+    """Embed ``tool_id`` and up to ``size - 1`` other pending tools of its catalog.
+
+    The batch is claimed with ``FOR UPDATE SKIP LOCKED`` in the same statement
+    that picks it, so concurrent workers each take different pending tools and
+    every batch is full (rather than all asking for the same first pending ids
+    and finding them locked)."""
+    with transaction.atomic():
+        own = list(Tool.objects.select_for_update(skip_locked=True).filter(pk=tool_id))
+        if not own:
+            return {"embedded": 0, "unchanged": 0, "skipped": 1}
+        others = list(
+            Tool.objects.select_for_update(skip_locked=True)
+            .filter(
+                catalog_id=own[0].catalog_id, embedding_status=EmbeddingStatus.PENDING
+            )
+            .exclude(pk=tool_id)
+            .order_by("id")[: max(0, size - 1)]
+        )
+        tools = own + others
+        counts = _embed_locked(tools, force=False)
+    counts["skipped"] = 0
+    _activate_models(tools)
+    return counts
+
+
+def _embed_locked(tools: list[Tool], force: bool) -> dict[str, int]:
+    """Embed the (row-locked) tools that need it and mark them all ready."""
+    backend = current_backend()
+    todo = _needing_vectors(tools, backend.model_id, force)
+    if todo:
+        vectors = backend.embed_documents([text for _, text, _ in todo])
+        _store(todo, vectors, backend)
+    Tool.objects.filter(pk__in=[tool.pk for tool in tools]).update(
+        embedding_status=EmbeddingStatus.READY, embedding_error=""
+    )
+    return {"embedded": len(todo), "unchanged": len(tools) - len(todo)}
+
+
+def _activate_models(tools: list[Tool]) -> None:
+    model_id = current_backend_id()
+    for catalog_id in {tool.catalog_id for tool in tools}:
+        _activate_model(catalog_id, model_id)
 
 
 def _needing_vectors(

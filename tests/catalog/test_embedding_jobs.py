@@ -7,7 +7,12 @@ import pytest
 from catalog.choices import EmbeddingStatus
 from catalog.models import Job, Tool, ToolEmbedding
 from catalog.services import ensure_default_catalog
-from catalog.services.embeddings import current_backend, embed_tools, start_reindex
+from catalog.services.embeddings import (
+    current_backend,
+    embed_pending_batch,
+    embed_tools,
+    start_reindex,
+)
 from config.celery import app
 from tests.conftest import start_worker, stop_worker, wait_until
 from tests.factories import make_tool
@@ -100,6 +105,37 @@ def test_a_tool_locked_by_another_worker_is_skipped_not_embedded_twice(
         release.set()
         holder.join()
     assert embed_tools([tool.pk])["embedded"] == 1
+
+
+def test_a_pending_batch_takes_the_tools_no_other_worker_holds(
+    transactional_db, purged_broker
+):
+    import threading
+
+    from django.db import connections, transaction
+
+    tools = [make_tool(name=f"tool_{i}") for i in range(6)]
+    held = [tool.pk for tool in tools[1:3]]
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_locks() -> None:
+        with transaction.atomic():
+            list(Tool.objects.select_for_update().filter(pk__in=held))
+            locked.set()
+            release.wait(timeout=30)
+        connections.close_all()
+
+    holder = threading.Thread(target=hold_locks)
+    holder.start()
+    try:
+        assert locked.wait(timeout=10)
+        counts = embed_pending_batch(tools[0].pk, size=3)
+    finally:
+        release.set()
+        holder.join()
+    assert counts == {"embedded": 3, "unchanged": 0, "skipped": 0}
+    embedded = set(ToolEmbedding.objects.values_list("tool_id", flat=True))
+    assert embedded == {tools[0].pk, tools[3].pk, tools[4].pk}
 
 
 def test_the_catalog_switches_to_the_model_once_its_last_tool_is_embedded(
