@@ -16,6 +16,10 @@ MAX_NAME_LENGTH = 64
 HASHED_PREFIX_LENGTH = 55
 HASH_HEX_LENGTH = 8
 FALLBACK_NAME = "tool"
+# Every name _first_free can return for a base starts with this many of its first
+# characters (a suffix "_N" shortens the base to 64 - len("_N") >= 50 characters),
+# so looking up taken names with this prefix finds every possible collision.
+COLLISION_PREFIX_LENGTH = 50
 
 SAFE_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # Runs of characters that are not letters, digits or hyphens; a run that contains at

@@ -22,7 +22,11 @@ from django.utils import timezone
 from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, Tool, ToolChange
-from catalog.naming import assign_provider_names
+from catalog.naming import (
+    COLLISION_PREFIX_LENGTH,
+    assign_provider_names,
+    provider_safe_name,
+)
 from catalog.schema_policy import check_tool_schema
 from catalog.spec import ToolSpec
 
@@ -31,6 +35,9 @@ from catalog.spec import ToolSpec
 Actor: TypeAlias = Any
 
 PROVIDER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+# Foreign keys the service itself sets from objects it holds: full_clean would
+# spend one query each checking that they exist.
+_SET_BY_SERVICE = ["catalog", "created_by", "updated_by"]
 _SPEC_FIELDS = [name for name in ToolSpec.field_names() if name != "name"]
 
 
@@ -88,9 +95,8 @@ def _provider_name(catalog: Catalog, spec: ToolSpec, tool: Tool | None) -> str:
     others = Tool.objects.filter(catalog=catalog)
     if tool is not None:
         others = others.exclude(pk=tool.pk)
-    taken = set(others.values_list("provider_name", flat=True))
     if spec.provider_name:
-        if spec.provider_name in taken:
+        if others.filter(provider_name=spec.provider_name).exists():
             raise ToolConflict(
                 "provider_name",
                 f"provider_name: {spec.provider_name!r} is already used here",
@@ -98,6 +104,12 @@ def _provider_name(catalog: Catalog, spec: ToolSpec, tool: Tool | None) -> str:
         return spec.provider_name
     if tool is not None and tool.provider_name and tool.name == spec.name:
         return tool.provider_name
+    prefix = provider_safe_name(spec.name)[:COLLISION_PREFIX_LENGTH]
+    taken = set(
+        others.filter(provider_name__startswith=prefix).values_list(
+            "provider_name", flat=True
+        )
+    )
     return assign_provider_names([spec.name], taken)[spec.name]
 
 
@@ -160,7 +172,9 @@ def create_tool(
             )
         tool = Tool(catalog=catalog, created_by=_user(actor), updated_by=_user(actor))
         _apply(tool, spec, _provider_name(catalog, spec, None))
-        tool.full_clean(validate_unique=False, validate_constraints=False)
+        tool.full_clean(
+            exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
+        )
         tool.save()
         _record(tool, ChangeAction.CREATE, None, spec_json(tool), actor, request_id)
         _enqueue_embedding(tool.pk)
@@ -192,7 +206,9 @@ def update_tool(
         _apply(tool, spec, _provider_name(tool.catalog, spec, tool))
         tool.version += 1
         tool.updated_by = _user(actor)
-        tool.full_clean(validate_unique=False, validate_constraints=False)
+        tool.full_clean(
+            exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
+        )
         tool.save()
         _record(tool, ChangeAction.UPDATE, before, spec_json(tool), actor, request_id)
         _enqueue_embedding(tool.pk)

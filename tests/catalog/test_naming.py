@@ -143,3 +143,17 @@ def test_assigned_names_are_distinct_safe_and_repeatable() -> None:
     assert len(set(first.values())) == len(first)
     assert "tool_0_v0" not in first.values()
     assert all(PATTERN.fullmatch(value) for value in first.values())
+
+
+@pytest.mark.django_db
+def test_tools_whose_safe_names_collide_get_distinct_provider_names():
+    from tests.factories import make_tool
+
+    first = make_tool(name="get weather")
+    second = make_tool(name="get/weather")
+    third = make_tool(name="x" * 32 + " " + "y" * 31)
+    fourth = make_tool(name="x" * 32 + "/" + "y" * 31)
+    assert first.provider_name == "get_weather"
+    assert second.provider_name == "get_weather_2"
+    assert third.provider_name == "x" * 32 + "_" + "y" * 31
+    assert fourth.provider_name == "x" * 32 + "_" + "y" * 29 + "_2"
