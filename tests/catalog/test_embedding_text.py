@@ -86,8 +86,6 @@ def test_embedding_text_contains_every_documented_part() -> None:
     text = embedding_text(weather_tool())
     for part in (
         "Returns the forecast for a city.",
-        "Category: Weather",
-        "Tags: forecast, climate",
         "Keywords: rain, temperature",
         "Examples: will it rain in Oslo tomorrow; weekend weather in Rome",
         "city name: City to look up",
@@ -100,6 +98,12 @@ def test_embedding_text_includes_nested_object_and_array_item_parameters() -> No
     text = embedding_text(weather_tool())
     assert "options include hourly: Add hour-by-hour values" in text
     assert "stops lat lon: Coordinates" in text
+
+
+def test_embedding_text_leaves_out_category_and_tags() -> None:
+    spec = weather_tool()
+    spec.category, spec.tags = "Travel", ["holiday"]
+    assert embedding_text(spec) == embedding_text(weather_tool())
 
 
 def test_embedding_text_leaves_out_policy_fields() -> None:
