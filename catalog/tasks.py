@@ -50,7 +50,9 @@ def run_import(job_id: int) -> None:
     if job is None:
         return
     try:
-        imports.run_import(job)
+        imports.run_import(
+            job, lambda j: embeddings.keep_embeddings_in_step(j.catalog_id)
+        )
     except Exception as exc:
         log.exception("import job %s failed", job_id)
         imports.fail_job(job, f"{type(exc).__name__}: {exc}")

@@ -162,6 +162,12 @@ QUIVER_EMBEDDINGS = {
 if QUIVER_EMBEDDINGS["BACKEND"] not in ("local", "openai"):
     raise ImproperlyConfigured("QUIVER_EMBEDDING_BACKEND: expected local or openai")
 QUIVER_EMBED_BATCH = env_int("QUIVER_EMBED_BATCH", 64, minimum=1, maximum=2048)
+# An import never gets more than this many tools ahead of their embeddings: past
+# it, the import process embeds a batch itself before going on, so the catalog is
+# searchable by meaning in step with the import (0 turns this off).
+QUIVER_IMPORT_EMBED_LAG = env_int(
+    "QUIVER_IMPORT_EMBED_LAG", 256, minimum=0, maximum=1_000_000
+)
 
 # HNSW search breadth; see bench/README.md for the recall/latency trade-off.
 QUIVER_EF_SEARCH = env_int("QUIVER_EF_SEARCH", 100, minimum=1, maximum=1000)

@@ -7,6 +7,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from audit.choices import EventType
+from audit.services import record_event
 from catalog.models import Catalog
 from selection.engine.settings import EngineSettings, SettingsError
 from selection.models import SelectionSettings, SelectionSettingsChange
@@ -49,5 +51,17 @@ def update_selection_settings(
             before=before,
             after=data,
             actor_name=actor.get_username() if actor is not None else "system",
+        )
+        # Every later selection names this settings version; compliance reads
+        # here which change made it, by whom, from what.
+        record_event(
+            EventType.SETTINGS,
+            actor=actor,
+            request_id=None,
+            catalog_slug=catalog.slug,
+            catalog_version=catalog.version,
+            summary=f"selection settings of {catalog.slug} -> version {row.version}",
+            input={"before": before, "after": data},
+            output={"settings_version": row.version},
         )
     return engine_settings.to_dict(), row.version

@@ -19,7 +19,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from catalog.choices import EmbeddingStatus, JobKind, JobState
-from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
+from catalog.embeddings.backends import (
+    EmbeddingBackend,
+    EmbeddingError,
+    backend_from_settings,
+)
 from catalog.embeddings.text import embedding_text, text_hash
 from catalog.models import Catalog, Job, Tool, ToolEmbedding
 from catalog.services.imports import save_progress
@@ -78,19 +82,64 @@ def embed_pending_batch(tool_id: int, size: int) -> dict[str, int]:
         own = list(Tool.objects.select_for_update(skip_locked=True).filter(pk=tool_id))
         if not own:
             return {"embedded": 0, "unchanged": 0, "skipped": 1}
-        others = list(
-            Tool.objects.select_for_update(skip_locked=True)
-            .filter(
-                catalog_id=own[0].catalog_id, embedding_status=EmbeddingStatus.PENDING
-            )
-            .exclude(pk=tool_id)
-            .order_by("id")[: max(0, size - 1)]
-        )
-        tools = own + others
+        tools = own + _claim_pending(own[0].catalog_id, size - 1, exclude=tool_id)
         counts = _embed_locked(tools, force=False)
     counts["skipped"] = 0
     _activate_models(tools)
     return counts
+
+
+def embed_some_pending(catalog_id: int, size: int) -> dict[str, int]:
+    """Embed up to ``size`` pending tools of the catalog that no worker holds."""
+    with transaction.atomic():
+        tools = _claim_pending(catalog_id, size)
+        counts = _embed_locked(tools, force=False)
+    counts["skipped"] = 0
+    _activate_models(tools)
+    return counts
+
+
+def keep_embeddings_in_step(catalog_id: int) -> int:
+    """Embed pending tools here until at most ``QUIVER_IMPORT_EMBED_LAG`` remain.
+
+    Called by an import between items: an import is cheaper per tool than an
+    embedding, so without this it runs far ahead of the workers and the catalog
+    is only searchable by meaning long after the import says it is done. An
+    embedding failure here is logged, not raised: the import goes on and the
+    per-tool tasks retry those tools with backoff. Returns how many were embedded.
+    """
+    limit = int(settings.QUIVER_IMPORT_EMBED_LAG)
+    done = 0
+    if limit <= 0:
+        return done
+    try:
+        while pending_count(catalog_id) > limit:
+            counts = embed_some_pending(catalog_id, embedding_batch_size())
+            if counts["embedded"] + counts["unchanged"] == 0:
+                break  # every pending tool is in another worker's hands
+            done += counts["embedded"]
+    except (EmbeddingError, OSError) as exc:
+        log.warning("import could not embed catalog %s tools: %s", catalog_id, exc)
+    return done
+
+
+def pending_count(catalog_id: int) -> int:
+    return Tool.objects.filter(
+        catalog_id=catalog_id, embedding_status=EmbeddingStatus.PENDING
+    ).count()
+
+
+def _claim_pending(catalog_id: int, limit: int, exclude: int = 0) -> list[Tool]:
+    """Lock and return up to ``limit`` pending tools, oldest first, skipping any
+    another transaction holds."""
+    if limit <= 0:
+        return []
+    return list(
+        Tool.objects.select_for_update(skip_locked=True)
+        .filter(catalog_id=catalog_id, embedding_status=EmbeddingStatus.PENDING)
+        .exclude(pk=exclude)
+        .order_by("id")[:limit]
+    )
 
 
 def _embed_locked(tools: list[Tool], force: bool) -> dict[str, int]:

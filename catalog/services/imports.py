@@ -8,6 +8,7 @@ died carries on where it stopped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -93,8 +94,11 @@ def save_progress(job: Job, *fields: str) -> None:
     job.save(update_fields=[*fields, "heartbeat"])
 
 
-def run_import(job: Job) -> Job:
-    """Apply every item not yet recorded; good items land even when others fail."""
+def run_import(job: Job, between: Callable[[Job], None] | None = None) -> Job:
+    """Apply every item not yet recorded; good items land even when others fail.
+
+    ``between`` is called after every ``PROGRESS_EVERY`` items (the Celery task
+    uses it to keep the embeddings in step with the import)."""
     items = import_tools(job.payload, job.options.get("format"))
     recorded = {entry["index"] for entry in job.items}
     actor = job.created_by
@@ -107,6 +111,8 @@ def run_import(job: Job) -> Job:
         job.done = len(job.items)
         if position % PROGRESS_EVERY == 0:
             save_progress(job, "items", "counts", "done")
+            if between is not None:
+                between(job)
     job.state = JobState.SUCCEEDED
     job.finished = timezone.now()
     job.save(update_fields=["items", "counts", "done", "state", "finished"])

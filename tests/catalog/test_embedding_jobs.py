@@ -150,3 +150,43 @@ def test_the_catalog_switches_to_the_model_once_its_last_tool_is_embedded(
     embed_tools([second.pk])
     catalog.refresh_from_db()
     assert catalog.active_embedding_model == current_backend().model_id
+
+
+def test_an_import_embeds_itself_when_it_gets_too_far_ahead(
+    transactional_db, purged_broker, settings
+):
+    from catalog.services.embeddings import keep_embeddings_in_step
+    from catalog.services.imports import claim_job, run_import, start_import
+    from tests.factories import make_user
+
+    settings.QUIVER_IMPORT_EMBED_LAG = 3
+    catalog = ensure_default_catalog()
+    document = [
+        {"name": f"tool_{i}", "description": f"Tool number {i}.", "parameters": {"type": "object"}}
+        for i in range(25)
+    ]
+    job = start_import(catalog, document, "canonical", actor=make_user("carla"))
+    app.control.purge()  # no worker here: only the import itself embeds
+    lags = []
+
+    def in_step(job: Job) -> None:
+        keep_embeddings_in_step(job.catalog_id)
+        lags.append(Tool.objects.filter(embedding_status="pending").count())
+
+    run_import(claim_job(job.pk), in_step)
+    assert Tool.objects.count() == 25
+    assert lags and max(lags) <= 3
+    # Checked after items 1, 11 and 21: at most 3 of the first 21 were left.
+    assert ToolEmbedding.objects.count() >= 18
+
+
+def test_keeping_in_step_does_nothing_when_turned_off(
+    transactional_db, purged_broker, settings
+):
+    from catalog.services.embeddings import keep_embeddings_in_step
+
+    settings.QUIVER_IMPORT_EMBED_LAG = 0
+    for i in range(4):
+        make_tool(name=f"tool_{i}")
+    assert keep_embeddings_in_step(ensure_default_catalog().pk) == 0
+    assert not ToolEmbedding.objects.exists()

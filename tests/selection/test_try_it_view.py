@@ -9,6 +9,7 @@ import pytest
 from django.utils.html import escape
 
 from audit.models import AuditEvent
+from audit.services import verify_chain
 from catalog.services import ensure_default_catalog
 from selection.models import SelectionSettings
 from selection.settings_services import current_settings, update_selection_settings
@@ -260,6 +261,18 @@ def test_a_curator_saves_a_valid_change_and_the_version_goes_up(as_curator, db):
     assert f"Saved selection settings v{new_version}." in page
 
 
+def test_a_settings_change_is_recorded_in_the_audit_chain(as_curator, db):
+    catalog = ensure_default_catalog()
+    data, _ = current_settings(catalog)
+    post_settings(as_curator, {**data, "candidate_pool": 30})
+    event = AuditEvent.objects.get(event_type="settings")
+    assert event.actor_name == "carla"
+    assert event.catalog_slug == "default"
+    assert event.input == {"before": {}, "after": {"candidate_pool": 30}}
+    assert event.output == {"settings_version": 1}
+    assert verify_chain().ok
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [
@@ -297,6 +310,7 @@ def test_a_member_cannot_save_settings(as_member, db):
     response = post_settings(as_member, {"candidate_pool": 30})
     assert response.status_code == 403
     assert current_settings(catalog)[1] == 0
+    assert not AuditEvent.objects.filter(event_type="settings").exists()
 
 
 def test_the_settings_of_an_unknown_catalog_are_not_found(as_curator, db):

@@ -11,7 +11,8 @@ share of query words found in the tool), ``bm25f`` (BM25F coverage relative to
 the best candidate's, see ``relative_lexical``), ``tag``, ``name`` (share of the
 tool's own name the query mentions) and ``category`` (the tool is in the
 category the ranking points at). The result is multiplied by the pool's
-``semantic_confidence`` so that a request no tool fits scores low everywhere.
+``semantic_confidence`` (never 0, see ``MIN_SEMANTIC_CONFIDENCE``) so that a
+request no tool fits scores low everywhere but keeps its ranking.
 Without semantic scores the ``embed`` weight drops out, the rest are
 renormalised and the confidence is 1. ``min_lexical_overlap`` and
 ``min_combined_score`` then filter (seed 002).

@@ -29,6 +29,13 @@ def bm25f(ctx: ScoreContext) -> Scored:
     return Scored("bm25f", scores, {"bm25f": scores})
 
 
+# The lowest query-level confidence: above 0 so that every candidate keeps a
+# positive score (the ranking at min_score 0 and its explanations stay whole),
+# and far under the default min_score (0.05) so that a request no tool fits
+# still gets an empty answer (scores are at most 1 x this factor).
+MIN_SEMANTIC_CONFIDENCE = 0.01
+
+
 def semantic_raw(ctx: ScoreContext) -> np.ndarray:
     """Cosine per tool from the caller's semantic pool (0 outside the pool)."""
     if "semantic_raw" not in ctx.cache:
@@ -44,19 +51,28 @@ def semantic_raw(ctx: ScoreContext) -> np.ndarray:
 
 
 def semantic_confidence(ctx: ScoreContext) -> float:
-    """How sure the caller's pool is that *some* tool fits the request (0..1).
+    """How sure the caller's pool is that *some* tool fits the request.
 
     The best cosine in the pool, rescaled so the model's "unrelated" level
-    (``semantic_floor``) maps to 0 and a clear match (``semantic_ceiling``) to 1.
-    Raw cosines of sentence embeddings rarely fall below ~0.1 even for unrelated
-    texts, so without this query-level factor every request would look relevant
-    and ``min_score`` could never return an empty answer. Ranking inside one
-    request is unaffected (every tool is scaled by the same factor).
+    (``semantic_floor``) maps to ``MIN_SEMANTIC_CONFIDENCE`` and a clear match
+    (``semantic_ceiling``) to 1. Raw cosines of sentence embeddings rarely fall
+    below ~0.1 even for unrelated texts, so without this query-level factor every
+    request would look relevant and ``min_score`` could never return an empty
+    answer. Ranking inside one request is unaffected (every tool is scaled by the
+    same factor), also under the floor: the factor never reaches 0, so a request
+    with ``min_score`` 0 still gets its full ranking.
+
+    The best cosine beat every other query-level signal tried on MetaTool's
+    no-tool queries (margins over the pool's mean / k-th cosine, z-scores against
+    the pool or the whole catalog, distance to the catalog centroid, lexical
+    coverage): subtracting a background lowers recall in dense catalogs more than
+    it removes false positives.
     """
     s = ctx.snapshot.settings
     best = float(semantic_raw(ctx).max(initial=0.0))
     span = max(s.semantic_ceiling - s.semantic_floor, 1e-6)
-    return float(np.clip((best - s.semantic_floor) / span, 0.0, 1.0))
+    rescaled = (best - s.semantic_floor) / span
+    return float(np.clip(rescaled, MIN_SEMANTIC_CONFIDENCE, 1.0))
 
 
 def embedding(ctx: ScoreContext) -> Scored:
