@@ -162,7 +162,11 @@ def test_an_import_embeds_itself_when_it_gets_too_far_ahead(
     settings.QUIVER_IMPORT_EMBED_LAG = 3
     catalog = ensure_default_catalog()
     document = [
-        {"name": f"tool_{i}", "description": f"Tool number {i}.", "parameters": {"type": "object"}}
+        {
+            "name": f"tool_{i}",
+            "description": f"Tool number {i}.",
+            "parameters": {"type": "object"},
+        }
         for i in range(25)
     ]
     job = start_import(catalog, document, "canonical", actor=make_user("carla"))
