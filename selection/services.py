@@ -31,8 +31,12 @@ from selection.snapshots import get_snapshot
 
 SEMANTIC_SCORERS = {"embedding", "hybrid", "ensemble", "llm"}
 ANSWER_CACHE_SIZE = 5_000
+DEFINITION_CACHE_SIZE = 20_000
 _lock = threading.Lock()
 _answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
+# (catalog id, catalog version, update time, format, tool name) -> definition.
+# Any write to a catalog's tools bumps its version, so an entry never goes stale.
+_definitions_cache: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
 
 
 def cache_key(
@@ -149,8 +153,25 @@ def _shape(
 
 
 def _definitions(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Any]:
-    tools = Tool.objects.filter(catalog=catalog, name__in=names)
-    return {tool.name: export_tool(tool_to_spec(tool), fmt) for tool in tools}
+    """Each picked tool's provider-ready definition, read once per catalog version."""
+    stamp = (catalog.pk, catalog.version, catalog.updated.isoformat(), fmt)
+    found: dict[str, Any] = {}
+    with _lock:
+        for name in names:
+            definition = _definitions_cache.get((*stamp, name))
+            if definition is not None:
+                found[name] = copy.deepcopy(definition)
+    missing = [name for name in names if name not in found]
+    if missing:
+        tools = Tool.objects.filter(catalog=catalog, name__in=missing)
+        fresh = {tool.name: export_tool(tool_to_spec(tool), fmt) for tool in tools}
+        with _lock:
+            for name, definition in fresh.items():
+                _definitions_cache[(*stamp, name)] = copy.deepcopy(definition)
+            while len(_definitions_cache) > DEFINITION_CACHE_SIZE:
+                _definitions_cache.popitem(last=False)
+        found.update(fresh)
+    return found
 
 
 def _cached(key: str) -> dict[str, Any] | None:

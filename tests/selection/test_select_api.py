@@ -114,6 +114,23 @@ def test_definitions_come_in_the_asked_format(agent):
     assert body["tools"][0]["definition"]["type"] == "function"
 
 
+def test_an_edited_tool_is_offered_with_its_new_definition(agent, catalog):
+    from catalog.models import Tool
+    from catalog.services.tools import tool_to_spec, update_tool
+
+    def definition():
+        body = select(agent, query="send an email", format="openai").json()
+        picked = {t["name"]: t["definition"] for t in body["tools"]}
+        return picked["send_email"]["function"]["description"]
+
+    assert definition() != "Mail someone."
+    tool = Tool.objects.get(catalog=catalog, name="send_email")
+    spec = tool_to_spec(tool)
+    spec.description = "Mail someone."
+    update_tool(tool, spec, actor=None)
+    assert definition() == "Mail someone."
+
+
 def test_every_answer_writes_one_audit_row(agent):
     before = AuditEvent.objects.count()
     select(agent, query="weather")
