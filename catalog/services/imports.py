@@ -94,7 +94,7 @@ def save_progress(job: Job, *fields: str) -> None:
     job.save(update_fields=[*fields, "heartbeat"])
 
 
-def run_import(job: Job, between: Callable[[Job], None] | None = None) -> Job:
+def run_import(job: Job, between: Callable[[Job], object] | None = None) -> Job:
     """Apply every item not yet recorded; good items land even when others fail.
 
     ``between`` is called after every ``PROGRESS_EVERY`` items (the Celery task
