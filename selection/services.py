@@ -99,7 +99,9 @@ def _compute(
     semantic = None
     if scorer in SEMANTIC_SCORERS:
         text = normalize(request).embed_text
-        pool = semantic_pool(catalog, text, snapshot.settings.candidate_pool)
+        pool = semantic_pool(
+            catalog, text, snapshot.settings.candidate_pool, len(snapshot.tools)
+        )
         if pool is not None:
             semantic = {names[i]: s for i, s in pool.items() if i in names}
     if request.timeout_ms is not None:
