@@ -59,7 +59,7 @@ def embed_query(text: str, backend: EmbeddingBackend | None = None) -> np.ndarra
 
 
 # Above this many tools in one catalog, HNSW search breadth is doubled: at 100k
-# vectors ef_search 100 finds 0.88 of the true top 10 and 200 finds 0.93 for ~2 ms
+# vectors ef_search 100 finds 0.92 of the true top 10 and 200 finds 0.96 for ~1 ms
 # more (bench/README.md), against ~90 ms for embedding the query.
 LARGE_CATALOG = 20_000
 
