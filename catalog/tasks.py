@@ -43,6 +43,25 @@ def embed_tool(self, tool_id: int) -> dict[str, int] | None:  # type: ignore[no-
         raise
 
 
+class EmbeddingsInStep:
+    """Between import items: embed while the import is too far ahead (see
+    ``keep_embeddings_in_step``). After an embedding error it stops trying for
+    the rest of the import, which goes on; the per-tool tasks retry those tools
+    with backoff, so a down embedding endpoint never slows an import down."""
+
+    def __init__(self) -> None:
+        self.failed = False
+
+    def __call__(self, job: Job) -> None:
+        if self.failed:
+            return
+        try:
+            embeddings.keep_embeddings_in_step(job.catalog_id)
+        except (EmbeddingError, OSError) as exc:
+            self.failed = True
+            log.warning("import %s stops embedding along the way: %s", job.pk, exc)
+
+
 @shared_task
 def run_import(job_id: int) -> None:
     """Run (or resume) an import job."""
@@ -50,9 +69,7 @@ def run_import(job_id: int) -> None:
     if job is None:
         return
     try:
-        imports.run_import(
-            job, lambda j: embeddings.keep_embeddings_in_step(j.catalog_id)
-        )
+        imports.run_import(job, EmbeddingsInStep())
     except Exception as exc:
         log.exception("import job %s failed", job_id)
         imports.fail_job(job, f"{type(exc).__name__}: {exc}")

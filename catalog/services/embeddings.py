@@ -19,11 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from catalog.choices import EmbeddingStatus, JobKind, JobState
-from catalog.embeddings.backends import (
-    EmbeddingBackend,
-    EmbeddingError,
-    backend_from_settings,
-)
+from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
 from catalog.embeddings.text import embedding_text, text_hash
 from catalog.models import Catalog, Job, Tool, ToolEmbedding
 from catalog.services.imports import save_progress
@@ -104,22 +100,17 @@ def keep_embeddings_in_step(catalog_id: int) -> int:
 
     Called by an import between items: an import is cheaper per tool than an
     embedding, so without this it runs far ahead of the workers and the catalog
-    is only searchable by meaning long after the import says it is done. An
-    embedding failure here is logged, not raised: the import goes on and the
-    per-tool tasks retry those tools with backoff. Returns how many were embedded.
-    """
+    is only searchable by meaning long after the import says it is done. Returns
+    how many were embedded; embedding errors propagate to the caller."""
     limit = int(settings.QUIVER_IMPORT_EMBED_LAG)
     done = 0
     if limit <= 0:
         return done
-    try:
-        while pending_count(catalog_id) > limit:
-            counts = embed_some_pending(catalog_id, embedding_batch_size())
-            if counts["embedded"] + counts["unchanged"] == 0:
-                break  # every pending tool is in another worker's hands
-            done += counts["embedded"]
-    except (EmbeddingError, OSError) as exc:
-        log.warning("import could not embed catalog %s tools: %s", catalog_id, exc)
+    while pending_count(catalog_id) > limit:
+        counts = embed_some_pending(catalog_id, embedding_batch_size())
+        if counts["embedded"] + counts["unchanged"] == 0:
+            break  # every pending tool is in another worker's hands
+        done += counts["embedded"]
     return done
 
 

@@ -194,3 +194,32 @@ def test_keeping_in_step_does_nothing_when_turned_off(
         make_tool(name=f"tool_{i}")
     assert keep_embeddings_in_step(ensure_default_catalog().pk) == 0
     assert not ToolEmbedding.objects.exists()
+
+
+def test_an_import_stops_embedding_along_the_way_after_an_embedding_error(
+    transactional_db, purged_broker, settings, django_assert_num_queries
+):
+    from catalog.tasks import EmbeddingsInStep
+
+    settings.QUIVER_IMPORT_EMBED_LAG = 1
+    # Nothing listens on the discard port: a real connection error.
+    settings.QUIVER_EMBEDDINGS = {
+        "BACKEND": "openai",
+        "BASE_URL": "http://127.0.0.1:9/v1",
+        "MODEL": "unreachable",
+        "TIMEOUT": 2,
+        "DIMENSION": 8,
+    }
+    current_backend.cache_clear()
+    try:
+        for i in range(3):
+            make_tool(name=f"tool_{i}")
+        in_step = EmbeddingsInStep()
+        job = Job(catalog=ensure_default_catalog())
+        in_step(job)
+        assert in_step.failed
+        assert Tool.objects.filter(embedding_status="pending").count() == 3
+        with django_assert_num_queries(0):
+            in_step(job)  # does not try again
+    finally:
+        current_backend.cache_clear()
