@@ -47,7 +47,7 @@ class EmbeddingsInStep:
     """Between import items: embed while the import is too far ahead (see
     ``keep_embeddings_in_step``). After an embedding error it stops trying for
     the rest of the import, which goes on; the per-tool tasks retry those tools
-    with backoff, so a down embedding endpoint never slows an import down."""
+    with backoff, so a down embedding endpoint costs an import one attempt."""
 
     def __init__(self) -> None:
         self.failed = False
