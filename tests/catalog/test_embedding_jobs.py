@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
+from django.db import connections, transaction
 
 from catalog.choices import EmbeddingStatus
 from catalog.models import Job, Tool, ToolEmbedding
@@ -78,61 +83,44 @@ def test_a_killed_worker_loses_nothing_and_every_tool_ends_ready(
     assert catalog.active_embedding_model == model
 
 
-def test_a_tool_locked_by_another_worker_is_skipped_not_embedded_twice(
-    transactional_db, purged_broker
-):
-    import threading
-
-    from django.db import connections, transaction
-
-    tool = make_tool(name="get_weather")
+@contextmanager
+def locked_by_another_worker(tool_ids: list[int]) -> Iterator[None]:
+    """Hold row locks on these tools from another connection while inside."""
     locked, release = threading.Event(), threading.Event()
 
-    def hold_lock() -> None:
+    def hold() -> None:
         with transaction.atomic():
-            Tool.objects.select_for_update().get(pk=tool.pk)
+            list(Tool.objects.select_for_update().filter(pk__in=tool_ids))
             locked.set()
             release.wait(timeout=30)
         connections.close_all()
 
-    holder = threading.Thread(target=hold_lock)
+    holder = threading.Thread(target=hold)
     holder.start()
     try:
         assert locked.wait(timeout=10)
-        assert embed_tools([tool.pk]) == {"embedded": 0, "unchanged": 0, "skipped": 1}
-        assert not ToolEmbedding.objects.filter(tool=tool).exists()
+        yield
     finally:
         release.set()
         holder.join()
+
+
+def test_a_tool_locked_by_another_worker_is_skipped_not_embedded_twice(
+    transactional_db, purged_broker
+):
+    tool = make_tool(name="get_weather")
+    with locked_by_another_worker([tool.pk]):
+        assert embed_tools([tool.pk]) == {"embedded": 0, "unchanged": 0, "skipped": 1}
+        assert not ToolEmbedding.objects.filter(tool=tool).exists()
     assert embed_tools([tool.pk])["embedded"] == 1
 
 
 def test_a_pending_batch_takes_the_tools_no_other_worker_holds(
     transactional_db, purged_broker
 ):
-    import threading
-
-    from django.db import connections, transaction
-
     tools = [make_tool(name=f"tool_{i}") for i in range(6)]
-    held = [tool.pk for tool in tools[1:3]]
-    locked, release = threading.Event(), threading.Event()
-
-    def hold_locks() -> None:
-        with transaction.atomic():
-            list(Tool.objects.select_for_update().filter(pk__in=held))
-            locked.set()
-            release.wait(timeout=30)
-        connections.close_all()
-
-    holder = threading.Thread(target=hold_locks)
-    holder.start()
-    try:
-        assert locked.wait(timeout=10)
+    with locked_by_another_worker([tool.pk for tool in tools[1:3]]):
         counts = embed_pending_batch(tools[0].pk, size=3)
-    finally:
-        release.set()
-        holder.join()
     assert counts == {"embedded": 3, "unchanged": 0, "skipped": 0}
     embedded = set(ToolEmbedding.objects.values_list("tool_id", flat=True))
     assert embedded == {tools[0].pk, tools[3].pk, tools[4].pk}
