@@ -43,6 +43,20 @@ def member(db: None) -> Any:
 
 
 @pytest.fixture
+def as_member(client: Any, member: Any) -> Any:
+    """The Django test client, signed in as a member."""
+    client.force_login(member)
+    return client
+
+
+@pytest.fixture
+def as_curator(client: Any, curator: Any) -> Any:
+    """The Django test client, signed in as a curator."""
+    client.force_login(curator)
+    return client
+
+
+@pytest.fixture
 def api() -> APIClient:
     return APIClient()
 

@@ -18,18 +18,6 @@ pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
 
 
-@pytest.fixture
-def as_member(client, member):
-    client.force_login(member)
-    return client
-
-
-@pytest.fixture
-def as_curator(client, curator):
-    client.force_login(curator)
-    return client
-
-
 def tool_form(**overrides):
     """What the create form posts; blank optional fields are simply left out."""
     data = {

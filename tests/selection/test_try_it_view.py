@@ -28,18 +28,6 @@ def catalog(db):
     )
 
 
-@pytest.fixture
-def as_member(client, member):
-    client.force_login(member)
-    return client
-
-
-@pytest.fixture
-def as_curator(client, curator):
-    client.force_login(curator)
-    return client
-
-
 def try_it(client, *, htmx=True, **fields):
     data = {"catalog": "default", "max_candidates": "3", "min_score": "0.05"}
     headers = HTMX if htmx else {}
