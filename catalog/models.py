@@ -120,6 +120,9 @@ class Tool(models.Model):
                 name="tool_provider_name_unique_in_catalog",
             ),
         ]
+        permissions = [
+            ("use_unsafe_tools", "May be offered tools marked unsafe"),
+        ]
         indexes = [
             models.Index(fields=["catalog", "status"]),
             models.Index(fields=["catalog", "category"]),
@@ -249,11 +252,40 @@ class ApiClient(models.Model):
     scope = models.CharField(max_length=12, choices=ApiScope.choices)
     roles = models.JSONField(default=list, blank=True)
     catalogs = models.JSONField(default=list, blank=True)
+    # May this client be offered unsafe tools at all? A request can only narrow it.
+    allow_unsafe = models.BooleanField(default=False)
+    # Selections (batch items count one each) per minute; None = the site default.
+    rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    # The person who made the key: when they are deactivated, the key stops working.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="owned_api_clients",
+    )
     key_prefix = models.CharField(max_length=12, unique=True)
     key_hash = models.CharField(max_length=64)
     revoked = models.BooleanField(default=False)
+    expires = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     last_used = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.scope})"
+
+
+class UserCatalogAccess(models.Model):
+    """The catalogs one person may see; a person without this row sees every catalog.
+
+    The people's counterpart of ``ApiClient.catalogs`` (see catalog.access)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="catalog_access",
+    )
+    catalogs = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {', '.join(self.catalogs) or 'all catalogs'}"
