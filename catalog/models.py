@@ -219,9 +219,12 @@ class Job(models.Model):
     )
     created = models.DateTimeField(auto_now_add=True, db_index=True)
     started = models.DateTimeField(null=True, blank=True)
-    # Renewed at every progress save; a running job whose heartbeat is older than
-    # QUIVER_JOB_LEASE_S belongs to a dead worker and may be claimed again.
+    # Renewed every third of QUIVER_JOB_LEASE_S while it runs; a running job whose
+    # heartbeat is older than the lease belongs to a dead worker.
     heartbeat = models.DateTimeField(null=True, blank=True)
+    # Who holds the job while it runs: a job of a pid gone from this host is free.
+    worker_host = models.CharField(max_length=255, blank=True, default="")
+    worker_pid = models.PositiveIntegerField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
 
     objects = JobQuerySet.as_manager()

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from celery import shared_task
+from celery import bootsteps, shared_task
 from celery.signals import worker_ready
+from django.conf import settings
 from django.db import OperationalError
 
-from catalog.choices import EmbeddingStatus, JobState
+from catalog.choices import EmbeddingStatus, JobKind, JobState
 from catalog.embeddings.backends import EmbeddingError
 from catalog.models import Catalog, Job, Tool
-from catalog.services import embeddings, imports
+from catalog.services import embeddings, imports, jobs
+from config.celery import app
 
 log = logging.getLogger(__name__)
 RETRYABLE = (EmbeddingError, OperationalError, OSError)
@@ -65,14 +68,16 @@ class EmbeddingsInStep:
 @shared_task
 def run_import(job_id: int) -> None:
     """Run (or resume) an import job."""
-    job = imports.claim_job(job_id)
+    job = jobs.claim_job(job_id)
     if job is None:
         return
     try:
         imports.run_import(job, EmbeddingsInStep())
+    except jobs.JobLost:
+        log.warning("import job %s was taken over by another worker", job_id)
     except Exception as exc:
         log.exception("import job %s failed", job_id)
-        imports.fail_job(job, f"{type(exc).__name__}: {exc}")
+        jobs.fail_job(job, f"{type(exc).__name__}: {exc}")
         raise
 
 
@@ -85,46 +90,65 @@ def run_import(job_id: int) -> None:
 )
 def run_reindex(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Run (or resume) a re-index job from its saved cursor."""
-    job = imports.claim_job(job_id)
+    job = jobs.claim_job(job_id)
     if job is None:
         return
     try:
         embeddings.run_reindex(job)
+    except jobs.JobLost:
+        log.warning("re-index job %s was taken over by another worker", job_id)
     except RETRYABLE:
         if self.request.retries >= self.max_retries:
-            imports.fail_job(job, "embedding backend kept failing")
+            jobs.fail_job(job, "embedding backend kept failing")
             return
         raise
 
 
 @shared_task
+def sweep_waiting_work(min_age_s: float | None = None) -> dict[str, int]:
+    """Send again the work the broker lost or never got (see jobs.sweep)."""
+    age = settings.QUIVER_SWEEP_S if min_age_s is None else min_age_s
+    return jobs.sweep(min_age_s=age)
+
+
+@shared_task
 def resume_interrupted_work() -> dict[str, int]:
-    """Sent when a worker starts: re-queue jobs left running by a dead worker and
-    every tool still pending, so nothing stays pending after a crash; start a
-    re-embed of every catalog whose vectors are not of the configured model."""
-    resumed = 0
-    for job in Job.objects.filter(state__in=[JobState.QUEUED, JobState.RUNNING]):
-        # A job still inside its lease may belong to a live worker: try again once
-        # the lease has run out; claim_job refuses it if its heartbeat went on.
-        task = run_import if job.kind == "import" else run_reindex
-        task.apply_async((job.pk,), countdown=imports.lease_remaining(job) + 1)
-        resumed += 1
+    """Sent when a worker starts: take back at once the jobs of dead workers, send
+    every waiting job and pending embedding again, and start a re-embed of every
+    catalog whose vectors are not of the configured model."""
     for catalog in Catalog.objects.exclude(
         active_embedding_model=embeddings.current_backend_id()
     ):
         if not catalog.jobs.filter(
-            kind="reindex", state__in=[JobState.QUEUED, JobState.RUNNING]
+            kind=JobKind.REINDEX, state__in=[JobState.QUEUED, JobState.RUNNING]
         ).exists():
             embeddings.start_reindex(catalog)
-    pending = 0
-    for tool_id in Tool.objects.filter(
-        embedding_status=EmbeddingStatus.PENDING
-    ).values_list("id", flat=True)[:10000:64]:
-        embed_tool.delay(tool_id)
-        pending += 1
-    return {"jobs": resumed, "embedding_batches": pending}
+    return jobs.sweep(min_age_s=0)
 
 
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
-    resume_interrupted_work.delay()
+    jobs.send(jobs.TASK_RESUME)
+
+
+class SweepTimer(bootsteps.StartStopStep):
+    """Every QUIVER_SWEEP_S seconds the worker sends itself a sweep, so work left
+    waiting while the broker was down runs without restarting any worker."""
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self.tref: Any = None
+
+    def start(self, worker: Any) -> None:
+        self.tref = worker.timer.call_repeatedly(
+            settings.QUIVER_SWEEP_S, jobs.send, (jobs.SWEEP,), priority=10
+        )
+
+    def stop(self, worker: Any) -> None:
+        if self.tref is not None:
+            self.tref.cancel()
+
+
+app.steps["worker"].add(SweepTimer)

@@ -147,8 +147,20 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("QUIVER_VISIBILITY_TIMEOUT", 300, minimum=5),
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# A running job whose heartbeat is older than this is taken to be orphaned.
-QUIVER_JOB_LEASE_S = env_int("QUIVER_JOB_LEASE_S", 120, minimum=2)
+# Fail fast when the broker is down (the job row is the durable queue; see
+# catalog/services/jobs.py): a write never waits long on a publish.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"] = 2
+# A running job beats every third of this; one whose heartbeat is older is orphaned.
+QUIVER_JOB_LEASE_S = env_int("QUIVER_JOB_LEASE_S", 6, minimum=2)
+# Every worker sends queued jobs and pending embeddings older than this again.
+QUIVER_SWEEP_S = env_int("QUIVER_SWEEP_S", 10, minimum=1, maximum=3600)
 
 QUIVER_EMBEDDINGS = {
     "BACKEND": env_str("QUIVER_EMBEDDING_BACKEND", "local"),

@@ -94,6 +94,7 @@ def worker_env() -> dict[str, str]:
         else f"postgresql://{db['USER']}:{db['PASSWORD']}@{host}:{db['PORT']}/{db['NAME']}"
     )
     env.setdefault("QUIVER_JOB_LEASE_S", "4")
+    env.setdefault("QUIVER_SWEEP_S", "2")
     return env
 
 

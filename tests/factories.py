@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from catalog.models import Catalog, Tool
 from catalog.services import create_api_client, create_tool, ensure_default_catalog
 from catalog.services.embeddings import run_reindex, start_reindex
-from catalog.services.imports import claim_job
+from catalog.services.jobs import claim_job
 from catalog.spec import ToolSpec
 
 _seq = count(1)

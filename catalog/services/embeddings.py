@@ -16,13 +16,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
-from catalog.choices import EmbeddingStatus, JobKind, JobState
+from catalog.choices import EmbeddingStatus, JobKind
 from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
 from catalog.embeddings.text import embedding_text, text_hash
 from catalog.models import Catalog, Job, Tool, ToolEmbedding
-from catalog.services.imports import save_progress
+from catalog.services import jobs
 from catalog.services.tools import tool_to_spec
 
 log = logging.getLogger(__name__)
@@ -240,7 +239,7 @@ def start_reindex(
                 embedding_status=EmbeddingStatus.PENDING
             )
         if enqueue:
-            transaction.on_commit(lambda: _enqueue_reindex(job.pk))
+            jobs.enqueue_job(job)
     return job
 
 
@@ -248,16 +247,21 @@ def current_backend_id() -> str:
     return current_backend().model_id
 
 
-def _enqueue_reindex(job_id: int) -> None:
-    from catalog.tasks import run_reindex
-
-    run_reindex.delay(job_id)
-
-
 def run_reindex(job: Job, progress: Callable[[Job], None] | None = None) -> Job:
     """Walk the catalog in id order from the saved cursor; resumable after a crash."""
     backend = current_backend()
     ensure_hnsw_index(backend.model_id, backend.dimension, job.catalog_id)
+    with jobs.keep_alive(job):
+        _reindex_batches(job, progress)
+    _activate_model(job.catalog_id, backend.model_id)
+    job.counts["failed"] = Tool.objects.filter(
+        catalog_id=job.catalog_id, embedding_status=EmbeddingStatus.FAILED
+    ).count()
+    job.done = job.total
+    return jobs.finish_job(job, "done", "counts")
+
+
+def _reindex_batches(job: Job, progress: Callable[[Job], None] | None) -> None:
     force = bool(job.options.get("force"))
     while True:
         cursor = int(job.counts.get("cursor", 0))
@@ -267,24 +271,15 @@ def run_reindex(job: Job, progress: Callable[[Job], None] | None = None) -> Job:
             .values_list("id", flat=True)[: embedding_batch_size()]
         )
         if not ids:
-            break
+            return
         result = embed_tools(ids, force=force)
         for key in ("embedded", "unchanged"):
             job.counts[key] = job.counts.get(key, 0) + result[key]
         job.counts["cursor"] = ids[-1]
         job.done = min(job.total, job.done + len(ids))
-        save_progress(job, "counts", "done")
+        jobs.save_progress(job, "counts", "done")
         if progress is not None:
             progress(job)
-    _activate_model(job.catalog_id, backend.model_id)
-    job.counts["failed"] = Tool.objects.filter(
-        catalog_id=job.catalog_id, embedding_status=EmbeddingStatus.FAILED
-    ).count()
-    job.state = JobState.SUCCEEDED
-    job.finished = timezone.now()
-    job.done = job.total
-    job.save(update_fields=["state", "finished", "done", "counts"])
-    return job
 
 
 def _activate_model(catalog_id: int, model_id: str) -> None:

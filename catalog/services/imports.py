@@ -9,19 +9,15 @@ died carries on where it stopped.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q, Value
-from django.db.models.functions import Coalesce
-from django.utils import timezone
 
-from catalog.choices import ImportOutcome, JobKind, JobState
+from catalog.choices import ImportOutcome, JobKind
 from catalog.formats import FormatError, detect_format, import_tools
 from catalog.models import Catalog, Job, Tool
+from catalog.services import jobs
 from catalog.services.tools import Actor, ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
 
@@ -47,51 +43,8 @@ def start_import(
             created_by=actor if actor is not None and actor.pk else None,
             counts={outcome.value: 0 for outcome in ImportOutcome},
         )
-        transaction.on_commit(lambda: _enqueue(job.pk))
+        jobs.enqueue_job(job)
     return job
-
-
-def _enqueue(job_id: int) -> None:
-    from catalog.tasks import run_import
-
-    run_import.delay(job_id)
-
-
-def _lease() -> timedelta:
-    return timedelta(seconds=settings.QUIVER_JOB_LEASE_S)
-
-
-def claim_job(job_id: int) -> Job | None:
-    """Take a queued job, or a running one whose worker stopped beating; exactly one
-    worker wins the conditional update. None: finished or held by a live worker."""
-    now = timezone.now()
-    updated = (
-        Job.objects.filter(pk=job_id)
-        .filter(
-            Q(state=JobState.QUEUED)
-            | Q(state=JobState.RUNNING, heartbeat__lt=now - _lease())
-            | Q(state=JobState.RUNNING, heartbeat__isnull=True)
-        )
-        .update(
-            state=JobState.RUNNING,
-            heartbeat=now,
-            started=Coalesce("started", Value(now)),
-        )
-    )
-    return Job.objects.get(pk=job_id) if updated == 1 else None
-
-
-def lease_remaining(job: Job) -> float:
-    """Seconds until no live worker can still be holding this unfinished job."""
-    if job.state == JobState.QUEUED or job.heartbeat is None:
-        return 0.0
-    left = job.heartbeat + _lease() - timezone.now()
-    return max(0.0, left.total_seconds())
-
-
-def save_progress(job: Job, *fields: str) -> None:
-    job.heartbeat = timezone.now()
-    job.save(update_fields=[*fields, "heartbeat"])
 
 
 def run_import(job: Job, between: Callable[[Job], object] | None = None) -> Job:
@@ -102,6 +55,18 @@ def run_import(job: Job, between: Callable[[Job], object] | None = None) -> Job:
     items = import_tools(job.payload, job.options.get("format"))
     recorded = {entry["index"] for entry in job.items}
     actor = job.created_by
+    with jobs.keep_alive(job):
+        _apply_items(job, items, recorded, actor, between)
+    return jobs.finish_job(job, "items", "counts", "done")
+
+
+def _apply_items(
+    job: Job,
+    items: list[Any],
+    recorded: set[int],
+    actor: Actor,
+    between: Callable[[Job], object] | None,
+) -> None:
     for position, item in enumerate(items):
         if item.index in recorded:
             continue
@@ -110,13 +75,9 @@ def run_import(job: Job, between: Callable[[Job], object] | None = None) -> Job:
         job.counts[entry["outcome"]] = job.counts.get(entry["outcome"], 0) + 1
         job.done = len(job.items)
         if position % PROGRESS_EVERY == 0:
-            save_progress(job, "items", "counts", "done")
+            jobs.save_progress(job, "items", "counts", "done")
             if between is not None:
                 between(job)
-    job.state = JobState.SUCCEEDED
-    job.finished = timezone.now()
-    job.save(update_fields=["items", "counts", "done", "state", "finished"])
-    return job
 
 
 def _import_one(
@@ -142,10 +103,3 @@ def _import_one(
     except ToolConflict as exc:
         return {"index": index, "name": name, "outcome": "rejected", "reason": str(exc)}
     return {"index": index, "name": name, "outcome": outcome.value, "reason": ""}
-
-
-def fail_job(job: Job, message: str) -> None:
-    job.state = JobState.FAILED
-    job.finished = timezone.now()
-    job.errors = [*job.errors, message]
-    job.save(update_fields=["state", "finished", "errors"])

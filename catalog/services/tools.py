@@ -28,6 +28,7 @@ from catalog.naming import (
     provider_safe_name,
 )
 from catalog.schema_policy import check_tool_schema
+from catalog.services import jobs
 from catalog.spec import ToolSpec
 
 # Who made a change: a user (a person or an API client's service user), an
@@ -150,9 +151,7 @@ def _record(
 
 
 def _enqueue_embedding(tool_id: int) -> None:
-    from catalog.tasks import embed_tool
-
-    transaction.on_commit(lambda: embed_tool.delay(tool_id))
+    jobs.enqueue(jobs.EMBED_TOOL, tool_id)
 
 
 def create_tool(

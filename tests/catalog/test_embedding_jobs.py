@@ -144,7 +144,8 @@ def test_an_import_embeds_itself_when_it_gets_too_far_ahead(
     transactional_db, purged_broker, settings
 ):
     from catalog.services.embeddings import keep_embeddings_in_step
-    from catalog.services.imports import claim_job, run_import, start_import
+    from catalog.services.imports import run_import, start_import
+    from catalog.services.jobs import claim_job
     from tests.factories import make_user
 
     settings.QUIVER_IMPORT_EMBED_LAG = 3

@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from catalog.models import Catalog, Job
 from catalog.services.embeddings import run_reindex, start_reindex
-from catalog.services.imports import claim_job
+from catalog.services.jobs import claim_job
 
 
 class Command(BaseCommand):

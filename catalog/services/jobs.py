@@ -1,0 +1,276 @@
+"""Background jobs: their lifecycle, and how work reaches the workers.
+
+A Job row in state ``queued`` is the durable queue; the broker only carries the
+news that there is work. Work is sent by task name after the write commits, and a
+broker that is down never undoes or fails the write: the failure is logged, the
+caller may say that background work is delayed (``watch_enqueues``), and the
+sweeper (``sweep``, run by every worker every ``QUIVER_SWEEP_S`` seconds and when
+a worker starts) sends again whatever is still waiting.
+
+A worker claims a job with a conditional update that records who it is
+(host and pid) and beats a heartbeat every third of ``QUIVER_JOB_LEASE_S`` while
+it runs (``keep_alive``). A job whose heartbeat stopped for a lease, or whose
+worker on this host no longer exists, goes back to ``queued`` for another worker.
+Every progress save is fenced on the claim, so a worker that lost its job stops.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Q, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from catalog.choices import EmbeddingStatus, JobKind, JobState
+from catalog.models import Job, Tool
+
+log = logging.getLogger(__name__)
+
+EMBED_TOOL = "catalog.tasks.embed_tool"
+SWEEP = "catalog.tasks.sweep_waiting_work"
+TASK_RESUME = "catalog.tasks.resume_interrupted_work"
+SWEEP_MAX_BATCHES = 16
+JOB_TASKS = {
+    JobKind.IMPORT: "catalog.tasks.run_import",
+    JobKind.REINDEX: "catalog.tasks.run_reindex",
+}
+DELAYED_WARNING = (
+    "background work is delayed: the task queue is unreachable; the work is "
+    "saved and will run when the queue is back"
+)
+
+
+class JobLost(Exception):
+    """This worker's claim on the job was taken over (its heartbeat stopped)."""
+
+
+# ---------------------------------------------------------------- enqueueing
+
+
+@dataclass
+class EnqueueWatch:
+    """What ``watch_enqueues`` saw: the task names that could not be sent."""
+
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def warning(self) -> str | None:
+        return DELAYED_WARNING if self.failed else None
+
+
+_watch: contextvars.ContextVar[EnqueueWatch | None] = contextvars.ContextVar(
+    "enqueue_watch", default=None
+)
+
+
+@contextmanager
+def watch_enqueues() -> Iterator[EnqueueWatch]:
+    """Collect the sends that failed inside the block (commits happen inside it)."""
+    watch = EnqueueWatch()
+    token = _watch.set(watch)
+    try:
+        yield watch
+    finally:
+        _watch.reset(token)
+
+
+def send(name: str, *args: Any, countdown: float | None = None) -> bool:
+    """Send a task by name now; False (logged, never raised) if the broker refused.
+
+    Any error is caught: the broker client raises many kinds (kombu, redis,
+    socket), and the work is saved in the database for the sweeper either way."""
+    from config.celery import app
+
+    try:
+        app.send_task(name, args=args, countdown=countdown)
+    except Exception:
+        log.warning("could not send %s%r; the sweeper will", name, args, exc_info=True)
+        watch = _watch.get()
+        if watch is not None:
+            watch.failed.append(name)
+        return False
+    return True
+
+
+def enqueue(name: str, *args: Any) -> None:
+    """Send the task once the current transaction commits (at once outside one)."""
+    transaction.on_commit(lambda: send(name, *args))
+
+
+def enqueue_job(job: Job) -> None:
+    enqueue(JOB_TASKS[JobKind(job.kind)], job.pk)
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+def lease() -> timedelta:
+    return timedelta(seconds=settings.QUIVER_JOB_LEASE_S)
+
+
+def heartbeat_interval() -> float:
+    return float(settings.QUIVER_JOB_LEASE_S) / 3
+
+
+def this_worker() -> tuple[str, int]:
+    return socket.gethostname(), os.getpid()
+
+
+def claim_job(job_id: int) -> Job | None:
+    """Take a queued job, or a running one whose worker stopped beating; exactly one
+    worker wins the conditional update. None: finished or held by a live worker."""
+    now = timezone.now()
+    host, pid = this_worker()
+    updated = (
+        Job.objects.filter(pk=job_id)
+        .filter(
+            Q(state=JobState.QUEUED)
+            | Q(state=JobState.RUNNING, heartbeat__lt=now - lease())
+            | Q(state=JobState.RUNNING, heartbeat__isnull=True)
+        )
+        .update(
+            state=JobState.RUNNING,
+            heartbeat=now,
+            started=Coalesce("started", Value(now)),
+            worker_host=host,
+            worker_pid=pid,
+        )
+    )
+    return Job.objects.get(pk=job_id) if updated == 1 else None
+
+
+def lease_remaining(job: Job) -> float:
+    """Seconds until no live worker can still be holding this unfinished job."""
+    if job.state == JobState.QUEUED or job.heartbeat is None:
+        return 0.0
+    left = job.heartbeat + lease() - timezone.now()
+    return max(0.0, left.total_seconds())
+
+
+def _claimed(job: Job) -> Any:
+    """The job's row, as long as this claim still holds it."""
+    return Job.objects.filter(
+        pk=job.pk,
+        state=JobState.RUNNING,
+        worker_host=job.worker_host,
+        worker_pid=job.worker_pid,
+    )
+
+
+def save_progress(job: Job, *fields: str) -> None:
+    """Save these fields and beat; JobLost if another worker took the job over."""
+    job.heartbeat = timezone.now()
+    values = {name: getattr(job, name) for name in (*fields, "heartbeat")}
+    if not _claimed(job).update(**values):
+        raise JobLost(f"job {job.pk} was taken over by another worker")
+
+
+def finish_job(job: Job, *fields: str) -> Job:
+    """Mark the job succeeded, saving these fields with it (fenced like progress)."""
+    job.state = JobState.SUCCEEDED
+    job.finished = timezone.now()
+    values = {name: getattr(job, name) for name in (*fields, "state", "finished")}
+    if not _claimed(job).update(**values):
+        raise JobLost(f"job {job.pk} was taken over by another worker")
+    return job
+
+
+def fail_job(job: Job, message: str) -> None:
+    job.state = JobState.FAILED
+    job.finished = timezone.now()
+    job.errors = [*job.errors, message]
+    job.save(update_fields=["state", "finished", "errors"])
+
+
+@contextmanager
+def keep_alive(job: Job) -> Iterator[None]:
+    """Beat the job's heartbeat from a thread while the block runs, so a dead
+    worker is noticed within a lease whatever one item costs."""
+    stop = threading.Event()
+    beater = threading.Thread(
+        target=_beat, args=(job, stop), name=f"job-{job.pk}-heartbeat", daemon=True
+    )
+    beater.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beater.join()
+
+
+def _beat(job: Job, stop: threading.Event) -> None:
+    try:
+        while not stop.wait(heartbeat_interval()):
+            try:
+                if not _claimed(job).update(heartbeat=timezone.now()):
+                    return
+            except DatabaseError:
+                log.warning("job %s: heartbeat not saved", job.pk, exc_info=True)
+                connection.close()
+    finally:
+        connection.close()
+
+
+# ---------------------------------------------------------------- the sweeper
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_dead_jobs() -> int:
+    """Put back in the queue running jobs whose worker is known dead: on this
+    host with its pid gone, or silent for a whole lease. Returns how many."""
+    host, _pid = this_worker()
+    running = Job.objects.filter(state=JobState.RUNNING)
+    stale = Q(heartbeat__lt=timezone.now() - lease()) | Q(heartbeat__isnull=True)
+    dead_pids = [
+        pid
+        for pid in running.filter(worker_host=host).values_list("worker_pid", flat=True)
+        if pid is not None and not _pid_alive(pid)
+    ]
+    here_dead = Q(worker_host=host, worker_pid__in=dead_pids)
+    return running.filter(stale | here_dead).update(state=JobState.QUEUED)
+
+
+def sweep(*, min_age_s: float) -> dict[str, int]:
+    """Send again every job still queued after ``min_age_s`` (or released from a
+    dead worker) and one embedding batch per catalog with tools left pending;
+    idempotent, since a job is claimed by a conditional update and a tool by a
+    row lock."""
+    released = release_dead_jobs()
+    cutoff = timezone.now() - timedelta(seconds=min_age_s)
+    waiting = Job.objects.filter(state=JobState.QUEUED).filter(
+        Q(created__lt=cutoff) | Q(started__isnull=False)
+    )
+    sent = sum(
+        send(JOB_TASKS[JobKind(kind)], pk)
+        for pk, kind in waiting.values_list("pk", "kind")
+    )
+    pending = Tool.objects.filter(
+        embedding_status=EmbeddingStatus.PENDING, updated__lt=cutoff
+    ).order_by("id")
+    # One task per batch of pending tools (each task fills its batch), bounded so
+    # that a down embedding endpoint does not fill the queue with retries.
+    stride = int(settings.QUIVER_EMBED_BATCH)
+    firsts = pending.values_list("id", flat=True)[: stride * SWEEP_MAX_BATCHES : stride]
+    embeds = sum(send(EMBED_TOOL, tool_id) for tool_id in firsts)
+    return {"released": released, "jobs": sent, "embedding_batches": embeds}
