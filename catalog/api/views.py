@@ -20,6 +20,7 @@ from catalog.api import serializers as s
 from catalog.auth import CuratorWrites
 from catalog.formats import export_tools
 from catalog.models import Catalog, Job, Tool
+from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG, ensure_default_catalog
 from catalog.services.tools import tool_to_spec
 
@@ -90,10 +91,20 @@ class CatalogViewSet(
         query = s.ImportQuerySerializer(data={"format": fmt} if fmt else {})
         query.is_valid(raise_exception=True)
         document = _import_document(request)
-        job = services.start_import(
-            catalog, document, query.validated_data.get("format"), actor=request.user
-        )
-        return Response(s.JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        with jobs.watch_enqueues() as watch:
+            job = services.start_import(
+                catalog,
+                document,
+                query.validated_data.get("format"),
+                actor=request.user,
+            )
+        data = with_warning(s.JobSerializer(job).data, watch)
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+def with_warning(data: Any, watch: jobs.EnqueueWatch) -> Any:
+    """The saved record, plus a ``warning`` when its background work is delayed."""
+    return {**data, "warning": watch.warning} if watch.warning else data
 
 
 def _import_document(request: Request) -> Any:
@@ -135,19 +146,25 @@ class ToolViewSet(viewsets.ModelViewSet):
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = self._input(request)
         catalog = get_catalog_for_user(request, data["catalog"])
-        tool = services.create_tool(
-            catalog, data["spec"], actor=request.user, request_id=request_id(request)
-        )
-        return Response(s.ToolSerializer(tool).data, status=status.HTTP_201_CREATED)
+        with jobs.watch_enqueues() as watch:
+            tool = services.create_tool(
+                catalog,
+                data["spec"],
+                actor=request.user,
+                request_id=request_id(request),
+            )
+        body = with_warning(s.ToolSerializer(tool).data, watch)
+        return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.ToolInputSerializer)
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         tool = self.get_object()
         spec = self._input(request, base=tool if kwargs.get("partial") else None)
-        result = services.update_tool(
-            tool, spec["spec"], actor=request.user, request_id=request_id(request)
-        )
-        return Response(s.ToolSerializer(result.tool).data)
+        with jobs.watch_enqueues() as watch:
+            result = services.update_tool(
+                tool, spec["spec"], actor=request.user, request_id=request_id(request)
+            )
+        return Response(with_warning(s.ToolSerializer(result.tool).data, watch))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         services.delete_tool(

