@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError
+from django.db import IntegrityError, InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import status
 from rest_framework.exceptions import APIException
@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from catalog.services.tools import ToolConflict
+from config.middleware import DATABASE_DOWN, RETRY_AFTER_S
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -30,6 +31,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return _response("payload_too_large", "body: too large", {}, 413)
     if isinstance(exc, ToolConflict):
         return _response("conflict", str(exc), {exc.field: [str(exc)]}, 409)
+    if isinstance(exc, OperationalError | InterfaceError):
+        response = _response("unavailable", DATABASE_DOWN, {}, 503)
+        response.data["service"] = "database"
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response
     if isinstance(exc, IntegrityError):
         return _response("conflict", "the change conflicts with existing data", {}, 409)
     response = drf_exception_handler(exc, context)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+
+DATABASE_DOWN = "database: not reachable; try again shortly"
+RETRY_AFTER_S = 5
+logger = logging.getLogger(__name__)
 
 
 class BodySizeLimitMiddleware:
@@ -48,3 +55,38 @@ class RequestIdMiddleware:
         response = self.get_response(request)
         response["X-Request-ID"] = str(request_id)
         return response
+
+
+def database_unavailable(request: HttpRequest) -> HttpResponse:
+    """503 naming the database: JSON for the API, a page for people. The page is
+    rendered without the request (its context processors would query the
+    database again)."""
+    if request.path.startswith("/api/") or "html" not in request.headers.get(
+        "Accept", ""
+    ):
+        body = {"error": "unavailable", "detail": DATABASE_DOWN, "service": "database"}
+        response: HttpResponse = JsonResponse(body, status=503)
+    else:
+        page = render_to_string("503.html", {"detail": DATABASE_DOWN})
+        response = HttpResponse(page, status=503)
+    response["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A lost database answers 503 at once, not a 500 page; Django's connection
+    health checks reconnect when it is back, with no restart."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(
+        self, request: HttpRequest, exception: Exception
+    ) -> HttpResponse | None:
+        if isinstance(exception, OperationalError | InterfaceError):
+            logger.warning("database unavailable: %s", exception)
+            return database_unavailable(request)
+        return None

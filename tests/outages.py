@@ -148,3 +148,29 @@ def _pipe(source: socket.socket, sink: socket.socket) -> None:
         for sock in (source, sink):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+
+
+def start_web(env: dict[str, str], name: str) -> tuple[subprocess.Popen[bytes], str]:
+    """gunicorn serving Quiver on a free loopback port; returns it and its URL."""
+    import sys
+
+    port = free_port()
+    log = open(ROOT / ".quiver" / "test" / f"web-{name}.log", "wb")  # noqa: SIM115
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind",
+         f"127.0.0.1:{port}", "--workers", "1", "--timeout", "60"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    _wait_for_port(port, process)
+    return process, f"http://127.0.0.1:{port}"
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
