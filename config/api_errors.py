@@ -32,10 +32,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, ToolConflict):
         return _response("conflict", str(exc), {exc.field: [str(exc)]}, 409)
     if isinstance(exc, OperationalError | InterfaceError):
-        response = _response("unavailable", DATABASE_DOWN, {}, 503)
-        response.data["service"] = "database"
-        response["Retry-After"] = str(RETRY_AFTER_S)
-        return response
+        unavailable = _response("unavailable", DATABASE_DOWN, {}, 503)
+        unavailable.data["service"] = "database"
+        unavailable["Retry-After"] = str(RETRY_AFTER_S)
+        return unavailable
     if isinstance(exc, IntegrityError):
         return _response("conflict", "the change conflicts with existing data", {}, 409)
     response = drf_exception_handler(exc, context)

@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.integration]
 @pytest.fixture
 def web_behind_proxy(transactional_db: None) -> Iterator[tuple[Any, TcpProxy]]:
     db = settings.DATABASES["default"]
-    proxy = TcpProxy((db["HOST"], db["PORT"]))
+    proxy = TcpProxy((str(db["HOST"]), db["PORT"]))
     proxy.restore()
     env = worker_env()
     env["DATABASE_URL"] = (
