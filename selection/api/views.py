@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from django.db import InterfaceError, OperationalError, transaction
+from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -19,6 +23,7 @@ from selection.engine.types import SelectionRequest
 from selection.settings_services import current_settings, update_selection_settings
 from selection.validation import find_tool, validate_tool_call
 
+log = logging.getLogger(__name__)
 LIST_FIELDS = (
     "categories",
     "allow_tools",
@@ -83,27 +88,41 @@ class SelectBatchView(generics.GenericAPIView):
     serializer_class = s.SelectBatchSerializer
     permission_classes = [permissions.IsAuthenticated]
 
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
+        """One transaction: the audit rows commit only with the rendered answer,
+        so the log never holds an answer the client did not get."""
         envelope = self.get_serializer(data=request.data)
         envelope.is_valid(raise_exception=True)
-        results = [
-            self._one(request, index, item)
-            for index, item in enumerate(envelope.validated_data["requests"])
-        ]
-        return Response({"results": results})
+        with transaction.atomic():
+            results = [
+                self._one(request, index, item)
+                for index, item in enumerate(envelope.validated_data["requests"])
+            ]
+            body = JSONRenderer().render({"results": results})
+        return HttpResponse(body, content_type="application/json")
 
     def _one(self, request: Request, index: int, item: Any) -> dict[str, Any]:
+        """One item's answer, or its error in place; a failed item leaves no
+        audit row (its savepoint is rolled back). A lost database is no item's
+        fault: it fails the whole batch (a 503)."""
         serializer = s.SelectInputSerializer(data=item)
         if not serializer.is_valid():
             fields = serializer.errors
             detail = f"requests[{index}].{first_message(fields)}"
             return {"error": "invalid", "detail": detail, "fields": fields}
         try:
-            return answer_for(request, dict(serializer.validated_data))
+            with transaction.atomic():
+                return answer_for(request, dict(serializer.validated_data))
+        except (OperationalError, InterfaceError):
+            raise
         except PermissionDenied as exc:
             return {"error": "permission_denied", "detail": str(exc.detail)}
         except NotFound as exc:
             return {"error": "not_found", "detail": f"requests[{index}].{exc.detail}"}
+        except Exception:
+            log.exception("batch item %s could not be answered", index)
+            detail = f"requests[{index}]: could not be answered; nothing was recorded"
+            return {"error": "item_failed", "detail": detail}
 
 
 class SelectionSettingsView(generics.GenericAPIView):
