@@ -116,6 +116,7 @@ def resume_interrupted_work() -> dict[str, int]:
     """Sent when a worker starts: take back at once the jobs of dead workers, send
     every waiting job and pending embedding again, and start a re-embed of every
     catalog whose vectors are not of the configured model."""
+    swept = jobs.sweep(min_age_s=0)  # first: a dead worker's job goes first
     for catalog in Catalog.objects.exclude(
         active_embedding_model=embeddings.current_backend_id()
     ):
@@ -123,7 +124,7 @@ def resume_interrupted_work() -> dict[str, int]:
             kind=JobKind.REINDEX, state__in=[JobState.QUEUED, JobState.RUNNING]
         ).exists():
             embeddings.start_reindex(catalog)
-    return jobs.sweep(min_age_s=0)
+    return swept
 
 
 @worker_ready.connect

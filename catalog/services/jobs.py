@@ -42,6 +42,9 @@ EMBED_TOOL = "catalog.tasks.embed_tool"
 SWEEP = "catalog.tasks.sweep_waiting_work"
 TASK_RESUME = "catalog.tasks.resume_interrupted_work"
 SWEEP_MAX_BATCHES = 16
+# On Redis a lower number is served first; jobs, sweeps and resumes use 0, so a
+# dead worker's job is taken over before the embeddings queued behind it.
+EMBED_PRIORITY = 6
 JOB_TASKS = {
     JobKind.IMPORT: "catalog.tasks.run_import",
     JobKind.REINDEX: "catalog.tasks.run_reindex",
@@ -86,7 +89,7 @@ def watch_enqueues() -> Iterator[EnqueueWatch]:
         _watch.reset(token)
 
 
-def send(name: str, *args: Any, countdown: float | None = None) -> bool:
+def send(name: str, *args: Any, priority: int | None = None) -> bool:
     """Send a task by name now; False (logged, never raised) if the broker refused.
 
     Any error is caught: the broker client raises many kinds (kombu, redis,
@@ -94,7 +97,7 @@ def send(name: str, *args: Any, countdown: float | None = None) -> bool:
     from config.celery import app
 
     try:
-        app.send_task(name, args=args, countdown=countdown)
+        app.send_task(name, args=args, priority=priority)
     except Exception:
         log.warning("could not send %s%r; the sweeper will", name, args, exc_info=True)
         watch = _watch.get()
@@ -104,9 +107,14 @@ def send(name: str, *args: Any, countdown: float | None = None) -> bool:
     return True
 
 
-def enqueue(name: str, *args: Any) -> None:
+def enqueue(name: str, *args: Any, priority: int | None = None) -> None:
     """Send the task once the current transaction commits (at once outside one)."""
-    transaction.on_commit(lambda: send(name, *args))
+    transaction.on_commit(lambda: send(name, *args, priority=priority))
+
+
+def enqueue_embedding(tool_id: int) -> None:
+    """Embed this tool after commit, behind any job waiting in the queue."""
+    enqueue(EMBED_TOOL, tool_id, priority=EMBED_PRIORITY)
 
 
 def enqueue_job(job: Job) -> None:
@@ -272,5 +280,7 @@ def sweep(*, min_age_s: float) -> dict[str, int]:
     # that a down embedding endpoint does not fill the queue with retries.
     stride = int(settings.QUIVER_EMBED_BATCH)
     firsts = pending.values_list("id", flat=True)[: stride * SWEEP_MAX_BATCHES : stride]
-    embeds = sum(send(EMBED_TOOL, tool_id) for tool_id in firsts)
+    embeds = sum(
+        send(EMBED_TOOL, tool_id, priority=EMBED_PRIORITY) for tool_id in firsts
+    )
     return {"released": released, "jobs": sent, "embedding_batches": embeds}

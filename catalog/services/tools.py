@@ -151,7 +151,7 @@ def _record(
 
 
 def _enqueue_embedding(tool_id: int) -> None:
-    jobs.enqueue(jobs.EMBED_TOOL, tool_id)
+    jobs.enqueue_embedding(tool_id)
 
 
 def create_tool(
