@@ -8,7 +8,7 @@ from typing import Any
 from celery import bootsteps, shared_task
 from celery.signals import worker_ready
 from django.conf import settings
-from django.db import OperationalError
+from django.db import InterfaceError, OperationalError
 
 from catalog.choices import EmbeddingStatus, JobKind, JobState
 from catalog.embeddings.backends import EmbeddingError
@@ -75,6 +75,10 @@ def run_import(job_id: int) -> None:
         imports.run_import(job, EmbeddingsInStep())
     except jobs.JobLost:
         log.warning("import job %s was taken over by another worker", job_id)
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away: the job is not at fault. Its heartbeat has
+        # stopped, so a sweeper puts it back in the queue once the lease is out.
+        log.warning("import job %s paused, database unavailable: %s", job_id, exc)
     except Exception as exc:
         log.exception("import job %s failed", job_id)
         jobs.fail_job(job, f"{type(exc).__name__}: {exc}")
