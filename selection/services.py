@@ -74,17 +74,24 @@ def select_tools(
         **answer["stats"],
         "latency_ms": round((time.perf_counter() - started) * 1000, 3),
     }
-    event = record_event(
+    selection_id = uuid.uuid4()
+    answer["stats"]["hidden"] = answer["stats"].get("hidden", 0)
+    record_event(
         EventType.SELECTION,
         actor=actor,
         request_id=request_id,
+        selection_id=selection_id,
         catalog_slug=catalog.slug,
         catalog_version=catalog.version,
         summary=_summary(request, answer),
         input={"request": asdict(request), "format": fmt},
         output=_audit_output(answer),
     )
-    return {"selection_id": str(event.request_id), **answer}
+    return {
+        "selection_id": str(selection_id),
+        "request_id": str(request_id) if request_id else None,
+        **answer,
+    }
 
 
 def _compute(
@@ -142,6 +149,7 @@ def _shape(
             "considered": result.stats.considered,
             "excluded_by_policy": result.stats.excluded_by_policy,
             "below_min_score": result.stats.below_min_score,
+            "hidden": result.stats.hidden,
             "engine_ms": round(result.stats.elapsed_ms, 3),
         },
         "cached": False,

@@ -4,60 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from catalog.api.views import get_catalog_for_user, request_id
-from catalog.auth import CuratorWrites, caller_roles
+from catalog.access import access_for, get_catalog_for_user
+from catalog.permissions import CuratorWrites
 from config.api_errors import first_message
+from config.http import request_id
 from selection import services
 from selection.api import serializers as s
-from selection.engine.types import SelectionRequest
+from selection.requests import build_request
 from selection.settings_services import current_settings, update_selection_settings
 from selection.validation import find_tool, validate_tool_call
 
-LIST_FIELDS = (
-    "categories",
-    "allow_tools",
-    "block_tools",
-    "require_capabilities",
-)
-
-
-def build_request(user: Any, data: dict[str, Any]) -> SelectionRequest:
-    """The engine request for validated input; roles may only narrow the caller's."""
-    allowed = caller_roles(user)
-    asked = data.get("roles")
-    if asked is not None and allowed is not None and not set(asked) <= set(allowed):
-        extra = sorted(set(asked) - set(allowed))[0]
-        raise PermissionDenied(f"roles: {extra!r} is not one of the caller's roles")
-    roles = tuple(asked) if asked is not None else allowed
-    options = {k: tuple(data[k]) for k in LIST_FIELDS if k in data}
-    return SelectionRequest(
-        query=data.get("query"),
-        messages=data.get("messages") or None,
-        max_candidates=data["max_candidates"],
-        min_score=data["min_score"],
-        scorer=data.get("scorer"),
-        allow_unsafe=data["allow_unsafe"],
-        roles=roles,
-        max_cost_per_call=data.get("max_cost_per_call"),
-        max_total_tokens=data.get("max_total_tokens"),
-        recent_tools=tuple(data.get("recent_tools", ())),
-        explain=data["explain"],
-        timeout_ms=data.get("timeout_ms"),
-        **options,
-    )
-
 
 def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
-    catalog = get_catalog_for_user(request, data["catalog"])
+    catalog = get_catalog_for_user(request.user, data["catalog"])
     return services.select_tools(
         catalog,
-        build_request(request.user, data),
+        build_request(access_for(request.user), data),
         fmt=data["format"],
         actor=request.user,
         request_id=request_id(request),
@@ -101,9 +71,9 @@ class SelectBatchView(generics.GenericAPIView):
         try:
             return answer_for(request, dict(serializer.validated_data))
         except PermissionDenied as exc:
-            return {"error": "permission_denied", "detail": str(exc.detail)}
-        except NotFound as exc:
-            return {"error": "not_found", "detail": f"requests[{index}].{exc.detail}"}
+            return {"error": "permission_denied", "detail": f"requests[{index}].{exc}"}
+        except Http404 as exc:
+            return {"error": "not_found", "detail": f"requests[{index}].{exc}"}
 
 
 class SelectionSettingsView(generics.GenericAPIView):
@@ -113,12 +83,12 @@ class SelectionSettingsView(generics.GenericAPIView):
     permission_classes = [CuratorWrites]
 
     def get(self, request: Request, slug: str) -> Response:
-        catalog = get_catalog_for_user(request, slug)
+        catalog = get_catalog_for_user(request.user, slug)
         data, version = current_settings(catalog)
         return Response({"settings": data, "version": version})
 
     def put(self, request: Request, slug: str) -> Response:
-        catalog = get_catalog_for_user(request, slug)
+        catalog = get_catalog_for_user(request.user, slug)
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data, version = update_selection_settings(
@@ -139,8 +109,8 @@ class ValidateCallView(generics.GenericAPIView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        catalog = get_catalog_for_user(request, data["catalog"])
-        tool = find_tool(catalog, data["tool"])
+        catalog = get_catalog_for_user(request.user, data["catalog"])
+        tool = find_tool(catalog, data["tool"], access_for(request.user))
         if tool is None:
             raise NotFound(f"tool: no tool {data['tool']!r} in {catalog.slug!r}")
         answer = validate_tool_call(
