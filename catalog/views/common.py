@@ -103,6 +103,7 @@ def render_page(
         "nav_catalogs": visible_catalogs(request),
         # A callable, so the permission query runs only if the template asks.
         "can_write": partial_call(can_write, request),
+        "is_admin": partial_call(lambda: access_for(request.user).is_admin),
         **context,
     }
     response = render(request, chosen, full_context, status=status)
