@@ -9,3 +9,4 @@ class EventType(models.TextChoices):
     CLIENT_REVOKED = "client_revoked", "API key revoked"
     CLIENT_ROTATED = "client_rotated", "API key rotated"
     CLIENT_CHANGED = "client_changed", "API key changed"
+    CATALOG_CREATED = "catalog_created", "Catalog created"

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from catalog.access import actor_name
+from catalog.access import actor_name, stored_user
 
 GENESIS = "0" * 64
 # One lock key for the whole chain: appends are serialised, reads are not.
@@ -63,7 +63,7 @@ def record_event(
         last = AuditEvent.objects.order_by("-id").values_list("hash", flat=True).first()
         event = AuditEvent(
             event_type=event_type,
-            actor=actor if actor is not None and actor.pk else None,
+            actor=stored_user(actor),
             actor_name=actor_name(actor),
             request_id=request_id or uuid.uuid4(),
             selection_id=selection_id,

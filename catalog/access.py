@@ -21,7 +21,7 @@ Rules (fail closed):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from django.contrib.auth.models import Permission
 from django.db.models import Exists, OuterRef
@@ -29,6 +29,13 @@ from django.http import Http404
 
 from catalog.choices import ApiScope
 from catalog.models import Catalog
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+    from django.contrib.auth.models import AnonymousUser
+
+# Who did something: a person or an API client's service user; None for the system.
+Actor: TypeAlias = "AbstractBaseUser | AnonymousUser | None"
 
 WRITE_SCOPES = frozenset({ApiScope.CURATOR.value, ApiScope.ADMIN.value})
 AUDIT_SCOPES = frozenset({ApiScope.COMPLIANCE.value, ApiScope.ADMIN.value})
@@ -152,3 +159,10 @@ def actor_name(actor: Any) -> str:
     if actor is None or not getattr(actor, "is_authenticated", False):
         return "system"
     return str(actor.get_username())
+
+
+def stored_user(actor: Actor) -> Any:
+    """The actor as a saved user for a foreign key, or None (system, anonymous)."""
+    if actor is None or not getattr(actor, "pk", None):
+        return None
+    return actor

@@ -65,7 +65,9 @@ class CatalogAdmin(admin.ModelAdmin):
     def save_model(
         self, request: HttpRequest, obj: Catalog, form: Any, change: bool
     ) -> None:
-        created = services.create_catalog(obj.slug, obj.name, obj.description)
+        created = services.create_catalog(
+            obj.slug, obj.name, obj.description, actor=staff_user(request)
+        )
         obj.pk = created.pk
 
 

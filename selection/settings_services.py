@@ -9,6 +9,7 @@ from django.db import transaction
 
 from audit.choices import EventType
 from audit.services import record_event
+from catalog.access import actor_name, stored_user
 from catalog.models import Catalog
 from selection.engine.settings import EngineSettings, SettingsError
 from selection.models import SelectionSettings, SelectionSettingsChange
@@ -43,14 +44,14 @@ def update_selection_settings(
         before = row.data
         row.data = data
         row.version += 1
-        row.updated_by = actor if actor is not None and actor.pk else None
+        row.updated_by = stored_user(actor)
         row.save(update_fields=["data", "version", "updated", "updated_by"])
         SelectionSettingsChange.objects.create(
             catalog=catalog,
             version=row.version,
             before=before,
             after=data,
-            actor_name=actor.get_username() if actor is not None else "system",
+            actor_name=actor_name(actor),
         )
         # Every later selection names this settings version; compliance reads
         # here which change made it, by whom, from what.

@@ -51,7 +51,11 @@ class CatalogViewSet(
     def perform_create(self, serializer: Any) -> None:
         data = serializer.validated_data
         serializer.instance = services.create_catalog(
-            data["slug"], data["name"], data.get("description", "")
+            data["slug"],
+            data["name"],
+            data.get("description", ""),
+            actor=self.request.user,
+            request_id=request_id(self.request),
         )
 
     @extend_schema(parameters=[s.ExportQuerySerializer])

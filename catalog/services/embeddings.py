@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from catalog.access import stored_user
 from catalog.choices import EmbeddingStatus, JobKind, JobState
 from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
 from catalog.embeddings.text import embedding_text, text_hash
@@ -233,7 +234,7 @@ def start_reindex(
             total=Tool.objects.filter(catalog=catalog).count(),
             options={"force": force, "model_id": current_backend_id()},
             counts={"embedded": 0, "unchanged": 0, "failed": 0, "cursor": 0},
-            created_by=actor if actor is not None and actor.pk else None,
+            created_by=stored_user(actor),
         )
         if force:
             Tool.objects.filter(catalog=catalog).update(

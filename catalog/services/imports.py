@@ -19,10 +19,11 @@ from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from catalog.access import Actor, stored_user
 from catalog.choices import ImportOutcome, JobKind, JobState
 from catalog.formats import FormatError, detect_format, import_tools
 from catalog.models import Catalog, Job, Tool
-from catalog.services.tools import Actor, ToolConflict, create_tool, update_tool
+from catalog.services.tools import ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
 
 PROGRESS_EVERY = 10
@@ -44,7 +45,7 @@ def start_import(
             total=len(items),
             payload=document,
             options={"format": fmt},
-            created_by=actor if actor is not None and actor.pk else None,
+            created_by=stored_user(actor),
             counts={outcome.value: 0 for outcome in ImportOutcome},
         )
         transaction.on_commit(lambda: _enqueue(job.pk))
