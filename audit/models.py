@@ -46,7 +46,7 @@ class AuditEvent(models.Model):
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
 
-    objects = AuditEventQuerySet.as_manager()
+    objects = models.Manager.from_queryset(AuditEventQuerySet)()
 
     class Meta:
         ordering = ["-id"]

@@ -138,7 +138,10 @@ def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
         if form.is_valid():
             try:
                 _saved, version = update_selection_settings(
-                    catalog, form.changed_settings(), actor=acting_user(request)
+                    catalog,
+                    form.changed_settings(),
+                    actor=acting_user(request),
+                    request_id=request_id(request),
                 )
             except ValidationError as exc:
                 form.add_service_error(exc)

@@ -92,7 +92,10 @@ class SelectionSettingsView(generics.GenericAPIView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data, version = update_selection_settings(
-            catalog, serializer.validated_data["settings"], actor=request.user
+            catalog,
+            serializer.validated_data["settings"],
+            actor=request.user,
+            request_id=request_id(request),
         )
         return Response(
             {"settings": data, "version": version}, status=status.HTTP_200_OK
