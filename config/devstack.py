@@ -255,6 +255,8 @@ def run_stack(argv: list[str]) -> int:
     options = run_options(argv, os.environ)
     with services(STATE_DIR) as env:
         env["DEBUG"] = "true" if options.debug else "false"
+        # whitenoise serves static files from the finders; it warns without this.
+        (BASE_DIR / "staticfiles").mkdir(exist_ok=True)
         _manage(env, "migrate", "--noinput", "-v", "0")
         _manage(env, "bootstrap")
         worker = subprocess.Popen(

@@ -2,8 +2,9 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config.health import healthz
 
@@ -19,7 +20,13 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(
         "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="api-schema"),
+        # People sign in first; the init script is a separate request (no inline
+        # script, so the Content-Security-Policy holds on this page too).
+        login_required(
+            SpectacularSwaggerSplitView.as_view(
+                url_name="api-schema", template_name="api_docs.html"
+            )
+        ),
         name="api-docs",
     ),
     path("admin/", admin.site.urls),
@@ -28,3 +35,8 @@ urlpatterns = [
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
 ]
+
+handler400 = "config.errors.bad_request"
+handler403 = "config.errors.permission_denied"
+handler404 = "config.errors.page_not_found"
+handler500 = "config.errors.server_error"
