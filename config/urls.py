@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
 from config.health import healthz
 
 api_v1 = [
