@@ -156,6 +156,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# Selections a minute per API client (batch items count one each; /validate and
+# imports count one); ApiClient.rate_limit_per_minute overrides it; 0 = no limit.
+QUIVER_RATE_LIMIT_PER_MINUTE = env_int("QUIVER_RATE_LIMIT_PER_MINUTE", 1200, minimum=0)
+
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True

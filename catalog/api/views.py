@@ -22,6 +22,7 @@ from catalog.formats import export_tools
 from catalog.models import Catalog, Job, Tool
 from catalog.services.catalogs import DEFAULT_CATALOG, ensure_default_catalog
 from catalog.services.tools import tool_to_spec
+from config.ratelimit import ClientRateThrottle
 
 TRUE_VALUES = {"1", "true", "yes"}
 
@@ -80,6 +81,7 @@ class CatalogViewSet(
         methods=["post"],
         url_path="import",
         parser_classes=[JSONParser, MultiPartParser, FormParser],
+        throttle_classes=[ClientRateThrottle],
     )
     def import_tools(self, request: Request, slug: str) -> Response:
         """Queue an import of a JSON body or an uploaded ``file``; 202 with the job."""

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from catalog.api.views import get_catalog_for_user, request_id
 from catalog.auth import CuratorWrites, caller_roles
 from config.api_errors import first_message
+from config.ratelimit import BatchRateThrottle, ClientRateThrottle
 from selection import services
 from selection.api import serializers as s
 from selection.engine.types import SelectionRequest
@@ -69,6 +70,7 @@ class SelectView(generics.GenericAPIView):
 
     serializer_class = s.SelectInputSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [ClientRateThrottle]
 
     @extend_schema(request=s.SelectInputSerializer, responses=s.SelectOutputSerializer)
     def post(self, request: Request) -> Response:
@@ -82,6 +84,7 @@ class SelectBatchView(generics.GenericAPIView):
 
     serializer_class = s.SelectBatchSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [BatchRateThrottle]
 
     def post(self, request: Request) -> Response:
         envelope = self.get_serializer(data=request.data)
@@ -134,6 +137,7 @@ class ValidateCallView(generics.GenericAPIView):
 
     serializer_class = s.ValidateInputSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [ClientRateThrottle]
 
     def post(self, request: Request) -> Response:
         serializer = self.get_serializer(data=request.data)
