@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from catalog.choices import ApiScope
 from catalog.models import ApiClient
 from catalog.services.clients import hash_key, split_key
+from config.ratelimit import penalize_unknown_key
 
 WRITE_SCOPES = {ApiScope.CURATOR, ApiScope.ADMIN}
 LAST_USED_EVERY = timedelta(minutes=1)
@@ -38,6 +39,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             ApiClient.objects.select_related("user").filter(key_prefix=prefix).first()
         )
         if client is None or not hmac.compare_digest(client.key_hash, hash_key(key)):
+            penalize_unknown_key(request)  # slow, then 429 after many per address
             raise exceptions.AuthenticationFailed("Authorization: unknown API key")
         if client.revoked:
             raise exceptions.AuthenticationFailed("Authorization: API key revoked")

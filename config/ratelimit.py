@@ -22,6 +22,7 @@ from typing import Any
 
 import redis
 from django.conf import settings
+from django.http import HttpRequest
 from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 WINDOW_S = 60
 clock = time.time  # wall time: the windows are the same minutes in every process
 RETRY_REDIS_AFTER_S = 5.0
+UNKNOWN_KEY_DELAY_S = 0.2
+UNKNOWN_KEYS_PER_MINUTE = 30
 
 
 class Counter:
@@ -37,34 +40,35 @@ class Counter:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._local: dict[tuple[str, int], int] = {}
+        self._local: dict[tuple[str, int], tuple[int, float]] = {}
         self._clients: dict[str, redis.Redis] = {}
         self._redis_down_until = 0.0
 
-    def add(self, key: str, window: int, cost: int) -> int:
+    def add(self, key: str, window: int, cost: int, ttl: int = WINDOW_S * 2) -> int:
         if time.monotonic() >= self._redis_down_until:
             try:
-                return self._add_in_redis(key, window, cost)
+                return self._add_in_redis(key, window, cost, ttl)
             except redis.RedisError as exc:
                 self._redis_down_until = time.monotonic() + RETRY_REDIS_AFTER_S
                 log.warning("rate limits counted per process: Redis failed (%s)", exc)
-        return self._add_here(key, window, cost)
+        return self._add_here(key, window, cost, ttl)
 
-    def _add_in_redis(self, key: str, window: int, cost: int) -> int:
+    def _add_in_redis(self, key: str, window: int, cost: int, ttl: int) -> int:
         pipe = self._redis().pipeline()
         name = f"quiver:rate:{key}:{window}"
         pipe.incrby(name, cost)
-        pipe.expire(name, WINDOW_S * 2)
+        pipe.expire(name, ttl)
         count, _ = pipe.execute()
         return int(count)
 
-    def _add_here(self, key: str, window: int, cost: int) -> int:
+    def _add_here(self, key: str, window: int, cost: int, ttl: int) -> int:
+        now = time.monotonic()
         with self._lock:
-            for stale in [k for k in self._local if k[1] < window]:
+            for stale in [k for k, (_, end) in self._local.items() if end < now]:
                 del self._local[stale]
-            count = self._local.get((key, window), 0) + cost
-            self._local[(key, window)] = count
-            return count
+            count, end = self._local.get((key, window), (0, now + ttl))
+            self._local[(key, window)] = (count + cost, end)
+            return count + cost
 
     def _redis(self) -> redis.Redis:
         url = settings.CELERY_BROKER_URL
@@ -85,7 +89,9 @@ def limit_for(user: Any) -> int:
     return int(own) if own is not None else int(settings.QUIVER_RATE_LIMIT_PER_MINUTE)
 
 
-def charge(key: str, limit: int, cost: int) -> None:
+def charge(
+    key: str, limit: int, cost: int, what: str = "selections a minute for this client"
+) -> None:
     """Count cost against key's budget; raise Throttled (429) once past limit."""
     if limit <= 0:
         return
@@ -99,10 +105,23 @@ def charge(key: str, limit: int, cost: int) -> None:
     raise Throttled(
         wait=wait,
         detail=(
-            f"rate: over this client's limit of {limit} selections a minute "
+            f"rate: over the limit of {limit} {what} "
             f"({count} counted this minute); retry in {wait} s"
         ),
     )
+
+
+def penalize_unknown_key(request: HttpRequest | Request) -> None:
+    """A request with an unknown bearer key waits a little (guessing keys gets
+    slow) and, past UNKNOWN_KEYS_PER_MINUTE from one address, gets 429 at once."""
+    address = request.META.get("REMOTE_ADDR", "")
+    charge(
+        f"unknown-key:{address}",
+        UNKNOWN_KEYS_PER_MINUTE,
+        1,
+        what="unknown API keys a minute from one address",
+    )
+    time.sleep(UNKNOWN_KEY_DELAY_S)
 
 
 class ClientRateThrottle(BaseThrottle):

@@ -8,6 +8,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
 from config.health import healthz
+from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
+
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 api_v1 = [
     path("", include("catalog.api.urls")),
@@ -31,7 +34,7 @@ urlpatterns = [
         name="api-docs",
     ),
     path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
