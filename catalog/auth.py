@@ -12,6 +12,7 @@ from rest_framework.request import Request
 
 from catalog.models import ApiClient
 from catalog.services.clients import hash_key, split_key
+from config.ratelimit import penalize_unknown_key
 
 LAST_USED_EVERY = timedelta(minutes=1)
 
@@ -40,6 +41,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             .first()
         )
         if client is None or not hmac.compare_digest(client.key_hash, hash_key(key)):
+            penalize_unknown_key(request)  # slow, then 429 after many per address
             raise exceptions.AuthenticationFailed("Authorization: unknown API key")
         problem = key_problem(client)
         if problem:

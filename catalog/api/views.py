@@ -23,6 +23,7 @@ from catalog.models import Catalog, Job, Tool
 from catalog.permissions import CuratorWrites
 from catalog.services.tools import tool_to_spec
 from config.http import request_id
+from config.ratelimit import ClientRateThrottle
 
 TRUE_VALUES = {"1", "true", "yes"}
 
@@ -84,6 +85,7 @@ class CatalogViewSet(
         methods=["post"],
         url_path="import",
         parser_classes=[JSONParser, MultiPartParser, FormParser],
+        throttle_classes=[ClientRateThrottle],
     )
     def import_tools(self, request: Request, slug: str) -> Response:
         """Queue an import of a JSON body or an uploaded ``file``; 202 with the job."""

@@ -16,6 +16,7 @@ from catalog.access import access_for, get_catalog_for_user
 from catalog.permissions import CuratorWrites
 from config.api_errors import first_message
 from config.http import request_id
+from config.ratelimit import BatchRateThrottle, ClientRateThrottle
 from selection import services
 from selection.api import serializers as s
 from selection.requests import build_request
@@ -39,6 +40,7 @@ class SelectView(generics.GenericAPIView):
 
     serializer_class = s.SelectInputSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [ClientRateThrottle]
 
     @extend_schema(request=s.SelectInputSerializer, responses=s.SelectOutputSerializer)
     def post(self, request: Request) -> Response:
@@ -52,6 +54,7 @@ class SelectBatchView(generics.GenericAPIView):
 
     serializer_class = s.SelectBatchSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [BatchRateThrottle]
 
     def post(self, request: Request) -> Response:
         envelope = self.get_serializer(data=request.data)
@@ -107,6 +110,7 @@ class ValidateCallView(generics.GenericAPIView):
 
     serializer_class = s.ValidateInputSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [ClientRateThrottle]
 
     def post(self, request: Request) -> Response:
         serializer = self.get_serializer(data=request.data)
