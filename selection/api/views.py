@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -21,6 +21,12 @@ from selection import services
 from selection.api import serializers as s
 from selection.requests import build_request
 from selection.settings_services import current_settings, update_selection_settings
+from selection.toolcalls.parse import ShapeError, parse_tool_calls
+from selection.toolcalls.service import (
+    LinkedSelection,
+    get_selection_for_caller,
+    validate_tool_calls,
+)
 from selection.validation import find_tool, validate_tool_call
 
 
@@ -128,3 +134,46 @@ class ValidateCallView(generics.GenericAPIView):
             request_id=request_id(request),
         )
         return Response(answer)
+
+
+class ToolCallsValidateView(generics.GenericAPIView):
+    """Check the tool calls in a model's output (any provider's shape) against the
+    catalog, the caller's access and the selection they answer."""
+
+    serializer_class = s.ToolCallsInputSerializer
+    permission_classes = [permissions.IsAuthenticated]
+
+    def post(self, request: Request) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        access = access_for(request.user)
+        selection = None
+        if data.get("selection_id") is not None:
+            selection = get_selection_for_caller(access, data["selection_id"])
+        catalog = get_catalog_for_user(request.user, _calls_catalog(data, selection))
+        try:
+            parsed = parse_tool_calls(data["output"], data.get("format"))
+        except ShapeError as exc:
+            raise ValidationError({exc.field: [exc.rule]}) from exc
+        answer = validate_tool_calls(
+            catalog,
+            parsed,
+            access=access,
+            selection=selection,
+            actor=request.user,
+            request_id=request_id(request),
+        )
+        return Response(answer)
+
+
+def _calls_catalog(data: dict[str, Any], selection: LinkedSelection | None) -> str:
+    """The asked catalog, else the selection's, else ``default``; a selection
+    answers calls in its own catalog only."""
+    asked = data.get("catalog")
+    if selection is None:
+        return asked or "default"
+    if asked and asked != selection.catalog_slug:
+        rule = f"was made in catalog {selection.catalog_slug!r}, not {asked!r}"
+        raise ValidationError({"selection_id": [rule]})
+    return selection.catalog_slug
