@@ -5,7 +5,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     HF_HUB_OFFLINE=1 \
-    TOKENIZERS_PARALLELISM=false
+    TOKENIZERS_PARALLELISM=false \
+    QUIVER_STATE_DIR=/data
+
+# The app runs as quiver; /app stays root-owned (read-only to it). Everything
+# Quiver writes (the admin password, a generated secret key) goes to /data.
+RUN useradd --create-home --uid 10001 quiver \
+    && mkdir -p /data && chown quiver:quiver /data && chmod 700 /data
 
 WORKDIR /app
 # The CPU build of torch keeps the image small; the bundled MiniLM model needs no GPU.
@@ -16,10 +22,13 @@ COPY catalog ./catalog
 COPY selection ./selection
 COPY audit ./audit
 RUN pip install .
+# .dockerignore keeps .venv, .quiver (local secrets), .git and caches out.
 COPY . .
-RUN SECRET_KEY=build-only python manage.py collectstatic --noinput
+RUN SECRET_KEY=build-only python manage.py collectstatic --noinput \
+    && install -m 0755 docker/entrypoint.sh /usr/local/bin/quiver-entrypoint
 
-RUN useradd --create-home quiver
+VOLUME ["/data"]
 USER quiver
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--timeout", "60"]
+ENTRYPOINT ["quiver-entrypoint"]
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--timeout", "60", "--access-logfile", "-"]

@@ -2,6 +2,8 @@
 # ruff, mypy and the whole test suite against real services.
 
 PYTHON ?= python3
+# make run PORT=8080 serves there (DEBUG stays off unless QUIVER_DEV=1 or DEBUG=true).
+PORT ?= 8000
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -21,7 +23,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m config.devstack run
+	$(PY) -m config.devstack run --port $(PORT)
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \

@@ -5,3 +5,8 @@ class EventType(models.TextChoices):
     SELECTION = "selection", "Selection"
     VALIDATION = "validation", "Tool-call validation"
     SETTINGS = "settings", "Selection settings change"
+    CLIENT_CREATED = "client_created", "API key created"
+    CLIENT_REVOKED = "client_revoked", "API key revoked"
+    CLIENT_ROTATED = "client_rotated", "API key rotated"
+    CLIENT_CHANGED = "client_changed", "API key changed"
+    CATALOG_CREATED = "catalog_created", "Catalog created"

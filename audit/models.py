@@ -9,6 +9,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from audit.choices import EventType
+from audit.querysets import AuditEventQuerySet
 
 
 class AppendOnlyError(RuntimeError):
@@ -33,6 +34,9 @@ class AuditEvent(models.Model):
     )
     actor_name = models.CharField(max_length=150)
     request_id = models.UUIDField()
+    # The server's id of the answer this event records (a selection), unique per
+    # answer; request_id is the HTTP request's, shared by a batch's items.
+    selection_id = models.UUIDField(null=True, blank=True, unique=True)
     catalog_slug = models.CharField(max_length=64, db_index=True)
     catalog_version = models.PositiveBigIntegerField(default=0)
     summary = models.CharField(max_length=300, blank=True)
@@ -42,9 +46,14 @@ class AuditEvent(models.Model):
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
 
+    objects = models.Manager.from_queryset(AuditEventQuerySet)()
+
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["event_type", "created"])]
+        indexes = [
+            models.Index(fields=["event_type", "created"]),
+            models.Index(fields=["catalog_slug", "id"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.request_id}"

@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.models import AuditEvent
+from catalog.access import actor_name, stored_user
 
 GENESIS = "0" * 64
 # One lock key for the whole chain: appends are serialised, reads are not.
@@ -38,6 +39,8 @@ def event_hash(event: AuditEvent) -> str:
         "created": event.created.isoformat(),
         "prev_hash": event.prev_hash,
     }
+    if event.selection_id is not None:
+        body["selection_id"] = str(event.selection_id)
     return hashlib.sha256(_canonical(body).encode()).hexdigest()
 
 
@@ -46,11 +49,12 @@ def record_event(
     *,
     actor: Any,
     request_id: uuid.UUID | None,
-    catalog_slug: str,
-    catalog_version: int,
+    catalog_slug: str = "",
+    catalog_version: int = 0,
     summary: str,
     input: dict[str, Any],
     output: dict[str, Any],
+    selection_id: uuid.UUID | None = None,
 ) -> AuditEvent:
     """Append one event to the chain, inside the caller's transaction if any."""
     with transaction.atomic():
@@ -59,9 +63,10 @@ def record_event(
         last = AuditEvent.objects.order_by("-id").values_list("hash", flat=True).first()
         event = AuditEvent(
             event_type=event_type,
-            actor=actor if actor is not None and actor.pk else None,
-            actor_name=actor.get_username() if actor is not None else "anonymous",
+            actor=stored_user(actor),
+            actor_name=actor_name(actor),
             request_id=request_id or uuid.uuid4(),
+            selection_id=selection_id,
             catalog_slug=catalog_slug,
             catalog_version=catalog_version,
             summary=summary[:300],

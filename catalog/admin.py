@@ -13,7 +13,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from catalog import services
-from catalog.models import ApiClient, Catalog, Job, Tool, ToolChange
+from catalog.models import (
+    ApiClient,
+    Catalog,
+    Job,
+    Tool,
+    ToolChange,
+    UserCatalogAccess,
+)
 from catalog.services.tools import check_spec, tool_to_spec
 from catalog.spec import ToolSpec
 
@@ -58,7 +65,9 @@ class CatalogAdmin(admin.ModelAdmin):
     def save_model(
         self, request: HttpRequest, obj: Catalog, form: Any, change: bool
     ) -> None:
-        created = services.create_catalog(obj.slug, obj.name, obj.description)
+        created = services.create_catalog(
+            obj.slug, obj.name, obj.description, actor=staff_user(request)
+        )
         obj.pk = created.pk
 
 
@@ -189,14 +198,28 @@ class ToolChangeAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ApiClient)
-class ApiClientAdmin(admin.ModelAdmin):
-    """Keys are minted by create_api_client (the management command); here a
-    client can be revoked or rescoped, and the key hash is never editable."""
+class ApiClientAdmin(ReadOnlyAdmin):
+    """Read only: keys are made, rotated and revoked in the console's API keys page
+    or the API, where each change is an audit event."""
 
-    list_display = ["name", "scope", "key_prefix", "revoked", "created", "last_used"]
-    list_filter = ["scope", "revoked"]
+    list_display = [
+        "name",
+        "scope",
+        "allow_unsafe",
+        "key_prefix",
+        "revoked",
+        "expires",
+        "created",
+        "last_used",
+    ]
+    list_filter = ["scope", "revoked", "allow_unsafe"]
     search_fields = ["name", "key_prefix"]
-    readonly_fields = ["user", "key_prefix", "key_hash", "created", "last_used"]
+    exclude = ["key_hash"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
+
+@admin.register(UserCatalogAccess)
+class UserCatalogAccessAdmin(admin.ModelAdmin):
+    """Limit a person to some catalogs (no row: every catalog)."""
+
+    list_display = ["user", "catalogs"]
+    search_fields = ["user__username"]

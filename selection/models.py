@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 
 from catalog.models import Catalog
+from selection.querysets import SelectionSettingsQuerySet
 
 
 class SelectionSettings(models.Model):
@@ -25,6 +26,8 @@ class SelectionSettings(models.Model):
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    objects = SelectionSettingsQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"{self.catalog_id} settings v{self.version}"

@@ -74,17 +74,25 @@ def select_tools(
         **answer["stats"],
         "latency_ms": round((time.perf_counter() - started) * 1000, 3),
     }
-    event = record_event(
+    versions = answer.pop("_versions", {})
+    selection_id = uuid.uuid4()
+    answer["stats"]["hidden"] = answer["stats"].get("hidden", 0)
+    record_event(
         EventType.SELECTION,
         actor=actor,
         request_id=request_id,
+        selection_id=selection_id,
         catalog_slug=catalog.slug,
         catalog_version=catalog.version,
         summary=_summary(request, answer),
         input={"request": asdict(request), "format": fmt},
-        output=_audit_output(answer),
+        output=_audit_output(answer, versions),
     )
-    return {"selection_id": str(event.request_id), **answer}
+    return {
+        "selection_id": str(selection_id),
+        "request_id": str(request_id) if request_id else None,
+        **answer,
+    }
 
 
 def _compute(
@@ -142,10 +150,13 @@ def _shape(
             "considered": result.stats.considered,
             "excluded_by_policy": result.stats.excluded_by_policy,
             "below_min_score": result.stats.below_min_score,
+            "hidden": result.stats.hidden,
             "engine_ms": round(result.stats.elapsed_ms, 3),
         },
         "cached": False,
         "degraded": result.degraded,
+        # Audit only (popped before the answer leaves): what each pick was then.
+        "_versions": _versions(catalog, [pick.name for pick in result.tools]),
     }
     if result.fallback_reason:
         answer["fallback_reason"] = result.fallback_reason
@@ -200,7 +211,28 @@ def _summary(request: SelectionRequest, answer: dict[str, Any]) -> str:
     return f"{query[:150]} -> {picked}"
 
 
-def _audit_output(answer: dict[str, Any]) -> dict[str, Any]:
-    """The answer without the (large, reproducible) provider definitions."""
-    tools = [{k: v for k, v in t.items() if k != "definition"} for t in answer["tools"]]
+def _versions(catalog: Catalog, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Each pick's version and content hash, so a later tool call can be checked
+    against the exact version offered (selection.toolcalls)."""
+    if not names:
+        return {}
+    rows = Tool.objects.filter(catalog=catalog, name__in=names)
+    return {
+        name: {"version": version, "content_hash": digest}
+        for name, version, digest in rows.values_list("name", "version", "content_hash")
+    }
+
+
+def _audit_output(
+    answer: dict[str, Any], versions: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The answer without the (large, reproducible) provider definitions, with
+    each pick's version and content hash."""
+    tools = [
+        {
+            **{k: v for k, v in t.items() if k != "definition"},
+            **versions.get(t["name"], {}),
+        }
+        for t in answer["tools"]
+    ]
     return {**answer, "tools": tools}

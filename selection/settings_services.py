@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -9,6 +10,7 @@ from django.db import transaction
 
 from audit.choices import EventType
 from audit.services import record_event
+from catalog.access import Actor, actor_name, stored_user
 from catalog.models import Catalog
 from selection.engine.settings import EngineSettings, SettingsError
 from selection.models import SelectionSettings, SelectionSettingsChange
@@ -16,13 +18,16 @@ from selection.models import SelectionSettings, SelectionSettingsChange
 
 def current_settings(catalog: Catalog) -> tuple[dict[str, Any], int]:
     """The full effective settings (defaults filled in) and their version."""
-    row = SelectionSettings.objects.filter(catalog=catalog).first()
-    data = row.data if row is not None else {}
-    return EngineSettings.from_dict(data).to_dict(), row.version if row else 0
+    engine_settings, version = SelectionSettings.objects.effective_for(catalog)
+    return engine_settings.to_dict(), version
 
 
 def update_selection_settings(
-    catalog: Catalog, data: dict[str, Any], *, actor: Any
+    catalog: Catalog,
+    data: dict[str, Any],
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
 ) -> tuple[dict[str, Any], int]:
     """Replace the catalog's settings; every bad field is named, nothing saved."""
     try:
@@ -43,21 +48,21 @@ def update_selection_settings(
         before = row.data
         row.data = data
         row.version += 1
-        row.updated_by = actor if actor is not None and actor.pk else None
+        row.updated_by = stored_user(actor)
         row.save(update_fields=["data", "version", "updated", "updated_by"])
         SelectionSettingsChange.objects.create(
             catalog=catalog,
             version=row.version,
             before=before,
             after=data,
-            actor_name=actor.get_username() if actor is not None else "system",
+            actor_name=actor_name(actor),
         )
         # Every later selection names this settings version; compliance reads
         # here which change made it, by whom, from what.
         record_event(
             EventType.SETTINGS,
             actor=actor,
-            request_id=None,
+            request_id=request_id,
             catalog_slug=catalog.slug,
             catalog_version=catalog.version,
             summary=f"selection settings of {catalog.slug} -> version {row.version}",

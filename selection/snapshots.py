@@ -20,19 +20,12 @@ _lock = threading.Lock()
 _cache: dict[int, tuple[tuple[int, str, int], CatalogSnapshot, dict[int, str]]] = {}
 
 
-def settings_for(catalog: Catalog) -> tuple[EngineSettings, int]:
-    row = SelectionSettings.objects.filter(catalog=catalog).first()
-    if row is None:
-        return EngineSettings(), 0
-    return EngineSettings.from_dict(row.data), row.version
-
-
 def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
     """The snapshot of the catalog's current version and its id -> name map.
 
     A new catalog or settings version builds a new snapshot; readers of the old
     one keep it until they finish (snapshots are immutable)."""
-    engine_settings, settings_version = settings_for(catalog)
+    engine_settings, settings_version = SelectionSettings.objects.effective_for(catalog)
     # The update time guards against a version number reused after a rollback.
     key = (catalog.version, catalog.updated.isoformat(), settings_version)
     cached = _cache.get(catalog.pk)

@@ -8,14 +8,16 @@ from typing import Any
 
 from audit.choices import EventType
 from audit.services import record_event
+from catalog.access import Access
 from catalog.models import Catalog, Tool
 from catalog.schema_policy import validate_arguments
 from catalog.services.tools import tool_to_spec
 
 
-def find_tool(catalog: Catalog, name: str) -> Tool | None:
-    """A tool by its name or by the provider-safe name the model saw."""
-    tools = Tool.objects.filter(catalog=catalog)
+def find_tool(catalog: Catalog, name: str, access: Access) -> Tool | None:
+    """A tool the caller may see, by its name or the provider-safe name the model
+    saw; a tool the caller could never be offered is not found (no hint)."""
+    tools = Tool.objects.visible_to(access).filter(catalog=catalog)
     return tools.filter(name=name).first() or tools.filter(provider_name=name).first()
 
 

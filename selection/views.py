@@ -14,8 +14,8 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from rest_framework import exceptions as api_exceptions
 
+from catalog.access import access_for
 from catalog.models import Catalog
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import (
@@ -23,13 +23,13 @@ from catalog.views.common import (
     can_write,
     get_catalog_for_user,
     render_page,
-    request_id,
     visible_catalogs,
 )
+from config.http import request_id
 from selection.api.serializers import SelectInputSerializer
-from selection.api.views import build_request
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, TryItForm
+from selection.requests import build_request
 from selection.services import select_tools
 from selection.settings_services import current_settings, update_selection_settings
 
@@ -83,13 +83,14 @@ def _select(
     try:
         return select_tools(
             catalog,
-            build_request(request.user, dict(serializer.validated_data)),
+            build_request(access_for(request.user), dict(serializer.validated_data)),
             fmt="canonical",
             actor=acting_user(request),
             request_id=request_id(request),
         )
-    except api_exceptions.PermissionDenied as exc:
-        form.add_input_errors({"roles": [str(exc.detail)]})
+    except PermissionDenied as exc:
+        field = str(exc).split(":", 1)[0] if ":" in str(exc) else "roles"
+        form.add_input_errors({field: [str(exc)]})
     except RequestError as exc:
         form.add_input_errors(exc.errors)
     return None
@@ -137,7 +138,10 @@ def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
         if form.is_valid():
             try:
                 _saved, version = update_selection_settings(
-                    catalog, form.changed_settings(), actor=acting_user(request)
+                    catalog,
+                    form.changed_settings(),
+                    actor=acting_user(request),
+                    request_id=request_id(request),
                 )
             except ValidationError as exc:
                 form.add_service_error(exc)

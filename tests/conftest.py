@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
+from catalog.services import ensure_default_catalog
 from tests.factories import make_client_key, make_user
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +25,24 @@ ROOT = Path(__file__).resolve().parent.parent
 def fast_password_hasher(settings: Any) -> None:
     """Real hashing costs ~1 s per test user; tests don't need its strength."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+TRANSACTIONAL = {"transactional_db", "live_server", "celery_worker"}
+
+
+@pytest.fixture(autouse=True)
+def default_catalog_exists(request: Any) -> None:
+    """A migration makes the ``default`` catalog; a transactional test's flush
+    removes it, so put it back for every test that uses the database."""
+    marker = request.node.get_closest_marker("django_db")
+    names = set(request.fixturenames)
+    if marker is None and not names & (TRANSACTIONAL | {"db"}):
+        return
+    transactional = bool(names & TRANSACTIONAL) or bool(
+        marker and marker.kwargs.get("transaction")
+    )
+    request.getfixturevalue("transactional_db" if transactional else "db")
+    ensure_default_catalog()
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 from audit.api.views import AuditEventViewSet
-from catalog.api.urls import OptionalSlashRouter
+from config.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()
 router.include_root_view = False

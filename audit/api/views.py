@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from audit.models import AuditEvent
 from audit.services import verify_chain
-from catalog.auth import ComplianceReads
+from catalog.permissions import ComplianceReads
 
 
 class AuditEventSerializer(serializers.ModelSerializer):
@@ -23,6 +23,7 @@ class AuditEventSerializer(serializers.ModelSerializer):
             "event_type",
             "actor_name",
             "request_id",
+            "selection_id",
             "catalog_slug",
             "catalog_version",
             "summary",
@@ -39,7 +40,7 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [ComplianceReads]
 
     def get_queryset(self) -> QuerySet[AuditEvent]:
-        events = AuditEvent.objects.all()
+        events = AuditEvent.objects.visible_to(self.request.user)
         params = self.request.query_params
         if params.get("event_type"):
             events = events.filter(event_type=params["event_type"])
@@ -47,6 +48,8 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
             events = events.filter(catalog_slug=params["catalog"])
         if params.get("request_id"):
             events = events.filter(request_id=params["request_id"])
+        if params.get("selection_id"):
+            events = events.filter(selection_id=params["selection_id"])
         return events
 
     @action(detail=False, methods=["get"])

@@ -1,19 +1,11 @@
-from rest_framework.routers import DefaultRouter
-
+from catalog.api.clients import ApiClientViewSet
 from catalog.api.views import CatalogViewSet, JobViewSet, ToolViewSet
-
-
-class OptionalSlashRouter(DefaultRouter):
-    """Routes match with or without the trailing slash (POST can't follow a 301)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.trailing_slash = "/?"
-
+from config.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()
 router.register("catalogs", CatalogViewSet, basename="catalog")
 router.register("tools", ToolViewSet, basename="tool")
 router.register("jobs", JobViewSet, basename="job")
+router.register("clients", ApiClientViewSet, basename="client")
 
 urlpatterns = router.urls

@@ -10,31 +10,23 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalog import services
+from catalog.access import access_for, get_catalog_for_user
 from catalog.api import serializers as s
-from catalog.auth import CuratorWrites
 from catalog.formats import export_tools
 from catalog.models import Catalog, Job, Tool
+from catalog.permissions import CuratorWrites
 from catalog.services import jobs
-from catalog.services.catalogs import DEFAULT_CATALOG, ensure_default_catalog
 from catalog.services.tools import tool_to_spec
+from config.http import request_id
+from config.ratelimit import ClientRateThrottle
 
 TRUE_VALUES = {"1", "true", "yes"}
-
-
-def get_catalog_for_user(request: Request, slug: str) -> Catalog:
-    """The catalog if the caller may see it, else 404 (never a hint it exists)."""
-    if slug == DEFAULT_CATALOG:
-        ensure_default_catalog()
-    catalog = Catalog.objects.visible_to(request.user).filter(slug=slug).first()
-    if catalog is None:
-        raise NotFound(f"catalog: no catalog {slug!r}")
-    return catalog
 
 
 class CatalogViewSet(
@@ -50,20 +42,33 @@ class CatalogViewSet(
     def get_queryset(self) -> QuerySet[Catalog]:
         return Catalog.objects.visible_to(self.request.user).with_counts()
 
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # Before any validation: a "slug exists" error would reveal other catalogs.
+        if not access_for(request.user).all_catalogs:
+            raise PermissionDenied(
+                "slug: a caller limited to some catalogs may not create catalogs"
+            )
+        return super().create(request, *args, **kwargs)
+
     def perform_create(self, serializer: Any) -> None:
         data = serializer.validated_data
         serializer.instance = services.create_catalog(
-            data["slug"], data["name"], data.get("description", "")
+            data["slug"],
+            data["name"],
+            data.get("description", ""),
+            actor=self.request.user,
+            request_id=request_id(self.request),
         )
 
     @extend_schema(parameters=[s.ExportQuerySerializer])
     @action(detail=True, methods=["get"])
     def export(self, request: Request, slug: str) -> HttpResponse:
         """The catalog's tools in one provider format, as a downloadable file."""
-        catalog = get_catalog_for_user(request, slug)
+        catalog = get_catalog_for_user(request.user, slug)
         query = s.ExportQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        tools = Tool.objects.filter(catalog=catalog).order_by("id")
+        tools = Tool.objects.visible_to(request.user).filter(catalog=catalog)
+        tools = tools.order_by("id")
         if "status" in query.validated_data:
             tools = tools.filter(status=query.validated_data["status"])
         fmt = query.validated_data["format"]
@@ -81,10 +86,11 @@ class CatalogViewSet(
         methods=["post"],
         url_path="import",
         parser_classes=[JSONParser, MultiPartParser, FormParser],
+        throttle_classes=[ClientRateThrottle],
     )
     def import_tools(self, request: Request, slug: str) -> Response:
         """Queue an import of a JSON body or an uploaded ``file``; 202 with the job."""
-        catalog = get_catalog_for_user(request, slug)
+        catalog = get_catalog_for_user(request.user, slug)
         fmt = request.query_params.get("format")
         if not fmt and request.content_type.startswith("multipart/"):
             fmt = request.POST.get("format")
@@ -126,7 +132,7 @@ class ToolViewSet(viewsets.ModelViewSet):
     permission_classes = [CuratorWrites]
 
     def get_queryset(self) -> QuerySet[Tool]:
-        tools = Tool.objects.usable_by(self.request.user).select_related(
+        tools = Tool.objects.visible_to(self.request.user).select_related(
             "catalog", "created_by", "updated_by"
         )
         params = self.request.query_params
@@ -145,7 +151,7 @@ class ToolViewSet(viewsets.ModelViewSet):
     @extend_schema(request=s.ToolInputSerializer)
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = self._input(request)
-        catalog = get_catalog_for_user(request, data["catalog"])
+        catalog = get_catalog_for_user(request.user, data["catalog"])
         with jobs.watch_enqueues() as watch:
             tool = services.create_tool(
                 catalog,
@@ -200,7 +206,3 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
         if self.request.query_params.get("catalog"):
             jobs = jobs.filter(catalog__slug=self.request.query_params["catalog"])
         return jobs
-
-
-def request_id(request: Request) -> Any:
-    return getattr(request._request, "request_id", None)

@@ -34,35 +34,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from catalog.spec import ToolSpec
+from catalog.tool_text import schema_properties, split_identifier
 
 MAX_TEXT_CHARS = 1500
-MAX_SCHEMA_DEPTH = 2
 
-_WORD_RE = re.compile(
-    r"[A-Z]+(?=[A-Z][a-z])"  # an acronym followed by a capitalised word: HTTP|Server
-    r"|[A-Z]?[a-z]+[0-9]*"  # a (capitalised) lower-case word with trailing digits
-    r"|[A-Z]+[0-9]*"  # an acronym, possibly with trailing digits
-    r"|[0-9]+"  # a lone number
-)
 _SPACE_RE = re.compile(r"\s+")
-
-
-def split_identifier(name: str) -> list[str]:
-    """Split a code identifier into lower-case words so the model sees real words.
-
-    ``getWeatherForecast`` -> ``["get", "weather", "forecast"]``,
-    ``send_email_v2`` -> ``["send", "email", "v2"]``,
-    ``HTTPServerError`` -> ``["http", "server", "error"]``. Any character that is not
-    a letter or a digit (``_``, ``-``, ``.``, ``/``, spaces) separates words.
-    """
-    words: list[str] = []
-    for chunk in re.split(r"[^A-Za-z0-9]+", name):
-        words.extend(match.lower() for match in _WORD_RE.findall(chunk))
-    return words
 
 
 def _clean(text: str) -> str:
@@ -76,34 +55,10 @@ def _joined(label: str, values: list[str], sep: str = ", ") -> str:
     return f"{label}: {sep.join(parts)}" if parts else ""
 
 
-def _schema_properties(
-    schema: Any, prefix: list[str], depth: int
-) -> Iterator[tuple[list[str], str]]:
-    """Yield (name words, description) for the properties of a JSON Schema object.
-
-    Recurses into object-valued properties and arrays of objects, at most
-    ``MAX_SCHEMA_DEPTH`` levels, so deep or cyclic-looking schemas stay bounded.
-    """
-    if not isinstance(schema, dict) or depth > MAX_SCHEMA_DEPTH:
-        return
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        return
-    for raw_name, prop in properties.items():
-        words = prefix + split_identifier(str(raw_name))
-        if not isinstance(prop, dict):
-            yield words, ""
-            continue
-        description = prop.get("description")
-        yield words, description if isinstance(description, str) else ""
-        nested = prop.get("items") if prop.get("type") == "array" else prop
-        yield from _schema_properties(nested, words, depth + 1)
-
-
 def parameter_text(parameters: dict[str, Any] | None) -> str:
     """``Parameters: city: the city name; units`` - parameter names and descriptions."""
     items = []
-    for words, description in _schema_properties(parameters, [], 1):
+    for words, description in schema_properties(parameters):
         name = " ".join(words)
         if not name:
             continue

@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from catalog.access import stored_user
 from catalog.choices import EmbeddingStatus, JobKind
 from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
 from catalog.embeddings.text import embedding_text, text_hash
@@ -232,7 +233,7 @@ def start_reindex(
             total=Tool.objects.filter(catalog=catalog).count(),
             options={"force": force, "model_id": current_backend_id()},
             counts={"embedded": 0, "unchanged": 0, "failed": 0, "cursor": 0},
-            created_by=actor if actor is not None and actor.pk else None,
+            created_by=stored_user(actor),
         )
         if force:
             Tool.objects.filter(catalog=catalog).update(

@@ -14,11 +14,12 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from catalog.access import Actor, stored_user
 from catalog.choices import ImportOutcome, JobKind
 from catalog.formats import FormatError, detect_format, import_tools
 from catalog.models import Catalog, Job, Tool
 from catalog.services import jobs
-from catalog.services.tools import Actor, ToolConflict, create_tool, update_tool
+from catalog.services.tools import ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
 
 PROGRESS_EVERY = 10
@@ -40,7 +41,7 @@ def start_import(
             total=len(items),
             payload=document,
             options={"format": fmt},
-            created_by=actor if actor is not None and actor.pk else None,
+            created_by=stored_user(actor),
             counts={outcome.value: 0 for outcome in ImportOutcome},
         )
         jobs.enqueue_job(job)

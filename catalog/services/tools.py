@@ -12,13 +12,14 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from catalog.access import Actor, actor_name, stored_user
 from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, Tool, ToolChange
@@ -33,7 +34,6 @@ from catalog.spec import ToolSpec
 
 # Who made a change: a user (a person or an API client's service user), an
 # anonymous user, or None for the system itself (bootstrap, imports' worker).
-Actor: TypeAlias = Any
 
 PROVIDER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # Foreign keys the service itself sets from objects it holds: full_clean would
@@ -141,8 +141,8 @@ def _record(
         version=tool.version,
         before=before,
         after=after,
-        actor=actor if actor is not None and actor.pk else None,
-        actor_name=actor.get_username() if actor is not None else "system",
+        actor=stored_user(actor),
+        actor_name=actor_name(actor),
         request_id=request_id,
     )
     Catalog.objects.filter(pk=tool.catalog_id).update(
@@ -169,7 +169,11 @@ def create_tool(
             raise ToolConflict(
                 "name", f"name: a tool named {spec.name!r} already exists"
             )
-        tool = Tool(catalog=catalog, created_by=_user(actor), updated_by=_user(actor))
+        tool = Tool(
+            catalog=catalog,
+            created_by=stored_user(actor),
+            updated_by=stored_user(actor),
+        )
         _apply(tool, spec, _provider_name(catalog, spec, None))
         tool.full_clean(
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
@@ -204,7 +208,7 @@ def update_tool(
         before = spec_json(tool)
         _apply(tool, spec, _provider_name(tool.catalog, spec, tool))
         tool.version += 1
-        tool.updated_by = _user(actor)
+        tool.updated_by = stored_user(actor)
         tool.full_clean(
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
         )
@@ -232,7 +236,7 @@ def set_tool_status(
         before = spec_json(tool)
         tool.status = status
         tool.version += 1
-        tool.updated_by = _user(actor)
+        tool.updated_by = stored_user(actor)
         tool.content_hash = content_hash(tool_to_spec(tool))
         tool.save(
             update_fields=["status", "version", "updated_by", "content_hash", "updated"]
@@ -254,7 +258,3 @@ def delete_tool(
 
 def spec_json(tool: Tool) -> dict[str, Any]:
     return tool_to_spec(tool).to_dict()
-
-
-def _user(actor: Actor) -> Any:
-    return actor if actor is not None and actor.pk else None

@@ -10,6 +10,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from catalog import services
+from catalog.access import access_for
 from catalog.formats import FORMATS
 from catalog.forms import CatalogForm
 from catalog.models import Catalog
@@ -21,6 +22,7 @@ from catalog.views.common import (
     render_page,
     writer_required,
 )
+from config.http import request_id
 
 
 @login_required
@@ -28,14 +30,18 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
     """Every visible catalog with its counts; curators create catalogs here too."""
     form = CatalogForm()
     if request.method == "POST":
-        if not can_write(request):
+        if not can_write(request) or not access_for(request.user).all_catalogs:
             raise PermissionDenied(
-                "creating a catalog needs the curator or admin scope"
+                "creating a catalog needs the curator or admin scope and every catalog"
             )
         form = CatalogForm(request.POST)
         if form.is_valid():
             try:
-                catalog = services.create_catalog(**form.cleaned_data)
+                catalog = services.create_catalog(
+                    **form.cleaned_data,
+                    actor=acting_user(request),
+                    request_id=request_id(request),
+                )
             except ValidationError as exc:
                 form.add_service_error(exc)
             else:

@@ -17,7 +17,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.cache import patch_vary_headers
 
-from catalog.auth import WRITE_SCOPES, scope_of
+from catalog.access import access_for
+from catalog.access import get_catalog_for_user as _catalog_for_user
 from catalog.htmx import is_htmx_partial
 from catalog.models import Catalog, Job, Tool
 
@@ -31,7 +32,7 @@ def can_write(request: HttpRequest) -> bool:
     Remembered on the request: templates ask several times per page."""
     cached = getattr(request, "_quiver_can_write", None)
     if cached is None:
-        cached = scope_of(request.user) in WRITE_SCOPES
+        cached = access_for(request.user).can_write
         setattr(request, "_quiver_can_write", cached)  # noqa: B010
     return bool(cached)
 
@@ -58,7 +59,7 @@ def acting_user(request: HttpRequest) -> AbstractBaseUser:
 
 
 def get_tool_for_user(request: HttpRequest, tool_id: int) -> Tool:
-    tools = Tool.objects.usable_by(request.user).select_related("catalog")
+    tools = Tool.objects.visible_to(request.user).select_related("catalog")
     return get_object_or_404(tools, pk=tool_id)
 
 
@@ -72,7 +73,7 @@ def get_job_for_user(request: HttpRequest, job_id: int) -> Job:
 
 
 def get_catalog_for_user(request: HttpRequest, slug: str) -> Catalog:
-    return get_object_or_404(Catalog.objects.visible_to(request.user), slug=slug)
+    return _catalog_for_user(request.user, slug)
 
 
 def visible_catalogs(request: HttpRequest) -> QuerySet[Catalog]:
@@ -81,10 +82,6 @@ def visible_catalogs(request: HttpRequest) -> QuerySet[Catalog]:
 
 def paginate(request: HttpRequest, items: QuerySet[Any]) -> Page:
     return Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
-
-
-def request_id(request: HttpRequest) -> Any:
-    return getattr(request, "request_id", None)
 
 
 def render_page(
@@ -106,6 +103,7 @@ def render_page(
         "nav_catalogs": visible_catalogs(request),
         # A callable, so the permission query runs only if the template asks.
         "can_write": partial_call(can_write, request),
+        "is_admin": partial_call(lambda: access_for(request.user).is_admin),
         **context,
     }
     response = render(request, chosen, full_context, status=status)

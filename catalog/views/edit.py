@@ -18,10 +18,10 @@ from catalog.views.common import (
     acting_user,
     get_tool_for_user,
     render_page,
-    request_id,
     visible_catalogs,
     writer_required,
 )
+from config.http import request_id
 
 FORM_TEMPLATE = "catalog/tool_form.html"
 

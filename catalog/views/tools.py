@@ -24,11 +24,11 @@ from catalog.views.common import (
     get_tool_for_user,
     paginate,
     render_page,
-    request_id,
     visible_catalogs,
     writer_required,
 )
 from catalog.views.history import history_context
+from config.http import request_id
 
 # Columns the list never shows; big JSON stays in the database.
 LIST_DEFERRED = ("parameters", "annotations", "examples", "keywords", "description")
@@ -43,7 +43,7 @@ STATUS_ACTIONS = [
 def tool_list(request: HttpRequest) -> HttpResponse:
     """Search and filter tools; htmx gets only the table, pager and counters."""
     catalogs = list(visible_catalogs(request))
-    visible = Tool.objects.usable_by(request.user)
+    visible = Tool.objects.visible_to(request.user)
     categories = (
         visible.exclude(category="")
         .order_by("category")

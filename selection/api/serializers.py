@@ -9,6 +9,7 @@ from rest_framework import serializers
 from catalog.formats import FORMATS
 from selection.engine import SCORERS
 from selection.engine.types import MAX_CANDIDATES_LIMIT
+from selection.toolcalls.parse import CALL_FORMATS
 
 MAX_BATCH = 100
 
@@ -82,6 +83,15 @@ class ValidateInputSerializer(serializers.Serializer):
                 "arguments: must be a JSON object or a JSON string"
             )
         return value
+
+
+class ToolCallsInputSerializer(serializers.Serializer):
+    """POST /api/v1/tool-calls/validate: a model's output as its provider returns it."""
+
+    output = serializers.JSONField()
+    catalog = serializers.SlugField(required=False)
+    selection_id = serializers.UUIDField(required=False)
+    format = serializers.ChoiceField(choices=CALL_FORMATS, required=False)
 
 
 class SelectBatchSerializer(serializers.Serializer):

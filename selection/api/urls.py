@@ -4,6 +4,7 @@ from selection.api.views import (
     SelectBatchView,
     SelectionSettingsView,
     SelectView,
+    ToolCallsValidateView,
     ValidateCallView,
 )
 
@@ -11,6 +12,11 @@ urlpatterns = [
     path("select", SelectView.as_view(), name="select"),
     path("select/batch", SelectBatchView.as_view(), name="select-batch"),
     path("validate", ValidateCallView.as_view(), name="validate"),
+    path(
+        "tool-calls/validate",
+        ToolCallsValidateView.as_view(),
+        name="tool-calls-validate",
+    ),
     path(
         "catalogs/<slug:slug>/selection-settings",
         SelectionSettingsView.as_view(),

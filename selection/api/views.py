@@ -5,64 +5,41 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError, transaction
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from catalog.api.views import get_catalog_for_user, request_id
-from catalog.auth import CuratorWrites, caller_roles
+from catalog.access import access_for, get_catalog_for_user
+from catalog.permissions import CuratorWrites
 from config.api_errors import first_message
+from config.http import request_id
+from config.ratelimit import BatchRateThrottle, ClientRateThrottle
 from selection import services
 from selection.api import serializers as s
-from selection.engine.types import SelectionRequest
+from selection.requests import build_request
 from selection.settings_services import current_settings, update_selection_settings
+from selection.toolcalls.parse import ShapeError, parse_tool_calls
+from selection.toolcalls.service import (
+    LinkedSelection,
+    get_selection_for_caller,
+    validate_tool_calls,
+)
 from selection.validation import find_tool, validate_tool_call
 
 log = logging.getLogger(__name__)
-LIST_FIELDS = (
-    "categories",
-    "allow_tools",
-    "block_tools",
-    "require_capabilities",
-)
-
-
-def build_request(user: Any, data: dict[str, Any]) -> SelectionRequest:
-    """The engine request for validated input; roles may only narrow the caller's."""
-    allowed = caller_roles(user)
-    asked = data.get("roles")
-    if asked is not None and allowed is not None and not set(asked) <= set(allowed):
-        extra = sorted(set(asked) - set(allowed))[0]
-        raise PermissionDenied(f"roles: {extra!r} is not one of the caller's roles")
-    roles = tuple(asked) if asked is not None else allowed
-    options = {k: tuple(data[k]) for k in LIST_FIELDS if k in data}
-    return SelectionRequest(
-        query=data.get("query"),
-        messages=data.get("messages") or None,
-        max_candidates=data["max_candidates"],
-        min_score=data["min_score"],
-        scorer=data.get("scorer"),
-        allow_unsafe=data["allow_unsafe"],
-        roles=roles,
-        max_cost_per_call=data.get("max_cost_per_call"),
-        max_total_tokens=data.get("max_total_tokens"),
-        recent_tools=tuple(data.get("recent_tools", ())),
-        explain=data["explain"],
-        timeout_ms=data.get("timeout_ms"),
-        **options,
-    )
 
 
 def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
-    catalog = get_catalog_for_user(request, data["catalog"])
+    catalog = get_catalog_for_user(request.user, data["catalog"])
     return services.select_tools(
         catalog,
-        build_request(request.user, data),
+        build_request(access_for(request.user), data),
         fmt=data["format"],
         actor=request.user,
         request_id=request_id(request),
@@ -74,6 +51,7 @@ class SelectView(generics.GenericAPIView):
 
     serializer_class = s.SelectInputSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [ClientRateThrottle]
 
     @extend_schema(request=s.SelectInputSerializer, responses=s.SelectOutputSerializer)
     def post(self, request: Request) -> Response:
@@ -87,6 +65,7 @@ class SelectBatchView(generics.GenericAPIView):
 
     serializer_class = s.SelectBatchSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [BatchRateThrottle]
 
     def post(self, request: Request) -> HttpResponse:
         """One transaction: the audit rows commit only with the rendered answer,
@@ -116,9 +95,9 @@ class SelectBatchView(generics.GenericAPIView):
         except (OperationalError, InterfaceError):
             raise
         except PermissionDenied as exc:
-            return {"error": "permission_denied", "detail": str(exc.detail)}
-        except NotFound as exc:
-            return {"error": "not_found", "detail": f"requests[{index}].{exc.detail}"}
+            return {"error": "permission_denied", "detail": f"requests[{index}].{exc}"}
+        except Http404 as exc:
+            return {"error": "not_found", "detail": f"requests[{index}].{exc}"}
         except Exception:
             log.exception("batch item %s could not be answered", index)
             detail = f"requests[{index}]: could not be answered; nothing was recorded"
@@ -132,16 +111,19 @@ class SelectionSettingsView(generics.GenericAPIView):
     permission_classes = [CuratorWrites]
 
     def get(self, request: Request, slug: str) -> Response:
-        catalog = get_catalog_for_user(request, slug)
+        catalog = get_catalog_for_user(request.user, slug)
         data, version = current_settings(catalog)
         return Response({"settings": data, "version": version})
 
     def put(self, request: Request, slug: str) -> Response:
-        catalog = get_catalog_for_user(request, slug)
+        catalog = get_catalog_for_user(request.user, slug)
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data, version = update_selection_settings(
-            catalog, serializer.validated_data["settings"], actor=request.user
+            catalog,
+            serializer.validated_data["settings"],
+            actor=request.user,
+            request_id=request_id(request),
         )
         return Response(
             {"settings": data, "version": version}, status=status.HTTP_200_OK
@@ -153,13 +135,14 @@ class ValidateCallView(generics.GenericAPIView):
 
     serializer_class = s.ValidateInputSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [ClientRateThrottle]
 
     def post(self, request: Request) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        catalog = get_catalog_for_user(request, data["catalog"])
-        tool = find_tool(catalog, data["tool"])
+        catalog = get_catalog_for_user(request.user, data["catalog"])
+        tool = find_tool(catalog, data["tool"], access_for(request.user))
         if tool is None:
             raise NotFound(f"tool: no tool {data['tool']!r} in {catalog.slug!r}")
         answer = validate_tool_call(
@@ -170,3 +153,46 @@ class ValidateCallView(generics.GenericAPIView):
             request_id=request_id(request),
         )
         return Response(answer)
+
+
+class ToolCallsValidateView(generics.GenericAPIView):
+    """Check the tool calls in a model's output (any provider's shape) against the
+    catalog, the caller's access and the selection they answer."""
+
+    serializer_class = s.ToolCallsInputSerializer
+    permission_classes = [permissions.IsAuthenticated]
+
+    def post(self, request: Request) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        access = access_for(request.user)
+        selection = None
+        if data.get("selection_id") is not None:
+            selection = get_selection_for_caller(access, data["selection_id"])
+        catalog = get_catalog_for_user(request.user, _calls_catalog(data, selection))
+        try:
+            parsed = parse_tool_calls(data["output"], data.get("format"))
+        except ShapeError as exc:
+            raise ValidationError({exc.field: [exc.rule]}) from exc
+        answer = validate_tool_calls(
+            catalog,
+            parsed,
+            access=access,
+            selection=selection,
+            actor=request.user,
+            request_id=request_id(request),
+        )
+        return Response(answer)
+
+
+def _calls_catalog(data: dict[str, Any], selection: LinkedSelection | None) -> str:
+    """The asked catalog, else the selection's, else ``default``; a selection
+    answers calls in its own catalog only."""
+    asked = data.get("catalog")
+    if selection is None:
+        return asked or "default"
+    if asked and asked != selection.catalog_slug:
+        rule = f"was made in catalog {selection.catalog_slug!r}, not {asked!r}"
+        raise ValidationError({"selection_id": [rule]})
+    return selection.catalog_slug

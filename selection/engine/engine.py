@@ -18,7 +18,7 @@ import numpy as np
 from selection.engine.deadline import Deadline
 from selection.engine.explain import reason
 from selection.engine.normalize import NormalizedQuery, normalize
-from selection.engine.policy import policy_codes, policy_exclusions
+from selection.engine.policy import hidden_count, policy_codes, policy_exclusions
 from selection.engine.ranking import (
     EXCLUSION_LIMIT,
     Ranking,
@@ -147,7 +147,7 @@ def _finish(
     return SelectionResult(
         tools=_picks(ctx, scored, ranking),
         excluded=excluded,
-        stats=_stats(ctx, scored, policy_count, int(np.count_nonzero(below))),
+        stats=_stats(ctx, scored, policy_count, int(np.count_nonzero(below)), codes),
         scorer=scored.scorer,
         requested_scorer=name,
         degraded=degraded or bool(scored.fallback_reason),
@@ -158,10 +158,11 @@ def _finish(
 
 
 def _stats(
-    ctx: ScoreContext, scored: Scored, policy: int, below: int
+    ctx: ScoreContext, scored: Scored, policy: int, below: int, codes: np.ndarray
 ) -> SelectionStats:
     """The audit counts of one answer."""
     return SelectionStats(
+        hidden=hidden_count(codes),
         considered=len(ctx.snapshot.tools),
         excluded_by_policy=policy,
         below_min_score=below,
@@ -259,7 +260,13 @@ def _registration_order(
     return SelectionResult(
         tools=picks,
         excluded=policy_exclusions(snap, req, codes, zeros, EXCLUSION_LIMIT),
-        stats=SelectionStats(len(snap.tools), int(np.count_nonzero(codes)), 0, 0),
+        stats=SelectionStats(
+            len(snap.tools),
+            int(np.count_nonzero(codes)),
+            0,
+            0,
+            hidden=hidden_count(codes),
+        ),
         scorer="registration_order",
         requested_scorer=name,
         degraded=True,

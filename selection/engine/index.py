@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from selection.engine.text import split_identifier, tokenize
+from selection.engine.text import split_camel_case, tokenize
 from selection.engine.types import ToolRecord
 
 FieldText = Callable[[ToolRecord], str]
 
 FIELD_TEXT: dict[str, FieldText] = {
-    "name": lambda t: split_identifier(t.name).replace("_", " "),
+    "name": lambda t: split_camel_case(t.name).replace("_", " "),
     "title": lambda t: t.title,
     "keywords": lambda t: " ".join(t.keywords),
     "examples": lambda t: " ".join(t.examples),

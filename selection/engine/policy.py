@@ -17,7 +17,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from selection.engine.snapshot import CatalogSnapshot
-from selection.engine.types import POLICY_REASONS, Exclusion, SelectionRequest
+from selection.engine.types import (
+    HIDDEN,
+    POLICY_REASONS,
+    Exclusion,
+    SelectionRequest,
+)
 
 CODE = {reason: i + 1 for i, reason in enumerate(POLICY_REASONS)}
 
@@ -42,7 +47,11 @@ def _failing(
 ) -> list[tuple[str, np.ndarray]]:
     """(reason, mask of tools failing it) for every rule that applies."""
     a, n = snapshot.arrays, len(snapshot.tools)
-    rules: list[tuple[str, np.ndarray]] = [("status", ~a.active)]
+    rules: list[tuple[str, np.ndarray]] = []
+    hidden = _hidden_mask(snapshot, req)
+    if hidden is not None:
+        rules.append((HIDDEN, hidden))
+    rules.append(("status", ~a.active))
     if req.block_tools:
         rules.append(("blocked", _name_mask(snapshot, req.block_tools)))
     if req.allow_tools is not None:
@@ -63,6 +72,25 @@ def _failing(
         rows = [a.category_rows[c] for c in wanted if c in a.category_rows]
         rules.append(("category", ~_rows_mask(n, rows)))
     return rules
+
+
+def _hidden_mask(snapshot: CatalogSnapshot, req: SelectionRequest) -> np.ndarray | None:
+    """Tools outside what the caller may ever be offered (None: nothing hidden)."""
+    a, n = snapshot.arrays, len(snapshot.tools)
+    masks = []
+    if not req.visible_unsafe:
+        masks.append(~a.safe)
+    if req.visible_roles is not None:
+        rows = [a.role_rows[r] for r in req.visible_roles if r in a.role_rows]
+        masks.append(~(a.open_roles | _rows_mask(n, rows)))
+    if not masks:
+        return None
+    return np.logical_or.reduce(masks)
+
+
+def hidden_count(codes: np.ndarray) -> int:
+    """How many tools the caller may never see (counted, never named)."""
+    return int(np.count_nonzero(codes == CODE[HIDDEN]))
 
 
 def policy_codes(snapshot: CatalogSnapshot, request: SelectionRequest) -> np.ndarray:
@@ -128,8 +156,10 @@ def policy_exclusions(
     scores: np.ndarray,
     limit: int,
 ) -> list[Exclusion]:
-    """Up to ``limit`` policy exclusions, the most relevant (by score) first."""
-    rows = np.flatnonzero(codes)
+    """Up to ``limit`` policy exclusions, the most relevant (by score) first.
+
+    Hidden tools are never named: hiding them is access control, not a filter."""
+    rows = np.flatnonzero((codes != 0) & (codes != CODE[HIDDEN]))
     if not len(rows):
         return []
     order = np.lexsort((snapshot.order[rows], -scores[rows]))[:limit]

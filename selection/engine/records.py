@@ -2,54 +2,37 @@
 
 The app and the benchmark both hold canonical tool dictionaries; this keeps the
 translation (schema -> parameter text, Decimal cost -> float, prompt-token
-estimate) in one place and free of Django.
+estimate) in one place and free of Django; the text facts themselves come from
+catalog.tool_text, shared with the embedding text.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from selection.engine.text import split_identifier
+from catalog.tool_text import definition_tokens, schema_properties
 from selection.engine.types import ToolRecord
-
-MAX_PARAM_DEPTH = 2
-CHARS_PER_TOKEN = 4
-
-
-def _properties(schema: Any, prefix: str, depth: int) -> Iterator[tuple[str, str]]:
-    """(dotted name words, description) for schema properties, nested objects too."""
-    if not isinstance(schema, Mapping) or depth > MAX_PARAM_DEPTH:
-        return
-    props = schema.get("properties")
-    if not isinstance(props, Mapping):
-        return
-    for raw, prop in props.items():
-        name = f"{prefix} {split_identifier(str(raw)).replace('_', ' ')}".strip()
-        desc = prop.get("description") if isinstance(prop, Mapping) else None
-        yield name, desc if isinstance(desc, str) else ""
-        if isinstance(prop, Mapping):
-            nested = prop.get("items") if prop.get("type") == "array" else prop
-            yield from _properties(nested, name, depth + 1)
 
 
 def param_text(parameters: Mapping[str, Any] | None) -> str:
     """Parameter names (split into words) and descriptions as one passage."""
     parts = []
-    for name, desc in _properties(parameters, "", 1):
+    for words, desc in schema_properties(parameters):
+        name = " ".join(words)
         parts.append(f"{name}: {desc}" if desc else name)
     return "; ".join(parts)
 
 
 def estimate_prompt_tokens(data: Mapping[str, Any]) -> int:
-    """Rough token cost of showing the tool to a model (JSON length / 4)."""
-    shown = {
-        "name": data.get("name", ""),
+    """The catalog's estimate (catalog.tool_text) for a tool given as a dictionary;
+    the app passes the stored ``prompt_tokens``, so this serves scripts and tests."""
+    function = {
+        "name": data.get("provider_name") or data.get("name", ""),
         "description": data.get("description", ""),
-        "parameters": data.get("parameters") or {},
+        "parameters": data.get("parameters") or {"type": "object", "properties": {}},
     }
-    return max(1, len(json.dumps(shown, separators=(",", ":"))) // CHARS_PER_TOKEN)
+    return definition_tokens({"type": "function", "function": function})
 
 
 def _strings(data: Mapping[str, Any], key: str) -> tuple[str, ...]:

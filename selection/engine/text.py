@@ -228,7 +228,7 @@ _KEEP_S = frozenset(
 )
 
 
-def split_identifier(text: str) -> str:
+def split_camel_case(text: str) -> str:
     """Insert spaces at camelCase humps and acronym boundaries (``HTTPServer``)."""
     return _CAMEL_RE.sub(" ", text)
 
@@ -288,7 +288,7 @@ def _strip_verb_ending(w: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-case words of ``text`` with identifiers split (stopwords kept)."""
-    return [w.lower() for w in _WORD_RE.findall(split_identifier(text))]
+    return [w.lower() for w in _WORD_RE.findall(split_camel_case(text))]
 
 
 def tokenize(text: str) -> list[str]:

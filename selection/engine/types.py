@@ -18,7 +18,11 @@ A tool missing from the mapping was not in the pool (no semantic evidence)."""
 
 MAX_CANDIDATES_LIMIT = 128
 
+# "hidden" comes first: tools the caller could never be offered (its roles or
+# unsafe permission forbid them) are counted but never named in an answer.
+HIDDEN = "hidden"
 POLICY_REASONS = (
+    HIDDEN,
     "status",
     "blocked",
     "not_allowed",
@@ -87,6 +91,10 @@ class SelectionRequest:
     recent_tools: tuple[str, ...] = ()
     explain: bool = False
     timeout_ms: float | None = None
+    # What the caller may ever be offered, whatever it asks: its roles (None = all)
+    # and its unsafe permission. Tools outside it are hidden, not named.
+    visible_roles: tuple[str, ...] | None = None
+    visible_unsafe: bool = True
 
     def errors(self) -> dict[str, str]:
         """Field-named problems with this request (empty when it is usable)."""
@@ -139,6 +147,7 @@ class SelectionStats:
     below_min_score: int
     candidates: int = 0
     elapsed_ms: float = 0.0
+    hidden: int = 0
 
 
 @dataclass(frozen=True)

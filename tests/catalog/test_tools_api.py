@@ -109,7 +109,7 @@ def test_deleting_a_tool_keeps_its_change_records(with_key):
 def test_tools_are_filtered_by_tag_role_and_text(with_key):
     make_tool(name="get_weather", tags=["weather"])
     make_tool(name="refund_payment", tags=["payments"], allowed_roles=["finance"])
-    client = with_key("agent")
+    client = with_key("curator")
 
     def names(q):
         return [t["name"] for t in client.get(f"/api/v1/tools/?{q}").json()["results"]]

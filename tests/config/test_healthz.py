@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import pytest
 
+from tests.factories import make_user
+
 pytestmark = pytest.mark.django_db
 
 
-def test_it_answers_503_naming_the_worker_when_none_runs(client, purged_broker):
-    response = client.get("/healthz")
+@pytest.fixture
+def as_admin(client):
+    client.force_login(make_user("root", superuser=True))
+    return client
+
+
+def test_it_answers_503_naming_the_worker_when_none_runs(as_admin, purged_broker):
+    response = as_admin.get("/healthz")
     assert response.status_code == 503
     body = response.json()
     assert body["down"] == ["worker"]
@@ -18,8 +26,8 @@ def test_it_answers_503_naming_the_worker_when_none_runs(client, purged_broker):
 
 
 @pytest.mark.integration
-def test_it_answers_200_when_every_part_is_up(client, celery_worker):
-    response = client.get("/healthz")
+def test_it_answers_200_when_every_part_is_up(as_admin, celery_worker):
+    response = as_admin.get("/healthz")
     assert response.status_code == 200, response.json()
     assert response.json()["checks"]["worker"]["workers"]
 
@@ -29,3 +37,50 @@ def test_it_names_the_broker_when_redis_is_unreachable(client, settings):
     response = client.get("/healthz")
     assert response.status_code == 503
     assert "broker" in response.json()["down"]
+
+
+def test_an_anonymous_caller_learns_only_up_or_down_per_part(client, settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    body = client.get("/healthz").json()
+    assert body["checks"] == {
+        "database": {"ok": True},
+        "pgvector": {"ok": True},
+        "broker": {"ok": False},
+        "worker": {"ok": False},
+    }
+    assert "127.0.0.1" not in str(body)
+
+
+@pytest.mark.integration
+def test_an_anonymous_caller_never_sees_worker_host_names(client, celery_worker):
+    body = client.get("/healthz").json()
+    assert body["checks"]["worker"] == {"ok": True}
+
+
+def test_a_member_gets_the_public_answer(as_member, settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    body = as_member.get("/healthz").json()
+    assert body["checks"]["broker"] == {"ok": False}
+
+
+def test_an_admin_gets_the_error_text(as_admin, settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    body = as_admin.get("/healthz").json()
+    assert body["checks"]["broker"]["error"]
+    assert body["checks"]["pgvector"]["version"]
+
+
+def test_an_admin_key_gets_the_details_and_an_agent_key_does_not(with_key, settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    admin = with_key("admin")
+    assert admin.get("/healthz").json()["checks"]["broker"]["error"]
+    agent = with_key("agent")
+    assert agent.get("/healthz").json()["checks"]["broker"] == {"ok": False}
+
+
+def test_an_unknown_key_gets_the_public_answer_not_an_error(api, settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    api.credentials(HTTP_AUTHORIZATION="Bearer qv_nope_nope")
+    response = api.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["broker"] == {"ok": False}

@@ -58,12 +58,13 @@ def test_the_llm_scorer_without_an_endpoint_falls_back_to_keywords(agent):
     assert response.json()["fallback_reason"]
 
 
-def test_an_unsafe_tool_is_excluded_unless_allowed(agent):
-    hidden = select(agent, query="delete the repository", explain=True).json()
+def test_an_unsafe_tool_is_excluded_unless_the_request_allows_it(with_key, catalog):
+    trusted = with_key("agent", name="ops-bot", allow_unsafe=True)
+    hidden = select(trusted, query="delete the repository", explain=True).json()
     assert "delete_repository" not in [t["name"] for t in hidden["tools"]]
     reasons = {e["name"]: e["reason"] for e in hidden["excluded"]}
     assert reasons["delete_repository"] == "unsafe"
-    shown = select(agent, query="delete the repository", allow_unsafe=True)
+    shown = select(trusted, query="delete the repository", allow_unsafe=True)
     assert "delete_repository" in names(shown)
 
 

@@ -174,8 +174,8 @@ def test_a_request_with_no_query_is_an_error_on_the_query(as_member, catalog):
     ]
 
 
-def test_exclusions_are_grouped_by_stage_with_their_reason_code(as_member, catalog):
-    response = try_it(as_member, query="delete the code repository")
+def test_exclusions_are_grouped_by_stage_with_their_reason_code(as_curator, catalog):
+    response = try_it(as_curator, query="delete the code repository")
     html = response.content.decode()
     assert "delete_repository" not in picked(response)
     policy = html.split('data-stage="policy"')[1].split("</details>")[0]

@@ -42,10 +42,12 @@ class Command(BaseCommand):
         users = get_user_model().objects
         if not users.filter(username="admin").exists():
             password = secrets.token_urlsafe(12)
-            users.create_superuser("admin", "admin@localhost", password)
+            # The file first: an unwritable state directory fails before an
+            # admin exists whose password no one was ever shown.
             state.mkdir(parents=True, exist_ok=True)
             password_file.write_text(password + "\n")
             password_file.chmod(0o600)
+            users.create_superuser("admin", "admin@localhost", password)
             self.stdout.write(
                 f"Created the admin account.\n  user: admin\n  password: {password}\n"
                 f"  (also saved in {password_file})"

@@ -1,11 +1,14 @@
-"""python manage.py create_api_client NAME --scope agent|curator|compliance|admin"""
+"""python manage.py create_api_client NAME --scope agent|curator|compliance|admin
+[--roles a,b] [--catalogs x,y] [--allow-unsafe] [--expires-days N] [--rate-limit N]"""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from catalog.choices import ApiScope
 from catalog.services import create_api_client
@@ -13,6 +16,14 @@ from catalog.services import create_api_client
 
 def _csv(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _expiry(days: int | None) -> datetime | None:
+    if days is None:
+        return None
+    if days < 1:
+        raise CommandError("--expires-days: must be at least 1")
+    return timezone.now() + timedelta(days=days)
 
 
 class Command(BaseCommand):
@@ -23,11 +34,28 @@ class Command(BaseCommand):
         parser.add_argument("--scope", required=True, choices=ApiScope.values)
         parser.add_argument("--roles", type=_csv, default=[])
         parser.add_argument("--catalogs", type=_csv, default=[])
+        parser.add_argument(
+            "--allow-unsafe",
+            action="store_true",
+            help="the client may be offered tools marked unsafe (off by default)",
+        )
+        parser.add_argument(
+            "--expires-days", type=int, default=None, help="the key stops after this"
+        )
+        parser.add_argument(
+            "--rate-limit", type=int, default=None, help="selections per minute"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             client, key = create_api_client(
-                options["name"], options["scope"], options["roles"], options["catalogs"]
+                options["name"],
+                options["scope"],
+                options["roles"],
+                options["catalogs"],
+                allow_unsafe=options["allow_unsafe"],
+                expires=_expiry(options["expires_days"]),
+                rate_limit_per_minute=options["rate_limit"],
             )
         except ValidationError as exc:
             messages = [m for msgs in exc.message_dict.values() for m in msgs]

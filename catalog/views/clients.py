@@ -1,0 +1,109 @@
+"""API keys in the console (admins): list with last use, create, rotate, revoke.
+
+The key is shown once, on the page that made it; only its hash is stored."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from catalog.access import access_for
+from catalog.forms import ApiClientForm
+from catalog.models import ApiClient
+from catalog.services.clients import (
+    create_api_client,
+    revoke_api_client,
+    rotate_api_client,
+)
+from catalog.views.common import acting_user, paginate, render_page
+from config.http import request_id
+
+TEMPLATE = "catalog/client_list.html"
+
+
+def _require_admin(request: HttpRequest) -> None:
+    if not access_for(request.user).is_admin:
+        raise PermissionDenied("managing API keys needs the admin scope")
+
+
+@login_required
+def client_list(request: HttpRequest) -> HttpResponse:
+    """Every key with its scope, limits and last use; the form makes a new one."""
+    _require_admin(request)
+    form = ApiClientForm(request.POST or None)
+    new_key = ""
+    if request.method == "POST" and form.is_valid():
+        try:
+            new_key = _create(request, form)
+        except ValidationError as exc:
+            form.add_service_error(exc)
+        else:
+            form = ApiClientForm()
+    return _page(request, form, new_key=new_key)
+
+
+def _create(request: HttpRequest, form: ApiClientForm) -> str:
+    data = form.cleaned_data
+    days = data.get("expires_days")
+    _client, key = create_api_client(
+        data["name"],
+        data["scope"],
+        data["roles"],
+        data["catalogs"],
+        allow_unsafe=data["allow_unsafe"],
+        expires=timezone.now() + timedelta(days=days) if days else None,
+        rate_limit_per_minute=data.get("rate_limit_per_minute"),
+        actor=acting_user(request),
+        request_id=request_id(request),
+    )
+    return key
+
+
+@require_POST
+@login_required
+def client_rotate(request: HttpRequest, client_id: int) -> HttpResponse:
+    _require_admin(request)
+    client = get_object_or_404(ApiClient, pk=client_id)
+    try:
+        client, key = rotate_api_client(
+            client, actor=acting_user(request), request_id=request_id(request)
+        )
+    except ValidationError as exc:
+        return _page(request, ApiClientForm(), error=exc.messages[0], status=400)
+    return _page(request, ApiClientForm(), new_key=key, rotated=client.name)
+
+
+@require_POST
+@login_required
+def client_revoke(request: HttpRequest, client_id: int) -> HttpResponse:
+    _require_admin(request)
+    client = get_object_or_404(ApiClient, pk=client_id)
+    revoke_api_client(
+        client, actor=acting_user(request), request_id=request_id(request)
+    )
+    return _page(request, ApiClientForm(), revoked=client.name)
+
+
+def _page(
+    request: HttpRequest,
+    form: ApiClientForm,
+    *,
+    new_key: str = "",
+    status: int = 200,
+    **notes: str,
+) -> HttpResponse:
+    clients = ApiClient.objects.select_related("owner").order_by("revoked", "name")
+    context = {
+        "page": paginate(request, clients),
+        "form": form,
+        "new_key": new_key,
+        "now": timezone.now(),
+        **notes,
+    }
+    return render_page(request, TEMPLATE, context, status=status)

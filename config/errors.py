@@ -1,0 +1,47 @@
+"""Error pages: styled HTML for people, the JSON error envelope under /api/.
+
+Django calls these for errors no view handled (``handler404`` and friends in
+``config/urls.py``). The 500 page renders without a request context, so it needs
+neither the database nor a context processor.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+
+API_PREFIX = "/api/"
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith(API_PREFIX)
+
+
+def _envelope(code: str, detail: str, status: int) -> JsonResponse:
+    return JsonResponse({"error": code, "detail": detail}, status=status)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return _envelope("not_found", f"path: no API endpoint at {request.path}", 404)
+    return defaults.page_not_found(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return _envelope("permission_denied", "permission: not allowed", 403)
+    return defaults.permission_denied(request, exception)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return _envelope("bad_request", "request: malformed", 400)
+    return defaults.bad_request(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        return _envelope(
+            "server_error", "server: an unexpected error; it has been logged", 500
+        )
+    return defaults.server_error(request)

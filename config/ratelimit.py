@@ -1,0 +1,148 @@
+"""Per-client rate limits for the API's costly endpoints, counted in Redis.
+
+One budget a minute per API client (people using the API with their session get
+their own): ``/select`` and ``/validate`` cost 1, ``/select/batch`` one per item,
+an import 1. The budget is ``ApiClient.rate_limit_per_minute`` or else
+``QUIVER_RATE_LIMIT_PER_MINUTE``; 0 means no limit. Over it the caller gets 429
+in the error envelope naming the limit, with ``Retry-After``.
+
+Counters are fixed one-minute windows (INCRBY + EXPIRE in one pipeline) in the
+broker's Redis, so every web process shares them. When Redis does not answer,
+selection must keep working: each process then counts on its own (logged once
+per outage) and tries Redis again after a few seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.http import HttpRequest
+from rest_framework.exceptions import Throttled
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+log = logging.getLogger(__name__)
+WINDOW_S = 60
+clock = time.time  # wall time: the windows are the same minutes in every process
+RETRY_REDIS_AFTER_S = 5.0
+UNKNOWN_KEY_DELAY_S = 0.2
+UNKNOWN_KEYS_PER_MINUTE = 30
+
+
+class Counter:
+    """Adds a cost to a key's count for the current window; returns the new count."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._local: dict[tuple[str, int], tuple[int, float]] = {}
+        self._clients: dict[str, redis.Redis] = {}
+        self._redis_down_until = 0.0
+
+    def add(self, key: str, window: int, cost: int, ttl: int = WINDOW_S * 2) -> int:
+        if time.monotonic() >= self._redis_down_until:
+            try:
+                return self._add_in_redis(key, window, cost, ttl)
+            except redis.RedisError as exc:
+                self._redis_down_until = time.monotonic() + RETRY_REDIS_AFTER_S
+                log.warning("rate limits counted per process: Redis failed (%s)", exc)
+        return self._add_here(key, window, cost, ttl)
+
+    def _add_in_redis(self, key: str, window: int, cost: int, ttl: int) -> int:
+        pipe = self._redis().pipeline()
+        name = f"quiver:rate:{key}:{window}"
+        pipe.incrby(name, cost)
+        pipe.expire(name, ttl)
+        count, _ = pipe.execute()
+        return int(count)
+
+    def _add_here(self, key: str, window: int, cost: int, ttl: int) -> int:
+        now = time.monotonic()
+        with self._lock:
+            for stale in [k for k, (_, end) in self._local.items() if end < now]:
+                del self._local[stale]
+            count, end = self._local.get((key, window), (0, now + ttl))
+            self._local[(key, window)] = (count + cost, end)
+            return count + cost
+
+    def _redis(self) -> redis.Redis:
+        url = settings.CELERY_BROKER_URL
+        if url not in self._clients:
+            self._clients[url] = redis.Redis.from_url(
+                url, socket_timeout=0.25, socket_connect_timeout=0.25
+            )
+        return self._clients[url]
+
+
+COUNTER = Counter()
+
+
+def limit_for(user: Any) -> int:
+    """Requests a minute this caller may make; 0 means unlimited."""
+    client = getattr(user, "api_client", None)
+    own = getattr(client, "rate_limit_per_minute", None)
+    return int(own) if own is not None else int(settings.QUIVER_RATE_LIMIT_PER_MINUTE)
+
+
+def charge(
+    key: str, limit: int, cost: int, what: str = "selections a minute for this client"
+) -> None:
+    """Count cost against key's budget; raise Throttled (429) once past limit."""
+    if limit <= 0:
+        return
+    now = clock()
+    window = int(now // WINDOW_S)
+    count = COUNTER.add(key, window, cost)
+    if count <= limit:
+        return
+    COUNTER.add(key, window, -cost)  # a refused request spends nothing
+    wait = max(1, math.ceil((window + 1) * WINDOW_S - now))
+    raise Throttled(
+        wait=wait,
+        detail=(
+            f"rate: over the limit of {limit} {what} "
+            f"({count} counted this minute); retry in {wait} s"
+        ),
+    )
+
+
+def penalize_unknown_key(request: HttpRequest | Request) -> None:
+    """A request with an unknown bearer key waits a little (guessing keys gets
+    slow) and, past UNKNOWN_KEYS_PER_MINUTE from one address, gets 429 at once."""
+    address = request.META.get("REMOTE_ADDR", "")
+    charge(
+        f"unknown-key:{address}",
+        UNKNOWN_KEYS_PER_MINUTE,
+        1,
+        what="unknown API keys a minute from one address",
+    )
+    time.sleep(UNKNOWN_KEY_DELAY_S)
+
+
+class ClientRateThrottle(BaseThrottle):
+    """DRF throttle for the costly endpoints; runs after authentication."""
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        user = request.user
+        if not user or not user.is_authenticated:
+            return True  # the permission check has refused it already
+        client = getattr(user, "api_client", None)
+        key = f"client:{client.pk}" if client is not None else f"user:{user.pk}"
+        charge(key, limit_for(user), self.cost(request))
+        return True
+
+    def cost(self, request: Request) -> int:
+        return 1
+
+
+class BatchRateThrottle(ClientRateThrottle):
+    """/select/batch: each item is a selection."""
+
+    def cost(self, request: Request) -> int:
+        items = request.data.get("requests") if isinstance(request.data, dict) else None
+        return max(1, len(items)) if isinstance(items, list) else 1

@@ -1,0 +1,14 @@
+#!/bin/sh
+# Quiver container entrypoint: make sure a SECRET_KEY exists, then run the command.
+# Without SECRET_KEY or SECRET_KEY_FILE, one is generated once into the state
+# volume ($QUIVER_STATE_DIR, /data) and shared by every container mounting it.
+set -eu
+STATE_DIR="${QUIVER_STATE_DIR:-/data}"
+if [ -z "${SECRET_KEY:-}" ] && [ -z "${SECRET_KEY_FILE:-}" ]; then
+  key_file="$STATE_DIR/secret_key"
+  if [ ! -s "$key_file" ]; then
+    (umask 077 && python -c 'import secrets; print(secrets.token_urlsafe(50))' > "$key_file")
+  fi
+  export SECRET_KEY_FILE="$key_file"
+fi
+exec "$@"
