@@ -96,6 +96,8 @@ class Drill:
             step.notes.append(f"{path}: {type(exc).__name__}")
             return None
         step.count(response.status_code, (time.perf_counter() - started) * 1000)
+        if 400 <= response.status_code < 500 or response.status_code > 503:
+            step.notes.append(f"{path}: {response.status_code} {response.text[:120]}")
         return response
 
     def select(self, step: Step, query: str) -> None:
@@ -186,7 +188,12 @@ def phase_redis(drill: Drill, redis: RedisServer, requests: int) -> None:
     for i in range(requests):
         drill.select(down, f"send an email number {i}")
     saved = [drill.import_tools(down, f"during_redis_outage_{n}") for n in range(3)]
-    body = {"catalog": "default", "name": "made_while_redis_down", "description": "x"}
+    body = {
+        "catalog": "default",
+        "name": "made_while_redis_down",
+        "description": "A tool created while Redis is down.",
+        "parameters": {"type": "object"},
+    }
     made = drill.call(down, "POST", "/api/v1/tools/", json=body, headers=drill.curator)
     warned = [r for r in [*saved, made] if r is not None and "warning" in r.json()]
     down.notes.append(f"{len(warned)} of 4 writes saved with a warning")
@@ -204,16 +211,24 @@ def phase_redis(drill: Drill, redis: RedisServer, requests: int) -> None:
     )
 
 
-def phase_postgres(drill: Drill, pg_dir: Path, requests: int) -> None:
+def restart_postgres(pg_dir: Path) -> str:
+    """Start the stopped server again (pgserver caches one object per directory,
+    which would only say it is running); returns its URL."""
     import pgserver
+    from pgserver.postgres_server import PostgresServer
 
+    for path in [p for p in PostgresServer._instances if Path(p).resolve() == pg_dir]:
+        del PostgresServer._instances[path]
+    return str(pgserver.get_server(pg_dir, cleanup_mode=None).get_uri("quiver"))
+
+
+def phase_postgres(drill: Drill, pg_dir: Path, requests: int) -> None:
     down = drill.step("postgres down")
     _stop_postgres(pg_dir)
     for i in range(requests):
         drill.select(down, f"weather in town {i}")
     drill.import_tools(down, "during_pg_outage")
-    server = pgserver.get_server(pg_dir, cleanup_mode=None)
-    if server.get_uri("quiver") != drill.database_url:
+    if restart_postgres(pg_dir) != drill.database_url:
         down.notes.append("Postgres came back at another address")
     back = drill.step("postgres back")
     agent = drill.agent
@@ -281,7 +296,7 @@ def stack(env: dict[str, str]) -> Iterator[tuple[httpx.Client, RedisServer, Path
     """The whole stack, started; everything stopped and removed on exit."""
     shutil.rmtree(STATE, ignore_errors=True)
     STATE.mkdir(parents=True)
-    pg_dir = STATE / "pg"
+    pg_dir = (STATE / "pg").resolve()
     with ExitStack() as exits:
         exits.callback(shutil.rmtree, STATE, True)
         env["DATABASE_URL"] = exits.enter_context(embedded_postgres(pg_dir))
