@@ -17,7 +17,6 @@ never imports Django, the caller passes the configuration in.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -27,6 +26,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from catalog.embeddings.minilm import MiniLMEncoder
+    from catalog.embeddings.onnx_encoder import OnnxMiniLM
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_MODEL_ID = f"local:{LOCAL_MODEL_NAME}"
@@ -112,6 +112,16 @@ def local_numpy_encoder() -> MiniLMEncoder:
     return shared_encoder(local_model_path())
 
 
+def local_onnx_encoder() -> OnnxMiniLM:
+    """The onnxruntime encoder of the bundled model (graphs built on first use)."""
+    from catalog.embeddings.onnx_encoder import shared_onnx_encoder
+
+    return shared_onnx_encoder(local_model_path())
+
+
+ENGINES = ("onnx", "numpy")
+
+
 class _BlasThreadLimit:
     """Caps BLAS threads while at least one caller is inside; reentrant, threadsafe.
 
@@ -163,18 +173,25 @@ def _blas_limit(threads: int) -> _BlasThreadLimit:
 
 
 class LocalMiniLMBackend:
-    """The bundled all-MiniLM-L6-v2 (384 dimensions), in process.
+    """The bundled all-MiniLM-L6-v2 (384 dimensions), in process, without torch.
 
     Documents are read up to ``DOCUMENT_MAX_TOKENS`` word pieces, queries up to the
-    model's 256. Both go through the numpy encoder (no torch).
+    model's 256. ``engine`` picks the runtime:
+
+    * ``onnx`` (default): onnxruntime on graphs built from the package's weights
+      (``catalog.embeddings.onnx_encoder``). Documents use the fp32 graph (the
+      same vectors as sentence-transformers, so stored vectors stay valid);
+      queries use ``query_precision``, ``int8`` by default (cosine >= 0.99 to
+      fp32, about a third of the CPU of the numpy encoder).
+    * ``numpy``: the pure-numpy forward pass (``catalog.embeddings.minilm``),
+      fp32 for both; needs no graph build.
 
     Documents are embedded in padded batches of ``batch_size`` (sorted by length so
-    batches carry little padding), with BLAS at ``threads`` threads when set, else
-    at the library default (a worker's batch gains from every core). Queries run
-    with BLAS capped at ``threads`` threads, 1 by default: a query's matrices are
-    too small to gain from a second thread, and waiting BLAS threads make latency
-    collapse when the machine is busy. The last ``cache_size`` distinct query texts
-    are remembered (0 disables), since agents repeat requests.
+    batches carry little padding). Both use ``threads`` threads, 1 by default: a
+    query's matrices are too small to gain from a second thread, a worker runs
+    one process per core, and waiting threads make latency collapse when the
+    machine is busy. The last ``cache_size`` distinct query texts are remembered
+    (0 disables), since agents repeat requests.
     """
 
     model_id = LOCAL_MODEL_ID
@@ -183,43 +200,61 @@ class LocalMiniLMBackend:
     query_max_seq_length = 256
 
     def __init__(
-        self, batch_size: int = 64, threads: int | None = None, cache_size: int = 1024
+        self,
+        batch_size: int = 64,
+        threads: int | None = None,
+        cache_size: int = 1024,
+        engine: str = "onnx",
+        query_precision: str = "int8",
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if threads is not None and threads < 1:
             raise ValueError("threads must be at least 1")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}")
+        if query_precision not in ("fp32", "int8"):
+            raise ValueError("query_precision must be fp32 or int8")
         self.batch_size = batch_size
         self.threads = threads
         self.cache_size = cache_size
+        self.engine = engine
+        self.query_precision = "fp32" if engine == "numpy" else query_precision
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        """Embed many texts in padded numpy batches; rows are in input order."""
+        """Embed many texts in padded fp32 batches; rows are in input order."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        encoder = local_numpy_encoder()
-        limit = (
-            contextlib.nullcontext()
-            if self.threads is None
-            else _blas_limit(self.threads)
-        )
-        with limit:
-            return encoder.encode_batch(
+        threads = self.threads or 1
+        if self.engine == "onnx":
+            return local_onnx_encoder().encode_batch(
+                texts, self.batch_size, self.max_seq_length, "fp32", threads
+            )
+        with _blas_limit(threads):
+            return local_numpy_encoder().encode_batch(
                 texts, batch_size=self.batch_size, max_length=self.max_seq_length
             )
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one text with the fast numpy encoder (same model, same vector)."""
+        """Embed one text (read up to 256 word pieces); repeated texts are cached."""
         cached = self._cached(text)
         if cached is not None:
             return cached
-        encoder = local_numpy_encoder()
-        with _blas_limit(self.threads or 1):
-            vector = encoder.encode(text)
+        vector = self._encode_query(text)
         self._remember(text, vector)
         return vector
+
+    def _encode_query(self, text: str) -> np.ndarray:
+        """Run the query path of the configured engine (no cache)."""
+        threads = self.threads or 1
+        if self.engine == "onnx":
+            return local_onnx_encoder().encode(
+                text, precision=self.query_precision, threads=threads
+            )
+        with _blas_limit(threads):
+            return local_numpy_encoder().encode(text)
 
     def _cached(self, text: str) -> np.ndarray | None:
         """A copy of the remembered vector for ``text``, or ``None``."""
@@ -241,14 +276,15 @@ class LocalMiniLMBackend:
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
 
-    def warm_up(self) -> None:
-        """Load the model ahead of use (queries and documents share it).
+    def warm_up(self, documents: bool = False) -> None:
+        """Load the query path (and the document path if ``documents``) ahead of use.
 
-        Call it at worker start so the first request does not pay for loading the
-        weights (~0.3 s) and probing the BLAS libraries (~0.1 s).
+        Call it at process start so the first request does not pay for loading the
+        model (and, the very first time, building its ONNX graphs: seconds).
         """
-        with _blas_limit(self.threads or 1):
-            local_numpy_encoder().encode("warm up")
+        self._encode_query("warm up")
+        if documents:
+            self.embed_documents(["warm up"])
 
 
 def get_local_backend() -> LocalMiniLMBackend:
@@ -396,7 +432,8 @@ def backend_from_settings(config: dict[str, Any] | None) -> EmbeddingBackend:
     """Build a backend from ``{"BACKEND": "local"|"openai", "MODEL", "BASE_URL",...}``.
 
     Optional keys: ``API_KEY``, ``TIMEOUT``, ``DIMENSION``, ``BATCH_SIZE``,
-    ``THREADS`` (local only). An empty or missing config means the local model.
+    ``THREADS`` and ``ENGINE`` (``onnx`` or ``numpy``; local only). An empty or
+    missing config means the local model.
     """
     config = config or {}
     kind = str(config.get("BACKEND") or "local").lower()
@@ -423,9 +460,14 @@ def _local_from_settings(config: dict[str, Any]) -> LocalMiniLMBackend:
         )
     batch_size = _optional_int(config.get("BATCH_SIZE"))
     threads = _optional_int(config.get("THREADS"))
-    if batch_size is None and threads is None:
+    engine = str(config.get("ENGINE") or "onnx").lower()
+    if engine not in ENGINES:
+        raise EmbeddingError(f"unknown local ENGINE {engine!r}; use onnx or numpy")
+    if batch_size is None and threads is None and engine == "onnx":
         return get_local_backend()
-    return LocalMiniLMBackend(batch_size=batch_size or 64, threads=threads)
+    return LocalMiniLMBackend(
+        batch_size=batch_size or 64, threads=threads, engine=engine
+    )
 
 
 def _optional_int(value: Any) -> int | None:

@@ -180,6 +180,22 @@ def _load_tokenizer(path: Path, max_length: int) -> Any:
     return tokenizer
 
 
+def load_tokenizer(model_dir: str | Path) -> Any:
+    """The tokenizer of a sentence-transformers folder, cut like the reference."""
+    path = Path(model_dir)
+    return _load_tokenizer(path, _read_config(path, None).max_seq_length)
+
+
+def token_ids(tokenizer: Any, text: str, max_length: int | None = None) -> np.ndarray:
+    """Word-piece ids of ``text`` with [CLS]/[SEP]; see ``MiniLMEncoder.token_ids``."""
+    if max_length is not None and max_length < 2:
+        raise ValueError("max_length must be at least 2")
+    ids = tokenizer.encode(text.strip()).ids
+    if max_length is not None and len(ids) > max_length:
+        ids = ids[: max_length - 1] + ids[-1:]
+    return np.asarray(ids, dtype=np.intp)
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     """A small JSON config file, or ``{}`` when it does not exist."""
     if not path.exists():
@@ -264,12 +280,7 @@ class MiniLMEncoder:
         shorter: the first ``max_length - 2`` pieces, then [SEP], exactly what the
         tokenizer's own truncation at that length gives for a single text.
         """
-        if max_length is not None and max_length < 2:
-            raise ValueError("max_length must be at least 2")
-        ids = self.tokenizer.encode(text.strip()).ids
-        if max_length is not None and len(ids) > max_length:
-            ids = ids[: max_length - 1] + ids[-1:]
-        return np.asarray(ids, dtype=np.intp)
+        return token_ids(self.tokenizer, text, max_length)
 
     def encode(self, text: str, max_length: int | None = None) -> np.ndarray:
         """One L2-normalised float32 vector of length ``dimension``."""
