@@ -34,7 +34,10 @@ from typing import Any
 import numpy as np
 
 from catalog.embeddings.minilm import load_tokenizer, token_ids
+from catalog.embeddings.onnx_graph import ffn_output_nodes as ffn_output_nodes_of
 from catalog.embeddings.onnx_graph import read_config
+
+__all__ = ["OnnxMiniLM", "ensure_models", "ffn_output_nodes_of", "model_files"]
 
 logger = logging.getLogger(__name__)
 
