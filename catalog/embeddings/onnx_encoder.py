@@ -25,6 +25,8 @@ import fcntl
 import hashlib
 import logging
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -82,20 +84,33 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 
 
 def _build(model_dir: Path, files: dict[str, Path]) -> None:
-    """Write whichever of the two graphs is missing, each by an atomic rename."""
-    import onnx
+    """Write both graphs in a child process, each appearing by an atomic rename.
 
-    from catalog.embeddings.onnx_graph import build_model, quantize_int8
-
+    A child keeps the build's memory (~600 MB peak: weights, protobufs, the
+    quantiser) and the quantiser's log lines out of the web or worker process.
+    """
     suffix = f".tmp{os.getpid()}"
-    if not files["fp32"].exists():
-        partial = files["fp32"].with_suffix(suffix)
-        onnx.save(build_model(model_dir), str(partial))
-        os.replace(partial, files["fp32"])
-    if not files["int8"].exists():
-        partial = files["int8"].with_suffix(suffix)
-        quantize_int8(files["fp32"], partial)
-        os.replace(partial, files["int8"])
+    partial = {name: path.with_suffix(suffix) for name, path in files.items()}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "catalog.embeddings.onnx_graph",
+            str(model_dir),
+            str(partial["fp32"]),
+            str(partial["int8"]),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    if done.returncode != 0:
+        for path in partial.values():
+            path.unlink(missing_ok=True)
+        raise RuntimeError(f"building the ONNX graphs failed: {done.stderr[-2000:]}")
+    for name, path in files.items():
+        os.replace(partial[name], path)
 
 
 def _remove_stale(folder: Path, keep: dict[str, Path]) -> None:

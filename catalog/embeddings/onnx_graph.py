@@ -269,3 +269,18 @@ def quantize_int8(fp32_path: Path, int8_path: Path) -> None:
         nodes_to_exclude=ffn_output_nodes(onnx.load(str(fp32_path))),
         extra_options={"MatMulConstBOnly": True},
     )
+
+
+def main(argv: list[str]) -> None:
+    """``python -m catalog.embeddings.onnx_graph MODEL_DIR FP32_OUT INT8_OUT``."""
+    import onnx
+
+    model_dir, fp32_out, int8_out = (Path(arg) for arg in argv)
+    onnx.save(build_model(model_dir), str(fp32_out))
+    quantize_int8(fp32_out, int8_out)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
