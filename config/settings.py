@@ -182,9 +182,14 @@ QUIVER_EMBEDDINGS = {
     # Threads per process for the local model. One each suits a worker running two
     # processes on two cores; more only fight over the same cores.
     "THREADS": env_int("QUIVER_EMBEDDING_THREADS", 1, minimum=1, maximum=64),
+    # How the local model runs: onnxruntime (graphs built from the weights on first
+    # use, int8 queries) or the pure-numpy forward pass.
+    "ENGINE": env_str("QUIVER_EMBEDDING_ENGINE", "onnx"),
 }
 if QUIVER_EMBEDDINGS["BACKEND"] not in ("local", "openai"):
     raise ImproperlyConfigured("QUIVER_EMBEDDING_BACKEND: expected local or openai")
+if QUIVER_EMBEDDINGS["ENGINE"] not in ("onnx", "numpy"):
+    raise ImproperlyConfigured("QUIVER_EMBEDDING_ENGINE: expected onnx or numpy")
 QUIVER_EMBED_BATCH = env_int("QUIVER_EMBED_BATCH", 64, minimum=1, maximum=2048)
 # An import never gets more than this many tools ahead of their embeddings: past
 # it, the import process embeds a batch itself before going on, so the catalog is
