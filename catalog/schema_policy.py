@@ -24,10 +24,13 @@ from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
 from catalog.spec import NO_SCHEMA_MODES, ToolSpec
+from config import jsonparse
 
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_DEPTH = 32
 VALIDATOR_CACHE_SIZE = 4096
+# Arguments given as a JSON string nest at most this deep (as a request body does).
+MAX_ARGUMENT_DEPTH = jsonparse.MAX_BODY_DEPTH
 
 DRAFT_URIS: dict[str, type[Validator]] = {
     "json-schema.org/draft-04/schema": validators.Draft4Validator,
@@ -437,15 +440,19 @@ def parse_arguments(
     value: Any = arguments
     if isinstance(arguments, str):
         try:
-            value = json.loads(
+            value = jsonparse.loads(
                 arguments,
+                max_depth=MAX_ARGUMENT_DEPTH,
                 object_pairs_hook=_refuse_duplicate_keys,
-                parse_constant=_refuse_constant,
             )
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             return None, SchemaProblem("", "parse", f"arguments are not JSON: {exc}")
     if not isinstance(value, dict):
         return None, SchemaProblem("", "type", "arguments must be a JSON object")
+    bad = jsonparse.find_bad_text(value)
+    if bad is not None:
+        message = f"arguments.{bad}: {jsonparse.BAD_TEXT_RULE}"
+        return None, SchemaProblem("", "text", message)
     return value, None
 
 
@@ -457,11 +464,6 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"duplicate key {key!r}")
         result[key] = value
     return result
-
-
-def _refuse_constant(name: str) -> Any:
-    """``json`` hook: refuse NaN, Infinity and -Infinity."""
-    raise ValueError(f"{name} is not allowed")
 
 
 def _no_schema_check(spec: ToolSpec, parsed: dict[str, Any]) -> ArgumentCheck:

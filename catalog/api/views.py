@@ -11,7 +11,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -22,6 +21,13 @@ from catalog.formats import export_tools
 from catalog.models import Catalog, Job, Tool
 from catalog.services.catalogs import DEFAULT_CATALOG, ensure_default_catalog
 from catalog.services.tools import tool_to_spec
+from config.jsonparse import JSONTooDeep, loads
+from config.parsers import (
+    SafeFormParser,
+    SafeJSONParser,
+    SafeMultiPartParser,
+    refuse_bad_text,
+)
 
 TRUE_VALUES = {"1", "true", "yes"}
 
@@ -79,7 +85,7 @@ class CatalogViewSet(
         detail=True,
         methods=["post"],
         url_path="import",
-        parser_classes=[JSONParser, MultiPartParser, FormParser],
+        parser_classes=[SafeJSONParser, SafeMultiPartParser, SafeFormParser],
     )
     def import_tools(self, request: Request, slug: str) -> Response:
         """Queue an import of a JSON body or an uploaded ``file``; 202 with the job."""
@@ -103,9 +109,13 @@ def _import_document(request: Request) -> Any:
             raise ValidationError({"file": ["file: an uploaded JSON file is required"]})
         return request.data
     try:
-        return json.loads(upload.read().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        document = loads(upload.read())
+    except JSONTooDeep as exc:
+        raise ValidationError({"file": [f"file: {exc}"]}) from exc
+    except ValueError as exc:
         raise ValidationError({"file": [f"file: not valid JSON ({exc})"]}) from exc
+    refuse_bad_text({"file": document})
+    return document
 
 
 class ToolViewSet(viewsets.ModelViewSet):
