@@ -72,6 +72,17 @@ def refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
 
+def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json`` hook: build an object, refusing a repeated key (parsers disagree on
+    which one wins, so a checker and a tool could see different values)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
 def has_bad_text(text: str) -> bool:
     """Whether ``text`` holds a NUL or an unpaired surrogate."""
     return _BAD_TEXT.search(text) is not None
