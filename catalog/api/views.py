@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -61,7 +62,10 @@ class CatalogViewSet(
             data["slug"], data["name"], data.get("description", "")
         )
 
-    @extend_schema(parameters=[s.ExportQuerySerializer])
+    @extend_schema(
+        parameters=[s.ExportQuerySerializer],
+        responses={200: OpenApiTypes.ANY},  # a provider's document: list or object
+    )
     @action(detail=True, methods=["get"])
     def export(self, request: Request, slug: str) -> HttpResponse:
         """The catalog's tools in one provider format, as a downloadable file."""

@@ -83,6 +83,9 @@ class SelectBatchView(generics.GenericAPIView):
     serializer_class = s.SelectBatchSerializer
     permission_classes = [permissions.IsAuthenticated]
 
+    @extend_schema(
+        request=s.SelectBatchSerializer, responses=s.SelectBatchOutputSerializer
+    )
     def post(self, request: Request) -> Response:
         envelope = self.get_serializer(data=request.data)
         envelope.is_valid(raise_exception=True)
