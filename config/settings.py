@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.middleware.BodySizeLimitMiddleware",
     "config.middleware.RequestIdMiddleware",
+    "config.middleware.UnstorableTextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "config.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -141,6 +142,12 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api_errors.exception_handler",
+    # Depth-limited JSON; no NUL or lone surrogate in any body (config.parsers).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.SafeJSONParser",
+        "config.parsers.SafeFormParser",
+        "config.parsers.SafeMultiPartParser",
+    ],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # ?format= names a provider format in this API, not a renderer.
     "URL_FORMAT_OVERRIDE": None,

@@ -26,6 +26,7 @@ from catalog.models import Catalog, Tool, ToolChange
 from catalog.naming import (
     COLLISION_PREFIX_LENGTH,
     assign_provider_names,
+    hidden_characters,
     provider_safe_name,
 )
 from catalog.schema_policy import check_tool_schema
@@ -78,12 +79,18 @@ def check_spec(spec: ToolSpec) -> None:
         errors.setdefault("name", []).append("name: must not be empty")
     if len(spec.name) > 200:
         errors.setdefault("name", []).append("name: must be at most 200 characters")
+    hidden = hidden_characters(spec.name)
+    if hidden:
+        errors.setdefault("name", []).append(
+            "name: must not contain invisible or direction-changing characters "
+            f"({', '.join(hidden)})"
+        )
     for problem in check_tool_schema(spec):
         field = problem.pointer.strip("/").split("/")[0] or "parameters"
         errors.setdefault(field, []).append(
             f"{problem.pointer or '/'}: {problem.rule}: {problem.message}"
         )
-    if spec.provider_name and not PROVIDER_NAME_RE.match(spec.provider_name):
+    if spec.provider_name and not PROVIDER_NAME_RE.fullmatch(spec.provider_name):
         errors.setdefault("provider_name", []).append(
             "provider_name: must match ^[a-zA-Z0-9_-]{1,64}$"
         )

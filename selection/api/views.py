@@ -62,6 +62,9 @@ class SelectBatchView(generics.GenericAPIView):
     permission_classes = [permissions.IsAuthenticated]
     throttle_classes = [BatchRateThrottle]
 
+    @extend_schema(
+        request=s.SelectBatchSerializer, responses=s.SelectBatchOutputSerializer
+    )
     def post(self, request: Request) -> Response:
         envelope = self.get_serializer(data=request.data)
         envelope.is_valid(raise_exception=True)
