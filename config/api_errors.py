@@ -18,7 +18,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from catalog.services.tools import ToolConflict
+from config.exceptions import Conflict
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -28,7 +28,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return _response("invalid", first_message(fields), fields, 400)
     if isinstance(exc, RequestDataTooBig):
         return _response("payload_too_large", "body: too large", {}, 413)
-    if isinstance(exc, ToolConflict):
+    if isinstance(exc, Conflict):
         return _response("conflict", str(exc), {exc.field: [str(exc)]}, 409)
     if isinstance(exc, IntegrityError):
         return _response("conflict", "the change conflicts with existing data", {}, 409)

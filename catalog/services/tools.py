@@ -31,6 +31,7 @@ from catalog.naming import (
 )
 from catalog.schema_policy import check_tool_schema
 from catalog.spec import ToolSpec
+from config.exceptions import Conflict
 
 # Who made a change: a user (a person or an API client's service user), an
 # anonymous user, or None for the system itself (bootstrap, imports' worker).
@@ -42,12 +43,8 @@ _SET_BY_SERVICE = ["catalog", "created_by", "updated_by"]
 _SPEC_FIELDS = [name for name in ToolSpec.field_names() if name != "name"]
 
 
-class ToolConflict(Exception):
+class ToolConflict(Conflict):
     """A tool with this name (or provider name) already exists in the catalog."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from config.http import request_id
 from config.ratelimit import BatchRateThrottle, ClientRateThrottle
 from selection import services
 from selection.api import serializers as s
+from selection.engine import RequestError
 from selection.requests import build_request
 from selection.settings_services import current_settings, update_selection_settings
 from selection.toolcalls.parse import ShapeError, parse_tool_calls
@@ -31,14 +32,20 @@ from selection.validation import find_tool, validate_tool_call
 
 
 def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+    """One selection for validated input; the engine's refusals name their field."""
     catalog = get_catalog_for_user(request.user, data["catalog"])
-    return services.select_tools(
-        catalog,
-        build_request(access_for(request.user), data),
-        fmt=data["format"],
-        actor=request.user,
-        request_id=request_id(request),
-    )
+    try:
+        return services.select_tools(
+            catalog,
+            build_request(access_for(request.user), data),
+            fmt=data["format"],
+            actor=request.user,
+            request_id=request_id(request),
+        )
+    except RequestError as exc:
+        raise ValidationError(
+            {field: [f"{field}: {message}"] for field, message in exc.errors.items()}
+        ) from exc
 
 
 class SelectView(generics.GenericAPIView):
