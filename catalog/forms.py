@@ -31,6 +31,7 @@ from catalog.querysets import ToolQuerySet
 from catalog.schema_policy import SchemaProblem, check_tool_schema
 from catalog.services.tools import ToolConflict
 from catalog.spec import ToolSpec
+from config import jsonparse
 
 _ANY = [("", "Any")]
 _COMMA_OR_LINE = re.compile(r"[,\n]")
@@ -41,12 +42,18 @@ def parse_json_text(text: str, field: str) -> Any:
     if not text.strip():
         return None
     try:
-        return json.loads(text)
+        value = jsonparse.loads(text)
     except json.JSONDecodeError as exc:
         raise ValidationError(
             f"{field}: not valid JSON: {exc.msg} "
             f"(line {exc.lineno}, column {exc.colno})"
         ) from exc
+    except ValueError as exc:
+        raise ValidationError(f"{field}: not valid JSON: {exc}") from exc
+    bad = jsonparse.find_bad_text(value, field)
+    if bad is not None:
+        raise ValidationError(f"{bad}: {jsonparse.BAD_TEXT_RULE}")
+    return value
 
 
 class StringListField(forms.CharField):

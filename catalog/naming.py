@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 
 MAX_NAME_LENGTH = 64
 HASHED_PREFIX_LENGTH = 55
@@ -91,3 +92,20 @@ def _first_free(base: str, used: set[str]) -> str:
         if candidate not in used:
             return candidate
         counter += 1
+
+
+# Unicode categories that render as nothing, reorder the text around them, or have no
+# agreed glyph: controls, format characters (bidi overrides, zero-width), private
+# use, unassigned, surrogates, and line/paragraph separators.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"})
+
+
+def hidden_characters(text: str) -> list[str]:
+    """Each distinct character of ``text`` that a person reading the name could not
+    see or that changes how it reads, as ``U+202E RIGHT-TO-LEFT OVERRIDE``."""
+    found: dict[str, str] = {}
+    for char in text:
+        if char not in found and unicodedata.category(char) in _HIDDEN_CATEGORIES:
+            name = unicodedata.name(char, "")
+            found[char] = f"U+{ord(char):04X} {name}".rstrip()
+    return list(found.values())

@@ -23,11 +23,22 @@ from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
+from catalog.schema_safety import (
+    TOO_COSTLY_MESSAGE,
+    UnsafePattern,
+    ValidationTooCostly,
+    linear_time_class,
+    run_with_budget,
+    safety_problems,
+)
 from catalog.spec import NO_SCHEMA_MODES, ToolSpec
+from config import jsonparse
 
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_DEPTH = 32
 VALIDATOR_CACHE_SIZE = 4096
+# Arguments given as a JSON string nest at most this deep (as a request body does).
+MAX_ARGUMENT_DEPTH = jsonparse.MAX_BODY_DEPTH
 
 DRAFT_URIS: dict[str, type[Validator]] = {
     "json-schema.org/draft-04/schema": validators.Draft4Validator,
@@ -180,7 +191,8 @@ def _schema_problems(schema: dict[str, Any]) -> list[SchemaProblem]:
     if schema.get("type") != "object":
         message = 'the top-level schema must have "type": "object"'
         problems.append(_at(["type"], "type-object", message))
-    problems.extend(_ref_problems(schema))
+    # Cycles and regular expressions are only looked for once every $ref resolves.
+    problems.extend(_ref_problems(schema) or [_at(*p) for p in safety_problems(schema)])
     return problems
 
 
@@ -381,7 +393,7 @@ _CACHE = _ValidatorCache(VALIDATOR_CACHE_SIZE)
 def compile_validator(schema: dict[str, Any]) -> Validator:
     """A validator for a private copy of ``schema``, in its own dialect, asserting
     ``format`` and unable to retrieve any remote reference."""
-    cls = validator_class_for(schema)
+    cls = linear_time_class(validator_class_for(schema))
     private = json.loads(json.dumps(schema))
     return cls(
         private, registry=NO_RETRIEVAL_REGISTRY, format_checker=cls.FORMAT_CHECKER
@@ -437,31 +449,20 @@ def parse_arguments(
     value: Any = arguments
     if isinstance(arguments, str):
         try:
-            value = json.loads(
+            value = jsonparse.loads(
                 arguments,
-                object_pairs_hook=_refuse_duplicate_keys,
-                parse_constant=_refuse_constant,
+                max_depth=MAX_ARGUMENT_DEPTH,
+                object_pairs_hook=jsonparse.refuse_duplicate_keys,
             )
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             return None, SchemaProblem("", "parse", f"arguments are not JSON: {exc}")
     if not isinstance(value, dict):
         return None, SchemaProblem("", "type", "arguments must be a JSON object")
+    bad = jsonparse.find_bad_text(value)
+    if bad is not None:
+        message = f"arguments.{bad}: {jsonparse.BAD_TEXT_RULE}"
+        return None, SchemaProblem("", "text", message)
     return value, None
-
-
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json`` hook: build an object, refusing a repeated key."""
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
-
-
-def _refuse_constant(name: str) -> Any:
-    """``json`` hook: refuse NaN, Infinity and -Infinity."""
-    raise ValueError(f"{name} is not allowed")
 
 
 def _no_schema_check(spec: ToolSpec, parsed: dict[str, Any]) -> ArgumentCheck:
@@ -481,11 +482,15 @@ def _argument_problems(
     """Schema errors for ``arguments``; a schema that cannot be used fails closed."""
     try:
         validator = get_validator(schema, key)
-        errors = sorted(validator.iter_errors(arguments), key=_error_sort_key)
-    except SchemaPolicyError as exc:
+        errors = run_with_budget(
+            lambda: sorted(validator.iter_errors(arguments), key=_error_sort_key)
+        )
+    except (SchemaPolicyError, UnsafePattern) as exc:
         return [SchemaProblem("", "schema", f"the tool's schema is unusable: {exc}")]
     except Unresolvable as exc:
         return [SchemaProblem("", "unresolved-ref", f"schema reference failed: {exc}")]
+    except (ValidationTooCostly, RecursionError):
+        return [SchemaProblem("", "too-costly", TOO_COSTLY_MESSAGE)]
     return [
         SchemaProblem(
             join_pointer("", error.absolute_path), str(error.validator), error.message

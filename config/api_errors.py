@@ -18,7 +18,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from catalog.services.tools import ToolConflict
+from config.exceptions import Conflict
 from config.middleware import DATABASE_DOWN, RETRY_AFTER_S
 
 
@@ -29,7 +29,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return _response("invalid", first_message(fields), fields, 400)
     if isinstance(exc, RequestDataTooBig):
         return _response("payload_too_large", "body: too large", {}, 413)
-    if isinstance(exc, ToolConflict):
+    if isinstance(exc, Conflict):
         return _response("conflict", str(exc), {exc.field: [str(exc)]}, 409)
     if isinstance(exc, OperationalError | InterfaceError):
         unavailable = _response("unavailable", DATABASE_DOWN, {}, 503)

@@ -8,8 +8,15 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+)
 from django.template.loader import render_to_string
+
+from config.jsonparse import BAD_TEXT_RULE, has_bad_text, printable
 
 DATABASE_DOWN = "database: not reachable; try again shortly"
 RETRY_AFTER_S = 5
@@ -55,6 +62,37 @@ class RequestIdMiddleware:
         response = self.get_response(request)
         response["X-Request-ID"] = str(request_id)
         return response
+
+
+class UnstorableTextMiddleware:
+    """Refuse a URL whose path or query holds a NUL or a lone surrogate (``?q=%00``).
+
+    Such text can never match anything stored and makes Postgres fail mid-query; an
+    API caller gets a 400 JSON answer naming the parameter, anyone else a plain 400.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        field = _bad_url_part(request)
+        if field is None:
+            return self.get_response(request)
+        detail = f"{field}: {BAD_TEXT_RULE}"
+        if request.path_info.startswith("/api/"):
+            body = {"error": "invalid", "detail": detail, "fields": {field: [detail]}}
+            return JsonResponse(body, status=400)
+        return HttpResponseBadRequest(detail, content_type="text/plain")
+
+
+def _bad_url_part(request: HttpRequest) -> str | None:
+    """``path`` or the name of the first query parameter holding unstorable text."""
+    if has_bad_text(request.path_info):
+        return "path"
+    for key, values in request.GET.lists():
+        if has_bad_text(key) or any(has_bad_text(value) for value in values):
+            return printable(key)
+    return None
 
 
 def database_unavailable(request: HttpRequest) -> HttpResponse:

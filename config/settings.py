@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.middleware.BodySizeLimitMiddleware",
     "config.middleware.RequestIdMiddleware",
+    "config.middleware.UnstorableTextMiddleware",
     "config.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "config.csp.ContentSecurityPolicyMiddleware",
@@ -142,6 +143,12 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api_errors.exception_handler",
+    # Depth-limited JSON; no NUL or lone surrogate in any body (config.parsers).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.SafeJSONParser",
+        "config.parsers.SafeFormParser",
+        "config.parsers.SafeMultiPartParser",
+    ],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # ?format= names a provider format in this API, not a renderer.
     "URL_FORMAT_OVERRIDE": None,
@@ -195,9 +202,14 @@ QUIVER_EMBEDDINGS = {
     # Threads per process for the local model. One each suits a worker running two
     # processes on two cores; more only fight over the same cores.
     "THREADS": env_int("QUIVER_EMBEDDING_THREADS", 1, minimum=1, maximum=64),
+    # How the local model runs: onnxruntime (graphs built from the weights on first
+    # use, int8 queries) or the pure-numpy forward pass.
+    "ENGINE": env_str("QUIVER_EMBEDDING_ENGINE", "onnx"),
 }
 if QUIVER_EMBEDDINGS["BACKEND"] not in ("local", "openai"):
     raise ImproperlyConfigured("QUIVER_EMBEDDING_BACKEND: expected local or openai")
+if QUIVER_EMBEDDINGS["ENGINE"] not in ("onnx", "numpy"):
+    raise ImproperlyConfigured("QUIVER_EMBEDDING_ENGINE: expected onnx or numpy")
 QUIVER_EMBED_BATCH = env_int("QUIVER_EMBED_BATCH", 64, minimum=1, maximum=2048)
 # An import never gets more than this many tools ahead of their embeddings: past
 # it, the import process embeds a batch itself before going on, so the catalog is

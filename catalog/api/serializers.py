@@ -49,11 +49,12 @@ class ToolSerializer(serializers.ModelSerializer):
     catalog: serializers.SlugRelatedField = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
     )
+    # Null for changes made by the system (bootstrap, an import's worker).
     created_by: serializers.SlugRelatedField = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
     updated_by: serializers.SlugRelatedField = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
 
     class Meta:

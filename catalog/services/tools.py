@@ -26,11 +26,13 @@ from catalog.models import Catalog, Tool, ToolChange
 from catalog.naming import (
     COLLISION_PREFIX_LENGTH,
     assign_provider_names,
+    hidden_characters,
     provider_safe_name,
 )
 from catalog.schema_policy import check_tool_schema
 from catalog.services import jobs
 from catalog.spec import ToolSpec
+from config.exceptions import Conflict
 
 # Who made a change: a user (a person or an API client's service user), an
 # anonymous user, or None for the system itself (bootstrap, imports' worker).
@@ -42,12 +44,8 @@ _SET_BY_SERVICE = ["catalog", "created_by", "updated_by"]
 _SPEC_FIELDS = [name for name in ToolSpec.field_names() if name != "name"]
 
 
-class ToolConflict(Exception):
+class ToolConflict(Conflict):
     """A tool with this name (or provider name) already exists in the catalog."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True)
@@ -79,12 +77,18 @@ def check_spec(spec: ToolSpec) -> None:
         errors.setdefault("name", []).append("name: must not be empty")
     if len(spec.name) > 200:
         errors.setdefault("name", []).append("name: must be at most 200 characters")
+    hidden = hidden_characters(spec.name)
+    if hidden:
+        errors.setdefault("name", []).append(
+            "name: must not contain invisible or direction-changing characters "
+            f"({', '.join(hidden)})"
+        )
     for problem in check_tool_schema(spec):
         field = problem.pointer.strip("/").split("/")[0] or "parameters"
         errors.setdefault(field, []).append(
             f"{problem.pointer or '/'}: {problem.rule}: {problem.message}"
         )
-    if spec.provider_name and not PROVIDER_NAME_RE.match(spec.provider_name):
+    if spec.provider_name and not PROVIDER_NAME_RE.fullmatch(spec.provider_name):
         errors.setdefault("provider_name", []).append(
             "provider_name: must match ^[a-zA-Z0-9_-]{1,64}$"
         )

@@ -100,6 +100,12 @@ class SelectBatchSerializer(serializers.Serializer):
     )
 
 
+class SelectBatchOutputSerializer(serializers.Serializer):
+    """One answer or one error object per request, in the order of the requests."""
+
+    results = serializers.ListField(child=serializers.DictField())
+
+
 class PickSerializer(serializers.Serializer):
     name = serializers.CharField()
     score = serializers.FloatField()

@@ -22,6 +22,7 @@ from config.http import request_id
 from config.ratelimit import BatchRateThrottle, ClientRateThrottle
 from selection import services
 from selection.api import serializers as s
+from selection.engine import RequestError
 from selection.requests import build_request
 from selection.settings_services import current_settings, update_selection_settings
 from selection.toolcalls.parse import ShapeError, parse_tool_calls
@@ -36,14 +37,20 @@ log = logging.getLogger(__name__)
 
 
 def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+    """One selection for validated input; the engine's refusals name their field."""
     catalog = get_catalog_for_user(request.user, data["catalog"])
-    return services.select_tools(
-        catalog,
-        build_request(access_for(request.user), data),
-        fmt=data["format"],
-        actor=request.user,
-        request_id=request_id(request),
-    )
+    try:
+        return services.select_tools(
+            catalog,
+            build_request(access_for(request.user), data),
+            fmt=data["format"],
+            actor=request.user,
+            request_id=request_id(request),
+        )
+    except RequestError as exc:
+        raise ValidationError(
+            {field: [f"{field}: {message}"] for field, message in exc.errors.items()}
+        ) from exc
 
 
 class SelectView(generics.GenericAPIView):
@@ -67,6 +74,9 @@ class SelectBatchView(generics.GenericAPIView):
     permission_classes = [permissions.IsAuthenticated]
     throttle_classes = [BatchRateThrottle]
 
+    @extend_schema(
+        request=s.SelectBatchSerializer, responses=s.SelectBatchOutputSerializer
+    )
     def post(self, request: Request) -> HttpResponse:
         """One transaction: the audit rows commit only with the rendered answer,
         so the log never holds an answer the client did not get."""
@@ -94,6 +104,10 @@ class SelectBatchView(generics.GenericAPIView):
                 return answer_for(request, dict(serializer.validated_data))
         except (OperationalError, InterfaceError):
             raise
+        except ValidationError as exc:
+            refused = exc.detail
+            detail = f"requests[{index}].{first_message(refused)}"
+            return {"error": "invalid", "detail": detail, "fields": refused}
         except PermissionDenied as exc:
             return {"error": "permission_denied", "detail": f"requests[{index}].{exc}"}
         except Http404 as exc:

@@ -9,10 +9,12 @@ form can put each message next to its field.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import lru_cache
 from typing import Any
+
+import re2
 
 SCORERS = ("keyword", "bm25f", "embedding", "hybrid", "ensemble", "llm")
 NO_SCHEMA_MODES = ("read-only", "human-approval", "full")
@@ -193,9 +195,18 @@ def _coerce_scalar(key: str, value: Any, default: Any) -> Any:
     return str(value)
 
 
-def compile_anchor(anchor: MicroAnchor) -> re.Pattern[str]:
-    """The anchor's regex, case-insensitive (validated settings always compile)."""
-    return re.compile(anchor.pattern, re.IGNORECASE)
+@lru_cache(maxsize=1024)
+def _compile_linear(pattern: str) -> Any:
+    options = re2.Options()
+    options.case_sensitive = False
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
+def compile_anchor(anchor: MicroAnchor) -> Any:
+    """The anchor's regex, case-insensitive, matched by RE2 in time linear in the
+    query (a curator's pattern must never stall a selection)."""
+    return _compile_linear(anchor.pattern)
 
 
 # Validation: range checks, every message keyed by its field path ------------------
@@ -243,9 +254,12 @@ def _anchors(errors: dict[str, str], settings: EngineSettings) -> None:
     for i, anchor in enumerate(settings.micro_anchors):
         path = f"micro_anchors[{i}]"
         try:
-            re.compile(anchor.pattern)
-        except re.error as exc:
-            errors[f"{path}.pattern"] = f"is not a valid regular expression ({exc})"
+            _compile_linear(anchor.pattern)
+        except re2.error as exc:
+            errors[f"{path}.pattern"] = (
+                "is not a regular expression with a linear-time match "
+                f"(no lookaround or backreferences; {exc})"
+            )
         if not anchor.tools:
             errors[f"{path}.tools"] = "must name at least one tool"
         _in_range(errors, f"{path}.boost", anchor.boost, 0.0, 5.0)

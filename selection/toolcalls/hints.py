@@ -7,11 +7,12 @@ tool result so the next call is right.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from jsonschema.exceptions import ValidationError
+
+from catalog.schema_safety import UnsafePattern, compile_linear
 
 MAX_HINTS = 3
 _TYPE_WORDS = {
@@ -64,9 +65,17 @@ def _additional(error: ValidationError) -> list[str]:
     extra = [
         key
         for key in instance
-        if key not in known and not any(re.search(p, key) for p in patterns)
+        if key not in known and not any(_matches(p, key) for p in patterns)
     ]
     return [f"{_quoted([*path, key])} is not an argument of this tool" for key in extra]
+
+
+def _matches(pattern: str, key: str) -> bool:
+    """RE2 (linear time): a key from model output must never stall the answer."""
+    try:
+        return compile_linear(pattern).search(key) is not None
+    except UnsafePattern:
+        return False
 
 
 def _type(error: ValidationError) -> str:

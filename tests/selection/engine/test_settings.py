@@ -65,3 +65,34 @@ def test_unknown_keys_and_wrong_shapes_are_rejected_with_the_field_name():
     with pytest.raises(SettingsError) as shape:
         EngineSettings.from_dict({"candidate_pool": "many", "exploration": "yes"})
     assert set(shape.value.errors) == {"candidate_pool", "exploration"}
+
+
+def test_an_anchor_pattern_without_a_linear_time_match_is_refused():
+    settings = EngineSettings.from_dict(
+        {"micro_anchors": [{"pattern": "refund(?=now)", "tools": ["refund_order"]}]}
+    )
+    assert "micro_anchors[0].pattern" in settings.validate()
+
+
+def test_a_catastrophic_anchor_pattern_matches_in_linear_time():
+    import time
+
+    from selection.engine.settings import compile_anchor
+
+    settings = EngineSettings.from_dict(
+        {"micro_anchors": [{"pattern": "(a+)+$", "tools": ["x"]}]}
+    )
+    assert settings.validate() == {}
+    started = time.perf_counter()
+    assert compile_anchor(settings.micro_anchors[0]).search("a" * 40 + "!") is None
+    # Python's re needs minutes for this input; RE2 answers in microseconds.
+    assert time.perf_counter() - started < 0.5
+
+
+def test_anchors_match_without_regard_to_case():
+    from selection.engine.settings import compile_anchor
+
+    settings = EngineSettings.from_dict(
+        {"micro_anchors": [{"pattern": "refund", "tools": ["x"]}]}
+    )
+    assert compile_anchor(settings.micro_anchors[0]).search("REFUND it") is not None

@@ -1,0 +1,87 @@
+"""DRF parsers that refuse hostile bodies before any view or serializer sees them.
+
+JSON nested deeper than ``MAX_BODY_DEPTH`` is refused before it is parsed, and any
+string or key holding a NUL or a lone surrogate (which Postgres cannot store) is
+refused after, naming its path: a 400 ``invalid`` answer, and nothing written.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Mapping
+from typing import IO, Any
+
+from django.conf import settings
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+
+from config.jsonparse import (
+    BAD_TEXT_RULE,
+    MAX_BODY_DEPTH,
+    JSONTooDeep,
+    find_bad_text,
+    loads,
+)
+
+
+def refuse_bad_text(data: Any) -> None:
+    """Raise a 400 naming the first string or key holding NUL or a lone surrogate."""
+    if isinstance(data, Mapping) and hasattr(data, "lists"):
+        data = {k: v[0] if len(v) == 1 else v for k, v in data.lists()}
+    path = find_bad_text(data)
+    if path is not None:
+        raise ValidationError({path: [BAD_TEXT_RULE]})
+
+
+class SafeJSONParser(JSONParser):
+    """JSON with a nesting limit and no NUL or lone surrogate anywhere."""
+
+    max_depth = MAX_BODY_DEPTH
+
+    def parse(
+        self,
+        stream: IO[Any],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            text = codecs.getreader(encoding)(stream).read()
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise ParseError(f"body: not valid {encoding} text ({exc})") from exc
+        try:
+            data = loads(text, max_depth=self.max_depth)
+        except JSONTooDeep as exc:
+            raise ValidationError({"body": [str(exc)]}) from exc
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from exc
+        refuse_bad_text(data)
+        return data
+
+
+class SafeFormParser(FormParser):
+    """Form data with no NUL or lone surrogate in any field."""
+
+    def parse(
+        self,
+        stream: IO[Any],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        data = super().parse(stream, media_type, parser_context)
+        refuse_bad_text(data)
+        return data
+
+
+class SafeMultiPartParser(MultiPartParser):
+    """Multipart data with no NUL or lone surrogate in any text field."""
+
+    def parse(
+        self,
+        stream: IO[Any],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        parsed = super().parse(stream, media_type, parser_context)
+        refuse_bad_text(parsed.data)
+        return parsed
