@@ -30,8 +30,8 @@ from selection.api.serializers import SelectInputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, TryItForm
 from selection.requests import build_request
-from selection.services import select_tools
-from selection.settings_services import current_settings, update_selection_settings
+from selection.services.select import select_tools
+from selection.services.settings import current_settings, update_selection_settings
 
 TRY_TEMPLATE = "selection/try_it.html"
 TRY_PARTIAL = "selection/partials/try_results.html"

@@ -22,12 +22,12 @@ from audit.services import record_event
 from catalog.formats import export_tool
 from catalog.models import Catalog, Tool
 from catalog.services.tools import tool_to_spec
+from selection.adapters.llm import llm_callable
+from selection.adapters.pgvector import semantic_pool
+from selection.adapters.snapshots import get_snapshot
 from selection.engine.engine import select
 from selection.engine.normalize import normalize
 from selection.engine.types import SelectionRequest, SelectionResult
-from selection.llm import llm_callable
-from selection.semantic import semantic_pool
-from selection.snapshots import get_snapshot
 
 SEMANTIC_SCORERS = {"embedding", "hybrid", "ensemble", "llm"}
 ANSWER_CACHE_SIZE = 5_000
