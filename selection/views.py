@@ -26,7 +26,7 @@ from catalog.views.common import (
     visible_catalogs,
 )
 from config.http import request_id
-from selection.api.serializers import SelectInputSerializer
+from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, TryItForm
 from selection.requests import build_request
@@ -81,13 +81,14 @@ def _select(
         form.add_input_errors({"catalog": ["no catalog is visible to you"]})
         return None
     try:
-        return select_tools(
+        answer = select_tools(
             catalog,
             build_request(access_for(request.user), dict(serializer.validated_data)),
             fmt="canonical",
             actor=acting_user(request),
             request_id=request_id(request),
         )
+        return dict(SelectOutputSerializer(answer).data)
     except PermissionDenied as exc:
         field = str(exc).split(":", 1)[0] if ":" in str(exc) else "roles"
         form.add_input_errors({field: [str(exc)]})

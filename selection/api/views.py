@@ -35,7 +35,7 @@ def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     """One selection for validated input; the engine's refusals name their field."""
     catalog = get_catalog_for_user(request.user, data["catalog"])
     try:
-        return services.select_tools(
+        answer = services.select_tools(
             catalog,
             build_request(access_for(request.user), data),
             fmt=data["format"],
@@ -46,6 +46,7 @@ def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
         raise ValidationError(
             {field: [f"{field}: {message}"] for field, message in exc.errors.items()}
         ) from exc
+    return s.SelectOutputSerializer(answer).data
 
 
 class SelectView(generics.GenericAPIView):
