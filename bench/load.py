@@ -59,21 +59,15 @@ import random
 import re
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import psycopg  # noqa: E402
 
 from bench._loadgen import (  # noqa: E402
     InFlight,
@@ -83,141 +77,25 @@ from bench._loadgen import (  # noqa: E402
     distinct_queries,
     run_load,
 )
+from bench._loadstack import (  # noqa: E402
+    Janitor,
+    create_database,
+    database_exists,
+    drop_database,
+    gunicorn,
+    with_database,
+)
 
 CATALOG_SIZES = {"sealtools": 4076, "metatool": 200}  # bench/speed.py's size keys
 CLIENT_PREFIX = "bench-load-agent"
 SEED = 20240601
 STARTED = time.monotonic()
-CLOCK_TICK = os.sysconf("SC_CLK_TCK")
-# Runs in the child before exec: the kernel sends SIGTERM to gunicorn's master if
-# this process dies without stopping it (kill -9, or devstack killing us on Ctrl-C).
-PDEATHSIG = (
-    "import ctypes, os, signal, sys; "
-    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM); "
-    "os.execv(sys.executable, sys.argv[1:])"
-)
 
 
 def say(message: str) -> None:
     """A progress line on stderr (the tables go to stdout)."""
     elapsed = time.monotonic() - STARTED
     print(f"[load {elapsed:7.1f}s] {message}", file=sys.stderr, flush=True)
-
-
-# --- the database ---------------------------------------------------------------------
-
-
-def with_database(url: str, name: str) -> str:
-    """The same server's URL for another database."""
-    return urlunparse(urlparse(url)._replace(path=f"/{name}"))
-
-
-def database_exists(admin_url: str, name: str) -> bool:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        row = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
-        return row.fetchone() is not None
-
-
-def create_database(admin_url: str, name: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def drop_database(admin_url: str, name: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-# --- gunicorn -------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, from /proc (0 if it is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
-
-
-class Gunicorn:
-    """``gunicorn config.wsgi -w N`` on a free loopback port, DEBUG false."""
-
-    def __init__(self, workers: int, log_dir: Path) -> None:
-        self.workers = workers
-        self.port = free_port()
-        self.app_name = f"bench-load-web-{self.port}"
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_dir / f"gunicorn-{workers}w-{self.port}.log"
-        env = {
-            **os.environ,
-            "DEBUG": "false",
-            "SECRET_KEY": os.environ.get("SECRET_KEY") or os.urandom(32).hex(),
-            "PGAPPNAME": self.app_name,
-        }
-        command = [
-            sys.executable, "-c", PDEATHSIG,
-            sys.executable, "-m", "gunicorn", "config.wsgi:application",
-            "--workers", str(workers), "--threads", "1",
-            "--bind", f"127.0.0.1:{self.port}", "--timeout", "120",
-            "--log-level", "warning",
-        ]  # fmt: skip
-        self._log = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-
-    def wait_ready(self, timeout_s: float = 120) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"gunicorn exited; see {self.log_path}")
-            with socket.socket() as sock:
-                listening = sock.connect_ex(("127.0.0.1", self.port)) == 0
-            if listening and len(self.worker_pids()) == self.workers:
-                return
-            time.sleep(0.1)
-        raise SystemExit(f"gunicorn did not start in {timeout_s}s; see {self.log_path}")
-
-    def worker_pids(self) -> list[int]:
-        pid = self.process.pid
-        try:
-            children = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-        except OSError:
-            return []
-        return [int(p) for p in children.split()]
-
-    def workers_cpu_s(self) -> float:
-        return sum(cpu_seconds(pid) for pid in self.worker_pids())
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self._log.close()
-
-
-@contextmanager
-def gunicorn(workers: int, log_dir: Path) -> Iterator[Gunicorn]:
-    web = Gunicorn(workers, log_dir)
-    try:
-        web.wait_ready()
-        yield web
-    finally:
-        web.stop()
 
 
 # --- one run --------------------------------------------------------------------------
@@ -310,6 +188,7 @@ def lock_table(runs: list[Run]) -> str:
     for r in runs:
         lock, res = r.lock, r.result
         wait = lock.wait_ms_per_request(res.wall_s, res.requests)
+        rate = res.requests / res.wall_s if res.wall_s else 0.0
         mean = sum(res.ms) / len(res.ms) if res.ms else 0.0
         rows.append([
             str(r.workers), f"{lock.samples:,} every {lock.interval_ms:.0f} ms",
@@ -318,12 +197,15 @@ def lock_table(runs: list[Run]) -> str:
             f"{100 * lock.waiting_share:.1f}%", f"{100 * lock.any_waiting:.1f}%",
             fmt(wait, 2), f"{100 * wait / mean:.1f}%" if mean else "—",
             f"{100 * lock.holding:.1f}%",
+            fmt(lock.holding * 1000 / rate if rate else None, 2),
+            fmt(rate / lock.holding if lock.holding else None, 0),
         ])  # fmt: skip
     return table(
         ["workers", "samples", "in flight (clients)", "web backends busy",
          "waiting for the lock: mean (max)", "share of in-flight waiting",
          "samples with a waiter", "wait ms/request (est.)", "share of mean latency",
-         "lock held (share of time)"],
+         "lock held (share of time)", "held ms/request",
+         "req/s ceiling set by the lock"],
         rows,
     )  # fmt: skip
 
@@ -472,6 +354,7 @@ def main(argv: list[str]) -> int:
     else:
         say(f"creating the database {args.database}")
         create_database(admin_url, args.database)
+    janitor = None if args.keep else Janitor(admin_url, args.database)
     os.environ["DATABASE_URL"] = dsn
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     try:
@@ -480,11 +363,12 @@ def main(argv: list[str]) -> int:
         from django.db import connections
 
         connections.close_all()
-        if args.keep:
+        if janitor is None:
             say(f"--keep: leaving the database {args.database}")
         else:
             say(f"dropping the database {args.database}")
             drop_database(admin_url, args.database)
+            janitor.done()
     print(text, flush=True)
     return 0
 
