@@ -66,6 +66,16 @@ def drop_database(admin_url: str, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def web_backends(dsn: str, app_name: str) -> int:
+    """Connections the web workers hold (one per worker once it has answered)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            (app_name,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 # --- gunicorn -------------------------------------------------------------------------
 
 

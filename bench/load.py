@@ -62,6 +62,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -78,16 +79,19 @@ from bench._loadgen import (  # noqa: E402
     run_load,
 )
 from bench._loadstack import (  # noqa: E402
+    Gunicorn,
     Janitor,
     create_database,
     database_exists,
     drop_database,
     gunicorn,
+    web_backends,
     with_database,
 )
 
 CATALOG_SIZES = {"sealtools": 4076, "metatool": 200}  # bench/speed.py's size keys
 CLIENT_PREFIX = "bench-load-agent"
+SELECT_PATH = "/api/v1/select"
 SEED = 20240601
 STARTED = time.monotonic()
 
@@ -112,24 +116,39 @@ class Run:
         self.load = os.getloadavg()[0]
 
 
+def warm_up(web: Gunicorn, ctx: dict[str, Any]) -> None:
+    """``--warmup`` seconds of load, then 5 s more at a time (up to 2 minutes)
+    until every worker holds a database connection, i.e. has answered a request
+    (the first one loads the model and builds the snapshot)."""
+    args, queries = ctx["args"], ctx["warmup_queries"]
+    seconds, sent, errors = args.warmup, 0, Counter[str]()
+    deadline = time.monotonic() + args.warmup + 120
+    while seconds > 0:
+        warm = run_load(
+            web.url + SELECT_PATH, ctx["headers"], ctx["body"], queries[sent:],
+            args.clients, seconds,
+        )  # fmt: skip
+        sent += warm.requests
+        errors.update({k: n for k, n in warm.outcomes.items() if k != "200"})
+        ready = web_backends(ctx["dsn"], web.app_name)
+        if ready >= web.workers or time.monotonic() > deadline:
+            break
+        say(f"warm-up: {ready} of {web.workers} workers have answered; 5 s more")
+        seconds = 5
+    say(f"warm-up: {sent} requests, errors: {dict(errors) or 'none'}")
+
+
 def measure(workers: int, ctx: dict[str, Any]) -> Run:
     args = ctx["args"]
-    url_path = "/api/v1/select"
     with gunicorn(workers, ctx["log_dir"]) as web:
         say(f"{workers} worker(s): gunicorn on {web.url}; warm-up {args.warmup:g}s")
-        warm = run_load(
-            web.url + url_path, ctx["headers"], ctx["body"], ctx["warmup_queries"],
-            args.clients, args.warmup,
-        )  # fmt: skip
-        say(
-            f"{workers} worker(s): warm-up {warm.requests} requests, {warm.errors} "
-            f"errors {warm.first_error}; measuring {args.duration:g}s"
-        )
+        warm_up(web, ctx)
+        say(f"{workers} worker(s): measuring {args.duration:g}s")
         inflight = InFlight()
         cpu_before = web.workers_cpu_s()
         with LockSampler(ctx["dsn"], web.app_name, inflight) as sampler:
             result = run_load(
-                web.url + url_path, ctx["headers"], ctx["body"], ctx["queries"],
+                web.url + SELECT_PATH, ctx["headers"], ctx["body"], ctx["queries"],
                 args.clients, args.duration, inflight,
             )  # fmt: skip
         cpu_s = web.workers_cpu_s() - cpu_before
