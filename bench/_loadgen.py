@@ -40,6 +40,11 @@ def distinct_queries(pool: Sequence[str], count: int, tag: str = "") -> list[str
     return out
 
 
+def is_2xx(outcome: str) -> bool:
+    """An outcome is an HTTP status ("200") or an exception's name."""
+    return outcome.isdigit() and outcome.startswith("2")
+
+
 @dataclass
 class LoadResult:
     """What the clients saw: one entry per finished request, in finishing order."""
@@ -56,7 +61,7 @@ class LoadResult:
 
     @property
     def errors(self) -> int:
-        return sum(n for k, n in self.outcomes.items() if k != "200")
+        return sum(n for k, n in self.outcomes.items() if not is_2xx(k))
 
     def pct(self, q: float) -> float | None:
         return float(np.percentile(self.ms, q)) if self.ms else None
@@ -86,7 +91,7 @@ async def _client(
         try:
             response = await http.post(url, json=make_body(query))
             outcome = str(response.status_code)
-            if response.status_code == 200:
+            if response.is_success:
                 stats = response.json().get("stats") or {}
                 result.server_ms.append(float(stats.get("latency_ms", 0.0)))
             elif not result.first_error:

@@ -60,7 +60,6 @@ import re
 import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -76,6 +75,7 @@ from bench._loadgen import (  # noqa: E402
     LockSampler,
     LockStats,
     distinct_queries,
+    is_2xx,
     run_load,
 )
 from bench._loadstack import (  # noqa: E402
@@ -129,7 +129,7 @@ def warm_up(web: Gunicorn, ctx: dict[str, Any]) -> None:
             args.clients, seconds,
         )  # fmt: skip
         sent += warm.requests
-        errors.update({k: n for k, n in warm.outcomes.items() if k != "200"})
+        errors.update({k: n for k, n in warm.outcomes.items() if not is_2xx(k)})
         ready = web_backends(ctx["dsn"], web.app_name)
         if ready >= web.workers or time.monotonic() > deadline:
             break
@@ -176,7 +176,7 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def outcomes(result: LoadResult) -> str:
-    bad = sorted((k, n) for k, n in result.outcomes.items() if k != "200")
+    bad = sorted((k, n) for k, n in result.outcomes.items() if not is_2xx(k))
     return ", ".join(f"{k}: {n}" for k, n in bad) or "—"
 
 
@@ -330,6 +330,14 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def fresh_log_dir() -> Path:
+    """gunicorn's logs go to the state directory, replaced by each run."""
+    path = ROOT / ".quiver" / "bench-load-logs"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
 def run(args: argparse.Namespace, dsn: str) -> str:
     slug, tools, model, key = prepare_catalog(args)
     pool = dev_queries(args.catalog)
@@ -342,7 +350,7 @@ def run(args: argparse.Namespace, dsn: str) -> str:
         "body": lambda query: {"catalog": slug, "query": query, "explain": False},
         "queries": distinct_queries(pool, args.max_requests),
         "warmup_queries": distinct_queries(other, warm_count, tag="warm-up"),
-        "log_dir": Path(tempfile.mkdtemp(prefix="bench-load-")),
+        "log_dir": fresh_log_dir(),
         "load_start": os.getloadavg()[0],
         "tools": tools,
         "model": model,
@@ -350,10 +358,7 @@ def run(args: argparse.Namespace, dsn: str) -> str:
     }
     runs = [measure(workers, ctx) for workers in args.workers]
     ctx["cycled"] = max((r.result.requests - 1) // len(pool) for r in runs)
-    if args.keep or any(r.result.errors for r in runs):
-        say(f"gunicorn logs are in {ctx['log_dir']}")
-    else:
-        shutil.rmtree(ctx["log_dir"], ignore_errors=True)
+    say(f"gunicorn logs are in {ctx['log_dir']} (replaced by the next run)")
     return report(runs, ctx)
 
 
