@@ -154,17 +154,26 @@ def run_load(
 
 # --- the audit-lock sampler -----------------------------------------------------------
 
-# Per sample: web backends waiting for / holding an advisory lock, web backends
-# active or in a transaction. The app names its connections through PGAPPNAME.
+# Per sample, over the web backends (the app names its connections through
+# PGAPPNAME): those waiting for an advisory lock, those holding one, the holders
+# idle in their transaction (the app's Python between two statements) and those
+# flushing WAL (the COMMIT), and the backends active or inside a transaction.
 SAMPLE_SQL = """
+WITH web AS (
+  SELECT pid, state, wait_event FROM pg_stat_activity WHERE application_name = %(app)s
+), advisory AS (
+  SELECT pid, bool_or(NOT granted) AS waiting, bool_or(granted) AS holding
+  FROM pg_locks WHERE locktype = 'advisory' AND pid IN (SELECT pid FROM web)
+  GROUP BY pid
+)
 SELECT
-  count(DISTINCT l.pid) FILTER (WHERE l.locktype = 'advisory' AND NOT l.granted),
-  count(DISTINCT l.pid) FILTER (WHERE l.locktype = 'advisory' AND l.granted),
-  (SELECT count(*) FROM pg_stat_activity a
-    WHERE a.application_name = %(app)s
-      AND (a.state = 'active' OR a.state LIKE 'idle in transaction%%'))
-FROM pg_locks l
-WHERE l.pid IN (SELECT pid FROM pg_stat_activity WHERE application_name = %(app)s)
+  count(*) FILTER (WHERE a.waiting),
+  count(*) FILTER (WHERE a.holding),
+  count(*) FILTER (WHERE a.holding AND w.state LIKE 'idle in transaction%%'),
+  count(*) FILTER (WHERE a.holding AND w.wait_event LIKE 'WAL%%'),
+  (SELECT count(*) FROM web
+    WHERE state = 'active' OR state LIKE 'idle in transaction%%')
+FROM advisory a JOIN web w USING (pid)
 """
 
 
@@ -176,6 +185,8 @@ class LockStats:
     interval_ms: float = 0.0
     waiting: float = 0.0  # backends waiting for an advisory lock
     holding: float = 0.0  # backends holding one (the chain lock is exclusive: <= 1)
+    holding_app: float = 0.0  # ... while idle in transaction (the app's own work)
+    holding_wal: float = 0.0  # ... while flushing WAL (the COMMIT)
     busy: float = 0.0  # backends active or inside a transaction
     inflight: float = 0.0  # requests sent by the clients and not yet answered
     any_waiting: float = 0.0  # share of samples with at least one waiter
@@ -199,7 +210,7 @@ class LockSampler:
     ) -> None:
         self.dsn, self.app_name, self.interval_s = dsn, app_name, interval_s
         self.inflight = inflight
-        self._rows: list[tuple[int, int, int, int]] = []
+        self._rows: list[tuple[int, ...]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._conn = psycopg.connect(
@@ -227,8 +238,8 @@ class LockSampler:
             due = max(due + self.interval_s, time.perf_counter())
             row = self._conn.execute(SAMPLE_SQL, params).fetchone()
             if row is not None:
-                waiting, holding, busy = (int(v or 0) for v in row)
-                self._rows.append((waiting, holding, busy, self.inflight.now))
+                counts = tuple(int(v or 0) for v in row)
+                self._rows.append((*counts, self.inflight.now))
 
     def stats(self) -> LockStats:
         if not self._rows:
@@ -240,8 +251,10 @@ class LockSampler:
             interval_ms=(self._stopped - self._started) * 1000 / len(rows),
             waiting=float(means[0]),
             holding=float(means[1]),
-            busy=float(means[2]),
-            inflight=float(means[3]),
+            holding_app=float(means[2]),
+            holding_wal=float(means[3]),
+            busy=float(means[4]),
+            inflight=float(means[5]),
             any_waiting=float((rows[:, 0] > 0).mean()),
             max_waiting=int(rows[:, 0].max()),
         )

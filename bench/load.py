@@ -202,6 +202,16 @@ def latency_table(runs: list[Run], clients: int) -> str:
     )  # fmt: skip
 
 
+def held_ms(lock: LockStats, rate: float) -> str:
+    """Time the lock is held per request, split by what its holder was doing."""
+    if not rate:
+        return "—"
+    sql = max(0.0, lock.holding - lock.holding_app - lock.holding_wal)
+    parts = (lock.holding_app, sql, lock.holding_wal)
+    split = " / ".join(f"{share * 1000 / rate:.2f}" for share in parts)
+    return f"{lock.holding * 1000 / rate:.2f} ({split})"
+
+
 def lock_table(runs: list[Run]) -> str:
     rows = []
     for r in runs:
@@ -216,14 +226,14 @@ def lock_table(runs: list[Run]) -> str:
             f"{100 * lock.waiting_share:.1f}%", f"{100 * lock.any_waiting:.1f}%",
             fmt(wait, 2), f"{100 * wait / mean:.1f}%" if mean else "—",
             f"{100 * lock.holding:.1f}%",
-            fmt(lock.holding * 1000 / rate if rate else None, 2),
+            held_ms(lock, rate),
             fmt(rate / lock.holding if lock.holding else None, 0),
         ])  # fmt: skip
     return table(
         ["workers", "samples", "in flight (clients)", "web backends busy",
          "waiting for the lock: mean (max)", "share of in-flight waiting",
          "samples with a waiter", "wait ms/request (est.)", "share of mean latency",
-         "lock held (share of time)", "held ms/request",
+         "lock held (share of time)", "held ms/request: all (app / SQL / WAL flush)",
          "req/s ceiling set by the lock"],
         rows,
     )  # fmt: skip

@@ -71,6 +71,8 @@ def test_the_sampler_counts_web_backends_waiting_for_an_advisory_lock() -> None:
     assert stats.waiting == 1.0  # the other application's waiter is not counted
     assert stats.max_waiting == 1
     assert stats.holding == 1.0
+    assert stats.holding_app == 1.0  # the holder sits idle in its transaction
+    assert stats.holding_wal == 0.0
     assert stats.any_waiting == 1.0
     assert stats.waiting_share == pytest.approx(1 / 3)
     assert stats.wait_ms_per_request(wall_s=2.0, requests=4) == pytest.approx(500.0)
