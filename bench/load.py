@@ -32,7 +32,8 @@ with ``--keep`` (the catalog is then not rebuilt).
    carry the word ``warm-up`` and never match a measured one.
 5. Meanwhile a side connection samples Postgres every ~20 ms (``pg_locks`` joined
    to ``pg_stat_activity`` on the web's application_name): web backends waiting
-   for an advisory lock (not granted), holding one, and active or inside a
+   for an advisory lock (not granted), holding one (and what the holder is doing:
+   idle in its transaction, running SQL, flushing WAL), and active or inside a
    transaction, next to the requests in flight at the clients. The only advisory
    lock in the app is the audit chain's ``pg_advisory_xact_lock`` in
    ``audit.services.record_event``; if a later design drops it, the wait reads 0.
@@ -43,7 +44,8 @@ kind), throughput, client-measured p50/p95/p99/mean, the answers' own
 the audit write), the web workers' CPU time per request; then the audit lock: mean
 waiters, their share of the requests in flight, the share of samples with a
 waiter, the estimated wait per request (Little's law: mean waiters x wall time /
-requests) and the share of time the lock is held. Progress goes to stderr.
+requests), the share of time the lock is held and the hold time per request.
+Progress goes to stderr; gunicorn's logs to ``.quiver/bench-load-logs/``.
 
 Everything it starts (gunicorn, in its own session, also told by the kernel to
 stop if this process dies) is stopped on exit, Ctrl-C and SIGTERM included.
