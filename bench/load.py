@@ -268,7 +268,7 @@ def dev_queries(dataset: str) -> list[str]:
     """The data set's dev queries, distinct after the query cache's normalisation,
     shuffled with a fixed seed (short and long queries mixed in every slice)."""
     from bench._data import DATA_DIR, read_jsonl
-    from selection.semantic import normalise_query
+    from selection.adapters.pgvector import normalise_query
 
     seen: set[str] = set()
     pool = []
