@@ -15,17 +15,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from catalog.access import access_for
+from catalog.access import access_for, get_catalog_for_user
 from catalog.models import Catalog
 from catalog.services.catalogs import DEFAULT_CATALOG
-from catalog.views.common import (
-    acting_user,
-    can_write,
-    get_catalog_for_user,
-    render_page,
-    visible_catalogs,
-)
 from config.http import request_id
+from config.pages import acting_user, can_write, render_page, visible_catalogs
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, TryItForm
@@ -129,7 +123,7 @@ def present(answer: dict[str, Any], core_tools: Any) -> dict[str, Any]:
 @login_required
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a catalog's effective settings; curators and admins save changes."""
-    catalog = get_catalog_for_user(request, slug)
+    catalog = get_catalog_for_user(request.user, slug)
     data, version = current_settings(catalog)
     form = SelectionSettingsForm(initial={"settings": data})
     if request.method == "POST":
