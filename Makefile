@@ -60,5 +60,9 @@ bench-speed: $(STAMP)
 bench-embeddings: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/embeddings.py
 
+.PHONY: bench-load
+bench-load: $(STAMP)
+	$(PY) -m config.devstack test -- $(PY) bench/load.py $(ARGS)
+
 clean-test:
 	$(PY) -m config.devstack clean-test

@@ -10,7 +10,8 @@ Options: ``--skip-hnsw``, ``--sizes 1000,10000,100000``, ``--queries N`` (300).
    into a ``bench-embeddings-*`` catalog and one real Celery worker process
    (concurrency 2) imports and embeds them; we poll the Job, then the tools'
    ``embedding_status``. Also the pure in-process ``embed_documents`` throughput.
-2. Query-embedding latency through ``selection.semantic.embed_query``: the first
+2. Query-embedding latency through ``selection.adapters.pgvector.embed_query``: the
+   first
    call of each distinct text (cold) and the same texts again (cached).
 3. pgvector HNSW (m=16, ef_construction=64, cosine) at several sizes, built from
    real embeddings plus normalised mixtures of real pairs, in a scratch table
@@ -64,7 +65,7 @@ from catalog.services.catalogs import create_catalog  # noqa: E402
 from catalog.services.embeddings import current_backend  # noqa: E402
 from catalog.services.imports import start_import  # noqa: E402
 from catalog.spec import spec_from_dict  # noqa: E402
-from selection import semantic  # noqa: E402
+from selection.adapters import pgvector as semantic  # noqa: E402
 
 DATA_DIR = Path(
     os.environ.get("QUIVER_BENCH_DATA", ROOT.parent / "shared" / "bench" / "data")
@@ -381,7 +382,7 @@ def synthetic_set(real: np.ndarray, size: int) -> np.ndarray:
 
 
 def vector_literal(vector: np.ndarray) -> str:
-    """The app's text form of a query vector (as in selection.semantic)."""
+    """The app's text form of a query vector (as in selection.adapters.pgvector)."""
     return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 

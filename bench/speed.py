@@ -111,14 +111,16 @@ from catalog.services.embeddings import (  # noqa: E402
 )
 from catalog.services.tools import content_hash, tool_to_spec  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
-from selection import semantic, services, snapshots  # noqa: E402
+from selection.adapters import pgvector as semantic  # noqa: E402
+from selection.adapters import snapshots  # noqa: E402
+from selection.adapters.snapshots import get_snapshot  # noqa: E402
 from selection.api.serializers import SelectInputSerializer  # noqa: E402
 from selection.api.views import build_request  # noqa: E402
 from selection.engine.engine import select  # noqa: E402
 from selection.engine.normalize import normalize  # noqa: E402
 from selection.engine.settings import EngineSettings  # noqa: E402
 from selection.engine.types import SelectionRequest  # noqa: E402
-from selection.snapshots import get_snapshot  # noqa: E402
+from selection.services import select as services  # noqa: E402
 
 DATA_DIR = Path(
     os.environ.get("QUIVER_BENCH_DATA", ROOT.parent / "shared" / "bench" / "data")
@@ -756,15 +758,21 @@ PROFILE_MARKERS = (
     ("auth: API key lookup + last_used", "authenticate (catalog/auth.py"),
     ("catalog lookup (get_catalog_for_user)", "get_catalog_for_user ("),
     ("input serializer (is_valid)", "is_valid (rest_framework/serializers.py"),
-    ("select_tools", "select_tools (selection/services.py"),
+    ("select_tools", "select_tools (selection/services/select.py"),
     (
         "  get_snapshot (settings query + lookup)",
-        "get_snapshot (selection/snapshots.py",
+        "get_snapshot (selection/adapters/snapshots.py",
     ),
-    ("  semantic_pool (incl. embedding)", "semantic_pool (selection/semantic.py"),
-    ("    query embedding (embed_query)", "embed_query (selection/semantic.py"),
+    (
+        "  semantic_pool (incl. embedding)",
+        "semantic_pool (selection/adapters/pgvector.py",
+    ),
+    (
+        "    query embedding (embed_query)",
+        "embed_query (selection/adapters/pgvector.py",
+    ),
     ("  engine select()", "select (selection/engine/engine.py"),
-    ("  tool definitions", "_definitions (selection/services.py"),
+    ("  tool definitions", "_definitions (selection/services/select.py"),
     ("  audit write (record_event)", "record_event (audit/services.py"),
     ("response rendering (JSON)", "render (rest_framework/renderers.py"),
     ("all SQL round trips (execute)", "execute (django/db/backends/utils.py"),

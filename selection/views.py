@@ -15,23 +15,17 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from catalog.access import access_for
+from catalog.access import access_for, get_catalog_for_user
 from catalog.models import Catalog
 from catalog.services.catalogs import DEFAULT_CATALOG
-from catalog.views.common import (
-    acting_user,
-    can_write,
-    get_catalog_for_user,
-    render_page,
-    visible_catalogs,
-)
 from config.http import request_id
-from selection.api.serializers import SelectInputSerializer
+from config.pages import acting_user, can_write, render_page, visible_catalogs
+from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, TryItForm
 from selection.requests import build_request
-from selection.services import select_tools
-from selection.settings_services import current_settings, update_selection_settings
+from selection.services.select import select_tools
+from selection.services.settings import current_settings, update_selection_settings
 
 TRY_TEMPLATE = "selection/try_it.html"
 TRY_PARTIAL = "selection/partials/try_results.html"
@@ -81,13 +75,14 @@ def _select(
         form.add_input_errors({"catalog": ["no catalog is visible to you"]})
         return None
     try:
-        return select_tools(
+        answer = select_tools(
             catalog,
             build_request(access_for(request.user), dict(serializer.validated_data)),
             fmt="canonical",
             actor=acting_user(request),
             request_id=request_id(request),
         )
+        return dict(SelectOutputSerializer(answer).data)
     except PermissionDenied as exc:
         field = str(exc).split(":", 1)[0] if ":" in str(exc) else "roles"
         form.add_input_errors({field: [str(exc)]})
@@ -128,7 +123,7 @@ def present(answer: dict[str, Any], core_tools: Any) -> dict[str, Any]:
 @login_required
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a catalog's effective settings; curators and admins save changes."""
-    catalog = get_catalog_for_user(request, slug)
+    catalog = get_catalog_for_user(request.user, slug)
     data, version = current_settings(catalog)
     form = SelectionSettingsForm(initial={"settings": data})
     if request.method == "POST":

@@ -23,7 +23,9 @@ from config.http import request_id
 
 
 class ApiClientSerializer(serializers.ModelSerializer):
-    owner = serializers.CharField(source="owner.username", default=None, read_only=True)
+    owner = serializers.CharField(
+        source="owner.username", default=None, read_only=True, allow_null=True
+    )
 
     class Meta:
         model = ApiClient
@@ -47,7 +49,7 @@ class ApiClientSerializer(serializers.ModelSerializer):
 
 class ApiClientInputSerializer(serializers.Serializer):
     name = serializers.RegexField(r"^[A-Za-z0-9_.-]{1,100}$")
-    scope = serializers.ChoiceField(choices=ApiScope.values)
+    scope = serializers.ChoiceField(choices=ApiScope.choices)
     roles = serializers.ListField(
         child=serializers.CharField(max_length=100), default=list, max_length=100
     )

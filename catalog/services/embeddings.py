@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from psycopg import sql
 
 from catalog.access import stored_user
 from catalog.choices import EmbeddingStatus, JobKind
@@ -206,19 +207,20 @@ def hnsw_index_name(model_id: str, catalog_id: int) -> str:
 def ensure_hnsw_index(model_id: str, dimension: int, catalog_id: int) -> None:
     """A partial HNSW cosine index per (model, catalog): a vector of one model is
     never compared with another's, and a catalog's search never scans another's."""
-    name = hnsw_index_name(model_id, catalog_id)
+    # DDL takes no bound parameters: psycopg composes and quotes every part.
+    statement = sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {name} ON catalog_toolembedding "
+        "USING hnsw ((embedding::vector({dimension})) vector_cosine_ops) "
+        "WHERE model_id = {model} AND catalog_id = {catalog}"
+    ).format(
+        name=sql.Identifier(hnsw_index_name(model_id, catalog_id)),
+        dimension=sql.Literal(int(dimension)),
+        model=sql.Literal(model_id),
+        catalog=sql.Literal(int(catalog_id)),
+    )
+    connection.ensure_connection()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {name} ON catalog_toolembedding "
-            f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
-            f"WHERE model_id = %s AND catalog_id = {int(catalog_id)}".replace(
-                "%s", _quote(model_id)
-            )
-        )
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+        cursor.execute(statement.as_string(connection.connection))
 
 
 def start_reindex(

@@ -118,6 +118,21 @@ def _provider_name(catalog: Catalog, spec: ToolSpec, tool: Tool | None) -> str:
     return assign_provider_names([spec.name], taken)[spec.name]
 
 
+# Every column _apply sets, plus the version and editor: what an update saves.
+_UPDATED_FIELDS = [
+    *_SPEC_FIELDS,
+    "name",
+    "provider_name",
+    "prompt_tokens",
+    "content_hash",
+    "embedding_status",
+    "embedding_error",
+    "version",
+    "updated_by",
+    "updated",
+]
+
+
 def _apply(tool: Tool, spec: ToolSpec, provider_name: str) -> None:
     for name in _SPEC_FIELDS:
         setattr(tool, name, getattr(spec, name))
@@ -216,7 +231,7 @@ def update_tool(
         tool.full_clean(
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
         )
-        tool.save()
+        tool.save(update_fields=_UPDATED_FIELDS)
         _record(tool, ChangeAction.UPDATE, before, spec_json(tool), actor, request_id)
         _enqueue_embedding(tool.pk)
     return WriteResult(tool, ImportOutcome.UPDATED)

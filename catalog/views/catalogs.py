@@ -15,14 +15,9 @@ from catalog.formats import FORMATS
 from catalog.forms import CatalogForm
 from catalog.models import Catalog
 from catalog.services.embeddings import start_reindex
-from catalog.views.common import (
-    acting_user,
-    can_write,
-    get_catalog_for_user,
-    render_page,
-    writer_required,
-)
+from catalog.views.common import get_catalog_for_user, writer_required
 from config.http import request_id
+from config.pages import acting_user, can_write, render_page
 
 
 @login_required

@@ -21,8 +21,8 @@ from catalog.services.clients import (
     revoke_api_client,
     rotate_api_client,
 )
-from catalog.views.common import acting_user, paginate, render_page
 from config.http import request_id
+from config.pages import acting_user, paginate, render_page
 
 TEMPLATE = "catalog/client_list.html"
 

@@ -14,14 +14,9 @@ from catalog.choices import ImportOutcome
 from catalog.forms import ToolForm, draft_schema_problems
 from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG
-from catalog.views.common import (
-    acting_user,
-    get_tool_for_user,
-    render_page,
-    visible_catalogs,
-    writer_required,
-)
+from catalog.views.common import get_tool_for_user, writer_required
 from config.http import request_id
+from config.pages import acting_user, render_page, visible_catalogs
 
 FORM_TEMPLATE = "catalog/tool_form.html"
 

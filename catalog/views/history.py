@@ -10,7 +10,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from catalog.models import Tool, ToolChange
-from catalog.views.common import get_tool_for_user, render_page
+from catalog.views.common import get_tool_for_user
+from config.pages import render_page
 
 
 def history_context(tool: Tool) -> dict[str, Any]:

@@ -16,14 +16,8 @@ from catalog.forms import ImportForm
 from catalog.models import Job
 from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG
-from catalog.views.common import (
-    acting_user,
-    get_job_for_user,
-    paginate,
-    render_page,
-    visible_catalogs,
-    writer_required,
-)
+from catalog.views.common import get_job_for_user, writer_required
+from config.pages import acting_user, paginate, render_page, visible_catalogs
 
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
 REINDEX_COUNTS = ("embedded", "unchanged", "failed")

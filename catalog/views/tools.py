@@ -17,18 +17,12 @@ from catalog import services
 from catalog.choices import EmbeddingStatus, ToolStatus
 from catalog.formats import FORMATS, export_tool
 from catalog.forms import ToolFilterForm
-from catalog.htmx import is_htmx_partial
 from catalog.models import Tool
-from catalog.views.common import (
-    acting_user,
-    get_tool_for_user,
-    paginate,
-    render_page,
-    visible_catalogs,
-    writer_required,
-)
+from catalog.views.common import get_tool_for_user, writer_required
 from catalog.views.history import history_context
+from config.htmx import is_htmx_partial
 from config.http import request_id
+from config.pages import acting_user, paginate, render_page, visible_catalogs
 
 # Columns the list never shows; big JSON stays in the database.
 LIST_DEFERRED = ("parameters", "annotations", "examples", "keywords", "description")

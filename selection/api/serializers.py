@@ -126,16 +126,34 @@ class ExclusionSerializer(serializers.Serializer):
 
 
 class SelectOutputSerializer(serializers.Serializer):
+    """Renders a ``selection.answers.SelectionAnswer``: one field per attribute
+    (a test holds the two to the same names)."""
+
     selection_id = serializers.UUIDField()
+    request_id = serializers.UUIDField(allow_null=True)
     catalog = serializers.CharField()
     catalog_version = serializers.IntegerField()
     settings_version = serializers.IntegerField()
     scorer = serializers.CharField()
     tools = PickSerializer(many=True)
-    excluded = ExclusionSerializer(many=True, required=False)
+    excluded = ExclusionSerializer(
+        many=True,
+        required=False,
+        allow_null=True,
+        help_text="only when the request set explain",
+    )
     stats = serializers.DictField()
     cached = serializers.BooleanField()
     degraded = serializers.BooleanField()
+    fallback_reason = serializers.CharField(
+        allow_blank=True, help_text="why the scorer differs from the one asked for"
+    )
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        data = dict(super().to_representation(instance))
+        if data.get("excluded") is None:
+            data.pop("excluded", None)
+        return data
 
 
 class SelectionSettingsSerializer(serializers.Serializer):

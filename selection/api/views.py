@@ -20,18 +20,18 @@ from catalog.permissions import CuratorWrites
 from config.api_errors import first_message
 from config.http import request_id
 from config.ratelimit import BatchRateThrottle, ClientRateThrottle
-from selection import services
 from selection.api import serializers as s
 from selection.engine import RequestError
 from selection.requests import build_request
-from selection.settings_services import current_settings, update_selection_settings
-from selection.toolcalls.parse import ShapeError, parse_tool_calls
-from selection.toolcalls.service import (
+from selection.services import select as services
+from selection.services.settings import current_settings, update_selection_settings
+from selection.services.tool_calls import (
     LinkedSelection,
     get_selection_for_caller,
     validate_tool_calls,
 )
-from selection.validation import find_tool, validate_tool_call
+from selection.services.validate import find_tool, validate_tool_call
+from selection.toolcalls.parse import ShapeError, parse_tool_calls
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     """One selection for validated input; the engine's refusals name their field."""
     catalog = get_catalog_for_user(request.user, data["catalog"])
     try:
-        return services.select_tools(
+        answer = services.select_tools(
             catalog,
             build_request(access_for(request.user), data),
             fmt=data["format"],
@@ -51,6 +51,7 @@ def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
         raise ValidationError(
             {field: [f"{field}: {message}"] for field, message in exc.errors.items()}
         ) from exc
+    return s.SelectOutputSerializer(answer).data
 
 
 class SelectView(generics.GenericAPIView):

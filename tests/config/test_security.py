@@ -72,7 +72,11 @@ def _manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
-        env={**os.environ, **env},
+        # The browser tests' async opt-out is theirs, not a deployment's.
+        env={
+            **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
+            **env,
+        },
         capture_output=True,
         text=True,
         timeout=120,

@@ -232,3 +232,23 @@ def test_a_tool_whose_embedding_failed_is_still_found_lexically(agent, catalog):
     for scorer in ("keyword", "bm25f", "hybrid"):
         response = select(agent, query="translate this text", scorer=scorer)
         assert names(response)[:1] == ["translate_text"], scorer
+
+
+def test_the_answer_type_and_its_serializer_name_the_same_fields():
+    from dataclasses import fields
+
+    from selection.answers import AnsweredTool, SelectionAnswer
+    from selection.api.serializers import PickSerializer, SelectOutputSerializer
+
+    assert set(SelectOutputSerializer().fields) == {
+        f.name for f in fields(SelectionAnswer)
+    }
+    assert set(PickSerializer().fields) == {f.name for f in fields(AnsweredTool)}
+
+
+def test_an_answer_names_its_fallback_reason_and_has_excluded_only_with_explain(agent):
+    plain = select(agent, query="send an email to Bob", scorer="llm").json()
+    assert plain["fallback_reason"]
+    assert "excluded" not in plain
+    explained = select(agent, query="send an email to Bob", explain=True).json()
+    assert isinstance(explained["excluded"], list)

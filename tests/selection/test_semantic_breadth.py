@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selection.semantic import LARGE_CATALOG, ef_search_for
+from selection.adapters.pgvector import LARGE_CATALOG, ef_search_for
 
 
 def test_a_catalog_sized_search_uses_the_configured_breadth(settings):

@@ -12,7 +12,7 @@ from audit.models import AuditEvent
 from audit.services import verify_chain
 from catalog.services import ensure_default_catalog
 from selection.models import SelectionSettings
-from selection.settings_services import current_settings, update_selection_settings
+from selection.services.settings import current_settings, update_selection_settings
 from tests.factories import make_sample_catalog
 
 pytestmark = pytest.mark.django_db

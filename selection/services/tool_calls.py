@@ -43,9 +43,9 @@ from catalog.schema_policy import (
     validate_arguments,
 )
 from catalog.services.tools import tool_to_spec
+from selection.adapters.snapshots import get_snapshot
 from selection.engine.policy import policy_codes
 from selection.engine.types import HIDDEN, POLICY_REASONS, SelectionRequest
-from selection.snapshots import get_snapshot
 from selection.toolcalls.hints import join_hints, schema_hints
 from selection.toolcalls.parse import ParsedOutput, ToolCall
 

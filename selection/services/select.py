@@ -22,18 +22,21 @@ from audit.services import record_event
 from catalog.formats import export_tool
 from catalog.models import Catalog, Tool
 from catalog.services.tools import tool_to_spec
+from selection.adapters.llm import llm_callable
+from selection.adapters.pgvector import semantic_pool
+from selection.adapters.snapshots import get_snapshot
+from selection.answers import SelectionAnswer, build_answer
 from selection.engine.engine import select
 from selection.engine.normalize import normalize
-from selection.engine.types import SelectionRequest, SelectionResult
-from selection.llm import llm_callable
-from selection.semantic import semantic_pool
-from selection.snapshots import get_snapshot
+from selection.engine.types import SelectionRequest
 
 SEMANTIC_SCORERS = {"embedding", "hybrid", "ensemble", "llm"}
 ANSWER_CACHE_SIZE = 5_000
 DEFINITION_CACHE_SIZE = 20_000
 _lock = threading.Lock()
-_answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
+# An answer and each pick's version and content hash (for the audit row).
+CachedAnswer = tuple[SelectionAnswer, dict[str, dict[str, Any]]]
+_answers: OrderedDict[str, CachedAnswer] = OrderedDict()
 # (catalog id, catalog version, update time, format, tool name) -> definition.
 # Any write to a catalog's tools bumps its version, so an entry never goes stale.
 _definitions_cache: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
@@ -57,42 +60,38 @@ def select_tools(
     fmt: str,
     actor: Any,
     request_id: uuid.UUID | None = None,
-) -> dict[str, Any]:
-    """The answer to one selection request (see the API docs for its shape)."""
+) -> SelectionAnswer:
+    """The answer to one selection request, with its audit row (same transaction)."""
     started = time.perf_counter()
     snapshot, names = get_snapshot(catalog)
     key = cache_key(catalog, snapshot.version, request, fmt)
-    cached = _cached(key)
-    if cached is None:
+    hit = _cached(key)
+    if hit is None:
         answer = _compute(catalog, (snapshot, names), request, fmt, started)
-        if not answer["degraded"]:
+        versions = _versions(catalog, answer.names)
+        if not answer.degraded:
             # A degraded answer (timeout, fallback) must not outlive its cause.
-            _store(key, copy.deepcopy(answer))
+            _store(key, (answer, versions))
     else:
-        answer = {**cached, "cached": True}
-    answer["stats"] = {
-        **answer["stats"],
-        "latency_ms": round((time.perf_counter() - started) * 1000, 3),
-    }
-    versions = answer.pop("_versions", {})
-    selection_id = uuid.uuid4()
-    answer["stats"]["hidden"] = answer["stats"].get("hidden", 0)
+        answer, versions = hit
+    served = answer.served(
+        selection_id=str(uuid.uuid4()),
+        request_id=str(request_id) if request_id else None,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        cached=hit is not None,
+    )
     record_event(
         EventType.SELECTION,
         actor=actor,
         request_id=request_id,
-        selection_id=selection_id,
+        selection_id=uuid.UUID(served.selection_id),
         catalog_slug=catalog.slug,
         catalog_version=catalog.version,
-        summary=_summary(request, answer),
+        summary=_summary(request, served),
         input={"request": asdict(request), "format": fmt},
-        output=_audit_output(answer, versions),
+        output=served.audit_record(versions),
     )
-    return {
-        "selection_id": str(selection_id),
-        "request_id": str(request_id) if request_id else None,
-        **answer,
-    }
+    return served
 
 
 def _compute(
@@ -101,7 +100,7 @@ def _compute(
     request: SelectionRequest,
     fmt: str,
     started: float,
-) -> dict[str, Any]:
+) -> SelectionAnswer:
     snapshot, names = snapshot_and_names
     scorer = request.scorer or snapshot.settings.default_scorer
     semantic = None
@@ -117,52 +116,14 @@ def _compute(
         request = replace(request, timeout_ms=max(0.0, request.timeout_ms - spent))
     llm = llm_callable() if scorer == "llm" else None
     result = select(snapshot, request, semantic=semantic, llm=llm)
-    return _shape(catalog, snapshot.version, result, request, fmt)
-
-
-def _shape(
-    catalog: Catalog,
-    version: str,
-    result: SelectionResult,
-    request: SelectionRequest,
-    fmt: str,
-) -> dict[str, Any]:
-    definitions = _definitions(catalog, [pick.name for pick in result.tools], fmt)
-    answer: dict[str, Any] = {
-        "catalog": catalog.slug,
-        "catalog_version": catalog.version,
-        "settings_version": int(version.split(".")[-1]),
-        "scorer": result.scorer,
-        "tools": [
-            {
-                "name": pick.name,
-                "score": round(pick.score, 6),
-                "reason": pick.reason,
-                "signals": {k: round(v, 6) for k, v in pick.signals.items()},
-                "requires_approval": pick.requires_approval,
-                "core": pick.core,
-                "exploration": pick.exploration,
-                "definition": definitions[pick.name],
-            }
-            for pick in result.tools
-        ],
-        "stats": {
-            "considered": result.stats.considered,
-            "excluded_by_policy": result.stats.excluded_by_policy,
-            "below_min_score": result.stats.below_min_score,
-            "hidden": result.stats.hidden,
-            "engine_ms": round(result.stats.elapsed_ms, 3),
-        },
-        "cached": False,
-        "degraded": result.degraded,
-        # Audit only (popped before the answer leaves): what each pick was then.
-        "_versions": _versions(catalog, [pick.name for pick in result.tools]),
-    }
-    if result.fallback_reason:
-        answer["fallback_reason"] = result.fallback_reason
-    if request.explain:
-        answer["excluded"] = [asdict(exclusion) for exclusion in result.excluded]
-    return answer
+    return build_answer(
+        catalog=catalog.slug,
+        catalog_version=catalog.version,
+        settings_version=int(snapshot.version.split(".")[-1]),
+        result=result,
+        request=request,
+        definitions=_definitions(catalog, result.names, fmt),
+    )
 
 
 def _definitions(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Any]:
@@ -187,24 +148,25 @@ def _definitions(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Any]
     return found
 
 
-def _cached(key: str) -> dict[str, Any] | None:
+def _cached(key: str) -> CachedAnswer | None:
+    """Answers are frozen and never changed once built, so hits share them."""
     with _lock:
-        answer = _answers.get(key)
-        if answer is None:
+        hit = _answers.get(key)
+        if hit is None:
             return None
         _answers.move_to_end(key)
-    return copy.deepcopy(answer)
+    return hit
 
 
-def _store(key: str, answer: dict[str, Any]) -> None:
+def _store(key: str, answer: CachedAnswer) -> None:
     with _lock:
         _answers[key] = answer
         if len(_answers) > ANSWER_CACHE_SIZE:
             _answers.popitem(last=False)
 
 
-def _summary(request: SelectionRequest, answer: dict[str, Any]) -> str:
-    picked = ", ".join(tool["name"] for tool in answer["tools"]) or "no tool"
+def _summary(request: SelectionRequest, answer: SelectionAnswer) -> str:
+    picked = ", ".join(answer.names) or "no tool"
     query = request.query if isinstance(request.query, str) else "(structured input)"
     if request.messages:
         query = "(conversation)"
@@ -221,18 +183,3 @@ def _versions(catalog: Catalog, names: list[str]) -> dict[str, dict[str, Any]]:
         name: {"version": version, "content_hash": digest}
         for name, version, digest in rows.values_list("name", "version", "content_hash")
     }
-
-
-def _audit_output(
-    answer: dict[str, Any], versions: dict[str, dict[str, Any]]
-) -> dict[str, Any]:
-    """The answer without the (large, reproducible) provider definitions, with
-    each pick's version and content hash."""
-    tools = [
-        {
-            **{k: v for k, v in t.items() if k != "definition"},
-            **versions.get(t["name"], {}),
-        }
-        for t in answer["tools"]
-    ]
-    return {**answer, "tools": tools}

@@ -1,0 +1,125 @@
+"""The /select answer as one type: built by the select service, rendered by
+``SelectOutputSerializer`` (so the OpenAPI schema and the answer cannot drift), and
+recorded, without the provider definitions, in the audit log."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from selection.engine.types import Exclusion, SelectionRequest, SelectionResult
+
+
+@dataclass(frozen=True)
+class AnsweredTool:
+    """One picked tool as the caller sees it."""
+
+    name: str
+    score: float
+    reason: str
+    signals: dict[str, float]
+    requires_approval: bool
+    core: bool
+    exploration: bool
+    definition: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SelectionAnswer:
+    """Everything a /select answer holds; ``excluded`` only with ``explain``."""
+
+    catalog: str
+    catalog_version: int
+    settings_version: int
+    scorer: str
+    tools: tuple[AnsweredTool, ...]
+    stats: dict[str, Any]
+    cached: bool
+    degraded: bool
+    fallback_reason: str = ""
+    excluded: tuple[Exclusion, ...] | None = None
+    selection_id: str = ""
+    request_id: str | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [tool.name for tool in self.tools]
+
+    def served(
+        self,
+        *,
+        selection_id: str,
+        request_id: str | None,
+        latency_ms: float,
+        cached: bool,
+    ) -> SelectionAnswer:
+        """This answer as served once: its own id, its latency, cached or not."""
+        stats = {**self.stats, "latency_ms": round(latency_ms, 3)}
+        return replace(
+            self,
+            selection_id=selection_id,
+            request_id=request_id,
+            stats=stats,
+            cached=cached,
+        )
+
+    def audit_record(self, versions: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """The answer for the audit log: no (large, reproducible) definitions, and
+        each pick's version and content hash."""
+        record = asdict(self)
+        record["tools"] = [
+            {
+                **{k: v for k, v in tool.items() if k != "definition"},
+                **versions.get(tool["name"], {}),
+            }
+            for tool in record["tools"]
+        ]
+        if record["excluded"] is None:
+            del record["excluded"]
+        return record
+
+
+def build_answer(
+    *,
+    catalog: str,
+    catalog_version: int,
+    settings_version: int,
+    result: SelectionResult,
+    request: SelectionRequest,
+    definitions: dict[str, dict[str, Any]],
+) -> SelectionAnswer:
+    """The answer for one engine result (before it is served)."""
+    return SelectionAnswer(
+        catalog=catalog,
+        catalog_version=catalog_version,
+        settings_version=settings_version,
+        scorer=result.scorer,
+        tools=tuple(_tool(pick, definitions[pick.name]) for pick in result.tools),
+        stats={
+            "considered": result.stats.considered,
+            "excluded_by_policy": result.stats.excluded_by_policy,
+            "below_min_score": result.stats.below_min_score,
+            "hidden": result.stats.hidden,
+            "engine_ms": round(result.stats.elapsed_ms, 3),
+        },
+        cached=False,
+        degraded=result.degraded,
+        fallback_reason=result.fallback_reason,
+        excluded=tuple(result.excluded) if request.explain else None,
+    )
+
+
+def _tool(pick: Any, definition: dict[str, Any]) -> AnsweredTool:
+    return AnsweredTool(
+        name=pick.name,
+        score=round(pick.score, 6),
+        reason=pick.reason,
+        signals={k: round(v, 6) for k, v in pick.signals.items()},
+        requires_approval=pick.requires_approval,
+        core=pick.core,
+        exploration=pick.exploration,
+        definition=definition,
+    )
+
+
+ANSWER_FIELDS = tuple(f for f in SelectionAnswer.__dataclass_fields__)
