@@ -97,7 +97,9 @@ class Drill:
             return None
         step.count(response.status_code, (time.perf_counter() - started) * 1000)
         if 400 <= response.status_code < 500 or response.status_code > 503:
-            step.notes.append(f"{path}: {response.status_code} {response.text[:120]}")
+            note = f"{response.status_code}: {response.json().get('detail', '')[:70]}"
+            if note not in step.notes:
+                step.notes.append(note)
         return response
 
     def select(self, step: Step, query: str) -> None:
