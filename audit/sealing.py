@@ -116,7 +116,7 @@ def seal_and_checkpoint() -> int:
 
 
 def _loop(stop: threading.Event, interval: float) -> None:
-    from django.db import close_old_connections
+    from django.db import close_old_connections, connections
 
     while not stop.wait(interval):
         try:
@@ -125,14 +125,23 @@ def _loop(stop: threading.Event, interval: float) -> None:
             log.exception("audit sealer round failed")
         finally:
             close_old_connections()
+    connections.close_all()
 
 
-def start_sealer_thread(interval: float) -> threading.Event:
-    """Run the sealer every ``interval`` seconds in a daemon thread; set the
-    returned event to stop it."""
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=_loop, args=(stop, interval), name="audit-sealer", daemon=True
-    )
-    thread.start()
-    return stop
+class SealerThread:
+    """The sealer in a daemon thread, every ``interval`` seconds, until stopped."""
+
+    def __init__(self, interval: float) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=_loop, args=(self._stop, interval), name="audit-sealer", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def start_sealer_thread(interval: float) -> SealerThread:
+    return SealerThread(interval)
