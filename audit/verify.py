@@ -83,7 +83,7 @@ def parse_since(text: str) -> int | datetime:
     return moment
 
 
-class _Walk:
+class ChainWalk:
     """The running state of one pass over the chain, in seq order."""
 
     def __init__(self, book: Book, seq: int, prev: str) -> None:
@@ -170,7 +170,7 @@ _ROW_SQL = (
 )
 
 
-def _anchor(book: Book) -> tuple[int, str]:
+def chain_anchor(book: Book) -> tuple[int, str]:
     """Where the chain in the table must begin: after the last archived segment."""
     if not book.archives:
         return 0, GENESIS
@@ -195,13 +195,15 @@ def _start(
     cursor: CursorWrapper, book: Book, since: int | datetime | None
 ) -> tuple[int, str, Finding | None]:
     """The first seq to check, the hash it must link to, or a missing head."""
-    anchor_seq, anchor_hash = _anchor(book)
+    anchor_seq, anchor_hash = chain_anchor(book)
     first = _first_seq(cursor, since)
     if first is None:
         return anchor_seq + 1, anchor_hash, None
-    if first == anchor_seq + 1:
-        return first, anchor_hash, None
-    if since is not None and first > anchor_seq + 1:
+    if first <= anchor_seq + 1:
+        # Rows at or before the anchor are archived (a delete that did not commit
+        # leaves them here too); the chain in the table goes on after them.
+        return anchor_seq + 1, anchor_hash, None
+    if since is not None:
         cursor.execute("SELECT hash FROM audit_auditevent WHERE seq = %s", [first - 1])
         row = cursor.fetchone()
         if row is not None:
@@ -217,7 +219,7 @@ def _start(
     return first, anchor_hash, missing
 
 
-def _walk(cursor: CursorWrapper, walk: _Walk, batch: int) -> Finding | None:
+def _walk(cursor: CursorWrapper, walk: ChainWalk, batch: int) -> Finding | None:
     while True:
         cursor.execute(_ROW_SQL, [walk.expected_seq, batch])
         rows = cursor.fetchall()
@@ -287,7 +289,7 @@ def _find(
         seq, prev, missing = _start(cursor, book, since)
         if missing is not None:
             return missing, 0
-        walk = _Walk(book, seq, prev)
+        walk = ChainWalk(book, seq, prev)
         finding = _walk(cursor, walk, batch) or _tail(cursor, book)
         return finding or _unsealed(cursor), walk.checked
 
