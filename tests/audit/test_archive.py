@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.core.management import call_command
@@ -41,7 +41,7 @@ def segments(*sizes: int) -> list[list[AuditEvent]]:
     return runs
 
 
-def in_days(days: int) -> timezone.datetime:
+def in_days(days: int) -> datetime:
     return timezone.now() + timedelta(days=days)
 
 
