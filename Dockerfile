@@ -19,7 +19,7 @@ RUN pip install .
 COPY . .
 RUN SECRET_KEY=build-only python manage.py collectstatic --noinput
 
-RUN useradd --create-home quiver
+RUN useradd --create-home quiver && install -d -o quiver /var/lib/quiver
 USER quiver
 EXPOSE 8000
 CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--timeout", "60"]
