@@ -6,9 +6,11 @@ edit that does not recompute the hashes after it; those rows stay verifiable and
 first signed checkpoint covers them.
 
 Version 2: HMAC-SHA256 with the audit key, which lives outside the database
-(``QUIVER_AUDIT_KEY`` / ``_FILE``). The message is a JSON array of text fields exactly
-as Postgres returns them (``input::text`` is jsonb's own canonical text), so sealing
-and verifying read the same bytes and never parse the stored JSON.
+(``QUIVER_AUDIT_KEY`` / ``_FILE``). The message is the row's seq, id, previous hash
+and text fields exactly as Postgres returns them (``input::text`` is jsonb's own
+canonical text), joined by NUL: Postgres text can never hold a NUL, so the join is
+unambiguous and costs no escaping. Sealing and verifying read the same bytes and
+never parse the stored JSON.
 """
 
 from __future__ import annotations
@@ -64,18 +66,20 @@ def key_id(key: bytes | None = None) -> str:
     return hmac.digest(material, b"quiver-audit-key-id", "sha256").hex()[:16]
 
 
+def _message(seq: int, row_id: int, prev_hash: str, content: Sequence[str]) -> bytes:
+    return "\x00".join([str(seq), str(row_id), prev_hash, *content]).encode()
+
+
 def keyed_hash(
     key: bytes, seq: int, row_id: int, prev_hash: str, content: Sequence[str]
 ) -> str:
     """Version 2: the HMAC of the row's position, its link and its content."""
-    message = json.dumps([seq, row_id, prev_hash, *content], ensure_ascii=False)
-    return hmac.digest(key, message.encode(), "sha256").hex()
+    return hmac.digest(key, _message(seq, row_id, prev_hash, content), "sha256").hex()
 
 
 def unkeyed_hash(seq: int, row_id: int, prev_hash: str, content: Sequence[str]) -> str:
     """The same message hashed without the key: what a forger without it computes."""
-    message = json.dumps([seq, row_id, prev_hash, *content], ensure_ascii=False)
-    return hashlib.sha256(message.encode()).hexdigest()
+    return hashlib.sha256(_message(seq, row_id, prev_hash, content)).hexdigest()
 
 
 def _canonical(value: object) -> str:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from multiprocessing import get_context
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -30,7 +31,7 @@ from audit.hashing import (
     legacy_hash,
     unkeyed_hash,
 )
-from audit.sealing import seal_pending
+from audit.sealing import chain_head, seal_pending
 
 
 class Damage:
@@ -166,8 +167,9 @@ class ChainWalk:
 _ROW_SQL = (
     "SELECT seq, id, hash_version, key_id, prev_hash, hash, "
     f"{CONTENT_SQL} FROM audit_auditevent "
-    "WHERE seq >= %s ORDER BY seq LIMIT %s"
+    "WHERE seq >= %s AND seq < %s ORDER BY seq LIMIT %s"
 )
+_NO_END = 2**62
 
 
 def chain_anchor(book: Book) -> tuple[int, str]:
@@ -219,9 +221,11 @@ def _start(
     return first, anchor_hash, missing
 
 
-def _walk(cursor: CursorWrapper, walk: ChainWalk, batch: int) -> Finding | None:
+def _walk(
+    cursor: CursorWrapper, walk: ChainWalk, batch: int, end: int = _NO_END
+) -> Finding | None:
     while True:
-        cursor.execute(_ROW_SQL, [walk.expected_seq, batch])
+        cursor.execute(_ROW_SQL, [walk.expected_seq, end, batch])
         rows = cursor.fetchall()
         step = walk.step
         for row in rows:
@@ -231,6 +235,66 @@ def _walk(cursor: CursorWrapper, walk: ChainWalk, batch: int) -> Finding | None:
                 return finding
         if len(rows) < batch:
             return None
+
+
+Task = tuple[int, int, str, bool, int]
+_BOOK: Book | None = None  # the book a forked child checks against
+
+
+def _ranges(
+    cursor: CursorWrapper, book: Book, seq: int, prev: str, batch: int, processes: int
+) -> list[Task]:
+    """Consecutive seq ranges, each with the stored hash it links to (the range
+    before checks that hash); none when one process will do."""
+    head = chain_head(cursor)[0]
+    if processes < 2 or connection.in_atomic_block or head - seq < 2 * batch:
+        return []
+    bounds = [seq + (head + 1 - seq) * k // processes for k in range(processes + 1)]
+    tasks: list[Task] = [(bounds[0], bounds[1], prev, False, batch)]
+    for start, end in zip(bounds[1:-1], bounds[2:], strict=True):
+        cursor.execute(
+            "SELECT hash, hash_version FROM audit_auditevent WHERE seq = %s",
+            [start - 1],
+        )
+        row = cursor.fetchone()
+        if row is None:  # a gap: one process finds and names it
+            return []
+        tasks.append((start, end, str(row[0]), row[1] == KEYED, batch))
+    return tasks
+
+
+def _walk_range(task: Task) -> tuple[Finding | None, int]:
+    start, end, prev, keyed_seen, batch = task
+    assert _BOOK is not None
+    walk = ChainWalk(_BOOK, start, prev)
+    walk.keyed_seen = keyed_seen
+    try:
+        with connection.cursor() as cursor:
+            finding = _walk(cursor, walk, batch, end)
+    finally:
+        connections.close_all()
+    if finding is None and walk.expected_seq != end:
+        finding = Finding(
+            Damage.LINK_BROKEN,
+            f"records missing from seq {walk.expected_seq} to {end - 1}",
+            seq=walk.expected_seq,
+        )
+    return finding, walk.checked
+
+
+def run_ranges(book: Book, tasks: list[Task]) -> tuple[Finding | None, int]:
+    """Check the ranges in forked processes; the first finding in seq order wins."""
+    global _BOOK
+    _BOOK = book
+    connections.close_all()  # a child must open its own connection, not share ours
+    with get_context("fork").Pool(len(tasks)) as pool:
+        results = pool.map(_walk_range, tasks)
+    checked = 0
+    for finding, count in results:
+        checked += count
+        if finding is not None:
+            return finding, checked
+    return None, checked
 
 
 def _tail(cursor: CursorWrapper, book: Book) -> Finding | None:
@@ -281,7 +345,7 @@ def _unsealed(cursor: CursorWrapper) -> Finding | None:
 
 
 def _find(
-    book: Book, since: int | datetime | None, batch: int
+    book: Book, since: int | datetime | None, batch: int, processes: int
 ) -> tuple[Finding | None, int]:
     if book.problem:
         return Finding(Damage.BAD_CHECKPOINT, book.problem), 0
@@ -289,20 +353,33 @@ def _find(
         seq, prev, missing = _start(cursor, book, since)
         if missing is not None:
             return missing, 0
+        tasks = _ranges(cursor, book, seq, prev, batch, processes)
+    if tasks:
+        finding, checked = run_ranges(book, tasks)
+    else:
         walk = ChainWalk(book, seq, prev)
-        finding = _walk(cursor, walk, batch) or _tail(cursor, book)
-        return finding or _unsealed(cursor), walk.checked
+        with connection.cursor() as cursor:
+            finding, checked = _walk(cursor, walk, batch), walk.checked
+    with connection.cursor() as cursor:
+        finding = finding or _tail(cursor, book)
+        return finding or _unsealed(cursor), checked
 
 
 def verify_chain(
-    *, since: int | datetime | None = None, seal: bool = True, batch: int = 20_000
+    *,
+    since: int | datetime | None = None,
+    seal: bool = True,
+    batch: int = 20_000,
+    processes: int = 1,
 ) -> ChainCheck:
-    """Seal what is pending (unless told not to), then check the whole chain."""
+    """Seal what is pending (unless told not to), then check the whole chain, in
+    ``processes`` forked processes over consecutive ranges when asked (outside a
+    transaction only: a child cannot see its parent's uncommitted rows)."""
     started = time.monotonic()
     if seal:
         seal_pending()
     book = read_book()
-    finding, checked = _find(book, since, batch)
+    finding, checked = _find(book, since, batch, processes)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT seq, id FROM audit_auditevent WHERE seq IS NOT NULL "

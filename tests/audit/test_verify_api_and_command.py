@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from audit.models import AuditEvent
-from audit.services import Damage, record_event, seal_pending
+from audit.services import Damage, record_event, seal_pending, verify_chain
 
 pytestmark = pytest.mark.django_db
 
@@ -114,3 +114,24 @@ def test_the_command_takes_a_date_and_prints_json(capsys):
 def test_the_command_refuses_a_bad_since():
     with pytest.raises(CommandError, match="--since: expected an audit id"):
         call_command("audit_verify", "--since", "last week")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_verifying_in_two_processes_checks_every_record():
+    for n in range(30):
+        record(str(n))
+    seal_pending()
+    check = verify_chain(processes=2, batch=5)
+    assert (check.ok, check.checked) == (True, 30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_processes_name_the_same_first_bad_record_as_one():
+    events = [record(str(n)) for n in range(30)]
+    seal_pending()
+    edit_as_owner(events[22])
+    edit_as_owner(events[25])
+    one = verify_chain(batch=5)
+    two = verify_chain(processes=2, batch=5)
+    assert (two.kind, two.first_bad_id) == (one.kind, one.first_bad_id)
+    assert two.first_bad_id == events[22].pk

@@ -29,6 +29,12 @@ class Command(BaseCommand):
             action="store_true",
             help="check the table as it stands, without sealing pending rows first",
         )
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=1,
+            help="check consecutive ranges in this many processes (default 1)",
+        )
         parser.add_argument("--json", action="store_true", help="print the result")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -41,7 +47,11 @@ class Command(BaseCommand):
                     since = parse_since(options["since"])
                 except ValueError as exc:
                     raise CommandError(f"--since: {exc}") from exc
-            check = verify_chain(since=since, seal=not options["no_seal"])
+            check = verify_chain(
+                since=since,
+                seal=not options["no_seal"],
+                processes=max(1, options["processes"]),
+            )
         self._report(check, as_json=options["json"])
         if not check.ok:
             raise CommandError(f"audit chain damaged: {check.kind}")
