@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -19,7 +20,7 @@ ROLE = "quiver_app_test"
 def as_app(transactional_db, monkeypatch) -> Iterator[psycopg.Connection]:
     monkeypatch.setenv("QUIVER_APP_DB_PASSWORD", "app-secret")
     call_command("audit_app_role", ROLE)
-    db = settings.DATABASES["default"]
+    db: dict[str, Any] = settings.DATABASES["default"]
     conn = psycopg.connect(
         dbname=db["NAME"],
         user=ROLE,
