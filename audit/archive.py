@@ -161,12 +161,7 @@ def archive_old_segments(
         folder = out_dir or Path(settings.QUIVER_STATE_DIR) / "audit-archive"
         path = folder / f"audit-{anchor_seq + 1:012d}-{end['head_seq']:012d}.jsonl"
         file_hash = _write(path, book, end, rows)
-        cursor.execute("SET LOCAL quiver.audit_archive = 'on'")
-        cursor.execute(
-            "DELETE FROM audit_auditevent WHERE seq > %s AND seq <= %s",
-            [anchor_seq, end["head_seq"]],
-        )
-        cursor.execute("SET LOCAL quiver.audit_archive = 'off'")
+        _delete_segment(cursor, anchor_seq, int(end["head_seq"]))
         append_record(
             {
                 "kind": "archive",
@@ -181,6 +176,17 @@ def archive_old_segments(
             }
         )
     return Archived(path, len(rows), anchor_seq + 1, int(end["head_seq"]))
+
+
+def _delete_segment(cursor: CursorWrapper, after_seq: int, through_seq: int) -> None:
+    """The one DELETE the trigger allows: sealed rows, with quiver.audit_archive on
+    for this statement only."""
+    cursor.execute("SET LOCAL quiver.audit_archive = 'on'")
+    cursor.execute(
+        "DELETE FROM audit_auditevent WHERE seq > %s AND seq <= %s",
+        [after_seq, through_seq],
+    )
+    cursor.execute("SET LOCAL quiver.audit_archive = 'off'")
 
 
 def _header_problem(header: dict[str, Any]) -> str:

@@ -294,6 +294,15 @@ def run_verify(count: int) -> None:
     runs = [timed_verify() for _ in range(3)]
     parallel = [timed_verify(processes=2) for _ in range(2)]
     best = max((run[0] for run in runs + parallel), key=lambda c: c.per_second)
+    print_verify(count, size, made, (sealed, seal_s), before, runs, parallel)
+    assert best.ok, best.problem
+
+
+def print_verify(
+    count: int, size: str, made: float, seal: tuple[int, float], before: float,
+    runs: list, parallel: list,
+) -> None:  # fmt: skip
+    sealed, seal_s = seal
     print(
         f"\nVerify: {count} generated events (table {size}, generated in {made:.1f}s)"
     )
@@ -322,7 +331,6 @@ def run_verify(count: int) -> None:
             f"{f'verify after, 2 processes (run {n})':34}{run.checked:>10}"
             f"{run.seconds:>10.2f}{run.per_second:>12}{'-':>10}{'-':>10}{'-':>15}"
         )
-    assert best.ok, best.problem
 
 
 def main(argv: list[str]) -> int:
