@@ -8,9 +8,9 @@ chain by ``seq`` in big keyset pages over only the text columns that are hashed
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from multiprocessing import get_context
 from typing import Any
 
 from django.conf import settings
@@ -199,6 +199,8 @@ def _start(
     """The first seq to check, the hash it must link to, or a missing head."""
     anchor_seq, anchor_hash = chain_anchor(book)
     first = _first_seq(cursor, since)
+    if first is None and since is not None:
+        return _NO_END - 1, "", None  # nothing at or after since: nothing to walk
     if first is None:
         return anchor_seq + 1, anchor_hash, None
     if first <= anchor_seq + 1:
@@ -238,18 +240,17 @@ def _walk(
 
 
 Task = tuple[int, int, str, bool, int]
-_BOOK: Book | None = None  # the book a forked child checks against
 
 
 def _ranges(
-    cursor: CursorWrapper, book: Book, seq: int, prev: str, batch: int, processes: int
+    cursor: CursorWrapper, book: Book, seq: int, prev: str, batch: int, workers: int
 ) -> list[Task]:
     """Consecutive seq ranges, each with the stored hash it links to (the range
-    before checks that hash); none when one process will do."""
+    before checks that hash); none when one worker will do."""
     head = chain_head(cursor)[0]
-    if processes < 2 or connection.in_atomic_block or head - seq < 2 * batch:
+    if workers < 2 or connection.in_atomic_block or head - seq < 2 * batch:
         return []
-    bounds = [seq + (head + 1 - seq) * k // processes for k in range(processes + 1)]
+    bounds = [seq + (head + 1 - seq) * k // workers for k in range(workers + 1)]
     tasks: list[Task] = [(bounds[0], bounds[1], prev, False, batch)]
     for start, end in zip(bounds[1:-1], bounds[2:], strict=True):
         cursor.execute(
@@ -257,22 +258,21 @@ def _ranges(
             [start - 1],
         )
         row = cursor.fetchone()
-        if row is None:  # a gap: one process finds and names it
+        if row is None:  # a gap: one worker finds and names it
             return []
         tasks.append((start, end, str(row[0]), row[1] == KEYED, batch))
     return tasks
 
 
-def _walk_range(task: Task) -> tuple[Finding | None, int]:
+def _walk_range(book: Book, task: Task) -> tuple[Finding | None, int]:
     start, end, prev, keyed_seen, batch = task
-    assert _BOOK is not None
-    walk = ChainWalk(_BOOK, start, prev)
+    walk = ChainWalk(book, start, prev)
     walk.keyed_seen = keyed_seen
     try:
         with connection.cursor() as cursor:
             finding = _walk(cursor, walk, batch, end)
     finally:
-        connections.close_all()
+        connections.close_all()  # this thread's own connection
     if finding is None and walk.expected_seq != end:
         finding = Finding(
             Damage.LINK_BROKEN,
@@ -283,12 +283,13 @@ def _walk_range(task: Task) -> tuple[Finding | None, int]:
 
 
 def run_ranges(book: Book, tasks: list[Task]) -> tuple[Finding | None, int]:
-    """Check the ranges in forked processes; the first finding in seq order wins."""
-    global _BOOK
-    _BOOK = book
-    connections.close_all()  # a child must open its own connection, not share ours
-    with get_context("fork").Pool(len(tasks)) as pool:
-        results = pool.map(_walk_range, tasks)
+    """Check the ranges in threads, each on its own connection: while one hashes,
+    another's Postgres backend reads and converts rows. The first finding in seq
+    order wins. (Threads, not forked processes: a fork copies the parent's open
+    broker and database sockets, and libraries' after-fork hooks then block on
+    them.)"""
+    with ThreadPoolExecutor(len(tasks), thread_name_prefix="audit-verify") as pool:
+        results = list(pool.map(lambda task: _walk_range(book, task), tasks))
     checked = 0
     for finding, count in results:
         checked += count
@@ -345,7 +346,7 @@ def _unsealed(cursor: CursorWrapper) -> Finding | None:
 
 
 def _find(
-    book: Book, since: int | datetime | None, batch: int, processes: int
+    book: Book, since: int | datetime | None, batch: int, workers: int
 ) -> tuple[Finding | None, int]:
     if book.problem:
         return Finding(Damage.BAD_CHECKPOINT, book.problem), 0
@@ -353,7 +354,7 @@ def _find(
         seq, prev, missing = _start(cursor, book, since)
         if missing is not None:
             return missing, 0
-        tasks = _ranges(cursor, book, seq, prev, batch, processes)
+        tasks = _ranges(cursor, book, seq, prev, batch, workers)
     if tasks:
         finding, checked = run_ranges(book, tasks)
     else:
@@ -370,16 +371,16 @@ def verify_chain(
     since: int | datetime | None = None,
     seal: bool = True,
     batch: int = 20_000,
-    processes: int = 1,
+    workers: int = 1,
 ) -> ChainCheck:
-    """Seal what is pending (unless told not to), then check the whole chain, in
-    ``processes`` forked processes over consecutive ranges when asked (outside a
-    transaction only: a child cannot see its parent's uncommitted rows)."""
+    """Seal what is pending (unless told not to), then check the whole chain, split
+    over ``workers`` threads with their own connections when asked (outside a
+    transaction only: another connection cannot see its uncommitted rows)."""
     started = time.monotonic()
     if seal:
         seal_pending()
     book = read_book()
-    finding, checked = _find(book, since, batch, processes)
+    finding, checked = _find(book, since, batch, workers)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT seq, id FROM audit_auditevent WHERE seq IS NOT NULL "

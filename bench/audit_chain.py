@@ -270,11 +270,11 @@ def backend_cpu() -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def timed_verify(processes: int = 1) -> tuple[object, float, float]:
+def timed_verify(workers: int = 1) -> tuple[object, float, float]:
     """verify_chain, with the CPU seconds of this process and of its backend (one
-    process only: forked children and their backends are not counted)."""
-    if processes > 1:
-        return verify_chain(seal=False, processes=processes), 0.0, 0.0
+    worker only: with more, the other backends are not counted)."""
+    if workers > 1:
+        return verify_chain(seal=False, workers=workers), 0.0, 0.0
     cpu, db_cpu = time.process_time(), backend_cpu()
     check = verify_chain(seal=False)
     return check, time.process_time() - cpu, backend_cpu() - db_cpu
@@ -292,7 +292,7 @@ def run_verify(count: int) -> None:
     seal_s = time.perf_counter() - started
     before = old_verify_rate()
     runs = [timed_verify() for _ in range(3)]
-    parallel = [timed_verify(processes=2) for _ in range(2)]
+    parallel = [timed_verify(workers=2) for _ in range(2)]
     best = max((run[0] for run in runs + parallel), key=lambda c: c.per_second)
     print_verify(count, size, made, (sealed, seal_s), before, runs, parallel)
     assert best.ok, best.problem
@@ -328,7 +328,7 @@ def print_verify(
         )
     for n, (run, _, _) in enumerate(parallel, start=1):
         print(
-            f"{f'verify after, 2 processes (run {n})':34}{run.checked:>10}"
+            f"{f'verify after, 2 threads (run {n})':34}{run.checked:>10}"
             f"{run.seconds:>10.2f}{run.per_second:>12}{'-':>10}{'-':>10}{'-':>15}"
         )
 

@@ -117,21 +117,27 @@ def test_the_command_refuses_a_bad_since():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_verifying_in_two_processes_checks_every_record():
+def test_verifying_in_two_threads_checks_every_record():
     for n in range(30):
         record(str(n))
     seal_pending()
-    check = verify_chain(processes=2, batch=5)
+    check = verify_chain(workers=2, batch=5)
     assert (check.ok, check.checked) == (True, 30)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_processes_name_the_same_first_bad_record_as_one():
+def test_two_threads_name_the_same_first_bad_record_as_one():
     events = [record(str(n)) for n in range(30)]
     seal_pending()
     edit_as_owner(events[22])
     edit_as_owner(events[25])
     one = verify_chain(batch=5)
-    two = verify_chain(processes=2, batch=5)
+    two = verify_chain(workers=2, batch=5)
     assert (two.kind, two.first_bad_id) == (one.kind, one.first_bad_id)
     assert two.first_bad_id == events[22].pk
+
+
+def test_since_after_the_last_record_checks_nothing_but_the_tail():
+    last = record("a")
+    check = verify_chain(since=last.pk + 1000)
+    assert (check.ok, check.checked) == (True, 0)

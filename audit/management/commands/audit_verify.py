@@ -30,10 +30,10 @@ class Command(BaseCommand):
             help="check the table as it stands, without sealing pending rows first",
         )
         parser.add_argument(
-            "--processes",
+            "--workers",
             type=int,
             default=1,
-            help="check consecutive ranges in this many processes (default 1)",
+            help="split the chain over this many threads, each with its own connection",
         )
         parser.add_argument("--json", action="store_true", help="print the result")
 
@@ -50,7 +50,7 @@ class Command(BaseCommand):
             check = verify_chain(
                 since=since,
                 seal=not options["no_seal"],
-                processes=max(1, options["processes"]),
+                workers=max(1, options["workers"]),
             )
         self._report(check, as_json=options["json"])
         if not check.ok:
