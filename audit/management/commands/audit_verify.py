@@ -32,8 +32,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--workers",
             type=int,
-            default=1,
-            help="split the chain over this many threads, each with its own connection",
+            default=2,
+            help="threads, each on its own connection, splitting the chain (default 2)",
         )
         parser.add_argument("--json", action="store_true", help="print the result")
 
