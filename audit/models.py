@@ -10,17 +10,16 @@ from django.db import models
 
 from audit.choices import EventType
 from audit.querysets import AuditEventQuerySet
-
-
-class AppendOnlyError(RuntimeError):
-    """Audit rows are never changed or deleted (the database refuses too)."""
+from config.exceptions import AppendOnlyError
 
 
 class AuditEvent(models.Model):
     """What was asked, what was answered and why, by whom, chained by hash.
 
-    ``hash`` covers this row's content and the previous row's hash, so changing or
-    removing any row breaks every hash after it (see audit.services.verify_chain)."""
+    A row is written unsealed (``seq`` and ``hash`` null) in the caller's transaction;
+    the sealer (audit.sealing) later gives it its place in the chain (``seq``) and
+    ``hash``, an HMAC over its content and the previous row's hash, so changing or
+    removing any sealed row breaks the chain (see audit.verify)."""
 
     event_type = models.CharField(max_length=20, choices=EventType.choices)
     # No database constraint: deleting a user must not touch (update) audit rows;
@@ -43,8 +42,15 @@ class AuditEvent(models.Model):
     input = models.JSONField(encoder=DjangoJSONEncoder)
     output = models.JSONField(encoder=DjangoJSONEncoder)
     created = models.DateTimeField(db_index=True)
-    prev_hash = models.CharField(max_length=64)
-    hash = models.CharField(max_length=64, unique=True)
+    # Chain position, previous hash and hash: set once by the sealer, never again
+    # (the database's trigger allows exactly that update).
+    seq = models.BigIntegerField(null=True, blank=True, unique=True)
+    prev_hash = models.CharField(max_length=64, blank=True, default="")
+    hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    # 1: unkeyed SHA-256 (rows from before keyed hashing), 2: HMAC (audit.hashing).
+    hash_version = models.PositiveSmallIntegerField(default=2)
+    key_id = models.CharField(max_length=16, blank=True, default="")
+    sealed_at = models.DateTimeField(null=True, blank=True)
 
     objects = models.Manager.from_queryset(AuditEventQuerySet)()
 
@@ -53,6 +59,11 @@ class AuditEvent(models.Model):
         indexes = [
             models.Index(fields=["event_type", "created"]),
             models.Index(fields=["catalog_slug", "id"]),
+            models.Index(
+                fields=["id"],
+                condition=models.Q(hash__isnull=True),
+                name="audit_event_unsealed",
+            ),
         ]
 
     def __str__(self) -> str:

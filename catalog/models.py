@@ -20,10 +20,7 @@ from catalog.choices import (
     ToolStatus,
 )
 from catalog.querysets import CatalogQuerySet, JobQuerySet, ToolQuerySet
-
-
-class AppendOnlyError(RuntimeError):
-    """Raised when code tries to change or delete an append-only record."""
+from config.exceptions import AppendOnlyError
 
 
 class Catalog(models.Model):

@@ -186,6 +186,15 @@ def _secret_key(state_dir: Path) -> str:
     return path.read_text().strip()
 
 
+def _audit_key(state_dir: Path) -> str:
+    """The audit chain's HMAC key file: outside the database, made once."""
+    path = state_dir / "audit_key"
+    if not path.exists():
+        path.write_text(secrets.token_hex(32))
+        path.chmod(0o600)
+    return str(path)
+
+
 @contextmanager
 def services(state_dir: Path, testing: bool = False) -> Iterator[dict[str, str]]:
     """Environment for Quiver with the embedded services it needed started."""
@@ -195,6 +204,8 @@ def services(state_dir: Path, testing: bool = False) -> Iterator[dict[str, str]]
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     env.setdefault("SECRET_KEY", _secret_key(state_dir))
+    if "QUIVER_AUDIT_KEY" not in env:
+        env.setdefault("QUIVER_AUDIT_KEY_FILE", _audit_key(state_dir))
     with ExitStack() as stack:
         if "DATABASE_URL" not in env:
             pg = embedded_postgres(state_dir / "pg")

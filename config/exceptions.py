@@ -9,3 +9,8 @@ class Conflict(Exception):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+class AppendOnlyError(RuntimeError):
+    """Code tried to change or delete an append-only record (the database refuses
+    too, for the audit log)."""

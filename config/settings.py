@@ -221,6 +221,33 @@ QUIVER_IMPORT_EMBED_LAG = env_int(
 # HNSW search breadth; see bench/README.md for the recall/latency trade-off.
 QUIVER_EF_SEARCH = env_int("QUIVER_EF_SEARCH", 100, minimum=1, maximum=1000)
 
+# The audit chain's HMAC key lives outside the database (audit/hashing.py). Without
+# QUIVER_AUDIT_KEY(_FILE) it is derived from SECRET_KEY, which also lives outside it.
+QUIVER_AUDIT_KEY = env_str("QUIVER_AUDIT_KEY")
+QUIVER_STATE_DIR = Path(env_str("QUIVER_STATE_DIR", str(BASE_DIR / ".quiver")))
+QUIVER_AUDIT_CHECKPOINT_FILE = Path(
+    env_str(
+        "QUIVER_AUDIT_CHECKPOINT_FILE",
+        str(QUIVER_STATE_DIR / "audit-checkpoints.jsonl"),
+    )
+)
+QUIVER_AUDIT_CHECKPOINT_URL = env_str("QUIVER_AUDIT_CHECKPOINT_URL")
+QUIVER_AUDIT_CHECKPOINT_EVERY = env_int(
+    "QUIVER_AUDIT_CHECKPOINT_EVERY", 1000, minimum=1, maximum=10_000_000
+)
+QUIVER_AUDIT_CHECKPOINT_S = env_int(
+    "QUIVER_AUDIT_CHECKPOINT_S", 60, minimum=1, maximum=86_400
+)
+QUIVER_AUDIT_SEAL_INTERVAL_S = env_int(
+    "QUIVER_AUDIT_SEAL_INTERVAL_S", 2, minimum=1, maximum=3600
+)
+QUIVER_AUDIT_SEAL_MAX_DELAY_S = env_int(
+    "QUIVER_AUDIT_SEAL_MAX_DELAY_S", 300, minimum=5, maximum=86_400
+)
+QUIVER_AUDIT_RETENTION_DAYS = env_int(
+    "QUIVER_AUDIT_RETENTION_DAYS", 400, minimum=1, maximum=100_000
+)
+
 QUIVER_LLM = {
     "BASE_URL": env_str("QUIVER_LLM_BASE_URL", ""),
     "MODEL": env_str("QUIVER_LLM_MODEL", "gpt-4o-mini"),

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Quiver container entrypoint: make sure a SECRET_KEY exists, then run the command.
+# Quiver container entrypoint: make sure a SECRET_KEY and an audit key exist, then
+# run the command.
 # Without SECRET_KEY or SECRET_KEY_FILE, one is generated once into the state
 # volume ($QUIVER_STATE_DIR, /data) and shared by every container mounting it.
 set -eu
@@ -10,5 +11,12 @@ if [ -z "${SECRET_KEY:-}" ] && [ -z "${SECRET_KEY_FILE:-}" ]; then
     (umask 077 && python -c 'import secrets; print(secrets.token_urlsafe(50))' > "$key_file")
   fi
   export SECRET_KEY_FILE="$key_file"
+fi
+if [ -z "${QUIVER_AUDIT_KEY:-}" ] && [ -z "${QUIVER_AUDIT_KEY_FILE:-}" ]; then
+  audit_key="$STATE_DIR/audit_key"
+  if [ ! -s "$audit_key" ]; then
+    (umask 077 && python -c 'import secrets; print(secrets.token_hex(32))' > "$audit_key")
+  fi
+  export QUIVER_AUDIT_KEY_FILE="$audit_key"
 fi
 exec "$@"

@@ -86,6 +86,7 @@ def test_each_idea_is_written_once():
         "definition_tokens",
         "render_page",
         "actor_name",
+        "AppendOnlyError",
     ):
         found = defining(symbol)
         assert len(found) <= 1 or symbol == "get_catalog_for_user", (symbol, found)

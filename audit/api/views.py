@@ -7,11 +7,12 @@ from dataclasses import asdict
 from django.db.models import QuerySet
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.models import AuditEvent
-from audit.services import verify_chain
+from audit.services import parse_since, seal_pending, verify_chain
 from catalog.permissions import ComplianceReads
 
 
@@ -30,8 +31,12 @@ class AuditEventSerializer(serializers.ModelSerializer):
             "input",
             "output",
             "created",
+            "seq",
             "prev_hash",
             "hash",
+            "hash_version",
+            "key_id",
+            "sealed_at",
         ]
 
 
@@ -52,7 +57,22 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
             events = events.filter(selection_id=params["selection_id"])
         return events
 
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        # Readers see rows sealed; a sealer already at work is not waited for.
+        seal_pending(wait=False)
+        return super().list(request, *args, **kwargs)
+
+    def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
+        seal_pending(wait=False)
+        return super().retrieve(request, *args, **kwargs)
+
     @action(detail=False, methods=["get"])
     def verify(self, request: Request) -> Response:
-        """Recompute the hash chain; ok is false with the first bad row's id."""
-        return Response(asdict(verify_chain()))
+        """Seal, then check the chain against its keys and checkpoints: ok is false
+        with the first bad row's id, the kind of damage and what was found."""
+        since = request.query_params.get("since")
+        try:
+            start = parse_since(since) if since else None
+        except ValueError as exc:
+            raise ValidationError({"since": [str(exc)]}) from exc
+        return Response(asdict(verify_chain(since=start, workers=2)))

@@ -8,7 +8,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from audit.models import AppendOnlyError, AuditEvent
-from audit.services import record_event, verify_chain
+from audit.services import record_event, seal_pending, verify_chain
 
 pytestmark = pytest.mark.django_db
 
@@ -26,9 +26,14 @@ def record(summary: str) -> AuditEvent:
     )
 
 
-def test_each_event_chains_to_the_previous_one():
+def test_each_event_chains_to_the_previous_one_once_sealed():
     first, second = record("a"), record("b")
+    assert first.hash is None
+    seal_pending()
+    first.refresh_from_db()
+    second.refresh_from_db()
     assert second.prev_hash == first.hash
+    assert (first.seq, second.seq) == (1, 2)
     assert verify_chain().ok
     assert verify_chain().checked == 2
 
@@ -50,6 +55,7 @@ def test_the_database_refuses_an_update_behind_the_models_back():
 def test_a_forged_row_breaks_the_chain_check():
     record("a")
     forged = record("b")
+    seal_pending()
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER USER")
         cursor.execute(

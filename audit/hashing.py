@@ -1,0 +1,122 @@
+"""How a row of the audit chain is hashed, by version.
+
+Version 1 (rows written before keyed hashing): plain SHA-256 over a canonical JSON of
+the row's values, as Python sees them. Anyone can recompute it, so it only catches an
+edit that does not recompute the hashes after it; those rows stay verifiable and the
+first signed checkpoint covers them.
+
+Version 2: HMAC-SHA256 with the audit key, which lives outside the database
+(``QUIVER_AUDIT_KEY`` / ``_FILE``). The message is the row's seq, id, previous hash
+and text fields exactly as Postgres returns them (``input::text`` is jsonb's own
+canonical text), joined by NUL: Postgres text can never hold a NUL, so the join is
+unambiguous and costs no escaping. Sealing and verifying read the same bytes and
+never parse the stored JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+
+GENESIS = "0" * 64
+LEGACY = 1
+KEYED = 2
+
+# The text columns of a row, in the order hashed; sealer, verifier and archive share it.
+CONTENT_SQL = """
+    event_type, actor_name, request_id::text, coalesce(selection_id::text, ''),
+    catalog_slug, catalog_version::text, summary, input::text, output::text,
+    to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
+"""
+CONTENT_FIELDS = (
+    "event_type",
+    "actor_name",
+    "request_id",
+    "selection_id",
+    "catalog_slug",
+    "catalog_version",
+    "summary",
+    "input",
+    "output",
+    "created",
+)
+
+
+@lru_cache(maxsize=4)
+def _derive(secret: str, audit_key: str) -> bytes:
+    if audit_key:
+        return audit_key.encode()
+    return hmac.digest(secret.encode(), b"quiver-audit-chain", "sha256")
+
+
+def audit_key() -> bytes:
+    """The key: QUIVER_AUDIT_KEY if set, else derived from SECRET_KEY."""
+    return _derive(settings.SECRET_KEY, settings.QUIVER_AUDIT_KEY)
+
+
+def key_id(key: bytes | None = None) -> str:
+    """A short public fingerprint naming the key a row was sealed with."""
+    material = audit_key() if key is None else key
+    return hmac.digest(material, b"quiver-audit-key-id", "sha256").hex()[:16]
+
+
+def _message(seq: int, row_id: int, prev_hash: str, content: Sequence[str]) -> bytes:
+    return "\x00".join([str(seq), str(row_id), prev_hash, *content]).encode()
+
+
+def keyed_hash(
+    key: bytes, seq: int, row_id: int, prev_hash: str, content: Sequence[str]
+) -> str:
+    """Version 2: the HMAC of the row's position, its link and its content."""
+    return hmac.digest(key, _message(seq, row_id, prev_hash, content), "sha256").hex()
+
+
+def unkeyed_hash(seq: int, row_id: int, prev_hash: str, content: Sequence[str]) -> str:
+    """The same message hashed without the key: what a forger without it computes."""
+    return hashlib.sha256(_message(seq, row_id, prev_hash, content)).hexdigest()
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), cls=DjangoJSONEncoder
+    )
+
+
+def legacy_hash(prev_hash: str, content: Sequence[str]) -> str:
+    """Version 1, recomputed from the text columns (see the module docstring)."""
+    values = dict(zip(CONTENT_FIELDS, content, strict=True))
+    created = values["created"]
+    if created.endswith(".000000"):
+        created = created[: -len(".000000")]
+    body: dict[str, object] = {
+        "event_type": values["event_type"],
+        "actor_name": values["actor_name"],
+        "request_id": values["request_id"],
+        "catalog_slug": values["catalog_slug"],
+        "catalog_version": int(values["catalog_version"]),
+        "summary": values["summary"],
+        "input": json.loads(values["input"]),
+        "output": json.loads(values["output"]),
+        "created": f"{created}+00:00",
+        "prev_hash": prev_hash,
+    }
+    if values["selection_id"]:
+        body["selection_id"] = values["selection_id"]
+    return hashlib.sha256(_canonical(body).encode()).hexdigest()
+
+
+def sign(record: dict[str, object], key: bytes | None = None) -> str:
+    """The signature of a checkpoint or archive record (all fields but ``sig``)."""
+    unsigned = {name: value for name, value in record.items() if name != "sig"}
+    message = json.dumps(unsigned, sort_keys=True, separators=(",", ":"))
+    return hmac.digest(key or audit_key(), message.encode(), "sha256").hex()
+
+
+def signature_ok(record: dict[str, object], key: bytes | None = None) -> bool:
+    return hmac.compare_digest(str(record.get("sig", "")), sign(record, key))
