@@ -37,11 +37,13 @@ def _statements(role: str, password: str, database: str) -> list[sql.Composable]
         sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}").format(
             who
         ),
-        # The worker builds a partial HNSW index per (model, catalog) at run time,
-        # and only a table's owner may create indexes on it.
+        # The worker builds a partial HNSW index per (model, catalog) at run time:
+        # only a table's owner may index it, in a schema it may create in. Neither
+        # gives any right on the audit table, whose owner stays the migrating role.
         sql.SQL("ALTER TABLE {} OWNER TO {}").format(
             sql.Identifier("catalog_toolembedding"), who
         ),
+        sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(who),
         sql.SQL("REVOKE ALL ON {} FROM {}").format(table, who),
         sql.SQL("GRANT SELECT, INSERT ON {} TO {}").format(table, who),
         sql.SQL("GRANT UPDATE ({}) ON {} TO {}").format(columns, table, who),
