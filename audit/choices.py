@@ -10,3 +10,5 @@ class EventType(models.TextChoices):
     CLIENT_ROTATED = "client_rotated", "API key rotated"
     CLIENT_CHANGED = "client_changed", "API key changed"
     CATALOG_CREATED = "catalog_created", "Catalog created"
+    TOOL_CHANGED = "tool_changed", "Tool created, changed or deleted"
+    ACCESS_CHANGED = "access_changed", "A person's groups or catalogs changed"

@@ -118,3 +118,13 @@ class JobQuerySet(models.QuerySet):
         if access.catalogs is None:
             return self
         return self.filter(catalog__slug__in=access.catalogs)
+
+
+def catalog_changes(catalog: Any, tool_name: str = "") -> Any:
+    """A catalog's tool change records, newest first; deleted tools' too."""
+    from catalog.models import ToolChange
+
+    changes = ToolChange.objects.filter(catalog=catalog)
+    if tool_name:
+        changes = changes.filter(tool_name=tool_name)
+    return changes.order_by("-id")

@@ -22,6 +22,16 @@ urlpatterns = [
     path("jobs/", jobs.job_list, name="job-list"),
     path("jobs/<int:job_id>/", jobs.job_detail, name="job-detail"),
     path("catalogs/", catalogs.catalog_list, name="catalog-list"),
+    path(
+        "catalogs/<slug:slug>/changes/",
+        history.catalog_changes_page,
+        name="catalog-changes",
+    ),
+    path(
+        "catalogs/<slug:slug>/changes/<int:change_id>/",
+        history.change_detail,
+        name="change-detail",
+    ),
     path("keys/", clients.client_list, name="client-list"),
     path("keys/<int:client_id>/rotate/", clients.client_rotate, name="client-rotate"),
     path("keys/<int:client_id>/revoke/", clients.client_revoke, name="client-revoke"),

@@ -21,6 +21,7 @@ from catalog.api import serializers as s
 from catalog.formats import export_tools
 from catalog.models import Catalog, Job, Tool
 from catalog.permissions import CuratorWrites
+from catalog.querysets import catalog_changes
 from catalog.services import jobs
 from catalog.services.tools import tool_to_spec
 from config.http import request_id
@@ -89,6 +90,21 @@ class CatalogViewSet(
         filename = f"{catalog.slug}-{fmt}.json"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
+
+    @extend_schema(responses=s.ToolChangeSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def changes(self, request: Request, slug: str) -> Response:
+        """The catalog's change log, newest first, deleted tools included
+        (``?tool=NAME`` for one tool's): curators, compliance and admins."""
+        catalog = get_catalog_for_user(request.user, slug)
+        if not access_for(request.user).sees_whole_catalog:
+            raise PermissionDenied(
+                "permission: the change log needs the curator, compliance or admin "
+                "scope"
+            )
+        changes = catalog_changes(catalog, request.query_params.get("tool", ""))
+        page = self.paginate_queryset(changes)
+        return self.get_paginated_response(s.ToolChangeSerializer(page, many=True).data)
 
     @extend_schema(parameters=[s.ImportQuerySerializer], responses=s.JobSerializer)
     @action(

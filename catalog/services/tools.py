@@ -19,6 +19,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from audit.choices import EventType
+from audit.services import record_event
 from catalog.access import Actor, actor_name, stored_user
 from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import estimate_prompt_tokens
@@ -152,7 +154,7 @@ def _record(
     actor: Actor,
     request_id: uuid.UUID | None,
 ) -> None:
-    ToolChange.objects.create(
+    change = ToolChange.objects.create(
         catalog_id=tool.catalog_id,
         tool=tool if action != ChangeAction.DELETE else None,
         tool_name=tool.name,
@@ -164,8 +166,19 @@ def _record(
         actor_name=actor_name(actor),
         request_id=request_id,
     )
-    Catalog.objects.filter(pk=tool.catalog_id).update(
-        version=F("version") + 1, updated=timezone.now()
+    catalogs = Catalog.objects.filter(pk=tool.catalog_id)
+    catalogs.update(version=F("version") + 1, updated=timezone.now())
+    slug, catalog_version = catalogs.values_list("slug", "version").get()
+    # The same change in the one audit chain, in the same transaction.
+    record_event(
+        EventType.TOOL_CHANGED,
+        actor=actor,
+        request_id=request_id,
+        catalog_slug=slug,
+        catalog_version=catalog_version,
+        summary=f"tool {tool.name!r} v{tool.version}: {action}",
+        input={"action": action, "tool": tool.name, "before": before},
+        output={"change_id": change.pk, "version": tool.version, "after": after},
     )
 
 

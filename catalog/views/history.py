@@ -7,11 +7,15 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404
 
+from catalog.access import access_for
 from catalog.models import Tool, ToolChange
-from catalog.views.common import get_tool_for_user
-from config.pages import render_page
+from catalog.querysets import catalog_changes
+from catalog.views.common import get_catalog_for_user, get_tool_for_user
+from config.pages import paginate, render_page
 
 
 def history_context(tool: Tool) -> dict[str, Any]:
@@ -91,3 +95,29 @@ def tool_diff(request: HttpRequest, tool_id: int) -> HttpResponse:
         context,
         partial="catalog/partials/tool_diff.html",
     )
+
+
+@login_required
+def catalog_changes_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The catalog's change log (deleted tools included), one tool's with ?tool=."""
+    catalog = get_catalog_for_user(request, slug)
+    if not access_for(request.user).sees_whole_catalog:
+        raise PermissionDenied("the change log needs the curator or compliance scope")
+    tool_name = request.GET.get("tool", "")
+    page = paginate(request, catalog_changes(catalog, tool_name))
+    context = {"catalog": catalog, "page": page, "tool_name": tool_name}
+    return render_page(request, "catalog/catalog_changes.html", context)
+
+
+@login_required
+def change_detail(request: HttpRequest, slug: str, change_id: int) -> HttpResponse:
+    """One change record: who, when, and its before/after as a diff."""
+    catalog = get_catalog_for_user(request, slug)
+    if not access_for(request.user).sees_whole_catalog:
+        raise PermissionDenied("the change log needs the curator or compliance scope")
+    change = get_object_or_404(ToolChange, pk=change_id, catalog=catalog)
+    lines = diff_lines(
+        change.before, change.after, "before", f"after (v{change.version})"
+    )
+    context = {"catalog": catalog, "change": change, "lines": lines}
+    return render_page(request, "catalog/change_detail.html", context)
