@@ -100,6 +100,7 @@ def build_answer(
             "excluded_by_policy": result.stats.excluded_by_policy,
             "below_min_score": result.stats.below_min_score,
             "hidden": result.stats.hidden,
+            "account": dict(result.stats.account),
             "engine_ms": round(result.stats.elapsed_ms, 3),
         },
         cached=False,

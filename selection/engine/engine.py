@@ -130,6 +130,7 @@ def _finish(
     snap, req = ctx.snapshot, ctx.request
     eligible = _eligible(ctx, scored)
     inferred = None if req.categories is not None else scored.extras.get("category")
+    before_gate = eligible
     eligible, gated = gate_category(snap, eligible, inferred)
     below = eligible & (scored.scores < req.min_score)
     ranked = ordered(snap, scored.scores, eligible & ~below, _rank_depth(ctx))
@@ -143,11 +144,16 @@ def _finish(
     excluded += _rank_rows(ctx, cut_rows, scored, "cut")
     below_rows = ordered(snap, scored.scores, below, _rank_limit(ctx))
     excluded += _rank_rows(ctx, below_rows, scored, "below_min_score")
-    policy_count = int(np.count_nonzero(codes)) + len(gated) + ranking.policy_dropped
+    policy = (codes != 0) | (before_gate & ~eligible)
+    policy[[snap.by_name[e.name] for e in ranking.excluded]] = True
+    account = exclusion_account(ctx, scored, ranking.rows, policy, below)
+    # A picked tool (a core tool, say) is never also reported as excluded.
+    picked = {snap.tools[r].name for r in ranking.rows}
+    excluded = [e for e in excluded if e.name not in picked]
     return SelectionResult(
         tools=_picks(ctx, scored, ranking),
         excluded=excluded,
-        stats=_stats(ctx, scored, policy_count, int(np.count_nonzero(below)), codes),
+        stats=_stats(ctx, scored, account, codes),
         scorer=scored.scorer,
         requested_scorer=name,
         degraded=degraded or bool(scored.fallback_reason),
@@ -157,11 +163,45 @@ def _finish(
     )
 
 
+def exclusion_account(
+    ctx: ScoreContext,
+    scored: Scored,
+    picked: list[int],
+    policy: np.ndarray,
+    below: np.ndarray,
+) -> dict[str, int]:
+    """Where every tool of the catalog went, each counted once, so that
+    ``considered = picked + policy + below_min_score + scorer_threshold + cut +
+    no_evidence`` holds exactly (a picked core tool counts as picked)."""
+    rest = np.ones(len(ctx.snapshot.tools), dtype=bool)
+    rest[picked] = False
+    policy = policy & rest
+    rest &= ~policy
+    filtered = np.zeros_like(rest)
+    for mask in scored.filtered.values():
+        filtered |= mask
+    no_evidence = rest & (scored.scores <= 0)
+    threshold = rest & ~no_evidence & filtered
+    below = rest & below & ~threshold & ~no_evidence
+    cut_out = rest & ~no_evidence & ~threshold & ~below
+    return {
+        "considered": len(ctx.snapshot.tools),
+        "picked": len(set(picked)),
+        "policy": int(np.count_nonzero(policy)),
+        "below_min_score": int(np.count_nonzero(below)),
+        "scorer_threshold": int(np.count_nonzero(threshold)),
+        "cut": int(np.count_nonzero(cut_out)),
+        "no_evidence": int(np.count_nonzero(no_evidence)),
+    }
+
+
 def _stats(
-    ctx: ScoreContext, scored: Scored, policy: int, below: int, codes: np.ndarray
+    ctx: ScoreContext, scored: Scored, account: dict[str, int], codes: np.ndarray
 ) -> SelectionStats:
     """The audit counts of one answer."""
+    policy, below = account["policy"], account["below_min_score"]
     return SelectionStats(
+        account=account,
         hidden=hidden_count(codes),
         considered=len(ctx.snapshot.tools),
         excluded_by_policy=policy,
@@ -266,6 +306,15 @@ def _registration_order(
             0,
             0,
             hidden=hidden_count(codes),
+            account={
+                "considered": len(snap.tools),
+                "picked": len(rows),
+                "policy": int(np.count_nonzero(codes)),
+                "below_min_score": 0,
+                "scorer_threshold": 0,
+                "cut": len(snap.tools) - len(rows) - int(np.count_nonzero(codes)),
+                "no_evidence": 0,
+            },
         ),
         scorer="registration_order",
         requested_scorer=name,

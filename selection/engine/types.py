@@ -148,6 +148,9 @@ class SelectionStats:
     candidates: int = 0
     elapsed_ms: float = 0.0
     hidden: int = 0
+    # considered = picked + policy + below_min_score + scorer_threshold + cut +
+    # no_evidence (see engine.exclusion_account); hidden tools are in policy.
+    account: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -303,3 +303,14 @@ def test_a_member_cannot_save_settings(as_member, db):
 
 def test_the_settings_of_an_unknown_catalog_are_not_found(as_curator, db):
     assert as_curator.get(settings_url("nope")).status_code == 404
+
+
+def test_the_try_it_counts_add_up_to_the_tools_considered(as_curator, catalog):
+    html = try_it(as_curator, query="delete the code repository").content.decode()
+
+    def count(name):
+        return int(re.search(rf'data-testid="stat-{name}">(\d+)', html).group(1))
+
+    parts = ("picked", "policy", "below", "threshold", "cut", "no-evidence")
+    assert sum(count(p) for p in parts) == count("considered")
+    assert count("policy") >= 1

@@ -123,3 +123,40 @@ def test_an_invalid_request_names_the_faulty_fields():
             snapshot(), SelectionRequest(query="x", max_candidates=0, scorer="magic")
         )
     assert set(info.value.errors) == {"max_candidates", "scorer"}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"max_candidates": 1},
+        {"min_score": 0.6},
+        {"max_total_tokens": 60},
+        {"roles": ()},
+        {"allow_unsafe": True, "max_candidates": 5},
+        {"visible_unsafe": False, "visible_roles": ()},
+        {"categories": ("weather",)},
+        {"block_tools": ("get_weather",)},
+    ],
+)
+@pytest.mark.parametrize("scorer", ["keyword", "bm25f", "hybrid", "ensemble"])
+def test_the_exclusion_account_adds_up_to_every_tool_considered(options, scorer):
+    catalog = snapshot(
+        tools(
+            send_email={"safe": False},
+            searchWeb={"allowed_roles": ("research",)},
+        ),
+        core_tools=["send_email"],
+        category_confidence_threshold=0.3,
+    )
+    request = SelectionRequest(query="weather forecast email", scorer=scorer, **options)
+    result = select(catalog, request)
+    account = result.stats.account
+    named_policy = {e.name for e in result.excluded if e.stage == "policy"}
+    assert account["policy"] == len(named_policy) + result.stats.hidden
+    assert account["picked"] == len(result.tools)
+    cut = {e.name for e in result.excluded if e.reason == "cut"}
+    assert account["cut"] == len(cut)
+    parts = ("picked", "policy", "below_min_score", "scorer_threshold", "cut")
+    assert sum(account[p] for p in (*parts, "no_evidence")) == account["considered"]
+    assert account["considered"] == len(catalog.tools)
