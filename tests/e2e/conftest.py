@@ -11,6 +11,7 @@ import os
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from collections.abc import Callable, Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -40,16 +41,16 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-@pytest.fixture
-def page(browser: Browser, live_server: Any, curator: Any) -> Iterator[Page]:
-    """A curator signed in through the real login form."""
+@contextmanager
+def signed_in(browser: Browser, live_server: Any, user: Any) -> Iterator[Page]:
+    """A browser tab where ``user`` signed in through the real login form."""
     context = browser.new_context(
         base_url=live_server.url, viewport={"width": 1360, "height": 900}
     )
     context.set_default_timeout(5000)
     tab = context.new_page()
     tab.goto("/login/")
-    tab.fill("#id_username", curator.get_username())
+    tab.fill("#id_username", user.get_username())
     tab.fill("#id_password", PASSWORD)
     tab.click("button[type=submit]")
     tab.wait_for_url("**/tools/")
@@ -57,6 +58,13 @@ def page(browser: Browser, live_server: Any, curator: Any) -> Iterator[Page]:
         yield tab
     finally:
         context.close()
+
+
+@pytest.fixture
+def page(browser: Browser, live_server: Any, curator: Any) -> Iterator[Page]:
+    """A curator signed in through the real login form."""
+    with signed_in(browser, live_server, curator) as tab:
+        yield tab
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from catalog.models import ApiClient
 from catalog.services.clients import hash_key
-from tests.e2e.conftest import PASSWORD
+from tests.e2e.conftest import signed_in
 from tests.factories import make_user
 
 pytestmark = pytest.mark.browser
@@ -15,21 +15,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def admin_page(browser, live_server):
-    admin = make_user("ada", superuser=True)
-    context = browser.new_context(
-        base_url=live_server.url, viewport={"width": 1360, "height": 900}
-    )
-    context.set_default_timeout(5000)
-    tab = context.new_page()
-    tab.goto("/login/")
-    tab.fill("#id_username", admin.get_username())
-    tab.fill("#id_password", PASSWORD)
-    tab.click("button[type=submit]")
-    tab.wait_for_url("**/tools/")
-    try:
+    with signed_in(browser, live_server, make_user("ada", superuser=True)) as tab:
         yield tab
-    finally:
-        context.close()
 
 
 def test_an_admin_makes_a_key_sees_it_once_and_revokes_it(admin_page, screenshot):
