@@ -5,15 +5,19 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import parse_since, seal_pending, verify_chain
 from catalog.permissions import ComplianceReads
+from selection.services.why_not import why_not
 
 
 class AuditEventSerializer(serializers.ModelSerializer):
@@ -76,3 +80,21 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
         except ValueError as exc:
             raise ValidationError({"since": [str(exc)]}) from exc
         return Response(asdict(verify_chain(since=start, workers=2)))
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("tool", str, required=True, description="a tool name")
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"], url_path="why-not")
+    def why_not(self, request: Request, pk: str) -> Response:
+        """Where a tool fell out of this recorded selection: from the record, or by
+        replaying it exactly (says when an input of that time is missing)."""
+        event = self.get_object()
+        tool = request.query_params.get("tool", "").strip()
+        if not tool:
+            raise ValidationError({"tool": ["tool: a tool name is required"]})
+        if event.event_type != EventType.SELECTION:
+            raise ValidationError({"id": ["id: not a selection event"]})
+        return Response(asdict(why_not(event, tool)))
