@@ -4,7 +4,7 @@ recorded, without the provider definitions, in the audit log."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from selection.engine.types import Exclusion, SelectionRequest, SelectionResult
@@ -40,6 +40,11 @@ class SelectionAnswer:
     excluded: tuple[Exclusion, ...] | None = None
     selection_id: str = ""
     request_id: str | None = None
+    # For the audit record only (never rendered): every exclusion the engine named,
+    # whether or not the caller asked for explain.
+    audit_exclusions: tuple[Exclusion, ...] = field(
+        default=(), repr=False, compare=False, metadata={"audit_only": True}
+    )
 
     @property
     def names(self) -> list[str]:
@@ -74,8 +79,7 @@ class SelectionAnswer:
             }
             for tool in record["tools"]
         ]
-        if record["excluded"] is None:
-            del record["excluded"]
+        record["excluded"] = record.pop("audit_exclusions")
         return record
 
 
@@ -107,6 +111,7 @@ def build_answer(
         degraded=result.degraded,
         fallback_reason=result.fallback_reason,
         excluded=tuple(result.excluded) if request.explain else None,
+        audit_exclusions=tuple(result.excluded),
     )
 
 
@@ -123,4 +128,8 @@ def _tool(pick: Any, definition: dict[str, Any]) -> AnsweredTool:
     )
 
 
-ANSWER_FIELDS = tuple(f for f in SelectionAnswer.__dataclass_fields__)
+ANSWER_FIELDS = tuple(
+    name
+    for name, spec in SelectionAnswer.__dataclass_fields__.items()
+    if not spec.metadata.get("audit_only")
+)

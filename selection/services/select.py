@@ -19,6 +19,7 @@ from typing import Any
 
 from audit.choices import EventType
 from audit.services import record_event
+from catalog.access import access_for
 from catalog.formats import export_tool
 from catalog.models import Catalog, Tool
 from catalog.services.tools import tool_to_spec
@@ -88,10 +89,32 @@ def select_tools(
         catalog_slug=catalog.slug,
         catalog_version=catalog.version,
         summary=_summary(request, served),
-        input={"request": asdict(request), "format": fmt},
+        input=_audit_input(request, fmt, actor),
         output=served.audit_record(versions),
     )
     return served
+
+
+def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, Any]:
+    """What was asked, by whom with which access, and a hash of the input itself."""
+    access = access_for(actor)
+    client = getattr(actor, "api_client", None)
+    given = {"query": request.query, "messages": request.messages}
+    digest = hashlib.sha256(
+        json.dumps(given, sort_keys=True, default=str).encode()
+    ).hexdigest()
+    return {
+        "request": asdict(request),
+        "format": fmt,
+        "input_hash": digest,
+        "caller": {
+            "scope": access.scope,
+            "client": client.name if client is not None else None,
+            "catalogs": list(access.catalogs) if access.catalogs is not None else None,
+            "roles": list(access.roles) if access.roles is not None else None,
+            "allow_unsafe": access.allow_unsafe,
+        },
+    }
 
 
 def _compute(

@@ -79,3 +79,23 @@ def test_why_not_needs_a_tool_name_and_the_compliance_scope(with_key, catalog):
     event = selection_event(with_key("agent", name="agent"), query="weather")
     assert why(with_key("compliance"), event, "").status_code == 400
     assert why(with_key("curator", name="c"), event, "x").status_code == 403
+
+
+def test_a_selection_record_holds_the_caller_its_exclusions_and_an_input_hash(
+    with_key, catalog
+):
+    agent = with_key("agent", name="support-bot", roles=["support"])
+    event = selection_event(agent, query="refund the payment or delete the repo")
+    caller = event.input["caller"]
+    assert (caller["scope"], caller["client"], caller["roles"]) == (
+        "agent",
+        "support-bot",
+        ["support"],
+    )
+    assert caller["allow_unsafe"] is False
+    assert len(event.input["input_hash"]) == 64
+    assert isinstance(event.output["excluded"], list)
+    account = event.output["stats"]["account"]
+    assert (
+        sum(v for k, v in account.items() if k != "considered") == account["considered"]
+    )
