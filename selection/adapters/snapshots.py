@@ -91,6 +91,8 @@ def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
     if entry is None:
         entry = _build(catalog, engine_settings, key)
     _install(catalog.pk, entry)
+    if entry.stale_index:
+        _rebuild_later(catalog.pk)
     return entry.snapshot, entry.names
 
 
@@ -250,8 +252,6 @@ def _patched(
         versions,
         seen,
     )
-    if stale:
-        _rebuild_later(catalog.pk)
     return Entry(key, entry.model_id, snapshot, names, feed, 0, stale)
 
 

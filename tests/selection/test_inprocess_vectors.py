@@ -61,9 +61,7 @@ def test_the_in_process_pool_is_the_exact_cosine_ordering(catalog, query):
     assert [snapshot.tools[r].name for r in top3] == [n for n, _ in expected[:3]]
 
 
-def test_answers_are_the_same_in_process_and_from_pgvector(
-    catalog, with_key, settings
-):
+def test_answers_are_the_same_in_process_and_from_pgvector(catalog, with_key, settings):
     agent = with_key("agent", roles=["support"])
 
     def answers():
