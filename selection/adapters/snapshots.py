@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, Max, Sum
 
-from catalog.models import Catalog, Tool, ToolChange, ToolEmbedding
+from catalog.models import Catalog, Tool, ToolChange
 from catalog.spec import ToolSpec
 from selection.engine.patch import Change, patch, rebuild_index, with_caches
 from selection.engine.records import record_from_dict
@@ -298,11 +299,10 @@ def _load_vectors(
     limit = int(settings.QUIVER_INPROCESS_VECTORS_MAX)
     if not model_id or not tools or len(tools) > limit:
         return None, None
-    query = ToolEmbedding.objects.filter(catalog_id=catalog.pk, model_id=model_id)
+    since = None
     if base is not None and seen is not None:
-        recent = query.filter(created__gte=seen - VECTOR_MARGIN)
-        query = recent | query.filter(tool_id__in=base[1])
-    rows = list(query.values_list("tool_id", "embedding", "created", "dimension"))
+        since = (seen - VECTOR_MARGIN, sorted(base[1]))
+    rows = _vector_rows(catalog.pk, model_id, since)
     newest = max((r[2] for r in rows), default=seen)
     if seen is not None and newest is not None:
         newest = max(newest, seen)
@@ -313,6 +313,29 @@ def _load_vectors(
         return VectorTable.build(model_id, dimension, len(tools), found), newest
     replaced = {row_of[i]: None for i in base[1] if i in row_of} | found
     return base[0].patched(np.ones(len(tools), bool), replaced, 0), newest
+
+
+def _vector_rows(
+    catalog_id: int, model_id: str, since: tuple[dt.datetime, list[int]] | None
+) -> list[tuple[int, np.ndarray, dt.datetime, int]]:
+    """(tool id, vector, written, dimension) of the catalog's vectors of one model:
+    all, or those written since a time plus those of some tools. Read in pgvector's
+    binary form (``vector_send``: 4 header bytes, then big-endian float32), ~50x
+    faster than parsing the text form."""
+    sql = (
+        "SELECT tool_id, vector_send(embedding), created, dimension "
+        "FROM catalog_toolembedding WHERE catalog_id = %s AND model_id = %s"
+    )
+    params: list[Any] = [catalog_id, model_id]
+    if since is not None:
+        sql += " AND (created >= %s OR tool_id = ANY(%s))"
+        params += [since[0], since[1]]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [
+            (int(t), np.frombuffer(bytes(raw), dtype=">f4", offset=4), created, int(d))
+            for t, raw, created, d in cursor.fetchall()
+        ]
 
 
 def _rebuild_later(catalog_id: int) -> None:

@@ -7,10 +7,11 @@ falls back to pgvector HNSW above a size threshold. Pure numpy, no Django.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -33,7 +34,7 @@ class VectorTable:
 
     @staticmethod
     def build(
-        model_id: str, dimension: int, rows: int, found: dict[int, Sequence[float]]
+        model_id: str, dimension: int, rows: int, found: Mapping[int, ArrayLike]
     ) -> VectorTable:
         """A table from row -> vector (any row not in ``found`` has none)."""
         matrix = np.zeros((rows, dimension), dtype=np.float32)
