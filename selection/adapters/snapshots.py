@@ -43,6 +43,7 @@ RECORD_COLUMNS = (*ToolSpec.field_names(), "id", "prompt_tokens")
 # the next refresh: an embedding transaction may commit after a later one.
 VECTOR_MARGIN = dt.timedelta(minutes=2)
 _lock = threading.RLock()
+Stamps = dict[int, dt.datetime]
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Feed:
     change_id: int
     checksum: tuple[int, int, int]
     versions: dict[int, int]  # tool id -> version (for the checksum)
-    vectors_seen: dt.datetime | None
+    vectors_seen: Stamps | None  # tool id -> when its vector was written
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ def _patch_vectors(
     snapshot: CatalogSnapshot,
     change: Change,
     changed_ids: set[int],
-) -> tuple[VectorTable | None, dt.datetime | None]:
+) -> tuple[VectorTable | None, Stamps | None]:
     """The old vectors re-aligned to the new rows, with the changed tools' and the
     newly written vectors read again (all of them when there were none)."""
     table = entry.snapshot.vectors
@@ -290,51 +291,66 @@ def _load_vectors(
     catalog: Catalog,
     tools: tuple[Any, ...],
     base: tuple[VectorTable, set[int]] | None,
-    seen: dt.datetime | None,
-) -> tuple[VectorTable | None, dt.datetime | None]:
+    seen: Stamps | None,
+) -> tuple[VectorTable | None, Stamps | None]:
     """The active model's vectors for the rows of ``tools`` (in-process catalogs
-    only): all of them, or ``base`` plus those of the given tools and those
-    written since ``seen`` (less a margin)."""
+    only): all of them, or ``base`` plus the vectors written since the newest one
+    ``seen`` (less a margin) that it does not hold yet."""
     model_id = catalog.active_embedding_model
     limit = int(settings.QUIVER_INPROCESS_VECTORS_MAX)
     if not model_id or not tools or len(tools) > limit:
         return None, None
-    since = None
-    if base is not None and seen is not None:
-        since = (seen - VECTOR_MARGIN, sorted(base[1]))
-    rows = _vector_rows(catalog.pk, model_id, since)
-    newest = max((r[2] for r in rows), default=seen)
-    if seen is not None and newest is not None:
-        newest = max(newest, seen)
     row_of = {tool.id: row for row, tool in enumerate(tools)}
-    found = {row_of[t]: v for t, v, _, _ in rows if t in row_of}
-    if base is None:
-        dimension = rows[0][3] if rows else 0
-        return VectorTable.build(model_id, dimension, len(tools), found), newest
-    replaced = {row_of[i]: None for i in base[1] if i in row_of} | found
-    return base[0].patched(np.ones(len(tools), bool), replaced, 0), newest
+    if base is None or seen is None:
+        rows = _vector_rows(catalog.pk, model_id, None)
+        found = {row_of[t]: v for t, v, _ in rows if t in row_of}
+        dimension = len(rows[0][1]) if rows else 0
+        table = VectorTable.build(model_id, dimension, len(tools), found)
+        return table, {t: written for t, _, written in rows if t in row_of}
+    newest = max(seen.values(), default=None)
+    since = (newest - VECTOR_MARGIN) if newest else None
+    stamps = {t: w for t, w in _vector_stamps(catalog.pk, model_id, since, base[1])}
+    wanted = [t for t, w in stamps.items() if seen.get(t) != w and t in row_of]
+    rows = _vector_rows(catalog.pk, model_id, wanted) if wanted else []
+    replaced = {row_of[t]: v for t, v, _ in rows}
+    kept = {t: w for t, w in seen.items() if t in row_of}
+    kept.update({t: w for t, _, w in rows})
+    return base[0].patched(np.ones(len(tools), bool), replaced, 0), kept
+
+
+def _vector_stamps(
+    catalog_id: int, model_id: str, since: dt.datetime | None, ids: set[int]
+) -> list[tuple[int, dt.datetime]]:
+    """(tool id, written) of the vectors written since a time, or of some tools."""
+    sql = (
+        "SELECT tool_id, created FROM catalog_toolembedding "
+        "WHERE catalog_id = %s AND model_id = %s AND (created >= %s OR tool_id = "
+        "ANY(%s))"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [catalog_id, model_id, since, sorted(ids)])
+        return [(int(t), written) for t, written in cursor.fetchall()]
 
 
 def _vector_rows(
-    catalog_id: int, model_id: str, since: tuple[dt.datetime, list[int]] | None
-) -> list[tuple[int, np.ndarray, dt.datetime, int]]:
-    """(tool id, vector, written, dimension) of the catalog's vectors of one model:
-    all, or those written since a time plus those of some tools. Read in pgvector's
-    binary form (``vector_send``: 4 header bytes, then big-endian float32), ~50x
-    faster than parsing the text form."""
+    catalog_id: int, model_id: str, ids: list[int] | None
+) -> list[tuple[int, np.ndarray, dt.datetime]]:
+    """(tool id, vector, written) of the catalog's vectors of one model (all, or
+    those of some tools), read in pgvector's binary form (``vector_send``: 4
+    header bytes, then big-endian float32), far faster than parsing text."""
     sql = (
-        "SELECT tool_id, vector_send(embedding), created, dimension "
+        "SELECT tool_id, vector_send(embedding), created "
         "FROM catalog_toolembedding WHERE catalog_id = %s AND model_id = %s"
     )
     params: list[Any] = [catalog_id, model_id]
-    if since is not None:
-        sql += " AND (created >= %s OR tool_id = ANY(%s))"
-        params += [since[0], since[1]]
+    if ids is not None:
+        sql += " AND tool_id = ANY(%s)"
+        params.append(ids)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [
-            (int(t), np.frombuffer(bytes(raw), dtype=">f4", offset=4), created, int(d))
-            for t, raw, created, d in cursor.fetchall()
+            (int(t), np.frombuffer(bytes(raw), dtype=">f4", offset=4), written)
+            for t, raw, written in cursor.fetchall()
         ]
 
 

@@ -59,7 +59,7 @@ class VectorTable:
         return {int(r): float(scores[r]) for r in top}
 
     def patched(
-        self, keep: np.ndarray, replaced: dict[int, np.ndarray | None], added: int
+        self, keep: np.ndarray, replaced: Mapping[int, np.ndarray | None], added: int
     ) -> VectorTable:
         """The table after dropping rows (``keep`` mask over the old rows),
         replacing vectors of kept rows (new row numbering) and appending rows."""
@@ -67,11 +67,11 @@ class VectorTable:
             [self.matrix[keep], np.zeros((added, self.matrix.shape[1]), np.float32)]
         )
         present = np.concatenate([self.present[keep], np.zeros(added, dtype=bool)])
-        for row, vector in replaced.items():
-            if vector is None:
-                matrix[row] = 0.0
-                present[row] = False
-            else:
-                matrix[row] = unit_rows(np.asarray(vector)[None, :])[0]
-                present[row] = True
+        gone = [row for row, vector in replaced.items() if vector is None]
+        matrix[gone] = 0.0
+        present[gone] = False
+        rows = [row for row, vector in replaced.items() if vector is not None]
+        if rows:
+            matrix[rows] = unit_rows(np.stack([np.asarray(replaced[r]) for r in rows]))
+            present[rows] = True
         return VectorTable(self.model_id, matrix, present)
