@@ -179,17 +179,36 @@ def _refresh(catalog: Catalog, entry: Entry, key: tuple[int, str, int]) -> Entry
     if len(changes) > max(1_000, len(entry.snapshot.tools) // 10):
         return None  # a bulk change: one build is cheaper than many patches
     ids = {tool_id for _, tool_id, _ in changes if tool_id is not None}
-    touched = ids | {i for i, n in entry.names.items() if n in _names(changes)}
-    rows = _changed_rows(catalog.pk, ids, _names(changes))
+    snapshot, names_changed = entry.snapshot, _names(changes)
+    by_name = [snapshot.by_name.get(name) for name in names_changed]
+    touched = ids | {snapshot.tools[row].id for row in by_name if row is not None}
+    rows = _changed_rows(catalog.pk, ids, names_changed)
     versions = dict(entry.feed.versions)
     for tool_id in touched - rows.keys():
         versions.pop(tool_id, None)
     versions.update({tool_id: row["version"] for tool_id, row in rows.items()})
-    if _checksum_of(versions) != _db_checksum(catalog.pk):
+    if not _complete(catalog, entry, len(changes)) and _checksum_of(
+        versions
+    ) != _db_checksum(catalog.pk):
         return None  # the feed missed a change: never serve a stale tool
     change, names = _change(entry, rows, touched)
     last = max((change_id for change_id, _, _ in changes), default=None)
     return _patched(catalog, entry, key, (change, names, versions, last))
+
+
+def _complete(catalog: Catalog, entry: Entry, count: int) -> bool:
+    """Whether the changes read are provably all of them, without the checksum.
+
+    Every service write records one change and bumps the catalog version by one
+    in the same transaction, so the changes since the entry's version number
+    exactly the version difference, if no write committed while they were read
+    (the version is read again after them). Any other case (a change committed
+    out of id order, a write without a change record, a batched bump) fails this
+    and the caller compares the whole catalog's checksum instead."""
+    if count != catalog.version - entry.key[0]:
+        return False
+    now = Catalog.objects.filter(pk=catalog.pk).values_list("version", flat=True)
+    return list(now) == [catalog.version]
 
 
 def _names(changes: Sequence[tuple[int, int | None, str]]) -> set[str]:
@@ -213,7 +232,12 @@ def _change(
     entry: Entry, rows: dict[int, dict[str, Any]], touched: set[int]
 ) -> tuple[Change, dict[int, str]]:
     """Which snapshot rows go, which are replaced, which tools are new."""
-    row_of = {tool.id: row for row, tool in enumerate(entry.snapshot.tools)}
+    snapshot = entry.snapshot
+    row_of = {
+        i: snapshot.by_name[entry.names[i]]
+        for i in touched | rows.keys()
+        if i in entry.names
+    }
     removed = frozenset(row_of[i] for i in touched - rows.keys() if i in row_of)
     replaced = {
         row_of[i]: record_from_dict(data, i, row_of[i])

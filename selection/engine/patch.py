@@ -72,7 +72,7 @@ def patch(
         if change.removed
         else list(old.tools)
     )
-    top = max((t.position for t in old.tools), default=-1)
+    top = old.tools[-1].position if old.tools else -1  # rows are in position order
     for row, record in change.replaced.items():
         tools[int(remap[row])] = replace(record, position=old.tools[row].position)
     tools += [replace(t, position=top + 1 + i) for i, t in enumerate(change.added)]
