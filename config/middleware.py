@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
 
@@ -59,6 +60,8 @@ class RequestIdMiddleware:
         except ValueError:
             request_id = uuid.uuid4()
         request.request_id = request_id  # type: ignore[attr-defined]
+        # When the request reached Django (config.http.request_started).
+        request.started = time.perf_counter()  # type: ignore[attr-defined]
         response = self.get_response(request)
         response["X-Request-ID"] = str(request_id)
         return response

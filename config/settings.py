@@ -220,6 +220,18 @@ QUIVER_IMPORT_EMBED_LAG = env_int(
 
 # HNSW search breadth; see bench/README.md for the recall/latency trade-off.
 QUIVER_EF_SEARCH = env_int("QUIVER_EF_SEARCH", 100, minimum=1, maximum=1000)
+# Catalogs up to this many tools keep their vectors in the snapshot and are
+# searched in process (exact cosine, no database round trip); larger ones use
+# pgvector HNSW (bench/README.md).
+QUIVER_INPROCESS_VECTORS_MAX = env_int(
+    "QUIVER_INPROCESS_VECTORS_MAX", 20_000, minimum=0, maximum=10_000_000
+)
+# After an edit, catalogs up to this many tools rebuild their lexical index
+# inline (exact at once); larger ones patch the snapshot and rebuild the index in
+# a background thread (policy changes such as a disable apply at once anyway).
+QUIVER_SNAPSHOT_INLINE_INDEX_MAX = env_int(
+    "QUIVER_SNAPSHOT_INLINE_INDEX_MAX", 1_000, minimum=0, maximum=10_000_000
+)
 
 # The audit chain's HMAC key lives outside the database (audit/hashing.py). Without
 # QUIVER_AUDIT_KEY(_FILE) it is derived from SECRET_KEY, which also lives outside it.

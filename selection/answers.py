@@ -57,9 +57,15 @@ class SelectionAnswer:
         request_id: str | None,
         latency_ms: float,
         cached: bool,
+        timings_ms: dict[str, float] | None = None,
     ) -> SelectionAnswer:
-        """This answer as served once: its own id, its latency, cached or not."""
-        stats = {**self.stats, "latency_ms": round(latency_ms, 3)}
+        """This answer as served once: its own id, its latency and per-stage
+        timings (never a cached answer's old ones), cached or not."""
+        stats = {
+            **self.stats,
+            "latency_ms": round(latency_ms, 3),
+            "timings_ms": dict(timings_ms or {}),
+        }
         return replace(
             self,
             selection_id=selection_id,
@@ -67,6 +73,10 @@ class SelectionAnswer:
             stats=stats,
             cached=cached,
         )
+
+    def with_timings(self, timings_ms: dict[str, float]) -> SelectionAnswer:
+        """The same answer with final per-stage timings (after the audit write)."""
+        return replace(self, stats={**self.stats, "timings_ms": dict(timings_ms)})
 
     def audit_record(self, versions: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """The answer for the audit log: no (large, reproducible) definitions, and

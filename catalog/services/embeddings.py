@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 from psycopg import sql
 
 from catalog.access import stored_user
@@ -149,8 +150,12 @@ def _embed_locked(tools: list[Tool], force: bool) -> dict[str, int]:
 
 def _activate_models(tools: list[Tool]) -> None:
     model_id = current_backend_id()
-    for catalog_id in {tool.catalog_id for tool in tools}:
+    catalog_ids = {tool.catalog_id for tool in tools}
+    for catalog_id in catalog_ids:
         _activate_model(catalog_id, model_id)
+    # New vectors change answers: moving ``updated`` makes selection read them
+    # (snapshots holding vectors, answer caches); the version is for tool edits.
+    Catalog.objects.filter(pk__in=catalog_ids).update(updated=timezone.now())
 
 
 def _needing_vectors(

@@ -74,18 +74,28 @@ def ef_search_for(pool: int, tool_count: int) -> int:
     return max(breadth, pool)
 
 
-def semantic_pool(
-    catalog: Catalog, text: str, pool: int, tool_count: int = 0
-) -> dict[int, float] | None:
-    """Tool id -> cosine similarity for the ``pool`` nearest tools, or None when the
-    catalog has no complete vector set of a model we can embed queries with.
-
-    Only vectors of the catalog's active model are searched, with a query embedded
-    by that same model: vectors of two models are never compared."""
+def query_vector(
+    catalog: Catalog, text: str
+) -> tuple[np.ndarray, EmbeddingBackend] | None:
+    """The query's vector by the catalog's active model, and that model's backend;
+    None when there is no text or no backend for the catalog's vectors."""
     backend = backend_for(catalog.active_embedding_model)
     if not text.strip() or backend is None:
         return None
-    vector = embed_query(text, backend)
+    return embed_query(text, backend), backend
+
+
+def search(
+    catalog: Catalog,
+    vector: np.ndarray,
+    backend: EmbeddingBackend,
+    pool: int,
+    tool_count: int = 0,
+) -> dict[int, float]:
+    """Tool id -> cosine similarity for the ``pool`` nearest tools (pgvector HNSW).
+
+    Only vectors of ``backend``'s model are searched: vectors of two models are
+    never compared."""
     literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
     dim = int(backend.dimension)
     sql = (
@@ -100,3 +110,14 @@ def semantic_pool(
         )
         cursor.execute(sql, [literal, backend.model_id, catalog.pk, literal, pool])
         return {int(tool_id): float(score) for tool_id, score in cursor.fetchall()}
+
+
+def semantic_pool(
+    catalog: Catalog, text: str, pool: int, tool_count: int = 0
+) -> dict[int, float] | None:
+    """Tool id -> cosine similarity for the ``pool`` nearest tools, or None when the
+    catalog has no complete vector set of a model we can embed queries with."""
+    found = query_vector(catalog, text)
+    if found is None:
+        return None
+    return search(catalog, found[0], found[1], pool, tool_count)

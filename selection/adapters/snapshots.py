@@ -1,59 +1,451 @@
-"""Catalog snapshots for the engine, built once per (catalog, version) per process."""
+"""Catalog snapshots for the engine, one per catalog per process, kept current.
+
+The first request builds the snapshot from the catalog's tools (and, for catalogs
+up to ``QUIVER_INPROCESS_VECTORS_MAX`` tools, its active model's vectors). After a
+catalog change the next request patches it instead of rebuilding it: it reads
+the catalog's change feed (``ToolChange`` rows after the last one applied), the
+current rows of just those tools, and a checksum of the whole catalog (count, sum
+of ids, sum of versions: every create, update, status change and delete moves
+it); a mismatch (a change the feed missed, e.g. one committed out of id order)
+falls back to a full rebuild, so a patched snapshot never differs from the
+database. See ``selection.engine.patch`` for what is patched and when the lexical
+index is rebuilt in the background.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import multiprocessing
+import os
 import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from catalog.models import Catalog, Tool
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Max, Sum
+
+from catalog.models import Catalog, Tool, ToolChange
 from catalog.spec import ToolSpec
+from selection.engine.patch import Change, patch, rebuild_index, with_caches
 from selection.engine.records import record_from_dict
 from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
+from selection.engine.vectors import VectorTable
 from selection.models import SelectionSettings
 
 # The columns a record is built from: every ToolSpec field, read as plain values
 # (no model instances, no ToolSpec.to_dict deep copies: at 100k tools those were
 # over a third of the build).
 RECORD_COLUMNS = (*ToolSpec.field_names(), "id", "prompt_tokens")
-_lock = threading.Lock()
-_cache: dict[int, tuple[tuple[int, str, int], CatalogSnapshot, dict[int, str]]] = {}
+# Vectors written up to this long before the newest one seen are read again on
+# the next refresh: an embedding transaction may commit after a later one.
+VECTOR_MARGIN = dt.timedelta(minutes=2)
+_lock = threading.RLock()
+Stamps = dict[int, dt.datetime]
+
+
+@dataclass(frozen=True)
+class Feed:
+    """Where a snapshot stands: last change applied, its checksum, its vectors."""
+
+    change_id: int
+    checksum: tuple[int, int, int]
+    versions: dict[int, int]  # tool id -> version (for the checksum)
+    vectors_seen: Stamps | None  # tool id -> when its vector was written
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: tuple[int, str, int]
+    model_id: str
+    snapshot: CatalogSnapshot
+    names: dict[int, str]  # tool id -> name
+    feed: Feed
+    generation: int
+    stale_index: bool = False
+
+
+_cache: dict[int, Entry] = {}
+_generations: weakref.WeakKeyDictionary[CatalogSnapshot, int] = (
+    weakref.WeakKeyDictionary()
+)
+_counter = [0]
+_rebuilding: dict[int, threading.Thread] = {}
 
 
 def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
     """The snapshot of the catalog's current version and its id -> name map.
 
-    A new catalog or settings version builds a new snapshot; readers of the old
-    one keep it until they finish (snapshots are immutable)."""
+    A new catalog version patches the snapshot (or rebuilds it); readers of the
+    old one keep it until they finish (snapshots are immutable)."""
     engine_settings, settings_version = SelectionSettings.objects.effective_for(catalog)
-    # The update time guards against a version number reused after a rollback.
+    # The update time guards against a version number reused after a rollback
+    # and moves when vectors land (catalog.services.embeddings).
     key = (catalog.version, catalog.updated.isoformat(), settings_version)
     cached = _cache.get(catalog.pk)
-    if cached is not None and cached[0] == key:
-        return cached[1], cached[2]
-    snapshot, names = _build(catalog, engine_settings, settings_version)
+    if cached is not None and cached.key == key:
+        return cached.snapshot, cached.names
+    entry = None
+    if cached is not None and _patchable(cached, catalog, settings_version):
+        entry = _refresh(catalog, cached, key)
+    if entry is None:
+        entry = _build(catalog, engine_settings, key)
+    _install(catalog.pk, entry)
+    if entry.stale_index:
+        _rebuild_later(catalog.pk)
+    return entry.snapshot, entry.names
+
+
+def snapshot_stamp(snapshot: CatalogSnapshot) -> str:
+    """The snapshot's version plus its generation in this process: an answer
+    cached on a snapshot whose index was later rebuilt is not served again."""
+    return f"{snapshot.version}#{_generations.get(snapshot, 0)}"
+
+
+def _patchable(entry: Entry, catalog: Catalog, settings_version: int) -> bool:
+    return (
+        entry.key[2] == settings_version
+        and entry.model_id == catalog.active_embedding_model
+    )
+
+
+def _install(catalog_id: int, entry: Entry) -> None:
     with _lock:
-        _cache[catalog.pk] = (key, snapshot, names)
-    return snapshot, names
+        _counter[0] += 1
+        entry = Entry(**{**entry.__dict__, "generation": _counter[0]})
+        _generations[entry.snapshot] = entry.generation
+        _cache[catalog_id] = entry
+
+
+def _version(catalog: Catalog, key: tuple[int, str, int]) -> str:
+    return f"{catalog.version}.{key[2]}"
 
 
 def _build(
-    catalog: Catalog, engine_settings: EngineSettings, settings_version: int
-) -> tuple[CatalogSnapshot, dict[int, str]]:
-    records = []
-    names: dict[int, str] = {}
-    rows = Tool.objects.filter(catalog=catalog).order_by("id").values(*RECORD_COLUMNS)
+    catalog: Catalog, engine_settings: EngineSettings, key: tuple[int, str, int]
+) -> Entry:
+    """A snapshot from scratch; the feed position is read first, so a change
+    committed while the tools are read is applied (again) by the next refresh."""
+    change_id = _last_change_id(catalog.pk)
+    records, names, versions = [], {}, {}
+    rows = Tool.objects.filter(catalog=catalog).order_by("id")
+    rows = rows.values(*RECORD_COLUMNS, "version")
     for position, row in enumerate(rows.iterator(chunk_size=2000)):
         data: dict[str, Any] = row
         records.append(record_from_dict(data, row["id"], position))
         names[row["id"]] = row["name"]
+        versions[row["id"]] = row["version"]
+    tools = tuple(records)
+    vectors, seen = _load_vectors(catalog, tools, None, None)
     snapshot = CatalogSnapshot(
         catalog=catalog.slug,
-        version=f"{catalog.version}.{settings_version}",
-        tools=tuple(records),
+        version=_version(catalog, key),
+        tools=tools,
         settings=engine_settings,
+        vectors=vectors,
     )
-    return snapshot.warm(), names
+    feed = Feed(change_id, _checksum_of(versions), versions, seen)
+    model = catalog.active_embedding_model
+    return Entry(key, model, snapshot.warm(), names, feed, 0)
+
+
+def _last_change_id(catalog_id: int) -> int:
+    found = ToolChange.objects.filter(catalog_id=catalog_id).aggregate(m=Max("id"))
+    return int(found["m"] or 0)
+
+
+def _checksum_of(versions: dict[int, int]) -> tuple[int, int, int]:
+    return (len(versions), sum(versions), sum(versions.values()))
+
+
+def _db_checksum(catalog_id: int) -> tuple[int, int, int]:
+    found = Tool.objects.filter(catalog_id=catalog_id).aggregate(
+        n=Count("id"), ids=Sum("id"), versions=Sum("version")
+    )
+    return (int(found["n"]), int(found["ids"] or 0), int(found["versions"] or 0))
+
+
+def _refresh(catalog: Catalog, entry: Entry, key: tuple[int, str, int]) -> Entry | None:
+    """The entry patched with the changes since it was made; None: rebuild."""
+    changes = list(
+        ToolChange.objects.filter(catalog_id=catalog.pk, id__gt=entry.feed.change_id)
+        .order_by("id")
+        .values_list("id", "tool_id", "tool_name")
+    )
+    if len(changes) > max(1_000, len(entry.snapshot.tools) // 10):
+        return None  # a bulk change: one build is cheaper than many patches
+    ids = {tool_id for _, tool_id, _ in changes if tool_id is not None}
+    snapshot, names_changed = entry.snapshot, _names(changes)
+    by_name = [snapshot.by_name.get(name) for name in names_changed]
+    touched = ids | {snapshot.tools[row].id for row in by_name if row is not None}
+    rows = _changed_rows(catalog.pk, ids, names_changed)
+    versions = dict(entry.feed.versions)
+    for tool_id in touched - rows.keys():
+        versions.pop(tool_id, None)
+    versions.update({tool_id: row["version"] for tool_id, row in rows.items()})
+    if not _complete(catalog, entry, len(changes)) and _checksum_of(
+        versions
+    ) != _db_checksum(catalog.pk):
+        return None  # the feed missed a change: never serve a stale tool
+    change, names = _change(entry, rows, touched)
+    last = max((change_id for change_id, _, _ in changes), default=None)
+    return _patched(catalog, entry, key, (change, names, versions, last))
+
+
+def _complete(catalog: Catalog, entry: Entry, count: int) -> bool:
+    """Whether the changes read are provably all of them, without the checksum.
+
+    Every service write records one change and bumps the catalog version by one
+    in the same transaction, so the changes since the entry's version number
+    exactly the version difference, if no write committed while they were read
+    (the version is read again after them). Any other case (a change committed
+    out of id order, a write without a change record, a batched bump) fails this
+    and the caller compares the whole catalog's checksum instead."""
+    if count != catalog.version - entry.key[0]:
+        return False
+    now = Catalog.objects.filter(pk=catalog.pk).values_list("version", flat=True)
+    return list(now) == [catalog.version]
+
+
+def _names(changes: Sequence[tuple[int, int | None, str]]) -> set[str]:
+    return {name for _, _, name in changes}
+
+
+def _changed_rows(
+    catalog_id: int, ids: set[int], names: set[str]
+) -> dict[int, dict[str, Any]]:
+    """Current rows of the tools the changes name (by id, or by name for deletes)."""
+    if not ids and not names:
+        return {}
+    found = Tool.objects.filter(catalog_id=catalog_id).filter(
+        id__in=ids
+    ) | Tool.objects.filter(catalog_id=catalog_id, name__in=names)
+    rows = found.values(*RECORD_COLUMNS, "version")
+    return {row["id"]: row for row in rows}
+
+
+def _change(
+    entry: Entry, rows: dict[int, dict[str, Any]], touched: set[int]
+) -> tuple[Change, dict[int, str]]:
+    """Which snapshot rows go, which are replaced, which tools are new."""
+    snapshot = entry.snapshot
+    row_of = {
+        i: snapshot.by_name[entry.names[i]]
+        for i in touched | rows.keys()
+        if i in entry.names
+    }
+    removed = frozenset(row_of[i] for i in touched - rows.keys() if i in row_of)
+    replaced = {
+        row_of[i]: record_from_dict(data, i, row_of[i])
+        for i, data in rows.items()
+        if i in row_of
+    }
+    added = tuple(
+        record_from_dict(rows[i], i, 0) for i in sorted(rows) if i not in row_of
+    )
+    names = dict(entry.names)
+    for row in removed:
+        names.pop(entry.snapshot.tools[row].id, None)
+    names.update({i: str(data["name"]) for i, data in rows.items()})
+    return Change(removed, replaced, added), names
+
+
+def _patched(
+    catalog: Catalog,
+    entry: Entry,
+    key: tuple[int, str, int],
+    parts: tuple[Change, dict[int, str], dict[int, int], int | None],
+) -> Entry:
+    change, names, versions, last = parts
+    old = entry.snapshot
+    snapshot, stale = patch(
+        old,
+        change,
+        version=_version(catalog, key),
+        vectors=None,
+        inline_index_max=int(settings.QUIVER_SNAPSHOT_INLINE_INDEX_MAX),
+    )
+    changed_ids = {t.id for t in change.replaced.values()} | {
+        t.id for t in change.added
+    }
+    vectors, seen = _patch_vectors(catalog, entry, snapshot, change, changed_ids)
+    snapshot = _with_vectors(snapshot, vectors)
+    feed = Feed(
+        entry.feed.change_id if last is None else last,
+        _checksum_of(versions),
+        versions,
+        seen,
+    )
+    return Entry(key, entry.model_id, snapshot, names, feed, 0, stale)
+
+
+def _with_vectors(
+    snapshot: CatalogSnapshot, vectors: VectorTable | None
+) -> CatalogSnapshot:
+    copy = with_caches(snapshot)
+    object.__setattr__(copy, "vectors", vectors)
+    return copy
+
+
+def _patch_vectors(
+    catalog: Catalog,
+    entry: Entry,
+    snapshot: CatalogSnapshot,
+    change: Change,
+    changed_ids: set[int],
+) -> tuple[VectorTable | None, Stamps | None]:
+    """The old vectors re-aligned to the new rows, with the changed tools' and the
+    newly written vectors read again (all of them when there were none)."""
+    table = entry.snapshot.vectors
+    if table is None:
+        return _load_vectors(catalog, snapshot.tools, None, None)
+    if len(snapshot.tools) > int(settings.QUIVER_INPROCESS_VECTORS_MAX):
+        return None, None
+    old_rows = len(entry.snapshot.tools)
+    keep = [r not in change.removed for r in range(old_rows)]
+    moved = table.patched(np.array(keep, dtype=bool), {}, len(change.added))
+    return _load_vectors(
+        catalog, snapshot.tools, (moved, changed_ids), entry.feed.vectors_seen
+    )
+
+
+def _load_vectors(
+    catalog: Catalog,
+    tools: tuple[Any, ...],
+    base: tuple[VectorTable, set[int]] | None,
+    seen: Stamps | None,
+) -> tuple[VectorTable | None, Stamps | None]:
+    """The active model's vectors for the rows of ``tools`` (in-process catalogs
+    only): all of them, or ``base`` plus the vectors written since the newest one
+    ``seen`` (less a margin) that it does not hold yet."""
+    model_id = catalog.active_embedding_model
+    limit = int(settings.QUIVER_INPROCESS_VECTORS_MAX)
+    if not model_id or not tools or len(tools) > limit:
+        return None, None
+    row_of = {tool.id: row for row, tool in enumerate(tools)}
+    if base is None or seen is None:
+        rows = _vector_rows(catalog.pk, model_id, None)
+        found = {row_of[t]: v for t, v, _ in rows if t in row_of}
+        dimension = len(rows[0][1]) if rows else 0
+        table = VectorTable.build(model_id, dimension, len(tools), found)
+        return table, {t: written for t, _, written in rows if t in row_of}
+    newest = max(seen.values(), default=None)
+    since = (newest - VECTOR_MARGIN) if newest else None
+    stamps = {t: w for t, w in _vector_stamps(catalog.pk, model_id, since, base[1])}
+    wanted = [t for t, w in stamps.items() if seen.get(t) != w and t in row_of]
+    rows = _vector_rows(catalog.pk, model_id, wanted) if wanted else []
+    replaced = {row_of[t]: v for t, v, _ in rows}
+    kept = {t: w for t, w in seen.items() if t in row_of}
+    kept.update({t: w for t, _, w in rows})
+    return base[0].patched(np.ones(len(tools), bool), replaced, 0), kept
+
+
+def _vector_stamps(
+    catalog_id: int, model_id: str, since: dt.datetime | None, ids: set[int]
+) -> list[tuple[int, dt.datetime]]:
+    """(tool id, written) of the vectors written since a time, or of some tools."""
+    sql = (
+        "SELECT tool_id, created FROM catalog_toolembedding "
+        "WHERE catalog_id = %s AND model_id = %s AND (created >= %s OR tool_id = "
+        "ANY(%s))"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [catalog_id, model_id, since, sorted(ids)])
+        return [(int(t), written) for t, written in cursor.fetchall()]
+
+
+def _vector_rows(
+    catalog_id: int, model_id: str, ids: list[int] | None
+) -> list[tuple[int, np.ndarray, dt.datetime]]:
+    """(tool id, vector, written) of the catalog's vectors of one model (all, or
+    those of some tools), read in pgvector's binary form (``vector_send``: 4
+    header bytes, then big-endian float32), far faster than parsing text."""
+    sql = (
+        "SELECT tool_id, vector_send(embedding), created "
+        "FROM catalog_toolembedding WHERE catalog_id = %s AND model_id = %s"
+    )
+    params: list[Any] = [catalog_id, model_id]
+    if ids is not None:
+        sql += " AND tool_id = ANY(%s)"
+        params.append(ids)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [
+            (int(t), np.frombuffer(bytes(raw), dtype=">f4", offset=4), written)
+            for t, raw, written in cursor.fetchall()
+        ]
+
+
+def _rebuild_later(catalog_id: int) -> None:
+    """Rebuild the lexical index in a thread; install it if still current."""
+    with _lock:
+        running = _rebuilding.get(catalog_id)
+        if running is not None and running.is_alive():
+            return
+        thread = threading.Thread(
+            target=_rebuild, args=(catalog_id,), daemon=True, name="snapshot-index"
+        )
+        _rebuilding[catalog_id] = thread
+    thread.start()
+
+
+def _rebuild(catalog_id: int) -> None:
+    """Until the current snapshot's index is fresh: build one and swap it in."""
+    while True:
+        entry = _cache.get(catalog_id)
+        if entry is None or not entry.stale_index:
+            return
+        fresh = _index_in_child(entry.snapshot)
+        with _lock:
+            if _cache.get(catalog_id) is entry:
+                done = {"snapshot": fresh, "stale_index": False}
+                _install(catalog_id, Entry(**{**entry.__dict__, **done}))
+                return
+
+
+def _index_in_child(snapshot: CatalogSnapshot) -> CatalogSnapshot:
+    """The snapshot with a fresh lexical index built in a forked child process.
+
+    A thread would share the GIL with the requests for the whole build (~8 s at
+    100,000 tools, making each request meanwhile many times slower); the child
+    inherits the snapshot by fork (nothing copied up front) and sends back only
+    the index."""
+    if not hasattr(os, "fork"):
+        return rebuild_index(snapshot)
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    _to_index[:] = [snapshot]
+    child = context.Process(target=_index_child, args=(writer,), daemon=True)
+    child.start()
+    writer.close()
+    try:
+        index = reader.recv()
+    except (EOFError, OSError):  # the child died: build it here instead
+        return rebuild_index(snapshot)
+    finally:
+        reader.close()
+        child.join()
+        _to_index.clear()
+    return with_caches(snapshot, index=index)
+
+
+_to_index: list[CatalogSnapshot] = []
+
+
+def _index_child(writer: Any) -> None:
+    """In the forked child: build the index of the inherited snapshot, send it."""
+    writer.send(rebuild_index(_to_index[0]).index)
+    writer.close()
+
+
+def wait_for_rebuilds(timeout: float = 60.0) -> None:
+    """Block until background index rebuilds finish (tests and benchmarks)."""
+    for thread in list(_rebuilding.values()):
+        thread.join(timeout)
 
 
 def clear() -> None:

@@ -142,7 +142,11 @@ class SelectOutputSerializer(serializers.Serializer):
         allow_null=True,
         help_text="only when the request set explain",
     )
-    stats = serializers.DictField()
+    stats = serializers.DictField(
+        help_text="counts, latency_ms, and timings_ms: milliseconds per stage "
+        "(auth, snapshot, embed_query, vector_search, engine, definitions, audit, "
+        "total)"
+    )
     cached = serializers.BooleanField()
     degraded = serializers.BooleanField()
     fallback_reason = serializers.CharField(

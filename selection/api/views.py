@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -18,7 +19,7 @@ from rest_framework.response import Response
 from catalog.access import access_for, get_catalog_for_user
 from catalog.permissions import CuratorWrites
 from config.api_errors import first_message
-from config.http import request_id
+from config.http import request_id, request_started
 from config.ratelimit import BatchRateThrottle, ClientRateThrottle
 from selection.api import serializers as s
 from selection.engine import RequestError
@@ -36,8 +37,17 @@ from selection.toolcalls.parse import ShapeError, parse_tool_calls
 log = logging.getLogger(__name__)
 
 
-def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
-    """One selection for validated input; the engine's refusals name their field."""
+def answer_for(
+    request: Request, data: dict[str, Any], *, timed: bool = True
+) -> dict[str, Any]:
+    """One selection for validated input; the engine's refusals name their field.
+
+    ``timed``: report the time before the view (middleware, authentication,
+    throttling, parsing) as ``auth`` (not for the later items of a batch)."""
+    started = request_started(request) if timed else None
+    arrived = None
+    if started is not None:
+        arrived = (started, (time.perf_counter() - started) * 1000)
     catalog = get_catalog_for_user(request.user, data["catalog"])
     try:
         answer = services.select_tools(
@@ -46,6 +56,7 @@ def answer_for(request: Request, data: dict[str, Any]) -> dict[str, Any]:
             fmt=data["format"],
             actor=request.user,
             request_id=request_id(request),
+            arrived=arrived,
         )
     except RequestError as exc:
         raise ValidationError(
@@ -102,7 +113,9 @@ class SelectBatchView(generics.GenericAPIView):
             return {"error": "invalid", "detail": detail, "fields": fields}
         try:
             with transaction.atomic():
-                return answer_for(request, dict(serializer.validated_data))
+                return answer_for(
+                    request, dict(serializer.validated_data), timed=index == 0
+                )
         except (OperationalError, InterfaceError):
             raise
         except ValidationError as exc:

@@ -15,6 +15,7 @@ import numpy as np
 from selection.engine.index import LexicalIndex
 from selection.engine.settings import EngineSettings
 from selection.engine.types import ToolRecord
+from selection.engine.vectors import VectorTable
 
 
 @dataclass(frozen=True, eq=False)
@@ -25,6 +26,9 @@ class CatalogSnapshot:
     version: str
     tools: tuple[ToolRecord, ...]
     settings: EngineSettings = field(default_factory=EngineSettings)
+    # The active model's tool vectors, for in-process semantic search (small
+    # catalogs only; None: the app asks pgvector).
+    vectors: VectorTable | None = None
 
     @cached_property
     def index(self) -> LexicalIndex:

@@ -24,12 +24,14 @@ from catalog.formats import export_tool
 from catalog.models import Catalog, Tool
 from catalog.services.tools import tool_to_spec
 from selection.adapters.llm import llm_callable
-from selection.adapters.pgvector import semantic_pool
-from selection.adapters.snapshots import get_snapshot
+from selection.adapters.pgvector import query_vector, search
+from selection.adapters.snapshots import get_snapshot, snapshot_stamp
 from selection.answers import SelectionAnswer, build_answer
 from selection.engine.engine import select
 from selection.engine.normalize import normalize
+from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest
+from selection.services.timings import Stopwatch
 
 SEMANTIC_SCORERS = {"embedding", "hybrid", "ensemble", "llm"}
 ANSWER_CACHE_SIZE = 5_000
@@ -61,15 +63,23 @@ def select_tools(
     fmt: str,
     actor: Any,
     request_id: uuid.UUID | None = None,
+    arrived: tuple[float, float] | None = None,
 ) -> SelectionAnswer:
-    """The answer to one selection request, with its audit row (same transaction)."""
-    started = time.perf_counter()
-    snapshot, names = get_snapshot(catalog)
-    key = cache_key(catalog, snapshot.version, request, fmt)
+    """The answer to one selection request, with its audit row (same transaction).
+
+    ``stats.timings_ms`` says where this answer's time went; ``arrived`` is the
+    request's arrival stamp and the milliseconds before the view (auth)."""
+    began = time.perf_counter()
+    watch = Stopwatch(arrived[0] if arrived else began)
+    watch.ms["auth"] = arrived[1] if arrived else 0.0
+    with watch.stage("snapshot"):
+        snapshot, names = get_snapshot(catalog)
+    key = cache_key(catalog, snapshot_stamp(snapshot), request, fmt)
     hit = _cached(key)
     if hit is None:
-        answer = _compute(catalog, (snapshot, names), request, fmt, started)
-        versions = _versions(catalog, answer.names)
+        answer = _compute(catalog, (snapshot, names), request, fmt, watch)
+        with watch.stage("definitions"):
+            versions = _versions(catalog, answer.names)
         if not answer.degraded:
             # A degraded answer (timeout, fallback) must not outlive its cause.
             _store(key, (answer, versions))
@@ -78,9 +88,23 @@ def select_tools(
     served = answer.served(
         selection_id=str(uuid.uuid4()),
         request_id=str(request_id) if request_id else None,
-        latency_ms=(time.perf_counter() - started) * 1000,
+        latency_ms=(time.perf_counter() - began) * 1000,
         cached=hit is not None,
+        timings_ms=watch.report(),
     )
+    with watch.stage("audit"):
+        _audit(catalog, request, fmt, served, (actor, request_id, versions))
+    return served.with_timings(watch.report())
+
+
+def _audit(
+    catalog: Catalog,
+    request: SelectionRequest,
+    fmt: str,
+    served: SelectionAnswer,
+    who: tuple[Any, uuid.UUID | None, dict[str, dict[str, Any]]],
+) -> None:
+    actor, request_id, versions = who
     record_event(
         EventType.SELECTION,
         actor=actor,
@@ -92,7 +116,6 @@ def select_tools(
         input=_audit_input(request, fmt, actor),
         output=served.audit_record(versions),
     )
-    return served
 
 
 def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, Any]:
@@ -119,34 +142,56 @@ def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, A
 
 def _compute(
     catalog: Catalog,
-    snapshot_and_names: tuple[Any, dict[int, str]],
+    snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
     request: SelectionRequest,
     fmt: str,
-    started: float,
+    watch: Stopwatch,
 ) -> SelectionAnswer:
     snapshot, names = snapshot_and_names
     scorer = request.scorer or snapshot.settings.default_scorer
     semantic = None
     if scorer in SEMANTIC_SCORERS:
-        text = normalize(request).embed_text
-        pool = semantic_pool(
-            catalog, text, snapshot.settings.candidate_pool, len(snapshot.tools)
-        )
-        if pool is not None:
-            semantic = {names[i]: s for i, s in pool.items() if i in names}
+        semantic = _semantic(catalog, snapshot_and_names, request, watch)
     if request.timeout_ms is not None:
-        spent = (time.perf_counter() - started) * 1000
+        spent = watch.elapsed_ms()
         request = replace(request, timeout_ms=max(0.0, request.timeout_ms - spent))
     llm = llm_callable() if scorer == "llm" else None
-    result = select(snapshot, request, semantic=semantic, llm=llm)
+    with watch.stage("engine"):
+        result = select(snapshot, request, semantic=semantic, llm=llm)
+    with watch.stage("definitions"):
+        definitions = _definitions(catalog, result.names, fmt)
     return build_answer(
         catalog=catalog.slug,
         catalog_version=catalog.version,
         settings_version=int(snapshot.version.split(".")[-1]),
         result=result,
         request=request,
-        definitions=_definitions(catalog, result.names, fmt),
+        definitions=definitions,
     )
+
+
+def _semantic(
+    catalog: Catalog,
+    snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
+    request: SelectionRequest,
+    watch: Stopwatch,
+) -> dict[str, float] | None:
+    """Tool name -> cosine for the semantic pool: in process from the snapshot's
+    vectors when it holds the active model's, else from pgvector."""
+    snapshot, names = snapshot_and_names
+    pool = snapshot.settings.candidate_pool
+    with watch.stage("embed_query"):
+        found = query_vector(catalog, normalize(request).embed_text)
+    if found is None:
+        return None
+    vector, backend = found
+    table = snapshot.vectors
+    with watch.stage("vector_search"):
+        if table is not None and table.model_id == backend.model_id:
+            rows = table.nearest(vector, pool)
+            return {snapshot.tools[r].name: s for r, s in rows.items()}
+        hits = search(catalog, vector, backend, pool, len(snapshot.tools))
+    return {names[i]: s for i, s in hits.items() if i in names}
 
 
 def _definitions(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Any]:

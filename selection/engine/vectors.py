@@ -1,0 +1,79 @@
+"""In-process semantic search: the catalog's tool vectors as one matrix.
+
+For catalogs small enough to hold in memory, one matrix-vector product and an
+argpartition give the exact cosine top-k, with no database round trip; the app
+falls back to pgvector HNSW above a size threshold. Pure numpy, no Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Float32 rows scaled to unit length (zero rows stay zero)."""
+    out = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+
+
+@dataclass(frozen=True, eq=False)
+class VectorTable:
+    """One model's vectors, row-aligned with the snapshot's tools.
+
+    ``present[r]`` is False for a tool without a vector yet (pending): it gets no
+    semantic evidence, as with pgvector."""
+
+    model_id: str
+    matrix: np.ndarray
+    present: np.ndarray
+
+    @staticmethod
+    def build(
+        model_id: str, dimension: int, rows: int, found: Mapping[int, ArrayLike]
+    ) -> VectorTable:
+        """A table from row -> vector (any row not in ``found`` has none)."""
+        matrix = np.zeros((rows, dimension), dtype=np.float32)
+        present = np.zeros(rows, dtype=bool)
+        if found:
+            index = np.fromiter(found.keys(), dtype=np.int64, count=len(found))
+            matrix[index] = unit_rows(np.stack([np.asarray(v) for v in found.values()]))
+            present[index] = True
+        return VectorTable(model_id, matrix, present)
+
+    def nearest(self, query: np.ndarray, k: int) -> dict[int, float]:
+        """Row -> cosine similarity of the ``k`` rows nearest to ``query``, exact."""
+        q = np.asarray(query, dtype=np.float32)
+        norm = float(np.linalg.norm(q))
+        if norm == 0 or k <= 0 or not self.present.any():
+            return {}
+        # einsum, not ``@``: BLAS's threads made a 20,000-row product take 20 ms
+        # at p50 on a busy 2-core machine; this single-threaded loop takes ~1.5.
+        scores = np.einsum("ij,j->i", self.matrix, q / norm)
+        scores[~self.present] = -np.inf
+        k = min(k, int(np.count_nonzero(self.present)))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.lexsort((top, -scores[top]))]
+        return {int(r): float(scores[r]) for r in top}
+
+    def patched(
+        self, keep: np.ndarray, replaced: Mapping[int, np.ndarray | None], added: int
+    ) -> VectorTable:
+        """The table after dropping rows (``keep`` mask over the old rows),
+        replacing vectors of kept rows (new row numbering) and appending rows."""
+        matrix = np.concatenate(
+            [self.matrix[keep], np.zeros((added, self.matrix.shape[1]), np.float32)]
+        )
+        present = np.concatenate([self.present[keep], np.zeros(added, dtype=bool)])
+        gone = [row for row, vector in replaced.items() if vector is None]
+        matrix[gone] = 0.0
+        present[gone] = False
+        rows = [row for row, vector in replaced.items() if vector is not None]
+        if rows:
+            matrix[rows] = unit_rows(np.stack([np.asarray(replaced[r]) for r in rows]))
+            present[rows] = True
+        return VectorTable(self.model_id, matrix, present)
