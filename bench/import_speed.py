@@ -35,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench import embeddings as eb  # noqa: E402  (sets Django up)
-
+if not (Path(__file__).resolve().parents[2] / "shared" / "bench" / "data").exists():
+    os.environ.setdefault("QUIVER_BENCH_DATA", "/work/shared/bench/data")
 import numpy as np  # noqa: E402
+from django.core.management import call_command  # noqa: E402
 
+from bench import embeddings as eb  # noqa: E402  (sets Django up)
 from catalog.embeddings.backends import DOCUMENT_MAX_TOKENS  # noqa: E402
 from catalog.embeddings.text import embedding_text  # noqa: E402
 from catalog.models import Catalog, Job  # noqa: E402
@@ -137,6 +139,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--docs", type=int, default=1024)
     args = parser.parse_args(argv)
     tools = eb.canonical_tools(eb.SEALTOOLS / "tools.jsonl")
+    call_command("migrate", verbosity=0)
     Catalog.objects.filter(slug__startswith=PREFIX).delete()
     results = []
     try:
