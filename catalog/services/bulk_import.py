@@ -39,9 +39,18 @@ from catalog.services.tools import (
     _apply,
     check_spec,
     content_hash,
-    spec_json,
 )
 from catalog.spec import ToolSpec
+
+_FIELDS = ToolSpec.field_names()
+
+
+def _spec_json(tool: Tool) -> dict[str, Any]:
+    """``tools.spec_json`` without its deep copy (nothing here mutates the values,
+    and they are written as JSON at once)."""
+    data = {name: getattr(tool, name) for name in _FIELDS}
+    data["cost_per_call"] = format(tool.cost_per_call.normalize(), "f")
+    return data
 
 
 def rejection(index: int, name: str | None, exc: Exception) -> dict[str, Any]:
@@ -127,7 +136,7 @@ class _Chunk:
             not spec.provider_name or spec.provider_name == tool.provider_name
         ):
             return ImportOutcome.UNCHANGED
-        before = spec_json(tool)
+        before = _spec_json(tool)
         new = copy.copy(tool)  # the kept state stays whole if this one is refused
         _apply(new, spec, self._provider_name(spec, tool))
         new.version += 1
@@ -187,7 +196,7 @@ class _Chunk:
             action=action,
             version=tool.version,
             before=before,
-            after=spec_json(tool),
+            after=_spec_json(tool),
             actor=self.user,
             actor_name=self.actor_name,
         )
