@@ -26,6 +26,7 @@ __all__ = [
     "Damage",
     "parse_since",
     "record_event",
+    "record_events",
     "seal_and_checkpoint",
     "seal_pending",
     "verify_chain",
@@ -66,3 +67,29 @@ def record_event(
     )
     event.save()
     return event
+
+
+def record_events(
+    events: list[dict[str, Any]], *, actor: Any, request_id: uuid.UUID | None = None
+) -> int:
+    """Append many unsealed events in one statement (a bulk import's changes), in
+    the caller's transaction; each dict holds ``event_type``, ``catalog_slug``,
+    ``catalog_version``, ``summary``, ``input`` and ``output``."""
+    now = timezone.now()
+    rows = [
+        AuditEvent(
+            event_type=event["event_type"],
+            actor=stored_user(actor),
+            actor_name=actor_name(actor),
+            request_id=request_id or uuid.uuid4(),
+            catalog_slug=event.get("catalog_slug", ""),
+            catalog_version=event.get("catalog_version", 0),
+            summary=str(event.get("summary", ""))[:300],
+            input=_plain(event["input"]),
+            output=_plain(event["output"]),
+            created=now,
+        )
+        for event in events
+    ]
+    AuditEvent.objects.bulk_create(rows, batch_size=500)
+    return len(rows)

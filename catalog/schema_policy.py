@@ -23,6 +23,7 @@ from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
+from catalog.schema_fastpath import plainly_valid
 from catalog.schema_safety import (
     TOO_COSTLY_MESSAGE,
     UnsafePattern,
@@ -223,6 +224,8 @@ def _metaschema_problems(
 ) -> Iterator[SchemaProblem]:
     """Every way ``schema`` fails its dialect's metaschema (formats such as regex
     patterns included), sorted so the report is stable."""
+    if plainly_valid(schema, cls):  # the same verdict, fast (see schema_fastpath)
+        return
     meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
     errors = sorted(meta.iter_errors(schema), key=_error_sort_key)
     for error in errors:

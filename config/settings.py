@@ -217,6 +217,9 @@ QUIVER_EMBED_BATCH = env_int("QUIVER_EMBED_BATCH", 64, minimum=1, maximum=2048)
 QUIVER_IMPORT_EMBED_LAG = env_int(
     "QUIVER_IMPORT_EMBED_LAG", 256, minimum=0, maximum=1_000_000
 )
+# An import writes this many items per transaction (batched inserts, updates and
+# change records); 0 writes one tool per transaction (the one-by-one path).
+QUIVER_IMPORT_CHUNK = env_int("QUIVER_IMPORT_CHUNK", 250, minimum=0, maximum=5000)
 
 # HNSW search breadth; see bench/README.md for the recall/latency trade-off.
 QUIVER_EF_SEARCH = env_int("QUIVER_EF_SEARCH", 100, minimum=1, maximum=1000)

@@ -1,9 +1,14 @@
-"""Imports: a document in any provider format becomes tools, one transaction per tool.
+"""Imports: a document in any provider format becomes tools, a chunk at a time.
 
 The document is kept whole on the Job (nothing a user gave is lost); the worker walks
 its items, recording for each one created, updated, unchanged or rejected with the
 reason. Items already recorded are skipped, so a job picked up again after a worker
 died carries on where it stopped.
+
+Items go in chunks of ``QUIVER_IMPORT_CHUNK`` (see ``bulk_import``): a chunk's
+tools, change records and the job's progress commit in one transaction, so a
+resumed job starts at the first chunk not committed. ``QUIVER_IMPORT_CHUNK=0``
+keeps the one-transaction-per-tool path (``create_tool`` / ``update_tool``).
 """
 
 from __future__ import annotations
@@ -11,14 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from catalog.access import Actor, stored_user
 from catalog.choices import ImportOutcome, JobKind
-from catalog.formats import FormatError, detect_format, import_tools
+from catalog.formats import FormatError, ImportItem, detect_format, import_tools
 from catalog.models import Catalog, Job, Tool
 from catalog.services import jobs
+from catalog.services.bulk_import import import_chunk, rejection
 from catalog.services.tools import ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
 
@@ -51,14 +58,56 @@ def start_import(
 def run_import(job: Job, between: Callable[[Job], object] | None = None) -> Job:
     """Apply every item not yet recorded; good items land even when others fail.
 
-    ``between`` is called after every ``PROGRESS_EVERY`` items (the Celery task
-    uses it to keep the embeddings in step with the import)."""
+    ``between`` is called after every chunk (every ``PROGRESS_EVERY`` items on the
+    one-by-one path; the Celery task uses it to keep the embeddings in step with
+    the import)."""
     items = import_tools(job.payload, job.options.get("format"))
     recorded = {entry["index"] for entry in job.items}
     actor = job.created_by
+    size = int(settings.QUIVER_IMPORT_CHUNK)
     with jobs.keep_alive(job):
-        _apply_items(job, items, recorded, actor, between)
+        if size > 0:
+            _apply_chunks(job, items, recorded, actor, between, size)
+        else:
+            _apply_items(job, items, recorded, actor, between)
     return jobs.finish_job(job, "items", "counts", "done")
+
+
+def _apply_chunks(
+    job: Job,
+    items: list[ImportItem],
+    recorded: set[int],
+    actor: Actor,
+    between: Callable[[Job], object] | None,
+    size: int,
+) -> None:
+    todo = [item for item in items if item.index not in recorded]
+    for start in range(0, len(todo), size):
+        chunk = todo[start : start + size]
+        try:
+            with transaction.atomic():
+                _record(job, import_chunk(job.catalog, chunk, actor))
+        except IntegrityError:
+            # Refused by a unique constraint (see import_chunk): nothing of the
+            # chunk was kept; the one-by-one path gives each item its outcome.
+            with transaction.atomic():
+                single = [_import_one(job.catalog, *_parts(i), actor) for i in chunk]
+                _record(job, single)
+        if between is not None:
+            between(job)
+
+
+def _parts(item: ImportItem) -> tuple[int, ToolSpec | None, str | None]:
+    return item.index, item.spec, item.error
+
+
+def _record(job: Job, entries: list[dict[str, Any]]) -> None:
+    """Add the chunk's outcomes to the job and save them in its transaction."""
+    job.items.extend(entries)
+    for entry in entries:
+        job.counts[entry["outcome"]] = job.counts.get(entry["outcome"], 0) + 1
+    job.done = len(job.items)
+    jobs.save_progress(job, "items", "counts", "done")
 
 
 def _apply_items(
@@ -98,9 +147,6 @@ def _import_one(
             outcome = ImportOutcome.CREATED
         else:
             outcome = update_tool(existing, spec, actor=actor).outcome
-    except ValidationError as exc:
-        reason = "; ".join(m for msgs in exc.message_dict.values() for m in msgs)
-        return {"index": index, "name": name, "outcome": "rejected", "reason": reason}
-    except ToolConflict as exc:
-        return {"index": index, "name": name, "outcome": "rejected", "reason": str(exc)}
+    except (ValidationError, ToolConflict) as exc:
+        return rejection(index, name, exc)
     return {"index": index, "name": name, "outcome": outcome.value, "reason": ""}

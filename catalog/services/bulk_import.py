@@ -1,0 +1,253 @@
+"""Bulk import: a chunk of items written in a few statements, with the outcomes
+the one-by-one path (``create_tool`` / ``update_tool`` per item) gives.
+
+Every item is still checked on its own, in document order (schema policy, naming,
+``full_clean``), against an in-memory view of the catalog that earlier items of
+the chunk have already changed: a name seen twice creates then updates, a provider
+name taken by an earlier item is taken. Only the writes are batched: the chunk's
+existing tools are read (and locked) in one query, the provider names it may
+collide with in another, then one ``bulk_update``, one ``bulk_create`` of tools,
+one of their ``ToolChange`` rows, one catalog version bump (by the number of
+changes, as many as the one-by-one path makes) and one embedding task per
+``QUIVER_EMBED_BATCH`` written tools. The caller runs a chunk in one transaction.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db.models import F
+from django.utils import timezone
+
+from audit.choices import EventType
+from audit.services import record_events
+from catalog.access import Actor, actor_name, stored_user
+from catalog.choices import ChangeAction, ImportOutcome
+from catalog.formats import ImportItem
+from catalog.models import Catalog, Tool, ToolChange
+from catalog.naming import (
+    COLLISION_PREFIX_LENGTH,
+    assign_provider_names,
+    provider_safe_name,
+)
+from catalog.services import jobs
+from catalog.services.tools import (
+    _SET_BY_SERVICE,
+    _UPDATED_FIELDS,
+    ToolConflict,
+    _apply,
+    check_spec,
+    content_hash,
+)
+from catalog.spec import ToolSpec
+
+_FIELDS = ToolSpec.field_names()
+
+
+def _spec_json(tool: Tool) -> dict[str, Any]:
+    """``tools.spec_json`` without its deep copy (nothing here mutates the values,
+    and they are written as JSON at once)."""
+    data = {name: getattr(tool, name) for name in _FIELDS}
+    data["cost_per_call"] = format(tool.cost_per_call.normalize(), "f")
+    return data
+
+
+def rejection(index: int, name: str | None, exc: Exception) -> dict[str, Any]:
+    """The job entry of a refused item, with the reason the single path gives."""
+    if isinstance(exc, ValidationError):
+        reason = "; ".join(m for msgs in exc.message_dict.values() for m in msgs)
+    else:
+        reason = str(exc)
+    return {"index": index, "name": name, "outcome": "rejected", "reason": reason}
+
+
+def import_chunk(
+    catalog: Catalog, items: list[ImportItem], actor: Actor
+) -> list[dict[str, Any]]:
+    """Apply the items in order and write the result; one entry per item.
+
+    Call inside a transaction: the existing tools are locked ``FOR UPDATE``.
+    A unique constraint can still refuse the batched writes (a concurrent write,
+    or provider names swapped between tools of the chunk): the caller then runs
+    the chunk again one item at a time."""
+    chunk = _Chunk(catalog, actor, [item.spec for item in items if item.spec])
+    entries = [chunk.apply(item) for item in items]
+    chunk.write()
+    return entries
+
+
+class _Chunk:
+    """The catalog as the chunk's items have left it so far, and what to write."""
+
+    def __init__(self, catalog: Catalog, actor: Actor, specs: list[ToolSpec]):
+        self.catalog = catalog
+        self.actor = actor
+        self.user = stored_user(actor)
+        self.actor_name = actor_name(actor)
+        names = {spec.name for spec in specs}
+        existing = (
+            Tool.objects.select_for_update()
+            .filter(catalog=catalog, name__in=names)
+            .order_by("id")
+        )
+        self.tools: dict[str, Tool] = {tool.name: tool for tool in existing}
+        wanted = {spec.provider_name for spec in specs if spec.provider_name}
+        wanted |= {provider_safe_name(spec.name) for spec in specs}
+        # provider name -> the (unique) name of the tool holding it
+        self.owners: dict[str, str] = dict(
+            Tool.objects.filter(catalog=catalog, provider_name__in=wanted)
+            .order_by()
+            .values_list("provider_name", "name")
+        )
+        self.loaded_prefixes: set[str] = set()
+        self.new_names: list[str] = []
+        self.changed_names: list[str] = []
+        self.changes: list[tuple[str, ToolChange]] = []
+
+    def apply(self, item: ImportItem) -> dict[str, Any]:
+        spec = item.spec
+        if spec is None:
+            return {"index": item.index, "name": None, "outcome": "rejected"} | {
+                "reason": item.error
+            }
+        try:
+            check_spec(spec)
+            tool = self.tools.get(spec.name)
+            outcome = self._create(spec) if tool is None else self._update(tool, spec)
+        except (ValidationError, ToolConflict) as exc:
+            return rejection(item.index, spec.name, exc)
+        return {"index": item.index, "name": spec.name, "outcome": outcome.value} | {
+            "reason": ""
+        }
+
+    def _create(self, spec: ToolSpec) -> ImportOutcome:
+        tool = Tool(catalog=self.catalog, created_by=self.user, updated_by=self.user)
+        _apply(tool, spec, self._provider_name(spec, None))
+        tool.full_clean(
+            exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
+        )
+        self._keep(tool, "")
+        self.new_names.append(tool.name)
+        self._change(tool, ChangeAction.CREATE, None)
+        return ImportOutcome.CREATED
+
+    def _update(self, tool: Tool, spec: ToolSpec) -> ImportOutcome:
+        if content_hash(spec) == tool.content_hash and (
+            not spec.provider_name or spec.provider_name == tool.provider_name
+        ):
+            return ImportOutcome.UNCHANGED
+        before = _spec_json(tool)
+        new = copy.copy(tool)  # the kept state stays whole if this one is refused
+        _apply(new, spec, self._provider_name(spec, tool))
+        new.version += 1
+        new.updated_by = self.user
+        new.full_clean(
+            exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
+        )
+        self._keep(new, tool.provider_name)
+        if new.pk is not None and new.name not in self.changed_names:
+            self.changed_names.append(new.name)
+        self._change(new, ChangeAction.UPDATE, before)
+        return ImportOutcome.UPDATED
+
+    def _provider_name(self, spec: ToolSpec, tool: Tool | None) -> str:
+        """What ``tools._provider_name`` answers, from the in-memory view."""
+        name = spec.name
+        if spec.provider_name:
+            if self.owners.get(spec.provider_name, name) != name:
+                raise ToolConflict(
+                    "provider_name",
+                    f"provider_name: {spec.provider_name!r} is already used here",
+                )
+            return spec.provider_name
+        if tool is not None and tool.provider_name and tool.name == spec.name:
+            return tool.provider_name
+        base = provider_safe_name(name)
+        if self.owners.get(base, name) != name:
+            self._load_prefix(base[:COLLISION_PREFIX_LENGTH])
+        taken = {held for held, owner in self.owners.items() if owner != name}
+        return assign_provider_names([name], taken)[name]
+
+    def _load_prefix(self, prefix: str) -> None:
+        """Every stored provider name a derived name could collide with (rare: only
+        when the plain derived name is taken); tools of the chunk keep theirs."""
+        if prefix in self.loaded_prefixes:
+            return
+        self.loaded_prefixes.add(prefix)
+        rows = (
+            Tool.objects.filter(catalog=self.catalog, provider_name__startswith=prefix)
+            .order_by()
+            .values_list("provider_name", "name")
+        )
+        for held, owner in rows:
+            if owner not in self.tools:
+                self.owners[held] = owner
+
+    def _keep(self, tool: Tool, old_provider_name: str) -> None:
+        if self.owners.get(old_provider_name) == tool.name:
+            del self.owners[old_provider_name]
+        self.owners[tool.provider_name] = tool.name
+        self.tools[tool.name] = tool
+
+    def _change(self, tool: Tool, action: str, before: dict[str, Any] | None) -> None:
+        change = ToolChange(
+            catalog_id=self.catalog.pk,
+            tool_name=tool.name,
+            action=action,
+            version=tool.version,
+            before=before,
+            after=_spec_json(tool),
+            actor=self.user,
+            actor_name=self.actor_name,
+        )
+        self.changes.append((tool.name, change))
+
+    def _audit(self, rows: list[ToolChange], version: int) -> None:
+        """The chunk's changes in the one audit chain, in the chunk's transaction."""
+        record_events(
+            [
+                {
+                    "event_type": EventType.TOOL_CHANGED,
+                    "catalog_slug": self.catalog.slug,
+                    "catalog_version": version,
+                    "summary": f"tool {c.tool_name!r} v{c.version}: {c.action}",
+                    "input": {
+                        "action": c.action,
+                        "tool": c.tool_name,
+                        "before": c.before,
+                    },
+                    "output": {
+                        "change_id": c.pk,
+                        "version": c.version,
+                        "after": c.after,
+                    },
+                }
+                for c in rows
+            ],
+            actor=self.actor,
+        )
+
+    def write(self) -> None:
+        """Updates first (a provider name given up is free for a new tool), then
+        the new tools, their change records, the version, the embeddings."""
+        now = timezone.now()
+        changed = [self.tools[name] for name in self.changed_names]
+        for tool in changed:
+            tool.updated = now
+        Tool.objects.bulk_update(changed, fields=_UPDATED_FIELDS)
+        Tool.objects.bulk_create([self.tools[name] for name in self.new_names])
+        rows = []
+        for name, change in self.changes:
+            change.tool_id = self.tools[name].pk
+            rows.append(change)
+        ToolChange.objects.bulk_create(rows)
+        if rows:
+            catalogs = Catalog.objects.filter(pk=self.catalog.pk)
+            catalogs.update(version=F("version") + len(rows), updated=now)
+            self._audit(rows, catalogs.values_list("version", flat=True).get())
+        written = sorted(self.tools[name].pk for name in {n for n, _ in self.changes})
+        for tool_id in written[:: int(settings.QUIVER_EMBED_BATCH)]:
+            jobs.enqueue_embedding(tool_id)
