@@ -96,6 +96,7 @@ from django.utils import timezone  # noqa: E402
 
 from audit.choices import EventType  # noqa: E402
 from audit.services import record_event  # noqa: E402
+from catalog.access import access_for  # noqa: E402
 from catalog.auth import ApiKeyAuthentication  # noqa: E402
 from catalog.choices import EmbeddingStatus  # noqa: E402
 from catalog.embeddings.text import embedding_text, text_hash  # noqa: E402
@@ -115,11 +116,11 @@ from selection.adapters import pgvector as semantic  # noqa: E402
 from selection.adapters import snapshots  # noqa: E402
 from selection.adapters.snapshots import get_snapshot  # noqa: E402
 from selection.api.serializers import SelectInputSerializer  # noqa: E402
-from selection.api.views import build_request  # noqa: E402
 from selection.engine.engine import select  # noqa: E402
 from selection.engine.normalize import normalize  # noqa: E402
 from selection.engine.settings import EngineSettings  # noqa: E402
 from selection.engine.types import SelectionRequest  # noqa: E402
+from selection.requests import build_request  # noqa: E402
 from selection.services import select as services  # noqa: E402
 
 DATA_DIR = Path(
@@ -619,7 +620,7 @@ def make_request(user: Any, slug: str, scorer: str, text: str) -> SelectionReque
     """The engine request the view would build for this body."""
     serializer = SelectInputSerializer(data=body(slug, scorer, text))
     serializer.is_valid(raise_exception=True)
-    return build_request(user, dict(serializer.validated_data))
+    return build_request(access_for(user), dict(serializer.validated_data))
 
 
 class Samples:
