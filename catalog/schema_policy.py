@@ -1,11 +1,8 @@
 """Fail-closed JSON Schema policy for tool registration and argument validation.
 
-A tool's ``parameters`` schema is the contract its calls are checked against (seed
-001), so a schema that is missing, malformed, huge, deeply nested or that points at
-other documents is refused when the tool is registered. At call time the arguments
-a model produced are parsed and validated with a validator compiled once per tool
-version, whose reference registry can never fetch anything.
-"""
+A tool's ``parameters`` (seed 001) that is missing, malformed, huge, deeply nested or
+points at other documents is refused at registration; at call time arguments are
+validated by a validator compiled once per tool version that never fetches."""
 
 from __future__ import annotations
 
