@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
-import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 
+from catalog.diffs import diff_lines
 from catalog.models import Tool, ToolChange
 from catalog.views.common import get_tool_for_user
 from config.pages import render_page
@@ -26,28 +25,6 @@ def history_context(tool: Tool) -> dict[str, Any]:
 def version_state(change: ToolChange) -> Any:
     """The tool as it stood right after this change (before it, for a delete)."""
     return change.after if change.after is not None else change.before
-
-
-def diff_lines(
-    old: Any, new: Any, old_label: str, new_label: str
-) -> list[dict[str, str]]:
-    """A unified diff of two pretty-printed JSON values, each line tagged as file,
-    hunk, added, removed or context for styling."""
-    before = json.dumps(old, indent=2, sort_keys=True, ensure_ascii=False)
-    after = json.dumps(new, indent=2, sort_keys=True, ensure_ascii=False)
-    lines = difflib.unified_diff(
-        before.splitlines(), after.splitlines(), old_label, new_label, lineterm=""
-    )
-    tagged = []
-    for number, line in enumerate(lines):
-        if number < 2:
-            kind = "file"
-        elif line.startswith("@@"):
-            kind = "hunk"
-        else:
-            kind = {"+": "added", "-": "removed"}.get(line[:1], "context")
-        tagged.append({"kind": kind, "text": line})
-    return tagged
 
 
 @login_required
