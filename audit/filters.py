@@ -26,12 +26,14 @@ PAGING = frozenset({"page"})
 EXPORTING = frozenset({"format"})
 
 
-class UnknownFilter(ValueError):
-    """A query parameter that names no filter: refused, never silently ignored."""
+class FilterError(ValueError):
+    """Filters refused: an unknown name (never silently ignored) or a bad value,
+    each under its parameter's name."""
 
-    def __init__(self, names: list[str]) -> None:
-        self.names = names
-        super().__init__(f"{', '.join(names)}: not a filter of the audit log")
+    def __init__(self, fields: dict[str, list[str]]) -> None:
+        self.fields = fields
+        name, messages = next(iter(fields.items()))
+        super().__init__(f"{name}: {messages[0]}")
 
 
 class AuditFilterForm(forms.Form):
@@ -70,14 +72,6 @@ class AuditFilterForm(forms.Form):
         assert isinstance(field, forms.ChoiceField)
         field.choices = _ANY + [(slug, slug) for slug in catalogs]
 
-    @classmethod
-    def check_names(cls, params: Iterable[str], extra: frozenset[str]) -> None:
-        """Raise ``UnknownFilter`` naming every parameter that is no filter."""
-        known = set(cls.base_fields) | extra
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise UnknownFilter(unknown)
-
     @property
     def is_filtered(self) -> bool:
         return any(self.data.get(name) for name in self.fields)
@@ -86,6 +80,26 @@ class AuditFilterForm(forms.Form):
         """The events matching the valid filters (call ``is_valid`` first)."""
         data = {k: v for k, v in self.cleaned_data.items() if v not in ("", None)}
         return events.filter(filter_q(data))
+
+
+def filter_events(
+    events: AuditEventQuerySet,
+    params: Mapping[str, Any],
+    *,
+    extra: frozenset[str] = PAGING,
+) -> AuditEventQuerySet:
+    """``events`` narrowed by query parameters, or ``FilterError`` naming every
+    unknown parameter (``extra`` are the caller's own, such as ``page``) or the
+    first bad value."""
+    unknown = sorted(set(params) - set(AuditFilterForm.base_fields) - extra)
+    if unknown:
+        raise FilterError({name: ["not a filter of the audit log"] for name in unknown})
+    form = AuditFilterForm({k: v for k, v in params.items() if k not in extra})
+    if not form.is_valid():
+        raise FilterError(
+            {name: [str(e) for e in errs] for name, errs in form.errors.items()}
+        )
+    return form.apply(events)
 
 
 def _day_start(day: date) -> datetime:

@@ -25,7 +25,7 @@ from django.views.decorators.http import require_http_methods
 from audit import display
 from audit.choices import EventType
 from audit.export import FORMATS, stream_export
-from audit.filters import EXPORTING, AuditFilterForm, UnknownFilter
+from audit.filters import EXPORTING, AuditFilterForm, FilterError, filter_events
 from audit.models import AuditEvent
 from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
@@ -172,12 +172,8 @@ def export(request: HttpRequest) -> HttpResponseBase:
     if fmt not in FORMATS:
         return HttpResponseBadRequest(f"format: must be one of {', '.join(FORMATS)}")
     try:
-        AuditFilterForm.check_names(request.GET, EXPORTING)
-    except UnknownFilter as exc:
+        events = filter_events(_visible(request), request.GET, extra=EXPORTING)
+    except FilterError as exc:
         return HttpResponseBadRequest(str(exc))
-    filters = _filters(request)
-    if not filters.is_valid():
-        field, errors = next(iter(filters.errors.items()))
-        return HttpResponseBadRequest(f"{field}: {errors[0]}")
     seal_pending(wait=False)
-    return stream_export(filters.apply(_visible(request)), fmt)
+    return stream_export(events, fmt)
