@@ -55,11 +55,11 @@ def _selection_line(event: AuditEvent) -> str:
         query = query[: QUERY_CHARS - 1] + "…"
     tools = output.get("tools") or []
     line = f"{_plural(len(tools), 'tool') if tools else 'no tool'} for ‘{query}’"
-    extras = [
-        (stats.get("excluded_by_policy") or 0, "excluded by policy"),
-        (stats.get("hidden") or 0, "hidden from this caller"),
-    ]
-    line += "".join(f", {count} {words}" for count, words in extras if count)
+    policy, hidden = stats.get("excluded_by_policy") or 0, stats.get("hidden") or 0
+    if policy:
+        line += f", {policy} excluded by policy"
+        if hidden:
+            line += f" ({hidden} of them hidden from this caller)"
     if output.get("degraded"):
         line += ", degraded"
     return line

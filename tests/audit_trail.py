@@ -1,27 +1,13 @@
-"""Fixtures of the compliance console's tests: a compliance person and a small,
-real audit trail (selections through /select, a tool-call check, a change)."""
+"""A small, real audit trail for the compliance console's tests: selections
+through /select, a tool-call check against one of them, an API key made."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-
 from audit.models import AuditEvent
-from tests.factories import make_client_key, make_tool, make_user
-
-
-@pytest.fixture
-def compliance(db: None) -> Any:
-    return make_user("cora", groups=("compliance",))
-
-
-@pytest.fixture
-def as_compliance(client: Any, compliance: Any) -> Any:
-    """The Django test client, signed in as a compliance person."""
-    client.force_login(compliance)
-    return client
+from tests.factories import make_client_key, make_tool
 
 
 @dataclass
@@ -41,8 +27,7 @@ def _select(api: Any, query: str, **options: Any) -> AuditEvent:
     return AuditEvent.objects.get(selection_id=answer.json()["selection_id"])
 
 
-@pytest.fixture
-def trail(db: None, api: Any) -> Trail:
+def make_audit_trail(api: Any) -> Trail:
     """Three selections by agent support-bot (the first blocks get_weather), one
     invalid tool call, one key made."""
     make_tool(name="refund_payment", description="Refund a customer's card payment.")
