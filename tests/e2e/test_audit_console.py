@@ -100,7 +100,9 @@ def test_a_compliance_user_runs_verify(auditor_page, trail, screenshot):
 
 def test_a_compliance_user_downloads_the_filtered_csv(auditor_page, trail):
     page = auditor_page
-    page.goto("/audit/?event_type=selection")
+    page.goto("/audit/")
+    page.get_by_label("What", exact=True).select_option("selection")
+    page.wait_for_url("**event_type=selection**")
     with page.expect_download() as waiting:
         page.get_by_test_id("export-csv").click()
     download = waiting.value
