@@ -7,12 +7,13 @@ from ``AuditEvent.objects.visible_to``, as in the API.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
-from typing import Any
+from functools import cached_property, wraps
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q
+from django.core.paginator import Paginator
+from django.db.models import Q, QuerySet
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -31,9 +32,25 @@ from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
 from catalog.access import access_for
 from catalog.diffs import diff_lines
-from config.pages import paginate, render_page, visible_catalogs
+from config.pages import PAGE_SIZE, render_page, visible_catalogs
 
 View = Callable[..., HttpResponseBase]
+# Counting every match of a filter over millions of rows costs more than the page:
+# the list counts up to this many and then says "more than".
+COUNT_CAP = 10_000
+
+
+class CappedPaginator(Paginator):
+    """Pages of a list whose count stops at ``COUNT_CAP`` (+1 to know it is more)."""
+
+    @cached_property
+    def count(self) -> int:
+        events = cast(QuerySet[AuditEvent], self.object_list)
+        return events[: COUNT_CAP + 1].count()
+
+    @property
+    def capped(self) -> bool:
+        return self.count > COUNT_CAP
 
 
 def auditor_required(view: View) -> View:
@@ -65,7 +82,8 @@ def event_list(request: HttpRequest) -> HttpResponse:
     """Events newest first; htmx gets only the results and the pager."""
     seal_pending(wait=False)
     filters = _filters(request)
-    page = paginate(request, filters.apply(_visible(request)).order_by("-id"))
+    events = filters.apply(_visible(request)).order_by("-id")
+    page = CappedPaginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [{"event": e, "line": display.describe(e)} for e in page.object_list]
     context = {"filters": filters, "page": page, "rows": rows}
     return render_page(
