@@ -63,6 +63,7 @@ def render_page(
         "nav_catalogs": visible_catalogs(request),
         "can_write": lambda: access().can_write,
         "is_admin": lambda: access().is_admin,
+        "can_audit": lambda: access().can_audit,
         **context,
     }
     response = render(request, chosen, full_context, status=status)

@@ -38,6 +38,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
+    path("", include("audit.urls")),
 ]
 
 handler400 = "config.errors.bad_request"

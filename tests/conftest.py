@@ -18,6 +18,7 @@ from django.dispatch import receiver
 from rest_framework.test import APIClient
 
 from catalog.services import ensure_default_catalog
+from tests.audit_trail import Trail, make_audit_trail
 from tests.factories import make_client_key, make_user
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +93,24 @@ def as_curator(client: Any, curator: Any) -> Any:
     """The Django test client, signed in as a curator."""
     client.force_login(curator)
     return client
+
+
+@pytest.fixture
+def compliance(db: None) -> Any:
+    return make_user("cora", groups=("compliance",))
+
+
+@pytest.fixture
+def as_compliance(client: Any, compliance: Any) -> Any:
+    """The Django test client, signed in as a compliance person."""
+    client.force_login(compliance)
+    return client
+
+
+@pytest.fixture
+def trail(db: None, api: APIClient) -> Trail:
+    """Three selections by agent support-bot, a tool-call check, a key made."""
+    return make_audit_trail(api)
 
 
 @pytest.fixture

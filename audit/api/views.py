@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -14,6 +16,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.choices import EventType
+from audit.export import CONTENT_TYPES, FORMATS, stream_export
+from audit.filters import (
+    EXPORTING,
+    PAGING,
+    AuditFilterForm,
+    FilterError,
+    filter_events,
+)
 from audit.models import AuditEvent
 from audit.services import parse_since, seal_pending, verify_chain
 from catalog.permissions import ComplianceReads
@@ -44,22 +54,42 @@ class AuditEventSerializer(serializers.ModelSerializer):
         ]
 
 
+def _filter_parameters() -> list[OpenApiParameter]:
+    """The console's filters, documented from the one form that parses them."""
+    return [
+        OpenApiParameter(name, str, description=str(field.label))
+        for name, field in AuditFilterForm.base_fields.items()
+    ]
+
+
+EXPORT_FORMAT = OpenApiParameter("format", str, enum=list(FORMATS), default="csv")
+EXPORT_TYPES = {(200, CONTENT_TYPES[fmt].split(";")[0]): str for fmt in FORMATS}
+
+
+@extend_schema_view(list=extend_schema(parameters=_filter_parameters()))
 class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = AuditEventSerializer
     permission_classes = [ComplianceReads]
 
     def get_queryset(self) -> QuerySet[AuditEvent]:
+        """The caller's events; the list narrowed by the console's filters (an
+        unknown or bad one is a 400 naming it)."""
         events = AuditEvent.objects.visible_to(self.request.user)
-        params = self.request.query_params
-        if params.get("event_type"):
-            events = events.filter(event_type=params["event_type"])
-        if params.get("catalog"):
-            events = events.filter(catalog_slug=params["catalog"])
-        if params.get("request_id"):
-            events = events.filter(request_id=params["request_id"])
-        if params.get("selection_id"):
-            events = events.filter(selection_id=params["selection_id"])
-        return events
+        if self.action not in ("list", "export"):
+            return events
+        extra = EXPORTING if self.action == "export" else PAGING
+        try:
+            return filter_events(events, self.request.query_params, extra=extra)
+        except FilterError as exc:
+            raise ValidationError(exc.fields) from exc
+
+    def perform_content_negotiation(
+        self, request: Request, force: bool = False
+    ) -> tuple[Any, str]:
+        # The export answers CSV or JSONL whatever Accept says; its errors are JSON.
+        return super().perform_content_negotiation(
+            request, force=force or self.action == "export"
+        )
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         # Readers see rows sealed; a sealer already at work is not waited for.
@@ -80,6 +110,20 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
         except ValueError as exc:
             raise ValidationError({"since": [str(exc)]}) from exc
         return Response(asdict(verify_chain(since=start, workers=2)))
+
+    @extend_schema(
+        parameters=[EXPORT_FORMAT, *_filter_parameters()], responses=EXPORT_TYPES
+    )
+    @action(detail=False, methods=["get"])
+    def export(self, request: Request) -> StreamingHttpResponse:
+        """The filtered events as ``?format=csv`` (default) or ``jsonl``, oldest
+        first, streamed from a server-side cursor; each row with seq and hash."""
+        fmt = request.query_params.get("format", "csv")
+        if fmt not in FORMATS:
+            raise ValidationError({"format": [f"must be one of {', '.join(FORMATS)}"]})
+        events = self.get_queryset()
+        seal_pending(wait=False)
+        return stream_export(events, fmt)
 
     @extend_schema(
         parameters=[

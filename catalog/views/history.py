@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -12,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404
 
 from catalog.access import access_for
+from catalog.diffs import diff_lines
 from catalog.models import Tool, ToolChange
 from catalog.querysets import catalog_changes
 from catalog.views.common import get_catalog_for_user, get_tool_for_user
@@ -30,28 +29,6 @@ def history_context(tool: Tool) -> dict[str, Any]:
 def version_state(change: ToolChange) -> Any:
     """The tool as it stood right after this change (before it, for a delete)."""
     return change.after if change.after is not None else change.before
-
-
-def diff_lines(
-    old: Any, new: Any, old_label: str, new_label: str
-) -> list[dict[str, str]]:
-    """A unified diff of two pretty-printed JSON values, each line tagged as file,
-    hunk, added, removed or context for styling."""
-    before = json.dumps(old, indent=2, sort_keys=True, ensure_ascii=False)
-    after = json.dumps(new, indent=2, sort_keys=True, ensure_ascii=False)
-    lines = difflib.unified_diff(
-        before.splitlines(), after.splitlines(), old_label, new_label, lineterm=""
-    )
-    tagged = []
-    for number, line in enumerate(lines):
-        if number < 2:
-            kind = "file"
-        elif line.startswith("@@"):
-            kind = "hunk"
-        else:
-            kind = {"+": "added", "-": "removed"}.get(line[:1], "context")
-        tagged.append({"kind": kind, "text": line})
-    return tagged
 
 
 @login_required

@@ -99,6 +99,9 @@ ENDPOINTS = [
         "get", "/api/v1/audit/verify", None, "compliance", "curator", None, scoped=False
     ),
     Endpoint(
+        "get", "/api/v1/audit/export", None, "compliance", "curator", None, scoped=False
+    ),
+    Endpoint(
         "post",
         "/api/v1/clients/",
         {"name": "new-bot", "scope": "agent"},

@@ -1,0 +1,115 @@
+"""How the console says what an audit event records: one line per row, and the
+grouped accounts a selection's page shows. Plain functions over the stored JSON, so
+rows written by older code (missing keys) still read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit.choices import EventType
+from audit.models import AuditEvent
+
+QUERY_CHARS = 60
+
+
+def who(event: AuditEvent) -> str:
+    """API clients' service users are ``api:<name>``: say "agent <name>"."""
+    name = event.actor_name
+    return f"agent {name[4:]}" if name.startswith("api:") else name
+
+
+def query_text(event: AuditEvent) -> str:
+    """The query asked, or the latest user turn of a conversation."""
+    request = (event.input or {}).get("request") or {}
+    messages = request.get("messages") or []
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    if users:
+        return _text(users[-1].get("content"))
+    return _text(request.get("query"))
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else "(structured input)"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def describe(event: AuditEvent) -> str:
+    """One line saying what happened."""
+    if event.event_type == EventType.SELECTION:
+        return f"{who(event)}: {_selection_line(event)}"
+    if event.event_type == EventType.VALIDATION:
+        return f"{who(event)}: {_validation_line(event)}"
+    return f"{who(event)}: {event.summary}"
+
+
+def _selection_line(event: AuditEvent) -> str:
+    output = event.output or {}
+    stats = output.get("stats") or {}
+    query = query_text(event)
+    if len(query) > QUERY_CHARS:
+        query = query[: QUERY_CHARS - 1] + "…"
+    tools = output.get("tools") or []
+    line = f"{_plural(len(tools), 'tool') if tools else 'no tool'} for ‘{query}’"
+    policy, hidden = stats.get("excluded_by_policy") or 0, stats.get("hidden") or 0
+    if policy:
+        line += f", {policy} excluded by policy"
+        if hidden:
+            line += f" ({hidden} of them hidden from this caller)"
+    if output.get("degraded"):
+        line += ", degraded"
+    return line
+
+
+def _validation_line(event: AuditEvent) -> str:
+    output = event.output or {}
+    calls = output.get("calls")
+    if calls is None:  # the single-tool /validate endpoint
+        verdict = "valid" if output.get("valid") else "invalid"
+        return f"arguments for {output.get('tool', '?')} {verdict}"
+    bad = [c for c in calls if not c.get("valid")]
+    line = f"{_plural(len(calls), 'tool call')}, {len(bad)} invalid"
+    if bad:
+        named = ", ".join(
+            f"{c.get('tool')} ({', '.join(c.get('flags') or []) or 'arguments'})"
+            for c in bad[:3]
+        )
+        line += f": {named}"
+    return line
+
+
+def exclusion_account(output: dict[str, Any]) -> list[dict[str, Any]]:
+    """Exclusions grouped by stage, then by rule, with counts and the names."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for item in output.get("excluded") or []:
+        by_rule = groups.setdefault(str(item.get("stage", "")), {})
+        by_rule.setdefault(str(item.get("reason", "")), []).append(
+            str(item.get("name", ""))
+        )
+    account = []
+    for stage, rules in groups.items():
+        ordered = sorted(rules.items(), key=lambda item: (-len(item[1]), item[0]))
+        account.append(
+            {
+                "stage": stage,
+                "count": sum(len(names) for names in rules.values()),
+                "rules": [
+                    {"reason": reason, "count": len(names), "names": names}
+                    for reason, names in ordered
+                ],
+            }
+        )
+    return account
+
+
+def signal_bars(tool: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each signal of a pick with a bar width in percent (signals are 0..1)."""
+    bars = []
+    for name, value in sorted((tool.get("signals") or {}).items()):
+        width = max(0.0, min(1.0, float(value))) * 100
+        bars.append({"name": name, "value": value, "width": round(width, 1)})
+    return bars

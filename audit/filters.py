@@ -1,0 +1,147 @@
+"""The audit log's filters, parsed in one place for the console, the API and the
+export: a form whose fields are the filter names, so an unknown name or a bad value
+is named the same way everywhere.
+
+Tool and reason filters are jsonb containment on the whole ``output`` document
+(``output @> {...}``), the shape a GIN index on ``output`` can serve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from django import forms
+from django.db.models import Q
+from django.utils import timezone
+
+from audit.choices import EventType
+from audit.querysets import AuditEventQuerySet
+
+_ANY = [("", "Any")]
+YES_NO = [*_ANY, ("yes", "Yes"), ("no", "No")]
+# Parameters that are not filters but that the list or the export accept.
+PAGING = frozenset({"page"})
+EXPORTING = frozenset({"format"})
+
+
+class FilterError(ValueError):
+    """Filters refused: an unknown name (never silently ignored) or a bad value,
+    each under its parameter's name."""
+
+    def __init__(self, fields: dict[str, list[str]]) -> None:
+        self.fields = fields
+        name, messages = next(iter(fields.items()))
+        super().__init__(f"{name}: {messages[0]}")
+
+
+class AuditFilterForm(forms.Form):
+    """Every filter of the audit log, labelled in plain words."""
+
+    q = forms.CharField(required=False, label="Search", max_length=200)
+    since = forms.DateField(required=False, label="From (day)")
+    until = forms.DateField(required=False, label="To (day)")
+    event_type = forms.ChoiceField(
+        required=False, label="What", choices=_ANY + EventType.choices
+    )
+    actor = forms.CharField(required=False, label="Who", max_length=150)
+    catalog = forms.ChoiceField(required=False, label="Catalog")
+    tool = forms.CharField(required=False, label="Tool offered", max_length=200)
+    excluded_tool = forms.CharField(
+        required=False, label="Tool left out", max_length=200
+    )
+    reason = forms.CharField(required=False, label="Reason left out", max_length=100)
+    degraded = forms.ChoiceField(required=False, label="Degraded", choices=YES_NO)
+    cached = forms.ChoiceField(required=False, label="From cache", choices=YES_NO)
+    no_tools = forms.BooleanField(required=False, label="No tool offered")
+    invalid_calls = forms.BooleanField(required=False, label="Invalid tool calls")
+    request_id = forms.UUIDField(required=False, label="Request id")
+    selection_id = forms.UUIDField(required=False, label="Selection id")
+
+    def __init__(
+        self, *args: Any, catalogs: Iterable[str] | None = None, **kw: Any
+    ) -> None:
+        super().__init__(*args, **kw)
+        # The API takes any slug (scoping decides what it sees); the console
+        # offers the caller's catalogs.
+        if catalogs is None:
+            self.fields["catalog"] = forms.SlugField(required=False, label="Catalog")
+            return
+        field = self.fields["catalog"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = _ANY + [(slug, slug) for slug in catalogs]
+
+    @property
+    def is_filtered(self) -> bool:
+        return any(self.data.get(name) for name in self.fields)
+
+    def apply(self, events: AuditEventQuerySet) -> AuditEventQuerySet:
+        """The events matching the valid filters (call ``is_valid`` first)."""
+        data = {k: v for k, v in self.cleaned_data.items() if v not in ("", None)}
+        return events.filter(filter_q(data))
+
+
+def filter_events(
+    events: AuditEventQuerySet,
+    params: Mapping[str, Any],
+    *,
+    extra: frozenset[str] = PAGING,
+) -> AuditEventQuerySet:
+    """``events`` narrowed by query parameters, or ``FilterError`` naming every
+    unknown parameter (``extra`` are the caller's own, such as ``page``) or the
+    first bad value."""
+    unknown = sorted(set(params) - set(AuditFilterForm.base_fields) - extra)
+    if unknown:
+        raise FilterError({name: ["not a filter of the audit log"] for name in unknown})
+    form = AuditFilterForm({k: v for k, v in params.items() if k not in extra})
+    if not form.is_valid():
+        raise FilterError(
+            {name: [str(e) for e in errs] for name, errs in form.errors.items()}
+        )
+    return form.apply(events)
+
+
+def _day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def filter_q(data: Mapping[str, Any]) -> Q:
+    """One ``Q`` for cleaned filter values (only the ones given)."""
+    q = Q()
+    if "since" in data:
+        q &= Q(created__gte=_day_start(data["since"]))
+    if "until" in data:
+        q &= Q(created__lt=_day_start(data["until"] + timedelta(days=1)))
+    exact = {"event_type": "event_type", "catalog": "catalog_slug"}
+    exact |= {"request_id": "request_id", "selection_id": "selection_id"}
+    for name, column in exact.items():
+        if name in data:
+            q &= Q(**{column: data[name]})
+    if "actor" in data:
+        q &= Q(actor_name__icontains=data["actor"])
+    if "q" in data:
+        text = data["q"]
+        q &= Q(summary__icontains=text) | Q(input__request__query__icontains=text)
+    return q & _selection_q(data)
+
+
+def _selection_q(data: Mapping[str, Any]) -> Q:
+    """Filters on what a selection answered, or on a validation's verdict."""
+    q = Q()
+    selection = Q(event_type=EventType.SELECTION)
+    if "tool" in data:
+        q &= selection & Q(output__contains={"tools": [{"name": data["tool"]}]})
+    if "excluded_tool" in data:
+        wanted = {"excluded": [{"name": data["excluded_tool"]}]}
+        q &= selection & Q(output__contains=wanted)
+    if "reason" in data:
+        q &= selection & Q(output__contains={"excluded": [{"reason": data["reason"]}]})
+    for name in ("degraded", "cached"):
+        if name in data:
+            q &= selection & Q(output__contains={name: data[name] == "yes"})
+    if data.get("no_tools"):
+        q &= selection & Q(output__tools=[])
+    if data.get("invalid_calls"):
+        q &= Q(event_type=EventType.VALIDATION, output__contains={"valid": False})
+    return q

@@ -1,0 +1,197 @@
+"""The compliance console: the audit list, one event's page, verify and export.
+
+Compliance and admins only (a styled 403 for everyone else); catalog scoping comes
+from ``AuditEvent.objects.visible_to``, as in the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property, wraps
+from typing import Any, cast
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Q, QuerySet
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+)
+from django.http.response import HttpResponseBase
+from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_http_methods
+
+from audit import display
+from audit.choices import EventType
+from audit.export import FORMATS, stream_export
+from audit.filters import EXPORTING, AuditFilterForm, FilterError, filter_events
+from audit.models import AuditEvent
+from audit.querysets import AuditEventQuerySet
+from audit.services import seal_pending, verify_chain
+from catalog.access import access_for
+from catalog.diffs import diff_lines
+from config.pages import PAGE_SIZE, render_page, visible_catalogs
+
+View = Callable[..., HttpResponseBase]
+# Counting every match of a filter over millions of rows costs more than the page:
+# the list counts up to this many and then says "more than".
+COUNT_CAP = 10_000
+
+
+class CappedPaginator(Paginator):
+    """Pages of a list whose count stops at ``COUNT_CAP`` (+1 to know it is more)."""
+
+    @cached_property
+    def count(self) -> int:
+        events = cast(QuerySet[AuditEvent], self.object_list)
+        return events[: COUNT_CAP + 1].count()
+
+    @property
+    def capped(self) -> bool:
+        return self.count > COUNT_CAP
+
+
+def auditor_required(view: View) -> View:
+    """Signed in (else the login page) with the compliance or admin scope (else
+    403)."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not access_for(request.user).can_audit:
+            raise PermissionDenied("the audit log needs the compliance or admin group")
+        return view(request, *args, **kwargs)
+
+    return login_required(wrapped)
+
+
+def _visible(request: HttpRequest) -> AuditEventQuerySet:
+    return AuditEvent.objects.visible_to(request.user)
+
+
+def _filters(request: HttpRequest) -> AuditFilterForm:
+    catalogs = [catalog.slug for catalog in visible_catalogs(request)]
+    form = AuditFilterForm(request.GET, catalogs=catalogs)
+    form.is_valid()
+    return form
+
+
+@auditor_required
+def event_list(request: HttpRequest) -> HttpResponse:
+    """Events newest first; htmx gets only the results and the pager."""
+    seal_pending(wait=False)
+    filters = _filters(request)
+    events = filters.apply(_visible(request)).order_by("-id")
+    page = CappedPaginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [{"event": e, "line": display.describe(e)} for e in page.object_list]
+    context = {"filters": filters, "page": page, "rows": rows}
+    return render_page(
+        request,
+        "audit/event_list.html",
+        context,
+        partial="audit/partials/event_table.html",
+    )
+
+
+@auditor_required
+def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
+    """A selection's page, a validation's page, or a change's page with its diff."""
+    event = get_object_or_404(_visible(request), pk=event_id)
+    context: dict[str, Any] = {"event": event, "line": display.describe(event)}
+    if event.event_type == EventType.SELECTION:
+        context |= _selection_context(request, event)
+        return render_page(request, "audit/selection_detail.html", context)
+    if event.event_type == EventType.VALIDATION:
+        context |= _validation_context(request, event)
+        return render_page(request, "audit/validation_detail.html", context)
+    context |= _change_context(event)
+    return render_page(request, "audit/change_detail.html", context)
+
+
+def _selection_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any]:
+    request_data = (event.input or {}).get("request") or {}
+    output = event.output or {}
+    messages = request_data.get("messages") or []
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    sid = str(event.selection_id) if event.selection_id else None
+    validations = _visible(request).none()
+    if sid:
+        link = {"selection_id": sid}
+        validations = _visible(request).filter(
+            Q(input__contains=link) | Q(output__contains=link),
+            event_type=EventType.VALIDATION,
+        )
+    return {
+        "request": request_data,
+        "messages": messages,
+        "latest_user_turn": users[-1] if users else None,
+        "query": display.query_text(event),
+        "picks": [
+            {"tool": tool, "bars": display.signal_bars(tool)}
+            for tool in output.get("tools") or []
+        ],
+        "stats": output.get("stats") or {},
+        "account": display.exclusion_account(output),
+        "explained": "excluded" in output,
+        "validations": [
+            {"event": v, "line": display.describe(v)} for v in validations[:50]
+        ],
+    }
+
+
+def _validation_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any]:
+    sid = (event.input or {}).get("selection_id") or (event.output or {}).get(
+        "selection_id"
+    )
+    selection = _visible(request).filter(selection_id=sid).first() if sid else None
+    return {
+        "calls": (event.output or {}).get("calls"),
+        "selection": selection,
+    }
+
+
+def _change_context(event: AuditEvent) -> dict[str, Any]:
+    data = event.input or {}
+    if "before" in data or "after" in data:
+        before, after = data.get("before"), data.get("after")
+    else:
+        before, after = None, {"input": data, "output": event.output}
+    return {
+        "before": before,
+        "after": after,
+        "lines": diff_lines(before, after, "before", "after"),
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@auditor_required
+def verify(request: HttpRequest) -> HttpResponse:
+    """GET: the page with its button; POST: seal, run the chain check, show it."""
+    context: dict[str, Any] = {"check": None}
+    if request.method == "POST":
+        check = verify_chain(workers=2)
+        bad = None
+        if check.first_bad_id is not None:
+            bad = AuditEvent.objects.filter(pk=check.first_bad_id).first()
+        context = {"check": check, "bad": bad}
+    return render_page(
+        request,
+        "audit/verify.html",
+        context,
+        partial="audit/partials/verify_result.html",
+    )
+
+
+@auditor_required
+def export(request: HttpRequest) -> HttpResponseBase:
+    """The current filter as CSV or JSONL, streamed."""
+    fmt = request.GET.get("format", "csv")
+    if fmt not in FORMATS:
+        return HttpResponseBadRequest(f"format: must be one of {', '.join(FORMATS)}")
+    try:
+        events = filter_events(_visible(request), request.GET, extra=EXPORTING)
+    except FilterError as exc:
+        return HttpResponseBadRequest(str(exc))
+    seal_pending(wait=False)
+    return stream_export(events, fmt)

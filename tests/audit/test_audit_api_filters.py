@@ -1,0 +1,46 @@
+"""GET /api/v1/audit/ takes the console's filters; an unknown or bad one is a 400
+naming it, never silently ignored."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def ids(response) -> list[int]:
+    assert response.status_code == 200, response.content
+    return [row["id"] for row in response.json()["results"]]
+
+
+def test_an_unknown_filter_is_a_400_naming_it(with_key):
+    response = with_key("compliance").get("/api/v1/audit/?actor=x&colour=red")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"] == "invalid"
+    assert list(body["fields"]) == ["colour"]
+    assert body["detail"] == "colour: not a filter of the audit log"
+
+
+def test_a_bad_value_is_a_400_naming_the_filter(with_key):
+    response = with_key("compliance").get("/api/v1/audit/?since=last-week")
+    assert response.status_code == 400
+    assert list(response.json()["fields"]) == ["since"]
+
+
+def test_the_api_filters_like_the_console(with_key, trail):
+    api = with_key("compliance")
+    picked = trail.refund.output["tools"][0]["name"]
+    assert trail.refund.pk in ids(api.get(f"/api/v1/audit/?tool={picked}"))
+    assert ids(api.get("/api/v1/audit/?no_tools=true")) == [trail.nothing.pk]
+    assert ids(api.get("/api/v1/audit/?invalid_calls=true")) == [trail.validation.pk]
+    assert len(ids(api.get("/api/v1/audit/?actor=support-bot"))) == 4
+    assert ids(api.get("/api/v1/audit/?q=weather")) == [trail.weather.pk]
+
+
+def test_paging_still_works_and_the_old_filters_still_apply(with_key, trail):
+    api = with_key("compliance")
+    rows = ids(api.get(f"/api/v1/audit/?page=1&request_id={trail.weather.request_id}"))
+    assert rows == [trail.weather.pk]
+    selection = f"/api/v1/audit/?selection_id={trail.nothing.selection_id}"
+    assert ids(api.get(selection)) == [trail.nothing.pk]

@@ -1,0 +1,153 @@
+"""/audit/: the compliance console's list, its filters as htmx partials, who may
+open it, and the Audit entry in the navigation."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from tests.factories import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+def lines(response) -> list[str]:
+    return [row["line"] for row in response.context["rows"]]
+
+
+def test_a_compliance_person_sees_the_audit_entry_in_the_navigation(as_compliance):
+    page = as_compliance.get("/tools/").content.decode()
+    assert 'href="/audit/"' in page
+
+
+def test_a_curator_has_no_audit_entry_and_is_refused_with_the_styled_403(
+    as_curator,
+):
+    assert 'href="/audit/"' not in as_curator.get("/tools/").content.decode()
+    refused = as_curator.get("/audit/")
+    assert refused.status_code == 403
+    assert 'data-testid="error-page"' in refused.content.decode()
+
+
+def test_an_admin_may_open_the_console(client, admin_user):
+    client.force_login(admin_user)
+    assert client.get("/audit/").status_code == 200
+
+
+def test_someone_signed_out_is_sent_to_sign_in(client):
+    response = client.get("/audit/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+
+
+def test_the_list_shows_events_newest_first_each_in_one_line(as_compliance, trail):
+    response = as_compliance.get("/audit/")
+    shown = [row["event"].pk for row in response.context["rows"]]
+    assert shown == sorted(shown, reverse=True)
+    assert len(shown) == AuditEvent.objects.count()
+    refund_line = next(
+        row["line"]
+        for row in response.context["rows"]
+        if row["event"].pk == trail.refund.pk
+    )
+    picked = len(trail.refund.output["tools"])
+    assert refund_line.startswith(f"agent support-bot: {picked} tool")
+    assert "‘refund the card payment’" in refund_line
+
+
+def test_an_htmx_filter_gets_only_the_results_partial(as_compliance, trail):
+    response = as_compliance.get(
+        "/audit/?event_type=validation", HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="audit-results"')
+    assert "<html" not in body
+    assert [row["event"].pk for row in response.context["rows"]] == [
+        trail.validation.pk
+    ]
+
+
+def test_the_tool_filter_finds_the_selections_that_offered_it(as_compliance, trail):
+    picked = trail.refund.output["tools"][0]["name"]
+    response = as_compliance.get(f"/audit/?tool={picked}")
+    found = {row["event"].pk for row in response.context["rows"]}
+    assert trail.refund.pk in found
+    assert all(
+        any(t["name"] == picked for t in row["event"].output["tools"])
+        for row in response.context["rows"]
+    )
+
+
+def test_the_excluded_tool_and_reason_filters_read_the_exclusion_account(
+    as_compliance, trail
+):
+    left_out = trail.refund.output["excluded"][0]
+    by_tool = as_compliance.get(f"/audit/?excluded_tool={left_out['name']}")
+    assert trail.refund.pk in {r["event"].pk for r in by_tool.context["rows"]}
+    by_reason = as_compliance.get(f"/audit/?reason={left_out['reason']}")
+    assert trail.refund.pk in {r["event"].pk for r in by_reason.context["rows"]}
+    nobody = as_compliance.get("/audit/?reason=no_such_reason")
+    assert nobody.context["rows"] == []
+    assert "No events match these filters." in nobody.content.decode()
+
+
+def test_no_tool_answers_and_invalid_calls_have_their_own_filters(as_compliance, trail):
+    empty = as_compliance.get("/audit/?no_tools=on").context["rows"]
+    assert [r["event"].pk for r in empty] == [trail.nothing.pk]
+    invalid = as_compliance.get("/audit/?invalid_calls=on").context["rows"]
+    assert [r["event"].pk for r in invalid] == [trail.validation.pk]
+
+
+def test_dates_actor_text_and_flags_narrow_the_list(as_compliance, trail):
+    today = timezone.localdate()
+    tomorrow = today + timedelta(days=1)
+    assert len(as_compliance.get(f"/audit/?since={today}").context["rows"]) == 5
+    assert as_compliance.get(f"/audit/?since={tomorrow}").context["rows"] == []
+    assert (
+        as_compliance.get(f"/audit/?until={today - timedelta(days=1)}").context["rows"]
+        == []
+    )
+    by_actor = as_compliance.get("/audit/?actor=SUPPORT").context["rows"]
+    assert len(by_actor) == 4
+    by_text = as_compliance.get("/audit/?q=weather in").context["rows"]
+    assert [r["event"].pk for r in by_text] == [trail.weather.pk]
+    not_cached = as_compliance.get("/audit/?cached=no").context["rows"]
+    assert len(not_cached) == 3
+    assert as_compliance.get("/audit/?degraded=yes").context["rows"] == []
+
+
+def test_a_bad_date_is_named_and_not_applied(as_compliance, trail):
+    response = as_compliance.get("/audit/?since=yesterday")
+    assert "since: Enter a valid date." in response.content.decode()
+    assert len(response.context["rows"]) == 5
+
+
+def test_a_reader_limited_to_one_catalog_sees_only_its_events(client, trail):
+    from catalog.models import UserCatalogAccess
+    from catalog.services import create_catalog
+
+    create_catalog("other", "Other", actor=None)
+    reader = make_user("rita", groups=("compliance",))
+    UserCatalogAccess.objects.create(user=reader, catalogs=["other"])
+    client.force_login(reader)
+    response = client.get("/audit/")
+    assert {r["event"].catalog_slug for r in response.context["rows"]} == {"other"}
+
+
+def test_the_empty_state_says_nothing_is_recorded_yet(as_compliance):
+    assert not AuditEvent.objects.exists()
+    response = as_compliance.get("/audit/")
+    assert response.context["rows"] == []
+    assert "Nothing recorded yet." in response.content.decode()
+
+
+def test_past_the_count_cap_the_list_says_more_than(as_compliance, trail, monkeypatch):
+    from audit import views
+
+    monkeypatch.setattr(views, "COUNT_CAP", 2)
+    response = as_compliance.get("/audit/")
+    assert "More than 2 events" in response.content.decode()
+    assert response.context["rows"][0]["event"].pk == trail.validation.pk
