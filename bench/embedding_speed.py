@@ -33,7 +33,10 @@ from catalog.embeddings import backends  # noqa: E402
 from catalog.embeddings.text import embedding_text  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
 
-TOOLS_PATH = Path("/work/shared/bench/data/sealtools/tools.jsonl")
+TOOLS_PATH = (
+    Path(__file__).resolve().parent.parent.parent
+    / "shared/bench/data/sealtools/tools.jsonl"
+)
 QUERIES = [
     "what's the weather in Paris tomorrow",
     "send an email to my manager about the delay",

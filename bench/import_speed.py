@@ -36,7 +36,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 if not (Path(__file__).resolve().parents[2] / "shared" / "bench" / "data").exists():
-    os.environ.setdefault("QUIVER_BENCH_DATA", "/work/shared/bench/data")
+    here = os.path.dirname(os.path.abspath(__file__))
+    default = os.path.join(here, "..", "..", "shared", "bench", "data")
+    os.environ.setdefault("QUIVER_BENCH_DATA", os.path.normpath(default))
 import numpy as np  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 

@@ -30,7 +30,10 @@ from catalog.embeddings.text import embedding_text  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "minilm_reference.json"
-TOOLS = Path("/work/shared/bench/data/sealtools/tools.jsonl")
+TOOLS = (
+    Path(__file__).resolve().parent.parent.parent
+    / "shared/bench/data/sealtools/tools.jsonl"
+)
 TEXTS = [
     "hello world",
     "What's the weather in Paris tomorrow?",

@@ -18,6 +18,23 @@ def _access(who: Any) -> Access:
     return who if isinstance(who, Access) else access_for(who)
 
 
+def _visible_tools_q(access: Access, prefix: str = "") -> Q:
+    """The condition on a tool's own fields that the caller may see it: its
+    unsafe flag and roles (agents); everything for whole-catalog scopes."""
+    if access.sees_whole_catalog:
+        return Q()
+    condition = Q()
+    if not access.allow_unsafe:
+        condition &= Q(**{f"{prefix}safe": True})
+    if access.roles is not None:
+        open_to_all = Q(**{f"{prefix}allowed_roles": []})
+        if access.roles:
+            roles = list(access.roles)
+            open_to_all |= Q(**{f"{prefix}allowed_roles__has_any_keys": roles})
+        condition &= open_to_all
+    return condition
+
+
 class CatalogQuerySet(models.QuerySet):
     def visible_to(self, who: Any) -> CatalogQuerySet:
         """The catalogs a caller may see (see catalog.access)."""
@@ -28,15 +45,17 @@ class CatalogQuerySet(models.QuerySet):
             return self
         return self.filter(slug__in=access.catalogs)
 
-    def with_counts(self) -> CatalogQuerySet:
-        """Annotate tool counts: in all, by status and by embedding status."""
-        count: dict[str, Any] = {"tool_count": Count("tools")}
+    def with_counts(self, who: Any) -> CatalogQuerySet:
+        """Annotate tool counts (in all, by status, by embedding status) of the
+        tools the caller may see: even a count never tells of a hidden tool."""
+        seen = _visible_tools_q(_access(who), prefix="tools__")
+        count: dict[str, Any] = {"tool_count": Count("tools", filter=seen)}
         for status in ("active", "disabled", "deprecated"):
-            count[f"status_{status}"] = Count("tools", filter=Q(tools__status=status))
+            only = seen & Q(tools__status=status)
+            count[f"status_{status}"] = Count("tools", filter=only)
         for state in ("pending", "ready", "failed"):
-            count[f"embedding_{state}"] = Count(
-                "tools", filter=Q(tools__embedding_status=state)
-            )
+            only = seen & Q(tools__embedding_status=state)
+            count[f"embedding_{state}"] = Count("tools", filter=only)
         return self.annotate(**count)
 
 
@@ -53,18 +72,7 @@ class ToolQuerySet(models.QuerySet):
         tools = self
         if access.catalogs is not None:
             tools = tools.filter(catalog__slug__in=access.catalogs)
-        if access.sees_whole_catalog:
-            return tools
-        if not access.allow_unsafe:
-            tools = tools.filter(safe=True)
-        if access.roles is not None:
-            open_to_all = Q(allowed_roles=[])
-            tools = tools.filter(
-                open_to_all | Q(allowed_roles__has_any_keys=list(access.roles))
-                if access.roles
-                else open_to_all
-            )
-        return tools
+        return tools.filter(_visible_tools_q(access))
 
     def search(self, text: str) -> ToolQuerySet:
         text = text.strip()

@@ -48,7 +48,9 @@ class CatalogViewSet(
     lookup_field = "slug"
 
     def get_queryset(self) -> QuerySet[Catalog]:
-        return Catalog.objects.visible_to(self.request.user).with_counts()
+        return Catalog.objects.visible_to(self.request.user).with_counts(
+            self.request.user
+        )
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         # Before any validation: a "slug exists" error would reveal other catalogs.

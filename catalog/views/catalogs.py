@@ -42,7 +42,7 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
             else:
                 messages.success(request, f"Created catalog {catalog.slug}.")
                 return redirect("console:catalog-list")
-    catalogs = Catalog.objects.visible_to(request.user).with_counts()
+    catalogs = Catalog.objects.visible_to(request.user).with_counts(request.user)
     context = {"catalogs": catalogs, "form": form, "formats": FORMATS}
     return render_page(request, "catalog/catalog_list.html", context)
 

@@ -67,6 +67,16 @@ def test_an_agent_cannot_list_read_or_export_tools_it_could_never_be_offered(
     assert "get_weather" in exported_names
 
 
+def test_an_agents_catalog_counts_leave_out_tools_it_could_never_be_offered(
+    with_key, catalog
+):
+    agent = with_key("agent", roles=["support"])
+    counts = agent.get("/api/v1/catalogs/default/").json()
+    assert counts["tool_count"] == 4  # six sample tools, less one unsafe, one finance
+    curator = with_key("curator", name="cur")
+    assert curator.get("/api/v1/catalogs/default/").json()["tool_count"] == 6
+
+
 def test_an_agent_cannot_validate_a_call_to_a_tool_it_could_never_be_offered(
     with_key, catalog
 ):

@@ -4,18 +4,18 @@ and does say it for the plain schemas most tools have."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from jsonschema import validators
 
+from bench._data import DATA_DIR
 from catalog.schema_fastpath import plainly_valid
 from tests.factories import weather_schema
 
 DRAFT = validators.Draft202012Validator
 META = DRAFT(DRAFT.META_SCHEMA, format_checker=DRAFT.FORMAT_CHECKER)
-SEALTOOLS = Path("/work/shared/bench/data/sealtools/tools.jsonl")
+SEALTOOLS = DATA_DIR / "sealtools" / "tools.jsonl"  # shared/ beside the clone
 
 
 def obj(**properties: Any) -> dict[str, Any]:
