@@ -11,4 +11,5 @@ urlpatterns = [
     path("audit/verify/", views.verify, name="verify"),
     path("audit/export", views.export, name="export"),
     path("audit/<int:event_id>/", views.event_detail, name="event-detail"),
+    path("audit/<int:event_id>/why-not/", views.why_not_box, name="why-not"),
 ]

@@ -33,6 +33,7 @@ from audit.services import seal_pending, verify_chain
 from catalog.access import access_for
 from catalog.diffs import diff_lines
 from config.pages import PAGE_SIZE, render_page, visible_catalogs
+from selection.services.why_not import catalog_at, why_not
 
 View = Callable[..., HttpResponseBase]
 # Counting every match of a filter over millions of rows costs more than the page:
@@ -134,6 +135,7 @@ def _selection_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any
         "stats": output.get("stats") or {},
         "account": display.exclusion_account(output),
         "explained": "excluded" in output,
+        "catalog_tool_names": sorted(catalog_at(event))[:2000],
         "validations": [
             {"event": v, "line": display.describe(v)} for v in validations[:50]
         ],
@@ -162,6 +164,21 @@ def _change_context(event: AuditEvent) -> dict[str, Any]:
         "after": after,
         "lines": diff_lines(before, after, "before", "after"),
     }
+
+
+@auditor_required
+def why_not_box(request: HttpRequest, event_id: int) -> HttpResponse:
+    """The answer to "why not this tool?" for a recorded selection (a fragment)."""
+    event = get_object_or_404(
+        _visible(request), pk=event_id, event_type=EventType.SELECTION
+    )
+    tool = request.GET.get("tool", "").strip()
+    context: dict[str, Any] = {"event": event, "answer": None, "error": ""}
+    if tool:
+        context["answer"] = why_not(event, tool)
+    else:
+        context["error"] = "Name a tool of the catalog."
+    return render_page(request, "audit/partials/why_not.html", context)
 
 
 @require_http_methods(["GET", "POST"])
