@@ -40,6 +40,7 @@ from bench._data import (  # noqa: E402
     tool_embedding_text,
 )
 from catalog.spec import ToolSpec  # noqa: E402
+from catalog.tool_text import schema_properties, split_identifier
 from selection.engine import (  # noqa: E402
     CatalogSnapshot,
     EngineSettings,
@@ -88,14 +89,30 @@ def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
 # --- peers ------------------------------------------------------------------------
 
 
+def hybrid_text(spec: ToolSpec) -> str:
+    """The third peer's text: the split name, the description, and each parameter's
+    split name and description."""
+    params = " ".join(
+        f"{' '.join(words)} {desc}"
+        for words, desc in schema_properties(spec.parameters)
+    )
+    name = " ".join(split_identifier(spec.name))
+    return f"{name} {spec.description} {params}".strip()
+
+
 class PlainBM25:
     """Okapi BM25 over ``name description``, lower-case ``\\w+`` tokens, no extras."""
 
     def __init__(
-        self, specs: Sequence[ToolSpec], k1: float = 1.2, b: float = 0.75
+        self,
+        specs: Sequence[ToolSpec],
+        k1: float = 1.2,
+        b: float = 0.75,
+        texts: Sequence[str] | None = None,
     ) -> None:
         self.names = [s.name for s in specs]
-        docs = [self.tokens(f"{s.name} {s.description}") for s in specs]
+        texts = texts or [f"{s.name} {s.description}" for s in specs]
+        docs = [self.tokens(text) for text in texts]
         lengths = np.array([len(d) for d in docs], dtype=float)
         df = Counter(t for d in docs for t in set(d))
         n = len(docs)
@@ -112,13 +129,23 @@ class PlainBM25:
         """Lower-case word tokens."""
         return re.findall(r"\w+", text.lower())
 
-    def rank(self, text: str, k: int = 10) -> list[str]:
-        """Top ``k`` tool names by BM25."""
+    def scores(self, text: str) -> np.ndarray:
+        """BM25 of every tool for ``text``."""
         scores = np.zeros(len(self.names))
         for term in set(self.tokens(text)):
             for i, w in self.postings.get(term, ()):
                 scores[i] += w
-        return top_names(scores, self.names, k)
+        return scores
+
+    def rank(self, text: str, k: int = 10) -> list[str]:
+        """Top ``k`` tool names by BM25."""
+        return top_names(self.scores(text), self.names, k)
+
+
+def zscores(values: np.ndarray) -> np.ndarray:
+    """Standardised over the catalog (0 where every value is the same)."""
+    spread = values.std()
+    return (values - values.mean()) / spread if spread > 0 else values * 0.0
 
 
 def top_names(scores: np.ndarray, names: Sequence[str], k: int) -> list[str]:
@@ -142,6 +169,7 @@ class Prepared:
     tool_vecs: np.ndarray
     peer_vecs: np.ndarray
     query_vecs: np.ndarray
+    hybrid_vecs: np.ndarray
 
 
 def prepare(name: str, limit: int | None, cache: EmbeddingCache) -> Prepared:
@@ -157,6 +185,7 @@ def prepare(name: str, limit: int | None, cache: EmbeddingCache) -> Prepared:
         tool_vecs=cache.get([tool_embedding_text(s) for s in specs]),
         peer_vecs=cache.get([f"{s.name}: {s.description}" for s in specs]),
         query_vecs=cache.get([q.text for q in queries], kind="query"),
+        hybrid_vecs=cache.get([hybrid_text(s) for s in specs]),
     )
 
 
@@ -192,16 +221,25 @@ def run_engine(data: Prepared, scorer: str) -> tuple[Ranked, float]:
 
 
 def peer_rankers(data: Prepared) -> dict[str, Ranker]:
-    """The two peers: plain BM25 and plain cosine, both over name + description."""
+    """The three peers: plain BM25 and plain cosine over name + description, and
+    the plain hybrid anyone can write: 0.7 x z(cosine) + 0.3 x z(BM25), both over
+    the split name, description and parameter names and descriptions."""
     bm25 = PlainBM25(data.specs)
+    rich = PlainBM25(data.specs, texts=[hybrid_text(s) for s in data.specs])
     names = [s.name for s in data.specs]
 
     def cosine(i: int, query: Query) -> list[str]:
         return top_names(data.peer_vecs @ data.query_vecs[i] + 2.0, names, 10)
 
+    def hybrid(i: int, query: Query) -> list[str]:
+        fused = 0.7 * zscores(data.hybrid_vecs @ data.query_vecs[i])
+        fused += 0.3 * zscores(rich.scores(query.text))
+        return top_names(fused - fused.min() + 1.0, names, 10)
+
     return {
         "peer: BM25 name+desc": lambda i, q: bm25.rank(q.text),
         "peer: cosine": cosine,
+        "peer: plain hybrid": hybrid,
     }
 
 
