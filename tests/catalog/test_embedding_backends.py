@@ -80,7 +80,7 @@ def encoder() -> MiniLMEncoder:
 @pytest.fixture(scope="module")
 def backend() -> LocalMiniLMBackend:
     """fp32 on both paths, so a query and a document of one text match exactly
-    (the default int8 query path is checked in test_onnx_encoder.py)."""
+    (the int8 query path is checked in test_onnx_encoder.py)."""
     return LocalMiniLMBackend(batch_size=8, cache_size=16, query_precision="fp32")
 
 
