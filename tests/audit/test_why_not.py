@@ -50,10 +50,12 @@ def test_the_replay_uses_the_catalog_as_it_was_then(with_key, catalog):
     event = selection_event(agent, query="send an email to Bob")
     email = Tool.objects.get(name="send_email")
     update_tool(email, make_spec("send_email", description="Fax a letter."), actor=None)
-    delete_tool(Tool.objects.get(name="tail_logs"), actor=None)
+    # Hidden from this agent (unsafe), so never named: only a replay can place it.
+    delete_tool(Tool.objects.get(name="delete_repository"), actor=None)
     compliance = with_key("compliance")
     assert why(compliance, event, "send_email").json()["outcome"] == "picked"
-    replayed = why(compliance, event, "tail_logs").json()
+    replayed = why(compliance, event, "delete_repository").json()
+    assert (replayed["source"], replayed["reason"]) == ("replay", "hidden")
     assert replayed["reproduces"] is True
 
 
