@@ -32,8 +32,9 @@ from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
 from catalog.access import access_for
 from catalog.diffs import diff_lines
+from catalog.models import Tool
 from config.pages import PAGE_SIZE, render_page, visible_catalogs
-from selection.services.why_not import catalog_at, why_not
+from selection.services.why_not import why_not
 
 View = Callable[..., HttpResponseBase]
 # Counting every match of a filter over millions of rows costs more than the page:
@@ -135,7 +136,11 @@ def _selection_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any
         "stats": output.get("stats") or {},
         "account": display.exclusion_account(output),
         "explained": "excluded" in output,
-        "catalog_tool_names": sorted(catalog_at(event))[:2000],
+        # Suggestions only (any name may be typed): the catalog's current tools,
+        # one query, not a replay of its whole change history on every view.
+        "catalog_tool_names": Tool.objects.filter(catalog__slug=event.catalog_slug)
+        .order_by("name")
+        .values_list("name", flat=True)[:2000],
         "validations": [
             {"event": v, "line": display.describe(v)} for v in validations[:50]
         ],
