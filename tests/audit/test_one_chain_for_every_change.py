@@ -87,3 +87,10 @@ def test_changing_a_persons_groups_in_the_admin_is_an_audit_event(client, db):
     assert event.input["before"]["groups"] == []
     assert event.output["after"]["groups"] == ["curator"]
     assert event.actor_name == "root"
+
+
+def test_the_change_logs_next_page_keeps_the_tool_filter(as_curator, db):
+    for number in range(26):
+        make_tool(name=f"tool_{number:02}")
+    page = as_curator.get("/catalogs/default/changes/?tool=").content.decode()
+    assert 'href="?tool=&amp;page=2"' in page or 'href="?page=2&amp;tool="' in page
