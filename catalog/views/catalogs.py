@@ -10,12 +10,12 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from catalog import services
-from catalog.access import access_for
+from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import FORMATS
 from catalog.forms import CatalogForm
 from catalog.models import Catalog
 from catalog.services.embeddings import start_reindex
-from catalog.views.common import get_catalog_for_user, writer_required
+from catalog.views.common import writer_required
 from config.http import request_id
 from config.pages import acting_user, can_write, render_page
 
@@ -51,6 +51,6 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
 @writer_required
 def catalog_reindex(request: HttpRequest, slug: str) -> HttpResponse:
     """Queue a re-embed of the whole catalog and go to its job page."""
-    catalog = get_catalog_for_user(request, slug)
+    catalog = get_catalog_for_user(request.user, slug)
     job = start_reindex(catalog, actor=acting_user(request))
     return redirect("console:job-detail", job_id=job.pk)

@@ -13,8 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 
-from catalog.access import get_catalog_for_user as _catalog_for_user
-from catalog.models import Catalog, Job, Tool
+from catalog.models import Job, Tool
 from config.pages import can_write
 
 View = Callable[..., HttpResponse]
@@ -46,7 +45,3 @@ def get_job_for_user(request: HttpRequest, job_id: int) -> Job:
         .defer("payload")
     )
     return get_object_or_404(jobs, pk=job_id)
-
-
-def get_catalog_for_user(request: HttpRequest, slug: str) -> Catalog:
-    return _catalog_for_user(request.user, slug)

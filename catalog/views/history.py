@@ -9,11 +9,11 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404
 
-from catalog.access import access_for
+from catalog.access import access_for, get_catalog_for_user
 from catalog.diffs import diff_lines
 from catalog.models import Tool, ToolChange
 from catalog.querysets import catalog_changes
-from catalog.views.common import get_catalog_for_user, get_tool_for_user
+from catalog.views.common import get_tool_for_user
 from config.pages import paginate, render_page
 
 
@@ -77,7 +77,7 @@ def tool_diff(request: HttpRequest, tool_id: int) -> HttpResponse:
 @login_required
 def catalog_changes_page(request: HttpRequest, slug: str) -> HttpResponse:
     """The catalog's change log (deleted tools included), one tool's with ?tool=."""
-    catalog = get_catalog_for_user(request, slug)
+    catalog = get_catalog_for_user(request.user, slug)
     if not access_for(request.user).sees_whole_catalog:
         raise PermissionDenied("the change log needs the curator or compliance scope")
     tool_name = request.GET.get("tool", "")
@@ -89,7 +89,7 @@ def catalog_changes_page(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def change_detail(request: HttpRequest, slug: str, change_id: int) -> HttpResponse:
     """One change record: who, when, and its before/after as a diff."""
-    catalog = get_catalog_for_user(request, slug)
+    catalog = get_catalog_for_user(request.user, slug)
     if not access_for(request.user).sees_whole_catalog:
         raise PermissionDenied("the change log needs the curator or compliance scope")
     change = get_object_or_404(ToolChange, pk=change_id, catalog=catalog)
