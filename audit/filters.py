@@ -2,8 +2,12 @@
 export: a form whose fields are the filter names, so an unknown name or a bad value
 is named the same way everywhere.
 
-Tool and reason filters are jsonb containment on the whole ``output`` document
-(``output @> {...}``), the shape a GIN index on ``output`` can serve.
+Tool, reason, actor and text filters go through the GIN index of the events'
+search tokens (audit.querysets.SearchTokens, audit/migrations/0007): a tool or a
+reason is one exact token; an actor or a text is first narrowed to the events
+holding all its trigrams, then matched by ``icontains`` as before. The rare yes/no
+filters (degraded, no tool, invalid calls) each have a partial index whose
+condition is the filter's own ``Q``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.choices import EventType
-from audit.querysets import AuditEventQuerySet
+from audit.querysets import AuditEventQuerySet, has_tokens, may_contain_text
 
 _ANY = [("", "Any")]
 YES_NO = [*_ANY, ("yes", "Yes"), ("no", "No")]
@@ -119,10 +123,13 @@ def filter_q(data: Mapping[str, Any]) -> Q:
         if name in data:
             q &= Q(**{column: data[name]})
     if "actor" in data:
-        q &= Q(actor_name__icontains=data["actor"])
+        who = data["actor"]
+        q &= may_contain_text("a:", who) & Q(actor_name__icontains=who)
     if "q" in data:
         text = data["q"]
-        q &= Q(summary__icontains=text) | Q(input__request__query__icontains=text)
+        q &= may_contain_text("t:", text) & (
+            Q(summary__icontains=text) | Q(input__request__query__icontains=text)
+        )
     return q & _selection_q(data)
 
 
@@ -130,13 +137,11 @@ def _selection_q(data: Mapping[str, Any]) -> Q:
     """Filters on what a selection answered, or on a validation's verdict."""
     q = Q()
     selection = Q(event_type=EventType.SELECTION)
-    if "tool" in data:
-        q &= selection & Q(output__contains={"tools": [{"name": data["tool"]}]})
-    if "excluded_tool" in data:
-        wanted = {"excluded": [{"name": data["excluded_tool"]}]}
-        q &= selection & Q(output__contains=wanted)
-    if "reason" in data:
-        q &= selection & Q(output__contains={"excluded": [{"reason": data["reason"]}]})
+    # Each token stands for ``output @> {"tools": [{"name": tool}]}`` (p:),
+    # ``{"excluded": [{"name": tool}]}`` (x:) or ``[{"reason": reason}]`` (r:).
+    for name, prefix in (("tool", "p:"), ("excluded_tool", "x:"), ("reason", "r:")):
+        if name in data:
+            q &= selection & has_tokens(prefix + data[name])
     for name in ("degraded", "cached"):
         if name in data:
             q &= selection & Q(output__contains={name: data[name] == "yes"})

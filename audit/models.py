@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from audit.choices import EventType
-from audit.querysets import AuditEventQuerySet
+from audit.querysets import AuditEventQuerySet, SearchTokens
 from config.exceptions import AppendOnlyError
 
 
@@ -63,6 +64,27 @@ class AuditEvent(models.Model):
                 fields=["id"],
                 condition=models.Q(hash__isnull=True),
                 name="audit_event_unsealed",
+            ),
+            # The list's filters at a million events (audit.filters, 0007).
+            GinIndex(SearchTokens(), name="audit_event_search"),
+            models.Index(
+                fields=["id"],
+                condition=models.Q(
+                    event_type=EventType.SELECTION, output__contains={"degraded": True}
+                ),
+                name="audit_event_degraded",
+            ),
+            models.Index(
+                fields=["id"],
+                condition=models.Q(event_type=EventType.SELECTION, output__tools=[]),
+                name="audit_event_no_tools",
+            ),
+            models.Index(
+                fields=["id"],
+                condition=models.Q(
+                    event_type=EventType.VALIDATION, output__contains={"valid": False}
+                ),
+                name="audit_event_invalid",
             ),
         ]
 

@@ -1,10 +1,54 @@
-"""Read queries of the audit log, as queryset methods."""
+"""Read queries of the audit log, as queryset methods, and the expressions its
+indexes are built on."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.fields.array import ArrayContains
 from django.db import models
+from django.db.models import F, Func, Q, Value
+
+from audit.choices import EventType
+
+
+class SearchTokens(Func):
+    """The words the audit filters look for in one event (the database function
+    of audit/migrations/0007, under the GIN index ``audit_event_search``):
+    ``p:``/``x:`` a tool offered/left out, ``r:`` a reason left out, ``s:`` the
+    selection a validation checks, ``a:``/``t:`` upper-cased trigrams of the actor's
+    name / of the summary and the query."""
+
+    function = "audit_search_tokens"
+    output_field = ArrayField(models.TextField())
+
+    def __init__(self) -> None:
+        super().__init__(
+            F("event_type"), F("actor_name"), F("summary"), F("input"), F("output")
+        )
+
+
+class Trigrams(Func):
+    """A searched text's trigrams, made as ``SearchTokens`` makes them."""
+
+    function = "audit_trigrams"
+    output_field = ArrayField(models.TextField())
+
+
+def has_tokens(*tokens: str) -> Q:
+    """Events whose search tokens include all of ``tokens`` (the GIN index)."""
+    wanted = Value(list(tokens), output_field=ArrayField(models.TextField()))
+    return Q(ArrayContains(SearchTokens(), wanted))
+
+
+def may_contain_text(prefix: str, text: str) -> Q:
+    """A fast necessary condition for "the ``prefix`` text contains ``text``, case
+    aside": it holds every trigram of ``text``. Texts under 3 characters have none,
+    so they get no condition (their own ``icontains`` decides, by a scan)."""
+    if len(text) < 3:
+        return Q()
+    return Q(ArrayContains(SearchTokens(), Trigrams(Value(prefix), Value(text))))
 
 
 class AuditEventQuerySet(models.QuerySet):
@@ -19,3 +63,12 @@ class AuditEventQuerySet(models.QuerySet):
         if access.catalogs is None:
             return self
         return self.filter(catalog_slug__in=access.catalogs)
+
+    def validations_of(self, selection_id: str) -> AuditEventQuerySet:
+        """The tool-call validations that name this selection."""
+        link = {"selection_id": selection_id}
+        return self.filter(
+            has_tokens(f"s:{selection_id}"),
+            Q(input__contains=link) | Q(output__contains=link),
+            event_type=EventType.VALIDATION,
+        )

@@ -13,7 +13,7 @@ from typing import Any, cast
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -119,11 +119,7 @@ def _selection_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any
     sid = str(event.selection_id) if event.selection_id else None
     validations = _visible(request).none()
     if sid:
-        link = {"selection_id": sid}
-        validations = _visible(request).filter(
-            Q(input__contains=link) | Q(output__contains=link),
-            event_type=EventType.VALIDATION,
-        )
+        validations = _visible(request).validations_of(sid)
     return {
         "request": request_data,
         "messages": messages,
