@@ -7,13 +7,11 @@ from ``AuditEvent.objects.visible_to``, as in the API.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property, wraps
-from typing import Any, cast
+from functools import wraps
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
-from django.db.models import QuerySet
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -28,6 +26,7 @@ from audit.choices import EventType
 from audit.export import FORMATS, stream_export
 from audit.filters import EXPORTING, AuditFilterForm, FilterError, filter_events
 from audit.models import AuditEvent
+from audit.paging import CappedPaginator
 from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
 from catalog.access import access_for
@@ -37,22 +36,6 @@ from config.pages import PAGE_SIZE, render_page, visible_catalogs
 from selection.services.why_not import why_not
 
 View = Callable[..., HttpResponseBase]
-# Counting every match of a filter over millions of rows costs more than the page:
-# the list counts up to this many and then says "more than".
-COUNT_CAP = 10_000
-
-
-class CappedPaginator(Paginator):
-    """Pages of a list whose count stops at ``COUNT_CAP`` (+1 to know it is more)."""
-
-    @cached_property
-    def count(self) -> int:
-        events = cast(QuerySet[AuditEvent], self.object_list)
-        return events[: COUNT_CAP + 1].count()
-
-    @property
-    def capped(self) -> bool:
-        return self.count > COUNT_CAP
 
 
 def auditor_required(view: View) -> View:

@@ -25,6 +25,7 @@ from audit.filters import (
     filter_events,
 )
 from audit.models import AuditEvent
+from audit.paging import CappedPagination
 from audit.services import parse_since, seal_pending, verify_chain
 from catalog.permissions import ComplianceReads
 from selection.services.why_not import why_not
@@ -70,6 +71,7 @@ EXPORT_TYPES = {(200, CONTENT_TYPES[fmt].split(";")[0]): str for fmt in FORMATS}
 class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = AuditEventSerializer
     permission_classes = [ComplianceReads]
+    pagination_class = CappedPagination
 
     def get_queryset(self) -> QuerySet[AuditEvent]:
         """The caller's events; the list narrowed by the console's filters (an

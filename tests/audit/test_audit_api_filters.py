@@ -44,3 +44,20 @@ def test_paging_still_works_and_the_old_filters_still_apply(with_key, trail):
     assert rows == [trail.weather.pk]
     selection = f"/api/v1/audit/?selection_id={trail.nothing.selection_id}"
     assert ids(api.get(selection)) == [trail.nothing.pk]
+
+
+def test_the_list_counts_up_to_the_cap_and_says_when_there_are_more(
+    with_key, trail, monkeypatch
+):
+    from audit import paging
+    from audit.models import AuditEvent
+
+    api = with_key("compliance")
+    exact = api.get("/api/v1/audit/").json()
+    assert (exact["count"], exact["count_capped"]) == (
+        AuditEvent.objects.count(),
+        False,
+    )
+    monkeypatch.setattr(paging, "COUNT_CAP", 2)
+    capped = api.get("/api/v1/audit/").json()
+    assert (capped["count"], capped["count_capped"]) == (3, True)
