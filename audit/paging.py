@@ -36,6 +36,7 @@ class CappedPagination(PageNumberPagination):
 
     def get_paginated_response(self, data: Any) -> Response:
         response = super().get_paginated_response(data)
+        assert self.page is not None
         paginator = cast(CappedPaginator, self.page.paginator)
         response.data["count_capped"] = paginator.capped
         return response

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.fields.array import ArrayContains
+from django.contrib.postgres.fields.array import (  # type: ignore[attr-defined]
+    ArrayContains,  # not in the stubs
+)
 from django.db import models
 from django.db.models import F, Func, Q, Value
 
@@ -21,7 +23,7 @@ class SearchTokens(Func):
     name / of the summary and the query."""
 
     function = "audit_search_tokens"
-    output_field = ArrayField(models.TextField())
+    output_field = ArrayField(models.TextField())  # type: ignore[assignment]
 
     def __init__(self) -> None:
         super().__init__(
@@ -33,7 +35,7 @@ class Trigrams(Func):
     """A searched text's trigrams, made as ``SearchTokens`` makes them."""
 
     function = "audit_trigrams"
-    output_field = ArrayField(models.TextField())
+    output_field = ArrayField(models.TextField())  # type: ignore[assignment]
 
 
 def has_tokens(*tokens: str) -> Q:

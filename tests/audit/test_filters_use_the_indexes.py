@@ -18,8 +18,8 @@ from audit.services import record_event
 pytestmark = pytest.mark.django_db
 
 
-def _selection(actor: str, query: Any, output: dict[str, Any], summary: str = ""):
-    return record_event(
+def _selection(actor: str, query: Any, output: Any, summary: str = "") -> None:
+    record_event(
         "selection",
         actor=None,
         request_id=None,
