@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from audit.hashing import key_id, old_signature_ok, sign, signature_ok
+from audit.keyring import keyring
 from audit.sealing import chain_head, take_chain_lock
 from audit.sinks import deliver
 
@@ -117,6 +118,8 @@ class Book:
     # key_id -> the first seq sealed after a rotation retired it (rows at or after
     # it must not carry that key).
     retired: dict[str, int] = field(default_factory=dict)
+    # The first line signed with a key the keyring lacks (it could not be checked).
+    unknown_key: str = ""
 
 
 def read_book(path: Path | None = None) -> Book:
@@ -129,47 +132,72 @@ def read_book(path: Path | None = None) -> Book:
 
 def book_from_lines(lines: Iterable[str], source: str) -> Book:
     """The checked book of checkpoint lines in their order (a file, or the objects
-    of a bucket put in order by their ``prev_sig`` links)."""
+    of a bucket put in order by their ``prev_sig`` links). A line signed with a key
+    the keyring lacks cannot be checked: the book notes it (``unknown_key``) and
+    verify reports it, after naming the first row sealed with that key."""
     book = Book()
     previous: Record = {}
+    known = keyring().keys
     for number, line in enumerate(lines, start=1):
-        problem = _check_line(line, previous)
+        record, problem = _parse(line)
+        missing = [
+            key
+            for key in (record.get("key_id"), record.get("old_key_id"))
+            if key is not None and str(key) not in known
+        ]
+        if missing and not book.unknown_key:
+            book.unknown_key = (
+                f"{source} line {number}: signed with key {missing[0]}, which is not "
+                "in the audit keyring"
+            )
+        problem = problem or _check_line(record, previous, checkable=not missing)
         if problem:
             book.problem = f"{source} line {number}: {problem}"
             return book
-        record = json.loads(line)
         previous = record
-        if record["kind"] == "archive":
-            book.archives.append(record)
-            continue
-        if record["kind"] == "rotation":
-            book.retired[str(record["old_key_id"])] = int(record["first_seq"])
-        book.checkpoints[int(record["head_seq"])] = record
-        book.last = record
+        _file(book, record)
     return book
 
 
-def _check_line(line: str, previous: Record) -> str:
+def _file(book: Book, record: Record) -> None:
+    if record["kind"] == "archive":
+        book.archives.append(record)
+        return
+    if record["kind"] == "rotation":
+        book.retired[str(record["old_key_id"])] = int(record["first_seq"])
+    book.checkpoints[int(record["head_seq"])] = record
+    book.last = record
+
+
+def _parse(line: str) -> tuple[Record, str]:
     try:
         record = json.loads(line)
     except json.JSONDecodeError:
-        return "not valid JSON"
-    if not isinstance(record, dict) or not signature_ok(record):
+        return {}, "not valid JSON"
+    if not isinstance(record, dict) or "sig" not in record or "kind" not in record:
+        return {}, "not a checkpoint record"
+    return record, ""
+
+
+def _check_line(record: Record, previous: Record, *, checkable: bool) -> str:
+    if checkable and not signature_ok(record):
         return (
             f"signature does not match the audit key {record.get('key_id', '')} "
-            "(forged, or a key missing from the keyring)"
+            "(forged, or another key with that name)"
         )
     if record.get("prev_sig", "") != previous.get("sig", ""):
         return "does not follow the line before it (a line was removed or reordered)"
-    return _key_problem(record, str(previous.get("key_id", "")))
+    return _key_problem(record, str(previous.get("key_id", "")), checkable)
 
 
-def _key_problem(record: Record, before: str) -> str:
+def _key_problem(record: Record, before: str, checkable: bool) -> str:
     """Lines keep their key until a rotation line, signed by both keys, hands over."""
     if record.get("kind") == "rotation":
+        if record.get("key_id") != record.get("new_key_id"):
+            return "a rotation line not signed by the key it hands over to"
         if before and record.get("old_key_id") != before:
             return f"a rotation from key {record.get('old_key_id')}, not {before}"
-        if not old_signature_ok(record):
+        if checkable and not old_signature_ok(record):
             return "a rotation line not signed by the key it retires"
         return ""
     if before and record.get("key_id") != before:

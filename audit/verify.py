@@ -374,8 +374,10 @@ def _find(
         with connection.cursor() as cursor:
             finding, checked = _walk(cursor, walk, batch), walk.checked
     with connection.cursor() as cursor:
-        finding = finding or _tail(cursor, book)
-        return finding or _unsealed(cursor), checked
+        finding = finding or _tail(cursor, book) or _unsealed(cursor)
+    if finding is None and book.unknown_key:
+        finding = Finding(Damage.UNKNOWN_KEY, book.unknown_key)
+    return finding, checked
 
 
 def verify_chain(
