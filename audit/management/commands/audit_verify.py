@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.archive import verify_archive
 from audit.services import ChainCheck, parse_since, verify_chain
+from audit.verify import CHECKPOINT_SOURCES
 
 
 class Command(BaseCommand):
@@ -35,6 +36,13 @@ class Command(BaseCommand):
             default=2,
             help="threads, each on its own connection, splitting the chain (default 2)",
         )
+        parser.add_argument(
+            "--checkpoints",
+            choices=CHECKPOINT_SOURCES,
+            default="file",
+            help="check against the checkpoint file (default) or the copy in the "
+            "QUIVER_AUDIT_CHECKPOINT_S3 bucket",
+        )
         parser.add_argument("--json", action="store_true", help="print the result")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -51,6 +59,7 @@ class Command(BaseCommand):
                 since=since,
                 seal=not options["no_seal"],
                 workers=max(1, options["workers"]),
+                checkpoints=options["checkpoints"],
             )
         self._report(check, as_json=options["json"])
         if not check.ok:
@@ -61,6 +70,12 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(asdict(check)))
             return
         speed = f"{check.checked} records in {check.seconds:.2f}s"
+        for name, sink in check.sinks.items():
+            if sink["behind"]:
+                self.stdout.write(
+                    f"Checkpoint sink {name} is behind ({sink['failures']} failed "
+                    f"deliveries; last: {sink['last_error']})"
+                )
         if check.ok:
             self.stdout.write(
                 f"OK: {speed} ({check.per_second}/s), head id "
