@@ -12,12 +12,14 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import boto3
 import httpx
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from audit.checkpoints import checkpoint_if_due
@@ -200,6 +202,8 @@ def test_verify_against_the_bucket_catches_a_chain_and_file_rebuilt_with_the_key
     assert check.first_bad_id == AuditEvent.objects.get(seq=3).pk
     assert check.checkpoints == "s3"
     assert check.sinks["s3"]["failures"] >= 1, "the bucket refused the new line"
+    with pytest.raises(CommandError, match="checkpoint_mismatch"):
+        call_command("audit_verify", "--checkpoints", "s3", stdout=StringIO())
 
 
 def test_verify_against_the_bucket_names_a_missing_line(bucket_sink, settings):

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.archive import verify_archive
@@ -46,24 +47,31 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the result")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["archive"]:
-            check = verify_archive(options["archive"])
-        else:
-            since = None
-            if options["since"]:
-                try:
-                    since = parse_since(options["since"])
-                except ValueError as exc:
-                    raise CommandError(f"--since: {exc}") from exc
-            check = verify_chain(
-                since=since,
-                seal=not options["no_seal"],
-                workers=max(1, options["workers"]),
-                checkpoints=options["checkpoints"],
-            )
+        check = (
+            verify_archive(options["archive"])
+            if options["archive"]
+            else self._verify(options)
+        )
         self._report(check, as_json=options["json"])
         if not check.ok:
             raise CommandError(f"audit chain damaged: {check.kind}")
+
+    def _verify(self, options: dict[str, Any]) -> ChainCheck:
+        source = options["checkpoints"]
+        if source == "s3" and not settings.QUIVER_AUDIT_CHECKPOINT_S3:
+            raise CommandError("--checkpoints s3: QUIVER_AUDIT_CHECKPOINT_S3 is unset")
+        since = None
+        if options["since"]:
+            try:
+                since = parse_since(options["since"])
+            except ValueError as exc:
+                raise CommandError(f"--since: {exc}") from exc
+        return verify_chain(
+            since=since,
+            seal=not options["no_seal"],
+            workers=max(1, options["workers"]),
+            checkpoints=source,
+        )
 
     def _report(self, check: ChainCheck, *, as_json: bool) -> None:
         if as_json:
