@@ -38,6 +38,7 @@ from audit.hashing import (
     signature_ok,
 )
 from audit.sealing import seal_pending, take_chain_lock
+from audit.sinks import deliver
 from audit.verify import ChainCheck, ChainWalk, Damage, Finding, chain_anchor
 
 _SEGMENT_SQL = (
@@ -162,7 +163,7 @@ def archive_old_segments(
         path = folder / f"audit-{anchor_seq + 1:012d}-{end['head_seq']:012d}.jsonl"
         file_hash = _write(path, book, end, rows)
         _delete_segment(cursor, anchor_seq, int(end["head_seq"]))
-        append_record(
+        line = append_record(
             {
                 "kind": "archive",
                 "from_seq": anchor_seq + 1,
@@ -175,6 +176,7 @@ def archive_old_segments(
                 "time": timezone.now().isoformat(),
             }
         )
+    deliver(line)
     return Archived(path, len(rows), anchor_seq + 1, int(end["head_seq"]))
 
 

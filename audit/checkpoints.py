@@ -2,33 +2,35 @@
 
 A checkpoint is ``{kind, head_seq, head_id, head_hash, count, time, key_id,
 prev_sig, sig}``, signed with the audit key, one JSON line appended to
-``QUIVER_AUDIT_CHECKPOINT_FILE`` (and POSTed to ``QUIVER_AUDIT_CHECKPOINT_URL`` when
-set). It is written every ``QUIVER_AUDIT_CHECKPOINT_EVERY`` sealed events, and at least
-every ``QUIVER_AUDIT_CHECKPOINT_S`` seconds while events arrive. Verify compares the
-chain to every checkpoint, so a deleted tail, a TRUNCATE or a chain rebuilt from
+``QUIVER_AUDIT_CHECKPOINT_FILE`` and then handed to the sinks (audit.sinks: webhook,
+syslog, S3 bucket), each a second copy whose failure never stops the file. It is
+written every ``QUIVER_AUDIT_CHECKPOINT_EVERY`` sealed events, and at least every
+``QUIVER_AUDIT_CHECKPOINT_S`` seconds while events arrive. Verify compares the chain
+to every checkpoint, so a deleted tail, a TRUNCATE or a chain rebuilt from
 scratch is named even by someone who owns the database. Each line carries the previous
 line's signature, so a line removed from the file is named too. ``audit_archive``
-appends ``kind: archive`` lines the same way.
+appends ``kind: archive`` lines the same way, and ``audit_rotate_key`` a ``kind:
+rotation`` checkpoint signed by the new key and the retired one (``old_sig``).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 from django.conf import settings
 from django.db import connection, transaction
 
-from audit.hashing import key_id, sign, signature_ok
+from audit.hashing import key_id, old_signature_ok, sign, signature_ok
+from audit.keyring import keyring
 from audit.sealing import chain_head, take_chain_lock
+from audit.sinks import deliver
 
-log = logging.getLogger(__name__)
 Record = dict[str, Any]
 
 
@@ -52,10 +54,15 @@ def last_record() -> Record | None:
     return json.loads(line) if line.strip() else None
 
 
-def append_record(record: Record) -> Record:
-    """Sign ``record`` chained to the file's last line, append it, send it on."""
+def append_record(record: Record, *, old_key: bytes | None = None) -> Record:
+    """Sign ``record`` chained to the file's last line and append it (the caller
+    holds the chain lock). A rotation also passes the retired ``old_key``, which
+    signs the line too (``old_sig``). The caller hands the line to the sinks
+    (``deliver``) once it has let go of the lock."""
     previous = last_record()
     record = {**record, "key_id": key_id(), "prev_sig": (previous or {}).get("sig", "")}
+    if old_key is not None:
+        record["old_sig"] = sign(record, old_key)
     record["sig"] = sign(record)
     path = checkpoint_file()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,18 +70,7 @@ def append_record(record: Record) -> Record:
         handle.write(json.dumps(record, sort_keys=True) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
-    _send(record)
     return record
-
-
-def _send(record: Record) -> None:
-    url = settings.QUIVER_AUDIT_CHECKPOINT_URL
-    if not url:
-        return
-    try:
-        httpx.post(url, json=record, timeout=5).raise_for_status()
-    except httpx.HTTPError:  # the file holds it; the sink is a second copy
-        log.warning("audit checkpoint not delivered to %s", url, exc_info=True)
 
 
 def _due(last: Record | None, head_seq: int, now: datetime) -> bool:
@@ -97,7 +93,7 @@ def checkpoint_if_due(*, force: bool = False) -> Record | None:
         now = datetime.now(UTC)
         if head_seq == 0 or not (force or _due(last_record(), head_seq, now)):
             return None
-        return append_record(
+        record = append_record(
             {
                 "kind": "checkpoint",
                 "head_seq": head_seq,
@@ -107,6 +103,8 @@ def checkpoint_if_due(*, force: bool = False) -> Record | None:
                 "time": now.isoformat(),
             }
         )
+    deliver(record)  # after the lock: a slow sink never holds up a sealer
+    return record
 
 
 @dataclass
@@ -117,37 +115,94 @@ class Book:
     archives: list[Record] = field(default_factory=list)
     last: Record | None = None
     problem: str = ""
+    # key_id -> the first seq sealed after a rotation retired it (rows at or after
+    # it must not carry that key).
+    retired: dict[str, int] = field(default_factory=dict)
+    # The first line signed with a key the keyring lacks (it could not be checked).
+    unknown_key: str = ""
 
 
 def read_book(path: Path | None = None) -> Book:
-    book = Book()
     path = path or checkpoint_file()
     if not path.exists():
-        return book
-    previous_sig = ""
+        return Book()
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            problem = _check_line(line, previous_sig)
-            if problem:
-                book.problem = f"checkpoint file {path.name} line {number}: {problem}"
-                return book
-            record = json.loads(line)
-            previous_sig = record["sig"]
-            if record["kind"] == "archive":
-                book.archives.append(record)
-            else:
-                book.checkpoints[int(record["head_seq"])] = record
-                book.last = record
+        return book_from_lines(handle, f"checkpoint file {path.name}")
+
+
+def book_from_lines(lines: Iterable[str], source: str) -> Book:
+    """The checked book of checkpoint lines in their order (a file, or the objects
+    of a bucket put in order by their ``prev_sig`` links). A line signed with a key
+    the keyring lacks cannot be checked: the book notes it (``unknown_key``) and
+    verify reports it, after naming the first row sealed with that key."""
+    book = Book()
+    previous: Record = {}
+    known = keyring().keys
+    for number, line in enumerate(lines, start=1):
+        record, problem = _parse(line)
+        missing = [
+            key
+            for key in (record.get("key_id"), record.get("old_key_id"))
+            if key is not None and str(key) not in known
+        ]
+        if missing and not book.unknown_key:
+            book.unknown_key = (
+                f"{source} line {number}: signed with key {missing[0]}, which is not "
+                "in the audit keyring"
+            )
+        problem = problem or _check_line(record, previous, checkable=not missing)
+        if problem:
+            book.problem = f"{source} line {number}: {problem}"
+            return book
+        previous = record
+        _file(book, record)
     return book
 
 
-def _check_line(line: str, previous_sig: str) -> str:
+def _file(book: Book, record: Record) -> None:
+    if record["kind"] == "archive":
+        book.archives.append(record)
+        return
+    if record["kind"] == "rotation":
+        book.retired[str(record["old_key_id"])] = int(record["first_seq"])
+    book.checkpoints[int(record["head_seq"])] = record
+    book.last = record
+
+
+def _parse(line: str) -> tuple[Record, str]:
     try:
         record = json.loads(line)
     except json.JSONDecodeError:
-        return "not valid JSON"
-    if not isinstance(record, dict) or not signature_ok(record):
-        return "signature does not match the audit key (forged, or another key)"
-    if record.get("prev_sig", "") != previous_sig:
+        return {}, "not valid JSON"
+    if not isinstance(record, dict) or "sig" not in record or "kind" not in record:
+        return {}, "not a checkpoint record"
+    return record, ""
+
+
+def _check_line(record: Record, previous: Record, *, checkable: bool) -> str:
+    if checkable and not signature_ok(record):
+        return (
+            f"signature does not match the audit key {record.get('key_id', '')} "
+            "(forged, or another key with that name)"
+        )
+    if record.get("prev_sig", "") != previous.get("sig", ""):
         return "does not follow the line before it (a line was removed or reordered)"
+    return _key_problem(record, str(previous.get("key_id", "")), checkable)
+
+
+def _key_problem(record: Record, before: str, checkable: bool) -> str:
+    """Lines keep their key until a rotation line, signed by both keys, hands over."""
+    if record.get("kind") == "rotation":
+        if record.get("key_id") != record.get("new_key_id"):
+            return "a rotation line not signed by the key it hands over to"
+        if before and record.get("old_key_id") != before:
+            return f"a rotation from key {record.get('old_key_id')}, not {before}"
+        if checkable and not old_signature_ok(record):
+            return "a rotation line not signed by the key it retires"
+        return ""
+    if before and record.get("key_id") != before:
+        return (
+            f"signed with key {record.get('key_id')} after lines signed with {before}"
+            ", with no rotation line between (use audit_rotate_key)"
+        )
     return ""

@@ -12,3 +12,4 @@ class EventType(models.TextChoices):
     CATALOG_CREATED = "catalog_created", "Catalog created"
     TOOL_CHANGED = "tool_changed", "Tool created, changed or deleted"
     ACCESS_CHANGED = "access_changed", "A person's groups or catalogs changed"
+    KEY_ROTATED = "key_rotated", "Audit key rotated"

@@ -6,11 +6,11 @@ edit that does not recompute the hashes after it; those rows stay verifiable and
 first signed checkpoint covers them.
 
 Version 2: HMAC-SHA256 with the audit key, which lives outside the database
-(``QUIVER_AUDIT_KEY`` / ``_FILE``). The message is the row's seq, id, previous hash
-and text fields exactly as Postgres returns them (``input::text`` is jsonb's own
-canonical text), joined by NUL: Postgres text can never hold a NUL, so the join is
-unambiguous and costs no escaping. Sealing and verifying read the same bytes and
-never parse the stored JSON.
+(``QUIVER_AUDIT_KEY`` / ``_FILE``; older keys in the keyring, audit.keyring). The
+message is the row's seq, id, previous hash and text fields exactly as Postgres
+returns them (``input::text`` is jsonb's own canonical text), joined by NUL:
+Postgres text can never hold a NUL, so the join is unambiguous and costs no
+escaping. Sealing and verifying read the same bytes and never parse the stored JSON.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import hashlib
 import hmac
 import json
 from collections.abc import Sequence
-from functools import lru_cache
 
-from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+
+from audit.keyring import fingerprint, keyring
 
 GENESIS = "0" * 64
 LEGACY = 1
@@ -48,22 +48,14 @@ CONTENT_FIELDS = (
 )
 
 
-@lru_cache(maxsize=4)
-def _derive(secret: str, audit_key: str) -> bytes:
-    if audit_key:
-        return audit_key.encode()
-    return hmac.digest(secret.encode(), b"quiver-audit-chain", "sha256")
-
-
 def audit_key() -> bytes:
-    """The key: QUIVER_AUDIT_KEY if set, else derived from SECRET_KEY."""
-    return _derive(settings.SECRET_KEY, settings.QUIVER_AUDIT_KEY)
+    """The current key (audit.keyring): it seals new rows and signs checkpoints."""
+    return keyring().current
 
 
 def key_id(key: bytes | None = None) -> str:
     """A short public fingerprint naming the key a row was sealed with."""
-    material = audit_key() if key is None else key
-    return hmac.digest(material, b"quiver-audit-key-id", "sha256").hex()[:16]
+    return keyring().current_id if key is None else fingerprint(key)
 
 
 def _message(seq: int, row_id: int, prev_hash: str, content: Sequence[str]) -> bytes:
@@ -119,4 +111,20 @@ def sign(record: dict[str, object], key: bytes | None = None) -> str:
 
 
 def signature_ok(record: dict[str, object], key: bytes | None = None) -> bool:
+    """Whether ``sig`` is right, by ``key`` or else the key the record's ``key_id``
+    names in the keyring (false when the keyring has no such key)."""
+    if key is None:
+        key = keyring().key_for(str(record.get("key_id", "")))
+        if key is None:
+            return False
     return hmac.compare_digest(str(record.get("sig", "")), sign(record, key))
+
+
+def old_signature_ok(record: dict[str, object]) -> bool:
+    """A rotation line's second signature: ``old_sig`` by the retired key
+    ``old_key_id`` over the line without ``sig`` and ``old_sig``."""
+    key = keyring().key_for(str(record.get("old_key_id", "")))
+    if key is None:
+        return False
+    unsigned = {name: v for name, v in record.items() if name not in ("sig", "old_sig")}
+    return hmac.compare_digest(str(record.get("old_sig", "")), sign(unsigned, key))

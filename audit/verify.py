@@ -9,29 +9,30 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 from django.conf import settings
 from django.db import connection, connections
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from audit.checkpoints import Book, read_book
+from audit.checkpoints import Book, book_from_lines, last_record, read_book
 from audit.hashing import (
     CONTENT_SQL,
     GENESIS,
     KEYED,
     LEGACY,
-    audit_key,
-    key_id,
     keyed_hash,
     legacy_hash,
     unkeyed_hash,
 )
+from audit.keyring import keyring
 from audit.sealing import chain_head, seal_pending
+from audit.sinks import sink_status
 
 
 class Damage:
@@ -43,6 +44,7 @@ class Damage:
     CHECKPOINT_MISMATCH = "checkpoint_mismatch"
     BAD_CHECKPOINT = "bad_checkpoint"
     BAD_KEY = "bad_key"
+    UNKNOWN_KEY = "unknown_key"
     UNSEALED = "unsealed_too_long"
 
 
@@ -60,6 +62,9 @@ class ChainCheck:
     checkpoint_time: str | None = None
     seconds: float = 0.0
     per_second: int = 0
+    checkpoints: str = "file"
+    # Each checkpoint sink: behind (missed the last line), failures, last error.
+    sinks: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -89,8 +94,7 @@ class ChainWalk:
 
     def __init__(self, book: Book, seq: int, prev: str) -> None:
         self.book = book
-        self.key = audit_key()
-        self.key_id = key_id(self.key)
+        self.keys = keyring().keys
         self.expected_seq = seq
         self.prev = prev
         self.checked = 0
@@ -140,13 +144,21 @@ class ChainWalk:
     ) -> Finding | None:
         if version == KEYED:
             self.keyed_seen = True
-            if row_key != self.key_id:
+            key = self.keys.get(row_key)
+            if key is None:
+                return Finding(
+                    Damage.UNKNOWN_KEY,
+                    f"sealed with key {row_key or '(none)'}, which is not in the "
+                    "audit keyring (QUIVER_AUDIT_KEY_FILE, QUIVER_AUDIT_OLD_KEYS_FILE)",
+                )
+            retired = self.book.retired.get(row_key)
+            if retired is not None and seq >= retired:
                 return Finding(
                     Damage.BAD_KEY,
-                    f"sealed with key {row_key or '(none)'}, not the audit key "
-                    f"{self.key_id}",
+                    f"sealed with key {row_key}, retired by the rotation at seq "
+                    f"{retired}",
                 )
-            if keyed_hash(self.key, seq, row_id, prev_hash, content) == digest:
+            if keyed_hash(key, seq, row_id, prev_hash, content) == digest:
                 return None
             if unkeyed_hash(seq, row_id, prev_hash, content) == digest:
                 return Finding(Damage.BAD_KEY, "re-hashed without the audit key")
@@ -362,8 +374,10 @@ def _find(
         with connection.cursor() as cursor:
             finding, checked = _walk(cursor, walk, batch), walk.checked
     with connection.cursor() as cursor:
-        finding = finding or _tail(cursor, book)
-        return finding or _unsealed(cursor), checked
+        finding = finding or _tail(cursor, book) or _unsealed(cursor)
+    if finding is None and book.unknown_key:
+        finding = Finding(Damage.UNKNOWN_KEY, book.unknown_key)
+    return finding, checked
 
 
 def verify_chain(
@@ -372,14 +386,16 @@ def verify_chain(
     seal: bool = True,
     batch: int = 20_000,
     workers: int = 1,
+    checkpoints: str = "file",
 ) -> ChainCheck:
     """Seal what is pending (unless told not to), then check the whole chain, split
     over ``workers`` threads with their own connections when asked (outside a
-    transaction only: another connection cannot see its uncommitted rows)."""
+    transaction only: another connection cannot see its uncommitted rows), against
+    the checkpoint file or (``checkpoints="s3"``) the bucket's copy of it."""
     started = time.monotonic()
     if seal:
         seal_pending()
-    book = read_book()
+    book = read_checkpoints(checkpoints)
     finding, checked = _find(book, since, batch, workers)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -402,4 +418,27 @@ def verify_chain(
         checkpoint_time=last.get("time"),
         seconds=round(seconds, 3),
         per_second=int(checked / seconds) if seconds > 0 else 0,
+        checkpoints=checkpoints,
+        sinks=sink_status(last_record()),
     )
+
+
+CHECKPOINT_SOURCES = ("file", "s3")
+
+
+def read_checkpoints(source: str) -> Book:
+    """The checked book from the checkpoint file, or from the S3 sink's bucket."""
+    if source == "file":
+        return read_book()
+    if source != "s3":
+        raise ValueError(f"must be one of {', '.join(CHECKPOINT_SOURCES)}")
+    if not settings.QUIVER_AUDIT_CHECKPOINT_S3:
+        return Book(problem="QUIVER_AUDIT_CHECKPOINT_S3 is not set")
+    from audit.sinks.s3 import S3Error, bucket_from_settings
+
+    bucket = bucket_from_settings()
+    try:
+        lines = bucket.read_lines()
+    except (S3Error, httpx.HTTPError) as exc:
+        return Book(problem=f"the checkpoint bucket cannot be read: {exc}")
+    return book_from_lines(lines, f"bucket {settings.QUIVER_AUDIT_CHECKPOINT_S3}")

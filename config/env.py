@@ -100,3 +100,24 @@ def database_from_url(name: str, url: str) -> dict[str, object]:
         # A database that does not answer fails a request in seconds (a 503).
         "OPTIONS": {"connect_timeout": 3},
     }
+
+
+def env_url(name: str, schemes: tuple[str, ...]) -> str:
+    """A URL whose scheme is one of ``schemes`` and that names a host (or, for
+    ``unix``, a path); empty when unset."""
+    raw = env_str(name).strip()
+    if not raw:
+        return ""
+    parsed = urlparse(raw)
+    if parsed.scheme not in schemes:
+        raise ImproperlyConfigured(
+            f"{name}: expected a URL starting {' or '.join(s + '://' for s in schemes)}"
+        )
+    where = parsed.path if parsed.scheme == "unix" else parsed.hostname
+    if not where:
+        raise ImproperlyConfigured(f"{name}: the URL names no host or path")
+    try:
+        parsed.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: the port is not a number") from exc
+    return raw

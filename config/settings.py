@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -12,8 +13,13 @@ from config.env import (
     env_int,
     env_list,
     env_str,
+    env_url,
 )
 
+SYSLOG_FACILITIES = {
+    **{"kern": 0, "user": 1, "daemon": 3, "auth": 4, "syslog": 5, "authpriv": 10},
+    **{f"local{n}": 16 + n for n in range(8)},
+}
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
@@ -236,10 +242,19 @@ QUIVER_SNAPSHOT_INLINE_INDEX_MAX = env_int(
     "QUIVER_SNAPSHOT_INLINE_INDEX_MAX", 1_000, minimum=0, maximum=10_000_000
 )
 
-# The audit chain's HMAC key lives outside the database (audit/hashing.py). Without
+# The audit chain's HMAC key lives outside the database (audit/keyring.py). Without
 # QUIVER_AUDIT_KEY(_FILE) it is derived from SECRET_KEY, which also lives outside it.
-QUIVER_AUDIT_KEY = env_str("QUIVER_AUDIT_KEY")
+# The key file is re-read when it changes (audit_rotate_key rewrites it), so the
+# literal QUIVER_AUDIT_KEY and the file's path are kept apart here.
+QUIVER_AUDIT_KEY = os.environ.get("QUIVER_AUDIT_KEY", "")
+QUIVER_AUDIT_KEY_FILE = os.environ.get("QUIVER_AUDIT_KEY_FILE", "")
+if QUIVER_AUDIT_KEY_FILE and not env_str("QUIVER_AUDIT_KEY"):
+    raise ImproperlyConfigured("QUIVER_AUDIT_KEY_FILE: the file is empty")
 QUIVER_STATE_DIR = Path(env_str("QUIVER_STATE_DIR", str(BASE_DIR / ".quiver")))
+# Retired audit keys, one per line: rows and checkpoints they signed still verify.
+QUIVER_AUDIT_OLD_KEYS_FILE = Path(
+    env_str("QUIVER_AUDIT_OLD_KEYS_FILE", str(QUIVER_STATE_DIR / "audit_old_keys"))
+)
 QUIVER_AUDIT_CHECKPOINT_FILE = Path(
     env_str(
         "QUIVER_AUDIT_CHECKPOINT_FILE",
@@ -247,6 +262,48 @@ QUIVER_AUDIT_CHECKPOINT_FILE = Path(
     )
 )
 QUIVER_AUDIT_CHECKPOINT_URL = env_str("QUIVER_AUDIT_CHECKPOINT_URL")
+# Second copies of every checkpoint line (audit/sinks/): syslog and an S3 bucket.
+QUIVER_AUDIT_CHECKPOINT_SYSLOG = env_url(
+    "QUIVER_AUDIT_CHECKPOINT_SYSLOG", ("udp", "tcp", "unix")
+)
+QUIVER_AUDIT_CHECKPOINT_SYSLOG_FACILITY = env_str(
+    "QUIVER_AUDIT_CHECKPOINT_SYSLOG_FACILITY", "local0"
+)
+if QUIVER_AUDIT_CHECKPOINT_SYSLOG_FACILITY not in SYSLOG_FACILITIES:
+    raise ImproperlyConfigured(
+        "QUIVER_AUDIT_CHECKPOINT_SYSLOG_FACILITY: must be one of "
+        + ", ".join(SYSLOG_FACILITIES)
+    )
+QUIVER_AUDIT_CHECKPOINT_S3 = env_url("QUIVER_AUDIT_CHECKPOINT_S3", ("s3",))
+QUIVER_AUDIT_CHECKPOINT_S3_REGION = env_str(
+    "QUIVER_AUDIT_CHECKPOINT_S3_REGION", "us-east-1"
+)
+QUIVER_AUDIT_CHECKPOINT_S3_ENDPOINT = (
+    env_url("QUIVER_AUDIT_CHECKPOINT_S3_ENDPOINT", ("https", "http"))
+    or f"https://s3.{QUIVER_AUDIT_CHECKPOINT_S3_REGION}.amazonaws.com"
+)
+QUIVER_AUDIT_CHECKPOINT_S3_ACCESS_KEY = env_str(
+    "QUIVER_AUDIT_CHECKPOINT_S3_ACCESS_KEY", os.environ.get("AWS_ACCESS_KEY_ID", "")
+)
+QUIVER_AUDIT_CHECKPOINT_S3_SECRET_KEY = env_str(
+    "QUIVER_AUDIT_CHECKPOINT_S3_SECRET_KEY",
+    os.environ.get("AWS_SECRET_ACCESS_KEY", ""),
+)
+if QUIVER_AUDIT_CHECKPOINT_S3 and not (
+    QUIVER_AUDIT_CHECKPOINT_S3_ACCESS_KEY and QUIVER_AUDIT_CHECKPOINT_S3_SECRET_KEY
+):
+    raise ImproperlyConfigured(
+        "QUIVER_AUDIT_CHECKPOINT_S3_ACCESS_KEY, QUIVER_AUDIT_CHECKPOINT_S3_SECRET_KEY: "
+        "must be set (or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) with the S3 sink"
+    )
+# Object lock (compliance mode) for this many days on each object; 0: none, the
+# object is still written only if absent (If-None-Match: *).
+QUIVER_AUDIT_CHECKPOINT_S3_LOCK_DAYS = env_int(
+    "QUIVER_AUDIT_CHECKPOINT_S3_LOCK_DAYS", 0, minimum=0, maximum=36_500
+)
+QUIVER_AUDIT_SINK_TIMEOUT_S = env_int(
+    "QUIVER_AUDIT_SINK_TIMEOUT_S", 5, minimum=1, maximum=120
+)
 QUIVER_AUDIT_CHECKPOINT_EVERY = env_int(
     "QUIVER_AUDIT_CHECKPOINT_EVERY", 1000, minimum=1, maximum=10_000_000
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -27,6 +28,7 @@ from audit.filters import (
 from audit.models import AuditEvent
 from audit.paging import CappedPagination
 from audit.services import parse_since, seal_pending, verify_chain
+from audit.verify import CHECKPOINT_SOURCES
 from catalog.permissions import ComplianceReads
 from selection.services.why_not import why_not
 
@@ -111,7 +113,18 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
             start = parse_since(since) if since else None
         except ValueError as exc:
             raise ValidationError({"since": [str(exc)]}) from exc
-        return Response(asdict(verify_chain(since=start, workers=2)))
+        source = request.query_params.get("checkpoints", "file")
+        if source not in CHECKPOINT_SOURCES:
+            raise ValidationError(
+                {"checkpoints": [f"must be one of {', '.join(CHECKPOINT_SOURCES)}"]}
+            )
+        if source == "s3" and not settings.QUIVER_AUDIT_CHECKPOINT_S3:
+            raise ValidationError(
+                {"checkpoints": ["s3 needs QUIVER_AUDIT_CHECKPOINT_S3 to be set"]}
+            )
+        return Response(
+            asdict(verify_chain(since=start, workers=2, checkpoints=source))
+        )
 
     @extend_schema(
         parameters=[EXPORT_FORMAT, *_filter_parameters()], responses=EXPORT_TYPES

@@ -214,12 +214,12 @@ def test_a_removed_checkpoint_line_is_named(audit_checkpoints_per_test):
     assert "line was removed" in check.problem
 
 
-def test_rows_sealed_with_another_key_are_named(settings):
-    sealed_chain(2)
+def test_rows_sealed_with_a_key_missing_from_the_keyring_are_named(settings):
+    events = sealed_chain(2)
     settings.QUIVER_AUDIT_KEY = "a-rotated-key-" + hashlib.sha256(b"x").hexdigest()
     check = verify_chain()
-    assert check.kind == Damage.BAD_KEY
-    assert "not the audit key" in check.problem
+    assert (check.kind, check.first_bad_id) == (Damage.UNKNOWN_KEY, events[0].pk)
+    assert "not in the audit keyring" in check.problem
 
 
 def test_rows_left_unsealed_too_long_are_named(settings):

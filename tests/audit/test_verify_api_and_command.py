@@ -77,6 +77,17 @@ def test_a_bad_since_is_a_400_naming_the_field(with_key):
     }
 
 
+def test_an_unknown_checkpoint_source_is_a_400_naming_the_field(with_key):
+    api = with_key("compliance")
+    response = api.get("/api/v1/audit/verify?checkpoints=tape")
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"checkpoints": ["must be one of file, s3"]}
+    response = api.get("/api/v1/audit/verify?checkpoints=s3")
+    assert response.json()["fields"] == {
+        "checkpoints": ["s3 needs QUIVER_AUDIT_CHECKPOINT_S3 to be set"]
+    }
+
+
 def test_an_agent_cannot_verify(with_key):
     assert with_key("agent").get("/api/v1/audit/verify").status_code == 403
 

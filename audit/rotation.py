@@ -1,0 +1,129 @@
+"""Rotating the audit key: a new key signs from here on, the old one still verifies.
+
+Under the chain lock: the current key is appended to ``QUIVER_AUDIT_OLD_KEYS_FILE``
+(first, so it is never lost), a new random key replaces ``QUIVER_AUDIT_KEY_FILE``
+(written beside it and renamed over it), a ``key_rotated`` audit event is recorded
+and sealed with the new key, and a ``rotation`` checkpoint is appended, signed by the
+new key (``sig``) and by the retired one (``old_sig``), so the link between the keys
+is proven by the keys themselves. Its ``first_seq`` is the first row the new key
+sealed: verify refuses the retired key on any row from there on, and checkpoint lines
+after it must carry the new key. Running sealers read the key file again when it
+changes, so no restart is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import uuid
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from audit.checkpoints import Record, append_record
+from audit.choices import EventType
+from audit.keyring import fingerprint, keyring, read_key_file
+from audit.sealing import chain_head, seal_pending, take_chain_lock
+from audit.services import record_event
+from audit.sinks import deliver
+
+
+class RotationError(RuntimeError):
+    """The key cannot be rotated as configured."""
+
+
+def _key_path() -> Path:
+    if settings.QUIVER_AUDIT_KEY or not settings.QUIVER_AUDIT_KEY_FILE:
+        raise RotationError(
+            "the audit key must come from QUIVER_AUDIT_KEY_FILE to be rotated "
+            "(a literal QUIVER_AUDIT_KEY or one derived from SECRET_KEY cannot be "
+            "rewritten)"
+        )
+    return Path(settings.QUIVER_AUDIT_KEY_FILE)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a new file beside ``path`` (mode 600), then rename it over
+    ``path``: a reader sees the old key or the new one, never half of one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.new")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def _keep_old_key(old_text: str) -> None:
+    path = Path(settings.QUIVER_AUDIT_OLD_KEYS_FILE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
+        handle.write(old_text + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def rotate_key(*, actor: Any, request_id: uuid.UUID | None = None) -> Record:
+    """Rotate the audit key; return the signed ``rotation`` checkpoint."""
+    path = _key_path()
+    old_text = read_key_file(path)
+    old_key = old_text.encode()
+    if keyring().current != old_key:
+        raise RotationError("the key file changed while rotating; try again")
+    seal_pending()  # rows written so far are sealed with the old key
+    with transaction.atomic(), connection.cursor() as cursor:
+        take_chain_lock(cursor, wait=True)
+        first_seq = chain_head(cursor)[0] + 1
+        new_text = secrets.token_hex(32)
+        _keep_old_key(old_text)
+        _write_private(path, new_text)
+        try:
+            record = _record_rotation(
+                cursor, actor, request_id, old_key, new_text.encode(), first_seq
+            )
+        except BaseException:
+            _write_private(path, old_text)  # the old key stays current
+            raise
+    deliver(record)
+    return record
+
+
+def _record_rotation(
+    cursor: Any,
+    actor: Any,
+    request_id: uuid.UUID | None,
+    old_key: bytes,
+    new_key: bytes,
+    first_seq: int,
+) -> Record:
+    old_id, new_id = fingerprint(old_key), fingerprint(new_key)
+    if keyring().current_id != new_id:
+        raise RotationError("the new key file is not the key in use")
+    record_event(
+        EventType.KEY_ROTATED,
+        actor=actor,
+        request_id=request_id,
+        summary=f"audit key {old_id} retired, {new_id} signs from seq {first_seq}",
+        input={"old_key_id": old_id, "new_key_id": new_id},
+        output={"first_seq": first_seq},
+    )
+    seal_pending()  # the same session holds the lock: the new key seals the event
+    head_seq, head_id, head_hash = chain_head(cursor)
+    return append_record(
+        {
+            "kind": "rotation",
+            "head_seq": head_seq,
+            "head_id": head_id,
+            "head_hash": head_hash,
+            "count": head_seq,
+            "first_seq": first_seq,
+            "old_key_id": old_id,
+            "new_key_id": new_id,
+            "time": timezone.now().isoformat(),
+        },
+        old_key=old_key,
+    )
