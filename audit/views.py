@@ -22,6 +22,7 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_http_methods
 
 from audit import display
+from audit.changes import before_after, field_changes, settings_in_full
 from audit.choices import EventType
 from audit.export import FORMATS, stream_export
 from audit.filters import EXPORTING, AuditFilterForm, FilterError, filter_events
@@ -29,6 +30,7 @@ from audit.models import AuditEvent
 from audit.paging import CappedPaginator
 from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
+from audit.tool_versions import change_links
 from catalog.access import access_for
 from catalog.diffs import diff_lines
 from catalog.models import Tool
@@ -138,15 +140,15 @@ def _validation_context(request: HttpRequest, event: AuditEvent) -> dict[str, An
 
 
 def _change_context(event: AuditEvent) -> dict[str, Any]:
-    data = event.input or {}
-    if "before" in data or "after" in data:
-        before, after = data.get("before"), data.get("after")
-    else:
-        before, after = None, {"input": data, "output": event.output}
+    before, after = before_after(event)
+    if event.event_type == EventType.SETTINGS:
+        before, after = settings_in_full(before), settings_in_full(after)
     return {
         "before": before,
         "after": after,
+        "fields": field_changes(before, after),
         "lines": diff_lines(before, after, "before", "after"),
+        "versions": change_links(event),
     }
 
 
