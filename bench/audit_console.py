@@ -85,7 +85,8 @@ SELECT 'selection', 'api:agent-' || (g %% 50), gen_random_uuid(), gen_random_uui
             'reason', CASE WHEN g %% 2 = 0 THEN 'blocked' ELSE 'role' END,
             'detail', 'left out')),
         'stats', jsonb_build_object('considered', 200, 'excluded_by_policy', 18,
-                                    'hidden', 12, 'below_min_score', 40)),
+                                    'hidden', 12, 'below_min_score', 40,
+                                    'latency_ms', 5 + g %% 50)),
     now() - interval '30 days' + (g * interval '30 days') / %s, '', 2, ''
 FROM generate_series(%s, %s) g
 """
@@ -164,6 +165,8 @@ def main() -> None:
         ("text", "/audit/?q=number 4242"),
         ("tool + day", f"/audit/?tool=tool_42&since={day}&until={day}"),
         ("a selection's page", f"/audit/{some}/"),
+        ("dashboard, 7 days", "/audit/dashboard/"),
+        ("dashboard, 30 days", "/audit/dashboard/?range=30d"),
     ]
     print(f"\n{args.events} events, {args.repeat} requests each")
     print(f"{'screen':24}{'p50':>10}{'p95':>10}{'rows':>6}")
