@@ -19,11 +19,13 @@ from django.http import (
 )
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
+from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
-from audit import display
+from audit import charts, display
 from audit.changes import before_after, field_changes, settings_in_full
 from audit.choices import EventType
+from audit.dashboard import DashboardForm, build_dashboard, reason_words
 from audit.export import FORMATS, stream_export
 from audit.filters import EXPORTING, AuditFilterForm, FilterError, filter_events
 from audit.models import AuditEvent
@@ -198,3 +200,35 @@ def export(request: HttpRequest) -> HttpResponseBase:
         return HttpResponseBadRequest(str(exc))
     seal_pending(wait=False)
     return stream_export(events, fmt)
+
+
+@auditor_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """Selections, picks, exclusions, tool-call checks and latency over a range,
+    for the events this reader may see (a bad range is a form error)."""
+    catalogs = [catalog.slug for catalog in visible_catalogs(request)]
+    form = DashboardForm(request.GET, catalogs=catalogs)
+    context: dict[str, Any] = {"form": form, "board": None}
+    if form.is_valid():
+        events = _visible(request)
+        if form.cleaned_data["catalog"]:
+            events = events.filter(catalog_slug=form.cleaned_data["catalog"])
+        board = build_dashboard(events, form.window())
+        since, until = board.window.days
+        catalog = form.cleaned_data["catalog"]
+        scope = {"since": since, "until": until, "catalog": catalog}
+        context |= {
+            "board": board,
+            # The audit list's filters for the same days and catalog (its links).
+            "scope": urlencode({k: v for k, v in scope.items() if v}),
+            "timeline": charts.column_chart(board.buckets),
+            "picked": charts.bars(board.picked),
+            "excluded": charts.bars(board.excluded),
+            "reasons": charts.bars(board.reasons, reason_words),
+        }
+    return render_page(
+        request,
+        "audit/dashboard.html",
+        context,
+        partial="audit/partials/dashboard_body.html",
+    )
