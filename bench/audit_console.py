@@ -189,7 +189,10 @@ def detail_rows(client: Client, repeat: int) -> list[tuple[str, ...]]:
 def dashboard_rows(client: Client, repeat: int) -> list[tuple[str, ...]]:
     """The dashboard has no API twin: its console time, and "-" for the API."""
     rows = []
-    for label, query in (("dashboard, 7 days", ""), ("dashboard, 30 days", "?range=30d")):
+    for label, query in (
+        ("dashboard, 7 days", ""),
+        ("dashboard, 30 days", "?range=30d"),
+    ):
         console = _p(_times(client, f"/audit/dashboard/{query}", repeat))
         rows.append((label, *_fmt(console), "-", "-", "-"))
     return rows
@@ -304,8 +307,11 @@ def main() -> None:
     widths = (26, 12, 6, 9, 6, 9)
     print("".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in
                   enumerate(zip(head, widths, strict=True))))  # fmt: skip
-    for row in (list_rows(client, args.repeat, day) + detail_rows(client, args.repeat)
-                + dashboard_rows(client, args.repeat)):
+    for row in (
+        list_rows(client, args.repeat, day)
+        + detail_rows(client, args.repeat)
+        + dashboard_rows(client, args.repeat)
+    ):
         print("".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
                       enumerate(zip(row, widths, strict=True))))  # fmt: skip
     print("(milliseconds)")
