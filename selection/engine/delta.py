@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import ChainMap, Counter
 from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 
@@ -89,7 +90,8 @@ def _overlay(
     out = LexicalIndex.__new__(LexicalIndex)
     out.__dict__.update(base.__dict__)
     out.base, out.overlay, out.n_docs = base, records, n_docs
-    out.vocab = ChainMap(new_terms, base.vocab) if new_terms else base.vocab
+    if new_terms:  # the exact vocabulary is a dict; not copied
+        out.vocab = ChainMap(new_terms, cast(dict[str, int], base.vocab))
     _statistics(out, base, fields, len(new_terms))
     dead = np.zeros(max(n_docs, base.n_docs), dtype=bool)
     dead[list(records)] = True

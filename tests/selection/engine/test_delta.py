@@ -62,9 +62,10 @@ def test_an_edited_tool_is_found_by_its_new_words_and_not_by_its_old_ones():
     new = patched(old, Change(frozenset(), {0: edited}, ()))
     hail = signals(new, "hail storm radar")[0]
     assert hail[0] > 0 and hail[1:].max() == 0
-    assert signals(new, "temperature rain wind")[0][0] < signals(
-        old, "temperature rain wind"
-    )[0][0]
+    assert (
+        signals(new, "temperature rain wind")[0][0]
+        < signals(old, "temperature rain wind")[0][0]
+    )
     # The other tools' evidence is untouched.
     for before, after in zip(
         signals(old, QUERIES[1]), signals(new, QUERIES[1]), strict=True
