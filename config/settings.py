@@ -241,6 +241,12 @@ QUIVER_INPROCESS_VECTORS_MAX = env_int(
 QUIVER_SNAPSHOT_INLINE_INDEX_MAX = env_int(
     "QUIVER_SNAPSHOT_INLINE_INDEX_MAX", 1_000, minimum=0, maximum=10_000_000
 )
+# Larger catalogs lay the changed tools over the last exact index at once and
+# rebuild it exactly this many seconds after the first edit (later edits meanwhile
+# are folded in): the rebuild's fork stalls the process for a moment.
+QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY = env_int(
+    "QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY", 10, minimum=0, maximum=86_400
+)
 
 # The audit chain's HMAC key lives outside the database (audit/keyring.py). Without
 # QUIVER_AUDIT_KEY(_FILE) it is derived from SECRET_KEY, which also lives outside it.

@@ -15,9 +15,11 @@ index is rebuilt in the background.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import multiprocessing
 import os
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -94,10 +96,19 @@ def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
         entry = _refresh(catalog, cached, key)
     if entry is None:
         entry = _build(catalog, engine_settings, key)
+        _freeze()
     _install(catalog.pk, entry)
     if entry.stale_index:
-        _rebuild_later(catalog.pk)
+        _rebuild_later(catalog.pk, float(settings.QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY))
     return entry.snapshot, entry.names
+
+
+def _freeze() -> None:
+    """Move everything alive (the new snapshot's ~10 objects per tool included)
+    to the collector's permanent generation: later collections, and the first
+    ones after an edit, no longer walk a 100,000-tool snapshot."""
+    gc.collect()
+    gc.freeze()
 
 
 def snapshot_stamp(snapshot: CatalogSnapshot) -> str:
@@ -184,16 +195,33 @@ def _refresh(catalog: Catalog, entry: Entry, key: tuple[int, str, int]) -> Entry
     touched = ids | {snapshot.tools[row].id for row in by_name if row is not None}
     rows = _changed_rows(catalog.pk, ids, names_changed)
     versions = dict(entry.feed.versions)
+    checksum = _moved_checksum(entry.feed, touched | rows.keys(), rows)
     for tool_id in touched - rows.keys():
         versions.pop(tool_id, None)
     versions.update({tool_id: row["version"] for tool_id, row in rows.items()})
-    if not _complete(catalog, entry, len(changes)) and _checksum_of(
-        versions
-    ) != _db_checksum(catalog.pk):
+    if not _complete(catalog, entry, len(changes)) and checksum != _db_checksum(
+        catalog.pk
+    ):
         return None  # the feed missed a change: never serve a stale tool
     change, names = _change(entry, rows, touched)
     last = max((change_id for change_id, _, _ in changes), default=None)
-    return _patched(catalog, entry, key, (change, names, versions, last))
+    return _patched(catalog, entry, key, (change, names, versions, last), checksum)
+
+
+def _moved_checksum(
+    feed: Feed, ids: set[int], rows: dict[int, dict[str, Any]]
+) -> tuple[int, int, int]:
+    """The feed's checksum with the changed tools' old entries replaced by their
+    current rows (O(changed), not a sum over the whole catalog)."""
+    count, id_sum, version_sum = feed.checksum
+    for tool_id in ids:
+        if tool_id in feed.versions:
+            count, id_sum = count - 1, id_sum - tool_id
+            version_sum -= feed.versions[tool_id]
+        if tool_id in rows:
+            count, id_sum = count + 1, id_sum + tool_id
+            version_sum += int(rows[tool_id]["version"])
+    return (count, id_sum, version_sum)
 
 
 def _complete(catalog: Catalog, entry: Entry, count: int) -> bool:
@@ -259,6 +287,7 @@ def _patched(
     entry: Entry,
     key: tuple[int, str, int],
     parts: tuple[Change, dict[int, str], dict[int, int], int | None],
+    checksum: tuple[int, int, int],
 ) -> Entry:
     change, names, versions, last = parts
     old = entry.snapshot
@@ -275,10 +304,7 @@ def _patched(
     vectors, seen = _patch_vectors(catalog, entry, snapshot, change, changed_ids)
     snapshot = _with_vectors(snapshot, vectors)
     feed = Feed(
-        entry.feed.change_id if last is None else last,
-        _checksum_of(versions),
-        versions,
-        seen,
+        entry.feed.change_id if last is None else last, checksum, versions, seen
     )
     return Entry(key, entry.model_id, snapshot, names, feed, 0, stale)
 
@@ -380,21 +406,31 @@ def _vector_rows(
         ]
 
 
-def _rebuild_later(catalog_id: int) -> None:
-    """Rebuild the lexical index in a thread; install it if still current."""
+def _rebuild_later(catalog_id: int, delay: float) -> None:
+    """Rebuild the lexical index exactly in a thread, ``delay`` seconds from now
+    (edits meanwhile are patched, and folded into the one rebuild); install it if
+    still current."""
     with _lock:
         running = _rebuilding.get(catalog_id)
         if running is not None and running.is_alive():
             return
         thread = threading.Thread(
-            target=_rebuild, args=(catalog_id,), daemon=True, name="snapshot-index"
+            target=_rebuild,
+            args=(catalog_id, delay),
+            daemon=True,
+            name="snapshot-index",
         )
         _rebuilding[catalog_id] = thread
     thread.start()
 
 
-def _rebuild(catalog_id: int) -> None:
+def _rebuild(catalog_id: int, delay: float) -> None:
     """Until the current snapshot's index is fresh: build one and swap it in."""
+    until = time.monotonic() + delay
+    while time.monotonic() < until:
+        if catalog_id not in _cache:  # cleared meanwhile: nothing to rebuild
+            return
+        time.sleep(min(0.1, max(until - time.monotonic(), 0.0)))
     while True:
         entry = _cache.get(catalog_id)
         if entry is None or not entry.stale_index:
@@ -404,6 +440,7 @@ def _rebuild(catalog_id: int) -> None:
             if _cache.get(catalog_id) is entry:
                 done = {"snapshot": fresh, "stale_index": False}
                 _install(catalog_id, Entry(**{**entry.__dict__, **done}))
+                gc.freeze()
                 return
 
 

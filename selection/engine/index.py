@@ -47,12 +47,38 @@ class Postings:
     offsets: np.ndarray
     docs: np.ndarray
     values: np.ndarray | None = None
+    # A patched index (selection.engine.delta): rows whose postings above are out
+    # of date, and those rows' current postings, term id -> (rows, values).
+    dead: np.ndarray | None = None
+    extra: Mapping[int, tuple[np.ndarray, np.ndarray | None]] | None = None
 
     def rows(self, term: int) -> tuple[np.ndarray, np.ndarray | None]:
         """The tools (and values, when stored) for one term id."""
-        lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
-        vals = None if self.values is None else self.values[lo:hi]
-        return self.docs[lo:hi], vals
+        if term + 1 >= len(self.offsets):  # a term only a patched tool has
+            docs, vals = self.docs[:0], None if self.values is None else self.values[:0]
+        else:
+            lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
+            docs = self.docs[lo:hi]
+            vals = None if self.values is None else self.values[lo:hi]
+        if self.dead is None:
+            return docs, vals
+        return self._patched(term, docs, vals)
+
+    def _patched(
+        self, term: int, docs: np.ndarray, vals: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Rows without the out-of-date ones, plus the patched rows' own."""
+        assert self.dead is not None
+        live = ~self.dead[docs]
+        docs = docs[live]
+        vals = None if vals is None else vals[live]
+        more = (self.extra or {}).get(term)
+        if more is None:
+            return docs, vals
+        docs = np.concatenate([docs, more[0]])
+        if vals is not None and more[1] is not None:
+            vals = np.concatenate([vals, more[1]])
+        return docs, vals
 
 
 def _csr(terms: np.ndarray, docs: np.ndarray, vocab: int) -> tuple[np.ndarray, ...]:
@@ -106,7 +132,14 @@ class LexicalIndex:
         b: float = 0.75,
     ) -> None:
         self.n_docs = len(tools)
-        self.vocab: dict[str, int] = {}
+        self.vocab: Mapping[str, int] = {}
+        # The exact index a patched one lays its changed rows over (None: exact),
+        # and those rows' records (selection.engine.delta).
+        self.base: LexicalIndex | None = None
+        self.overlay: Mapping[int, ToolRecord] = {}
+        self.params = (dict(field_weights), k1, b)
+        self.field_df: dict[str, np.ndarray] = {}
+        self.avg_len: dict[str, float] = {}
         fields = self._tokenize_all(tools)
         self.doc_df = np.zeros(len(self.vocab), dtype=np.float64)
         self.fields: dict[str, Postings] = {}
@@ -121,7 +154,8 @@ class LexicalIndex:
     def _tokenize_all(self, tools: Sequence[ToolRecord]) -> dict[str, _FieldTokens]:
         """Tokenise every field of every tool into flat integer arrays."""
         out = {name: _FieldTokens(self.n_docs) for name in FIELD_TEXT}
-        vocab = self.vocab
+        vocab: dict[str, int] = {}
+        self.vocab = vocab
         for doc, tool in enumerate(tools):
             for name, text_of in FIELD_TEXT.items():
                 tokens = tokenize(text_of(tool))
@@ -169,7 +203,9 @@ class LexicalIndex:
             tf = np.asarray(ft.tfs, dtype=np.float64)
             avg = max(float(ft.lengths[ft.lengths > 0].mean()), 1.0)
             norm = 1.0 - b + b * ft.lengths[docs] / avg
-            df = np.bincount(terms, minlength=len(self.vocab))[terms]
+            self.field_df[name] = np.bincount(terms, minlength=len(self.vocab))
+            self.avg_len[name] = avg
+            df = self.field_df[name][terms]
             sat = tf / (tf + k1 * norm)
             all_vals.append(weight * idf(df, self.n_docs) * sat)
             all_terms.append(terms)

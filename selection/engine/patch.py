@@ -10,9 +10,10 @@ exact at once: a tool disabled a moment ago is never offered.
 
 The BM25F index depends on catalog-wide statistics, so it cannot be patched
 exactly: it is rebuilt inline when the catalog is small (or reused as is when no
-indexed text changed); otherwise the old index is re-aligned to the new rows
-(new tools have no lexical evidence yet) and the caller rebuilds it in the
-background (``rebuild_index``). Pure: no Django.
+indexed text changed); otherwise the changed tools are laid over the last exact
+index, scored with its statistics (``selection.engine.delta``: O(changed) work),
+and the caller rebuilds it exactly in the background later (``rebuild_index``).
+Pure: no Django.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from selection.engine.index import FIELD_TEXT, LexicalIndex, Postings
+from selection.engine.delta import overlaid
+from selection.engine.index import FIELD_TEXT, LexicalIndex
 from selection.engine.snapshot import CatalogSnapshot, PolicyArrays
 from selection.engine.types import ToolRecord
 from selection.engine.vectors import VectorTable
@@ -77,7 +79,7 @@ def patch(
         tools[int(remap[row])] = replace(record, position=old.tools[row].position)
     tools += [replace(t, position=top + 1 + i) for i, t in enumerate(change.added)]
     new = replace(old, version=version, tools=tuple(tools), vectors=vectors)
-    index, stale = _index(old, new, change, keep, inline_index_max)
+    index, stale = _index(old, new, (change, keep, remap), inline_index_max)
     caches: dict[str, object] = {
         "arrays": _arrays(old, new, change, keep, remap),
         "order": np.arange(len(tools), dtype=np.int64),
@@ -108,44 +110,20 @@ def _text_changed(old: CatalogSnapshot, change: Change) -> bool:
 def _index(
     old: CatalogSnapshot,
     new: CatalogSnapshot,
-    change: Change,
-    keep: np.ndarray,
+    rows: tuple[Change, np.ndarray, np.ndarray],
     inline_max: int,
 ) -> tuple[LexicalIndex | None, bool]:
-    """(index to install, stale?); None: let the snapshot build it on first use."""
+    """(index to install, not exact?); None: let the snapshot build it on first
+    use. A patched index stays patched until ``rebuild_index`` replaces it."""
+    change, keep, remap = rows
     if not _text_changed(old, change):
-        return old.index, False
+        return old.index, old.index.base is not None
     if len(new.tools) <= inline_max:
         return None, False
-    return realigned(old.index, keep, len(change.added)), True
-
-
-def realigned(index: LexicalIndex, keep: np.ndarray, added: int) -> LexicalIndex:
-    """The old index over the new rows: removed rows' postings dropped, rows
-    renumbered, ``added`` empty rows at the end (statistics left as they were)."""
-    remap = np.where(keep, np.cumsum(keep) - 1, -1)
-    out = LexicalIndex.__new__(LexicalIndex)
-    out.__dict__.update(index.__dict__)
-    out.n_docs = int(np.count_nonzero(keep)) + added
-    out.fields = {name: _kept(p, remap) for name, p in index.fields.items()}
-    out.impacts = _kept(index.impacts, remap)
-    pad = np.zeros(added, dtype=np.float64)
-    out.masses = {k: np.concatenate([m[keep], pad]) for k, m in index.masses.items()}
-    return out
-
-
-def _kept(postings: Postings, remap: np.ndarray) -> Postings:
-    """Postings without dropped rows (remap < 0), rows renumbered."""
-    if not len(postings.docs) or bool((remap >= 0).all()):
-        return postings
-    docs = remap[postings.docs]
-    mask = docs >= 0
-    terms = np.repeat(np.arange(len(postings.offsets) - 1), np.diff(postings.offsets))
-    counts = np.bincount(terms[mask], minlength=len(postings.offsets) - 1)
-    offsets = np.zeros(len(postings.offsets), dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    values = None if postings.values is None else postings.values[mask]
-    return Postings(offsets, docs[mask].astype(np.int32), values)
+    start = len(new.tools) - len(change.added)
+    changed = {int(remap[r]): new.tools[int(remap[r])] for r in change.replaced}
+    changed.update({start + i: t for i, t in enumerate(new.tools[start:])})
+    return overlaid(old.index, keep, changed, len(new.tools)), True
 
 
 def _names(

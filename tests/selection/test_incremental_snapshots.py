@@ -108,6 +108,7 @@ def test_a_disabled_unsafe_tool_is_never_offered_by_the_next_request(
     catalog, with_key, settings, inline_index_max
 ):
     settings.QUIVER_SNAPSHOT_INLINE_INDEX_MAX = inline_index_max
+    settings.QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY = 3_600  # the patched index serves
     agent = with_key("agent", allow_unsafe=True)
     body = {"query": "delete the old code repository", "allow_unsafe": True}
 
@@ -116,6 +117,11 @@ def test_a_disabled_unsafe_tool_is_never_offered_by_the_next_request(
         assert response.status_code == 200, response.json()
         return [t["name"] for t in response.json()["tools"]]
 
+    assert "delete_repository" in picks()
+    # An edit first, so a large catalog's index is already a patched one.
+    spec = tool_to_spec(tool(catalog, "delete_repository"))
+    spec = replace(spec, description=f"{spec.description} Irreversible.")
+    update_tool(tool(catalog, "delete_repository"), spec, actor=None)
     assert "delete_repository" in picks()
     set_tool_status(tool(catalog, "delete_repository"), "disabled", actor=None)
     assert "delete_repository" not in picks()
@@ -126,6 +132,7 @@ def test_a_large_catalog_serves_at_once_and_rebuilds_its_index_in_the_background
     catalog, settings
 ):
     settings.QUIVER_SNAPSHOT_INLINE_INDEX_MAX = 0
+    settings.QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY = 0
     current(catalog)
     make_tool(catalog, "forecast_rain", description="Rain forecast for a city.")
     delete_tool(tool(catalog, "create_calendar_event"), actor=None)
@@ -133,10 +140,15 @@ def test_a_large_catalog_serves_at_once_and_rebuilds_its_index_in_the_background
     patched = current(catalog)
     names = [t.name for t in patched.tools]
     assert "forecast_rain" in names and "create_calendar_event" not in names
+    assert patched.index.base is not None  # patched, not yet rebuilt
     for query in QUERIES:
         picked = outcome(catalog, patched, query, "hybrid")[0]
         assert "get_weather" not in {name for name, *_ in picked}
+    # The new tool is found by its own words before the rebuild.
+    rain = outcome(catalog, patched, "rain forecast for a city", "bm25f")[0]
+    assert "forecast_rain" in {name for name, *_ in rain}
     wait_for_rebuilds()
+    assert current(catalog).index.base is None
     assert_same_as_a_full_rebuild(catalog, current(catalog))
 
 
