@@ -20,6 +20,7 @@ from audit.models import AuditEvent
 from audit.sealing import seal_and_checkpoint, seal_pending
 from audit.verify import ChainCheck, Damage, parse_since, verify_chain
 from catalog.access import actor_name, stored_user
+from config.copy_rows import copy_insert
 
 __all__ = [
     "ChainCheck",
@@ -85,11 +86,12 @@ def record_events(
             catalog_slug=event.get("catalog_slug", ""),
             catalog_version=event.get("catalog_version", 0),
             summary=str(event.get("summary", ""))[:300],
-            input=_plain(event["input"]),
-            output=_plain(event["output"]),
+            input=event["input"],
+            output=event["output"],
             created=now,
         )
         for event in events
     ]
-    AuditEvent.objects.bulk_create(rows, batch_size=500)
+    # One COPY; the JSON is written as the field's encoder makes it, as _plain.
+    copy_insert(rows)
     return len(rows)

@@ -43,14 +43,18 @@ import numpy as np  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from bench import embeddings as eb  # noqa: E402  (sets Django up)
+from catalog.choices import EmbeddingStatus  # noqa: E402
 from catalog.embeddings.backends import DOCUMENT_MAX_TOKENS  # noqa: E402
 from catalog.embeddings.text import embedding_text  # noqa: E402
-from catalog.models import Catalog, Job  # noqa: E402
+from catalog.models import Catalog, Job, Tool  # noqa: E402
 from catalog.services.catalogs import create_catalog  # noqa: E402
 from catalog.services.imports import start_import  # noqa: E402
 from catalog.spec import spec_from_dict  # noqa: E402
+from selection.engine.types import SelectionRequest  # noqa: E402
+from selection.services.select import select_tools  # noqa: E402
 
 PREFIX = "bench-import"
+SAMPLE = 20  # tools selected right after the import, by their descriptions
 REFERENCE = eb.ROOT / "tests" / "data" / "minilm_reference.json"
 
 
@@ -68,8 +72,10 @@ def run_mode(mode: str, tools: list[dict[str, Any]], args: Any) -> list[Any]:
         job = start_import(catalog, document, "canonical", actor=None)
         eb.poll_job(job.pk, t0)
         job_end = time.perf_counter()
+        lexical = searchable(catalog, tools, job_end)
         eb.poll_ready(catalog.pk, len(tools), t0)
         ready_at = time.perf_counter()
+        embedded = searchable(catalog, tools, time.perf_counter())
     job = Job.objects.get(pk=job.pk)
     import_s = (job.finished - job.started).total_seconds()
     outcomes = ", ".join(f"{k} {v}" for k, v in job.counts.items() if v)
@@ -79,9 +85,35 @@ def run_mode(mode: str, tools: list[dict[str, Any]], args: Any) -> list[Any]:
         f"{import_s:.1f}",
         f"{len(tools) / import_s:.0f}",
         outcomes,
+        f"{lexical[0]:.1f}",
+        f"{lexical[1]}/{SAMPLE} ({lexical[2]} pending)",
         f"{ready_at - job_end:.1f}",
+        f"{embedded[1]}/{SAMPLE}",
         eb.load_avg(),
     ]
+
+
+def searchable(
+    catalog: Catalog, tools: list[dict[str, Any]], since: float
+) -> tuple[float, int, int]:
+    """Select the last ``SAMPLE`` tools of the document (written last, so the
+    least likely to have a vector yet) by their own descriptions, top 5: seconds
+    from ``since`` until the first answer (the snapshot of the new catalog is
+    built by it), how many were found, how many of them had no vector yet."""
+    sample = [t for t in tools if t.get("description")][-SAMPLE:]
+    names = [t["name"] for t in sample]
+    pending = Tool.objects.filter(catalog=catalog, name__in=names)
+    waiting = pending.exclude(embedding_status=EmbeddingStatus.READY).count()
+    first, found = None, 0
+    for tool in sample:
+        catalog.refresh_from_db()
+        request = SelectionRequest(
+            query=tool["description"], max_candidates=5, allow_unsafe=True
+        )
+        answer = select_tools(catalog, request, fmt="canonical", actor=None)
+        first = first or time.perf_counter() - since
+        found += tool["name"] in answer.names
+    return first or 0.0, found, waiting
 
 
 def encoder_rows(texts: list[str]) -> tuple[list[list[str]], list[str]]:
@@ -154,7 +186,8 @@ def main(argv: list[str]) -> int:
         f"chunk {args.chunk}, embedding batch {args.embed_batch})\n"
     )
     headers = ["path", "items", "import s", "tools/s", "outcomes"]
-    headers += ["all embedded s after", "load"]
+    headers += ["1st select s after", "found at once", "all embedded s after"]
+    headers += ["found then", "load"]
     print(eb.table(headers, results))
     if args.docs > 0:
         texts = [embedding_text(spec_from_dict(t)) for t in tools[: args.docs]]

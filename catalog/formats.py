@@ -89,11 +89,24 @@ def exported_name(spec: ToolSpec) -> str:
     return provider_safe_name(spec.provider_name or spec.name)
 
 
-def _provider_schema(spec: ToolSpec) -> dict[str, Any]:
-    """A private copy of the canonical schema (or the empty object schema)."""
+def _provider_schema(spec: ToolSpec, private: bool = True) -> dict[str, Any]:
+    """A private copy of the canonical schema (or the empty object schema);
+    ``private=False`` shares it (only read, e.g. measured as JSON)."""
     if spec.parameters is None:
         return empty_object_schema()
-    return copy.deepcopy(spec.parameters)
+    return json_copy(spec.parameters) if private else spec.parameters
+
+
+def json_copy(value: Any) -> Any:
+    """``copy.deepcopy`` for JSON data, several times faster: dicts and lists are
+    copied, immutable scalars shared, anything else deep-copied."""
+    if isinstance(value, dict):
+        return {key: json_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_copy(item) for item in value]
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return copy.deepcopy(value)
 
 
 def _export_canonical(spec: ToolSpec) -> dict[str, Any]:
@@ -103,12 +116,14 @@ def _export_canonical(spec: ToolSpec) -> dict[str, Any]:
     return data
 
 
-def _function_body(spec: ToolSpec, with_strict: bool) -> dict[str, Any]:
+def _function_body(
+    spec: ToolSpec, with_strict: bool, private: bool = True
+) -> dict[str, Any]:
     """``name``, ``description``, ``parameters`` and (when set) ``strict``."""
     body: dict[str, Any] = {
         "name": exported_name(spec),
         "description": spec.description,
-        "parameters": _provider_schema(spec),
+        "parameters": _provider_schema(spec, private),
     }
     if with_strict and spec.strict is not None:
         body["strict"] = spec.strict
@@ -192,7 +207,9 @@ def estimate_prompt_tokens(spec: ToolSpec) -> int:
     token plus a fixed overhead for the framing a provider adds; good enough to
     budget how many tools fit in a request, not for billing.
     """
-    return definition_tokens(export_tool(spec, "openai"))
+    # The OpenAI definition, its schema shared (not copied): it is only measured.
+    body = _function_body(spec, with_strict=True, private=False)
+    return definition_tokens({"type": "function", "function": body})
 
 
 # Detection ------------------------------------------------------------------------
@@ -331,7 +348,7 @@ def _import_item(
 
 def _parse_canonical(item: dict[str, Any]) -> ToolSpec:
     """Quiver JSON, read through ``spec_from_dict`` on a copy."""
-    return spec_from_dict(copy.deepcopy(item))
+    return spec_from_dict(json_copy(item))
 
 
 def _parse_openai(item: dict[str, Any]) -> ToolSpec:
@@ -384,7 +401,7 @@ def _parse_mcp(item: dict[str, Any]) -> ToolSpec:
         annotations = {}
     if not isinstance(annotations, dict):
         raise SpecError("annotations", "must be a JSON object")
-    annotations = copy.deepcopy(annotations)
+    annotations = json_copy(annotations)
     destructive = annotations.get("destructiveHint") is True
     if destructive:
         del annotations["destructiveHint"]
@@ -444,7 +461,7 @@ def _schema(
         return None
     if not isinstance(value, dict):
         raise SpecError(f"{prefix}{key}", "must be a JSON object (a JSON Schema)")
-    return copy.deepcopy(value)
+    return json_copy(value)
 
 
 def _strict(data: dict[str, Any], prefix: str) -> bool | None:

@@ -43,6 +43,7 @@ from catalog.services.tools import (
     content_hash,
 )
 from catalog.spec import ToolSpec
+from config.copy_rows import copy_insert
 
 _FIELDS = ToolSpec.field_names()
 
@@ -166,8 +167,9 @@ class _Chunk:
         if tool is not None and tool.provider_name and tool.name == spec.name:
             return tool.provider_name
         base = provider_safe_name(name)
-        if self.owners.get(base, name) != name:
-            self._load_prefix(base[:COLLISION_PREFIX_LENGTH])
+        if self.owners.get(base, name) == name:
+            return base  # free: what assign_provider_names gives, without the scan
+        self._load_prefix(base[:COLLISION_PREFIX_LENGTH])
         taken = {held for held, owner in self.owners.items() if owner != name}
         return assign_provider_names([name], taken)[name]
 
@@ -238,12 +240,12 @@ class _Chunk:
         for tool in changed:
             tool.updated = now
         Tool.objects.bulk_update(changed, fields=_UPDATED_FIELDS)
-        Tool.objects.bulk_create([self.tools[name] for name in self.new_names])
+        copy_insert([self.tools[name] for name in self.new_names], with_ids=True)
         rows = []
         for name, change in self.changes:
             change.tool_id = self.tools[name].pk
             rows.append(change)
-        ToolChange.objects.bulk_create(rows)
+        copy_insert(rows, with_ids=True)
         if rows:
             catalogs = Catalog.objects.filter(pk=self.catalog.pk)
             catalogs.update(version=F("version") + len(rows), updated=now)

@@ -44,6 +44,7 @@ PROVIDER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # spend one query each checking that they exist.
 _SET_BY_SERVICE = ["catalog", "created_by", "updated_by"]
 _SPEC_FIELDS = [name for name in ToolSpec.field_names() if name != "name"]
+_HASHED_FIELDS = [name for name in ToolSpec.field_names() if name != "provider_name"]
 
 
 class ToolConflict(Conflict):
@@ -64,9 +65,11 @@ def tool_to_spec(tool: Tool) -> ToolSpec:
 
 
 def content_hash(spec: ToolSpec) -> str:
-    """Hash of everything a curator wrote (the derived provider name excluded)."""
-    data = spec.to_dict()
-    data.pop("provider_name", None)
+    """Hash of everything a curator wrote (the derived provider name excluded).
+
+    The fields are read as they are (``to_dict``'s deep copies are not needed to
+    write JSON): the same text, so the same hash."""
+    data = {name: getattr(spec, name) for name in _HASHED_FIELDS}
     data["cost_per_call"] = format(spec.cost_per_call.normalize(), "f")
     encoded = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(encoded.encode()).hexdigest()

@@ -14,8 +14,9 @@ category the ranking points at). The result is multiplied by the pool's
 ``semantic_confidence`` (never 0, see ``MIN_SEMANTIC_CONFIDENCE``) so that a
 request no tool fits scores low everywhere but keeps its ranking.
 Without semantic scores the ``embed`` weight drops out, the rest are
-renormalised and the confidence is 1. ``min_lexical_overlap`` and
-``min_combined_score`` then filter (seed 002).
+renormalised and the confidence is 1; so for a tool whose vector is still pending
+(``_without_vector``): it is searchable by its words the moment it is written.
+``min_lexical_overlap`` and ``min_combined_score`` then filter (seed 002).
 """
 
 from __future__ import annotations
@@ -149,18 +150,36 @@ def hybrid(ctx: ScoreContext) -> Scored:
     for key, weight in weights.items():
         combined += weight * signals[key]
     cat_weight = s.hybrid_weight("category")
-    total = sum(weights.values()) + cat_weight
+    total = np.full(ctx.n, sum(weights.values()) + cat_weight)
+    missing = _without_vector(ctx)
+    combined[missing] -= weights["embed"] * signals["embed"][missing]
+    total[missing] -= weights["embed"]
     signals["category"], category, share = category_signal(ctx, combined)
     combined += cat_weight * signals["category"]
-    fused = combined / total if total > 0 else combined * 0.0
+    fused = np.divide(combined, total, out=np.zeros(ctx.n), where=total > 0)
     factor = np.maximum(confidence, lexical_confidence(ctx))
+    factor[missing] = 1.0
     out = Scored("hybrid", np.where(candidates, fused * factor, 0.0), signals)
     out.notes, out.extras["category"] = notes, (category, share)
-    out.signals["confidence"] = np.full(ctx.n, confidence)
+    out.signals["confidence"] = np.where(missing, 1.0, confidence)
     if ctx.semantic is not None:
         out.signals["cosine"] = semantic_raw(ctx)
     _thresholds(ctx, out)
     return out
+
+
+def _without_vector(ctx: ScoreContext) -> np.ndarray:
+    """Rows whose vector is not there yet (just imported or edited: embedding
+    pending). Their similarity is unknown, not low, so they are scored as in a
+    catalog without semantic scores: no ``embed`` weight (the rest renormalised)
+    and confidence 1; the pool's semantic confidence speaks only for the tools it
+    could see. Known where the snapshot holds the vectors (catalogs up to
+    ``QUIVER_INPROCESS_VECTORS_MAX`` tools); none elsewhere."""
+    table = ctx.snapshot.vectors
+    if ctx.semantic is None or table is None or len(table.present) != ctx.n:
+        return np.zeros(ctx.n, dtype=bool)
+    missing: np.ndarray = ~table.present
+    return missing
 
 
 def _thresholds(ctx: ScoreContext, out: Scored) -> None:
