@@ -104,4 +104,9 @@ class Migration(migrations.Migration):
                 name="audit_event_invalid",
             ),
         ),
+        # Statistics of the new index expression now, so the planner picks the
+        # index for rare tokens (without them it may walk the table newest first).
+        migrations.RunSQL(
+            sql="ANALYZE audit_auditevent", reverse_sql=migrations.RunSQL.noop
+        ),
     ]
