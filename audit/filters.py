@@ -139,9 +139,11 @@ def _selection_q(data: Mapping[str, Any]) -> Q:
     selection = Q(event_type=EventType.SELECTION)
     # Each token stands for ``output @> {"tools": [{"name": tool}]}`` (p:),
     # ``{"excluded": [{"name": tool}]}`` (x:) or ``[{"reason": reason}]`` (r:).
+    # Selections only: the tokens exist for no other event type, so no condition
+    # on the type (which the planner would AND in from its own index, for nothing).
     for name, prefix in (("tool", "p:"), ("excluded_tool", "x:"), ("reason", "r:")):
         if name in data:
-            q &= selection & has_tokens(prefix + data[name])
+            q &= has_tokens(prefix + data[name])
     for name in ("degraded", "cached"):
         if name in data:
             q &= selection & Q(output__contains={name: data[name] == "yes"})

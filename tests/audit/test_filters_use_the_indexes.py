@@ -44,6 +44,14 @@ def _odd_events() -> None:
     _selection("x", "q", ["not", "an", "object"], summary="number 4242 -> none")
     _selection("x", None, {"tools": [{"name": "wipe_disk"}], "degraded": True})
     sid = str(AuditEvent.objects.order_by("id").values_list("selection_id")[0][0])
+    record_event(
+        "tool_changed",
+        actor=None,
+        request_id=None,
+        summary="not a selection, same words",
+        input={},
+        output={"tools": [pick], "excluded": [policy]},
+    )
     for linked, valid in ((sid, False), (None, True)):
         record_event(
             "validation",
