@@ -1,0 +1,240 @@
+"""/select over HTTP against the dense MiniLM peer and the server's own floor.
+
+Run (one line; the peer needs torch + sentence-transformers, the ``bench`` extra):
+
+    .venv/bin/python -m config.devstack test -- .venv/bin/python bench/http_ratio.py
+
+Options: ``--sizes 200,4076`` (MetaTool's 199 tools, Seal-Tools' 4,076),
+``--requests N`` (200 per size), ``--warmup N`` (10), ``--keep``.
+
+Catalogs are built as ``bench/speed.py`` builds them. One ``gunicorn --workers 1
+--threads 1`` serves them; one bearer key (``agent`` scope). For each of N distinct
+dev queries (shuffled with a fixed seed, never sent before, so the query
+embedding and the answer are computed each time), interleaved so load drift hits
+all three alike:
+
+* **peer**: in this process, the "dense MiniLM selector": sentence-transformers
+  ``encode`` on one torch thread + cosine over the catalog's tool vectors + top 10;
+* **select**: ``POST /api/v1/select`` (``explain`` off, the catalog's default
+  scorer), client-measured, and the answer's ``stats.timings_ms``;
+* **no-op read**: ``GET /api/v1/catalogs/{slug}/`` with the same key.
+
+The audit write's share is the answer's own ``timings_ms.audit`` (the row is
+written inside the request; p50 of ``total - audit`` is the request without it).
+Targets (issue #12, #9): select p50 <= 0.35x peer p50, p95 <= 0.5x peer p95,
+select p50 <= 3x no-op p50, audit p50 <= 1 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import numpy as np  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+
+from bench import speed  # noqa: E402  (sets up Django)
+from catalog.embeddings import backends  # noqa: E402
+from catalog.services.clients import create_api_client  # noqa: E402
+from selection.services.timings import STAGES  # noqa: E402
+
+TARGETS = {"peer_p50": 0.35, "peer_p95": 0.5, "noop_p50": 3.0, "audit_ms": 1.0}
+TOP_K = 10
+
+
+def peer_encoder() -> Callable[[str], np.ndarray]:
+    """sentence-transformers MiniLM on one torch thread (the bench extra)."""
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise SystemExit(f"the peer needs pip install -e '.[bench]': {exc}") from exc
+    torch.set_num_threads(1)
+    model = SentenceTransformer(backends.local_model_path(), device="cpu")
+
+    def encode(text: str) -> np.ndarray:
+        return np.asarray(
+            model.encode(text, normalize_embeddings=True, show_progress_bar=False)
+        )
+
+    return encode
+
+
+def peer_select(
+    encode: Callable[[str], np.ndarray], matrix: np.ndarray, text: str
+) -> float:
+    """Milliseconds for one peer answer: embed, cosine over the catalog, top 10."""
+    started = time.perf_counter()
+    scores = matrix @ encode(text).astype(np.float32)
+    top = np.argpartition(-scores, TOP_K)[:TOP_K]
+    top[np.argsort(-scores[top])]
+    return (time.perf_counter() - started) * 1000
+
+
+@dataclass
+class Run:
+    label: str
+    tools: int
+    peer: list[float] = field(default_factory=list)
+    select: list[float] = field(default_factory=list)
+    noop: list[float] = field(default_factory=list)
+    stages: dict[str, list[float]] = field(default_factory=dict)
+    load: float = 0.0
+
+
+def timed(call: Callable[[], httpx.Response]) -> tuple[float, httpx.Response]:
+    started = time.perf_counter()
+    response = call()
+    elapsed = (time.perf_counter() - started) * 1000
+    if response.status_code != 200:
+        raise SystemExit(f"HTTP {response.status_code}: {response.text[:500]}")
+    return elapsed, response
+
+
+def measure(
+    b: speed.Built,
+    client: httpx.Client,
+    base: str,
+    encode: Callable[[str], np.ndarray],
+    args: argparse.Namespace,
+) -> Run:
+    src = speed.source(speed.dataset_for(b.size), True)
+    matrix = np.ascontiguousarray(src.vectors[: b.tools], dtype=np.float32)
+    pool = speed.query_pool(speed.dataset_for(b.size))
+    queries, warmup = pool[: args.requests], pool[-args.warmup :]
+    slug = b.catalog.slug
+    select_url, noop_url = f"{base}/api/v1/select", f"{base}/api/v1/catalogs/{slug}/"
+
+    def select(text: str) -> tuple[float, httpx.Response]:
+        return timed(
+            lambda: client.post(select_url, json={"catalog": slug, "query": text})
+        )
+
+    for text in warmup:
+        select(text)
+        timed(lambda: client.get(noop_url))
+        peer_select(encode, matrix, text)
+    run = Run(b.label, b.tools, stages={name: [] for name in STAGES})
+    for text in queries:
+        run.peer.append(peer_select(encode, matrix, text))
+        ms, response = select(text)
+        run.select.append(ms)
+        for name, value in response.json()["stats"]["timings_ms"].items():
+            run.stages.setdefault(name, []).append(float(value))
+        run.noop.append(timed(lambda: client.get(noop_url))[0])
+    run.load = os.getloadavg()[0]
+    return run
+
+
+def p(samples: Sequence[float] | np.ndarray, q: float) -> float:
+    return float(np.percentile(np.asarray(samples, dtype=float), q))
+
+
+def ratio_table(runs: list[Run]) -> str:
+    headers = [
+        "catalog", "peer p50 / p95", "select p50 / p95", "no-op p50 / p95",
+        "select/peer p50 (<= 0.35)", "select/peer p95 (<= 0.5)",
+        "select/no-op p50 (<= 3)", "audit p50 (<= 1 ms)",
+        "server total p50 / without audit", "load",
+    ]  # fmt: skip
+    rows = []
+    for r in runs:
+        total, audit = np.asarray(r.stages["total"]), np.asarray(r.stages["audit"])
+        rows.append([
+            f"{r.label} ({r.tools:,})",
+            f"{p(r.peer, 50):.1f} / {p(r.peer, 95):.1f}",
+            f"{p(r.select, 50):.1f} / {p(r.select, 95):.1f}",
+            f"{p(r.noop, 50):.1f} / {p(r.noop, 95):.1f}",
+            f"{p(r.select, 50) / p(r.peer, 50):.2f}",
+            f"{p(r.select, 95) / p(r.peer, 95):.2f}",
+            f"{p(r.select, 50) / p(r.noop, 50):.2f}",
+            f"{p(audit, 50):.2f}",
+            f"{p(total, 50):.1f} / {p(total - audit, 50):.1f}",
+            f"{r.load:.1f}",
+        ])  # fmt: skip
+    return speed.table(headers, rows)
+
+
+def stage_table(runs: list[Run]) -> str:
+    names = [n for n in STAGES if n != "total"] + ["total"]
+    headers = ["catalog", *names, "client − total"]
+    rows = []
+    for r in runs:
+        client_gap = p(r.select, 50) - p(r.stages["total"], 50)
+        cells = [f"{p(r.stages[n], 50):.2f}" for n in names]
+        rows.append([f"{r.label} ({r.tools:,})", *cells, f"{client_gap:.2f}"])
+    return speed.table(headers, rows)
+
+
+def report(runs: list[Run], args: argparse.Namespace) -> str:
+    return "\n".join([
+        f"## /select over HTTP vs the dense MiniLM peer ({args.requests} distinct "
+        f"cold queries per catalog, load average at start {args.load_start:.1f})",
+        "",
+        "ms; peer in process (1 torch thread), select and no-op client-measured",
+        "",
+        ratio_table(runs),
+        "",
+        "### Per-stage p50 (stats.timings_ms, ms)",
+        "",
+        stage_table(runs),
+    ])  # fmt: skip
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="200,4076")
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--keep", action="store_true", help="keep the catalogs")
+    args = parser.parse_args(argv)
+    args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.requests < 1 or args.warmup < 1:
+        parser.error("--requests and --warmup must be at least 1")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    args.load_start = os.getloadavg()[0]
+    call_command("migrate", verbosity=0, interactive=False)
+    speed.clean_up()
+    encode = peer_encoder()
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-ratio-"))
+    runs: list[Run] = []
+    try:
+        built = [speed.build_catalog(size, True) for size in args.sizes]
+        _, key = create_api_client(
+            speed.CLIENT_NAME, "agent", catalogs=[b.catalog.slug for b in built]
+        )
+        headers = {"Authorization": f"Bearer {key}"}
+        with (
+            speed.server(log_dir) as web,
+            httpx.Client(headers=headers, timeout=900) as client,
+        ):
+            for b in built:
+                speed.say(f"{b.tools:,} tools: {args.requests} interleaved rounds")
+                runs.append(measure(b, client, web.url, encode, args))
+    finally:
+        if not args.keep:
+            speed.clean_up()
+        shutil.rmtree(log_dir, ignore_errors=True)
+    print(report(runs, args), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
