@@ -221,7 +221,7 @@ QUIVER_EMBED_BATCH = env_int("QUIVER_EMBED_BATCH", 64, minimum=1, maximum=2048)
 # it, the import process embeds a batch itself before going on, so the catalog is
 # searchable by meaning in step with the import (0 turns this off).
 QUIVER_IMPORT_EMBED_LAG = env_int(
-    "QUIVER_IMPORT_EMBED_LAG", 256, minimum=0, maximum=1_000_000
+    "QUIVER_IMPORT_EMBED_LAG", 0, minimum=0, maximum=1_000_000
 )
 # An import writes this many items per transaction (batched inserts, updates and
 # change records); 0 writes one tool per transaction (the one-by-one path).
