@@ -213,7 +213,7 @@ def semantic_pool(data: Prepared, i: int, size: int) -> dict[str, float]:
     if len(data.sentence_vecs[i]):
         per_sentence = data.sentence_vecs[i] @ data.tool_vecs.T
     rows = pooled(whole, per_sentence, size)
-    return {data.specs[j].name: score for j, score in rows.items()}
+    return rows.renamed(lambda j: data.specs[j].name)
 
 
 Ranked = list[tuple[list[str], list[float]]]

@@ -146,8 +146,7 @@ def search_mixed(
     if not order:
         return {}
     dense = np.array([found[i] for i in order]).T
-    rows = pooled(dense[0], dense[1:], len(order))
-    return {order[r]: score for r, score in rows.items()}
+    return pooled(dense[0], dense[1:], len(order)).renamed(order.__getitem__)
 
 
 def cosines(

@@ -10,6 +10,10 @@ embedded separately and a tool scores
     of the whole request,
 
 over a pool that unites each sentence's and the whole request's nearest tools.
+The request-level confidence (``semantic_confidence`` in scorers.simple) stays
+the whole request's best cosine (``SentencePool.request_best``): a sentence
+matching some tool well is no evidence that the request as a whole needs one
+(measured: MetaTool's no-tool false positives rose from 0.49 to 0.56 otherwise).
 A request with fewer than two such sentences is scored exactly as before (whole
 request only). Measured in bench/README.md, "Quality: what each idea buys".
 Pure numpy, no Django.
@@ -18,7 +22,8 @@ Pure numpy, no Django.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +32,21 @@ MAX_SENTENCES = 6
 SENTENCE_WEIGHT = 0.7
 # A sentence ends at . ? ! followed by white space, or at a line break.
 _BOUNDARY = re.compile(r"(?<=[.?!])\s+|\s*[\r\n]+\s*")
+
+
+class SentencePool(dict[Any, float]):
+    """Tool (row or name) -> sentence-mixed semantic score, with the best cosine
+    of the whole request to any tool (the request-level confidence's input)."""
+
+    def __init__(self, scores: Mapping[Any, float], request_best: float) -> None:
+        super().__init__(scores)
+        self.request_best = request_best
+
+    def renamed(self, key: Callable[[Any], Hashable | None]) -> SentencePool:
+        """The same pool keyed by ``key(old)`` (entries mapped to None dropped)."""
+        named = {key(k): v for k, v in self.items()}
+        named.pop(None, None)
+        return SentencePool(named, self.request_best)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -70,16 +90,18 @@ def pooled(
     per_sentence: np.ndarray,
     k: int,
     present: np.ndarray | None = None,
-) -> dict[int, float]:
+) -> SentencePool:
     """Row -> semantic score over the union of the whole request's and each
     sentence's ``k`` nearest rows (dense cosines of every row to each vector).
 
     Without sentences this is the whole request's top ``k`` by cosine."""
-    rows = set(top_k(whole, k, present).tolist())
+    nearest = top_k(whole, k, present)
+    rows = set(nearest.tolist())
     for scores in per_sentence:
         rows.update(top_k(scores, k, present).tolist())
     mixed = mix(whole, per_sentence)
-    return {int(r): float(mixed[r]) for r in sorted(rows)}
+    best = float(whole[nearest[0]]) if len(nearest) else 0.0
+    return SentencePool({int(r): float(mixed[r]) for r in sorted(rows)}, best)
 
 
 def sentence_matrix(vectors: Sequence[np.ndarray], dimension: int) -> np.ndarray:

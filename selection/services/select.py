@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -29,7 +30,7 @@ from selection.adapters.snapshots import get_snapshot, snapshot_stamp
 from selection.answers import SelectionAnswer, build_answer
 from selection.engine.engine import select
 from selection.engine.normalize import normalize
-from selection.engine.sentences import split_sentences
+from selection.engine.sentences import SentencePool, split_sentences
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest
 from selection.services.timings import Stopwatch
@@ -199,10 +200,20 @@ def _semantic(
     with watch.stage("vector_search"):
         if table is not None and table.model_id == backend.model_id:
             rows = table.nearest_mixed(vector, sentences, pool)
-            return {snapshot.tools[r].name: s for r, s in rows.items()}
+            return _named(rows, lambda r: snapshot.tools[r].name)
         count = len(snapshot.tools)
         hits = search_mixed(catalog, (vector, sentences), backend, pool, count)
-    return {names[i]: s for i, s in hits.items() if i in names}
+    return _named(hits, names.get)
+
+
+def _named(
+    rows: Mapping[int, float], name_of: Callable[[int], str | None]
+) -> dict[str, float]:
+    """The pool keyed by tool name (a SentencePool stays one, see its docs)."""
+    if isinstance(rows, SentencePool):
+        return rows.renamed(name_of)
+    named = ((name_of(row), score) for row, score in rows.items())
+    return {name: score for name, score in named if name is not None}
 
 
 def _definitions(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Any]:

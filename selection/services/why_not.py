@@ -179,7 +179,7 @@ def _semantic(
     sentences = sentence_vectors(text, backend)
     if len(sentences):  # the same sentence-mixed pool as selection (select.py)
         rows = pooled(scores, sentences @ matrix.T, settings.candidate_pool)
-        return {names[i]: score for i, score in rows.items()}, []
+        return rows.renamed(names.__getitem__), []
     top = np.argsort(-scores, kind="stable")[: settings.candidate_pool]
     return {names[i]: float(scores[i]) for i in top}, []
 
