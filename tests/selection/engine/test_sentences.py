@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from selection.engine import CatalogSnapshot, SelectionRequest, select
 from selection.engine.sentences import (
     MAX_SENTENCES,
+    SentencePool,
     mix,
     pooled,
     split_sentences,
 )
+from tests.selection.engine.helpers import tools
 
 
 def test_a_request_splits_at_stops_questions_exclamations_and_line_breaks():
@@ -70,3 +73,26 @@ def test_the_pool_unites_each_sentences_nearest_tools():
     pool = pooled(whole, per_sentence, 2)
     assert set(pool) == {0, 1, 2, 3}
     assert np.isclose(pool[3], 0.7 * 0.8 + 0.3 * 0.0)
+
+
+def test_a_pool_knows_the_whole_requests_best_cosine_under_any_names():
+    whole = np.array([0.3, 0.2, 0.1])
+    per_sentence = np.array([[0.1, 0.9, 0.0], [0.0, 0.0, 0.8]])
+    pool = pooled(whole, per_sentence, 1)
+    assert pool.request_best == 0.3
+    named = pool.renamed({0: "a", 1: "b", 2: None}.get)
+    assert isinstance(named, SentencePool) and named.request_best == 0.3
+    assert set(named) == {"a", "b"}
+
+
+def test_one_good_sentence_does_not_make_the_request_more_confident():
+    snapshot = CatalogSnapshot("c", "v", tools()).warm()
+    request = SelectionRequest(
+        query="Tell me a joke about penguins. Then email it to Bob.", min_score=0
+    )
+    mixed = {"send_email": 0.62, "searchWeb": 0.15}
+    plain = select(snapshot, request, semantic=mixed)
+    pooled_ = select(snapshot, request, semantic=SentencePool(mixed, 0.2))
+    # Same ranking; every score scaled by the whole request's (lower) confidence.
+    assert pooled_.names == plain.names
+    assert pooled_.tools[0].score < plain.tools[0].score
