@@ -49,9 +49,13 @@ from selection.engine import (  # noqa: E402
     record_from_dict,
     select,
 )
+from selection.engine.normalize import normalize  # noqa: E402
+from selection.engine.sentences import pooled, split_sentences  # noqa: E402
 
 ENGINE_SCORERS = ("keyword", "bm25f", "embedding", "hybrid", "ensemble")
 KS = (1, 3, 5, 10)
+# The fixed random halves of bench/quality_fusion.py (A = tune, B = check).
+HALF_SEED = 20261123
 Ranker = Callable[[int, Query], list[str]]
 
 
@@ -170,6 +174,7 @@ class Prepared:
     peer_vecs: np.ndarray
     query_vecs: np.ndarray
     hybrid_vecs: np.ndarray
+    sentence_vecs: list[np.ndarray]
 
 
 def prepare(name: str, limit: int | None, cache: EmbeddingCache) -> Prepared:
@@ -177,6 +182,10 @@ def prepare(name: str, limit: int | None, cache: EmbeddingCache) -> Prepared:
     specs = load_specs(name)
     queries = load_queries(name, limit)
     snapshot = CatalogSnapshot(name, "bench", records_from_specs(specs)).warm()
+    sentences = [split_sentences(embed_text(q.text)) for q in queries]
+    flat = sorted({s for group in sentences for s in group})
+    at = {s: i for i, s in enumerate(flat)}
+    vecs = cache.get(flat, kind="query") if flat else np.zeros((0, 0))
     return Prepared(
         name=name,
         specs=specs,
@@ -186,14 +195,25 @@ def prepare(name: str, limit: int | None, cache: EmbeddingCache) -> Prepared:
         peer_vecs=cache.get([f"{s.name}: {s.description}" for s in specs]),
         query_vecs=cache.get([q.text for q in queries], kind="query"),
         hybrid_vecs=cache.get([hybrid_text(s) for s in specs]),
+        sentence_vecs=[vecs[[at[s] for s in group]] for group in sentences],
     )
 
 
+def embed_text(text: str) -> str:
+    """The text the app embeds for a request with this query."""
+    return normalize(SelectionRequest(query=text)).embed_text
+
+
 def semantic_pool(data: Prepared, i: int, size: int) -> dict[str, float]:
-    """Exact top ``size`` tools by cosine (what pgvector returns in the app)."""
-    cos = data.tool_vecs @ data.query_vecs[i]
-    top = np.argpartition(-cos, min(size, len(cos) - 1))[:size]
-    return {data.specs[j].name: float(cos[j]) for j in top}
+    """Exactly the app's semantic pool: the top ``size`` tools by cosine, and for
+    a request of several sentences the union with each sentence's top ``size``,
+    scored by selection.engine.sentences (the app's in-process path)."""
+    whole = data.tool_vecs @ data.query_vecs[i]
+    per_sentence = np.zeros((0, len(whole)))
+    if len(data.sentence_vecs[i]):
+        per_sentence = data.sentence_vecs[i] @ data.tool_vecs.T
+    rows = pooled(whole, per_sentence, size)
+    return rows.renamed(lambda j: data.specs[j].name)
 
 
 Ranked = list[tuple[list[str], list[float]]]
@@ -243,25 +263,31 @@ def peer_rankers(data: Prepared) -> dict[str, Ranker]:
     }
 
 
-def evaluate(data: Prepared, rank: Ranker) -> tuple[dict[str, float], float]:
-    """Mean metrics of a peer over queries with labels, and ms per query."""
+def evaluate(data: Prepared, rank: Ranker) -> tuple[list[dict[str, float]], float]:
+    """Per-query metrics of a peer over queries with labels, and ms per query."""
     rows, start, count = [], time.perf_counter(), 0
     for i, query in enumerate(data.queries):
         if query.relevant:
             rows.append(query_metrics(rank(i, query), query.relevant))
             count += 1
     elapsed = (time.perf_counter() - start) * 1000 / max(count, 1)
-    return mean_metrics(rows), elapsed
+    return rows, elapsed
 
 
-def ranked_metrics(data: Prepared, ranked: Ranked) -> dict[str, float]:
-    """Mean metrics of an engine run over queries with labels."""
-    rows = [
+def halves(rows: list[dict[str, float]]) -> tuple[float, float]:
+    """Mean NDCG@10 on half A and half B of the labelled queries."""
+    half = np.random.default_rng(HALF_SEED).permutation(len(rows)) % 2
+    ndcg = np.array([r["NDCG@10"] for r in rows])
+    return float(ndcg[half == 0].mean()), float(ndcg[half == 1].mean())
+
+
+def ranked_metrics(data: Prepared, ranked: Ranked) -> list[dict[str, float]]:
+    """Per-query metrics of an engine run over queries with labels."""
+    return [
         query_metrics(names, q.relevant)
         for q, (names, _) in zip(data.queries, ranked, strict=True)
         if q.relevant
     ]
-    return mean_metrics(rows)
 
 
 def no_tool_check(data: Prepared, ranked: Ranked) -> dict[str, float] | None:
@@ -310,15 +336,19 @@ def run_dataset(data: Prepared, default: str) -> None:
     labelled = sum(1 for q in data.queries if q.relevant)
     rows: list[tuple[str, dict[str, float], str]] = []
     checks: dict[str, dict[str, float] | None] = {}
+    split: dict[str, tuple[float, float]] = {}
     for scorer in ENGINE_SCORERS:
         ranked, ms = run_engine(data, scorer)
         tag = " (default)" if scorer == default else ""
-        rows.append((f"{scorer}{tag}", ranked_metrics(data, ranked), f"{ms:.1f} ms/q"))
+        per_query = ranked_metrics(data, ranked)
+        split[scorer + tag] = halves(per_query)
+        rows.append((scorer + tag, mean_metrics(per_query), f"{ms:.1f} ms/q"))
         checks[scorer] = no_tool_check(data, ranked)
     rows.append(("llm", {}, "skipped: no LLM endpoint in the benchmark"))
     for label, rank in peer_rankers(data).items():
-        metrics, ms = evaluate(data, rank)
-        rows.append((label, metrics, f"{ms:.1f} ms/q"))
+        per_query, ms = evaluate(data, rank)
+        split[label] = halves(per_query)
+        rows.append((label, mean_metrics(per_query), f"{ms:.1f} ms/q"))
     title = (
         f"{data.name}: {len(data.specs)} tools, {labelled} labelled queries "
         "(top 10, min_score 0; ms/q = engine time per query)"
@@ -330,6 +360,9 @@ def run_dataset(data: Prepared, default: str) -> None:
         f"default '{default}' NDCG@10 {mine:.3f} vs best peer {best_peer:.3f}: "
         f"{mine - best_peer:+.3f} (target +0.050)"
     )
+    print(f"NDCG@10 on the halves of bench/quality_fusion.py (seed {HALF_SEED}):")
+    for label, (a, b) in split.items():
+        print(f"  {label:<24} A {a:.3f}  B {b:.3f}")
     print_no_tool(data.name, checks, default)
 
 

@@ -16,6 +16,7 @@ from catalog.embeddings.backends import (
 )
 from catalog.models import Catalog
 from catalog.services.embeddings import current_backend
+from selection.engine.sentences import pooled, sentence_matrix, split_sentences
 
 CACHE_SIZE = 10_000
 _lock = threading.Lock()
@@ -110,6 +111,65 @@ def search(
         )
         cursor.execute(sql, [literal, backend.model_id, catalog.pk, literal, pool])
         return {int(tool_id): float(score) for tool_id, score in cursor.fetchall()}
+
+
+def sentence_vectors(text: str, backend: EmbeddingBackend) -> np.ndarray:
+    """Each sentence's vector (selection.engine.sentences), one row each; no
+    rows for a request of one sentence. Through the query cache, like the request."""
+    return embed_sentences(split_sentences(text), backend)
+
+
+def embed_sentences(sentences: list[str], backend: EmbeddingBackend) -> np.ndarray:
+    """The vectors of ``sentences``, one row each, through the query cache."""
+    vectors = [embed_query(s, backend) for s in sentences]
+    return sentence_matrix(vectors, int(backend.dimension))
+
+
+def search_mixed(
+    catalog: Catalog,
+    vectors: tuple[np.ndarray, np.ndarray],
+    backend: EmbeddingBackend,
+    pool: int,
+    tool_count: int = 0,
+) -> dict[int, float]:
+    """Tool id -> sentence-mixed semantic score (selection.engine.sentences) over
+    the union of the request's and each sentence's ``pool`` nearest tools (HNSW),
+    each scored by its exact cosines to the request and every sentence."""
+    query, sentences = vectors
+    if len(sentences) == 0:
+        return search(catalog, query, backend, pool, tool_count)
+    ids: set[int] = set()
+    for vector in (query, *sentences):
+        ids.update(search(catalog, vector, backend, pool, tool_count))
+    found = cosines(catalog, np.vstack([query, sentences]), backend, sorted(ids))
+    order = sorted(found)
+    if not order:
+        return {}
+    dense = np.array([found[i] for i in order]).T
+    return pooled(dense[0], dense[1:], len(order)).renamed(order.__getitem__)
+
+
+def cosines(
+    catalog: Catalog, vectors: np.ndarray, backend: EmbeddingBackend, ids: list[int]
+) -> dict[int, list[float]]:
+    """Tool id -> exact cosine to each of ``vectors``, for the tools ``ids``."""
+    dim = int(backend.dimension)
+    literals = [_literal(v) for v in vectors]
+    columns = ", ".join(
+        f"1 - (embedding::vector({dim}) <=> %s::vector({dim}))" for _ in literals
+    )
+    sql = (
+        f"SELECT tool_id, {columns} FROM catalog_toolembedding "
+        "WHERE model_id = %s AND catalog_id = %s AND tool_id = ANY(%s)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*literals, backend.model_id, catalog.pk, ids])
+        return {int(row[0]): [float(x) for x in row[1:]] for row in cursor.fetchall()}
+
+
+def _literal(vector: np.ndarray) -> str:
+    """A pgvector literal of ``vector``."""
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector).tolist()) + "]"
 
 
 def semantic_pool(

@@ -144,7 +144,8 @@ class SelectOutputSerializer(serializers.Serializer):
     )
     stats = serializers.DictField(
         help_text="counts, latency_ms, and timings_ms: milliseconds per stage "
-        "(auth, snapshot, embed_query, vector_search, engine, definitions, audit, "
+        "(auth, snapshot, embed_query, embed_sentences (the sentences of a long "
+        "request, each embedded too), vector_search, engine, definitions, audit, "
         "total)"
     )
     cached = serializers.BooleanField()

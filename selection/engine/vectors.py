@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from selection.engine.sentences import pooled
+
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """Float32 rows scaled to unit length (zero rows stay zero)."""
@@ -59,6 +61,26 @@ class VectorTable:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.lexsort((top, -scores[top]))]
         return {int(r): float(scores[r]) for r in top}
+
+    def cosines(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of every row to ``query`` (0 for rows without a vector)."""
+        q = np.asarray(query, dtype=np.float32)
+        norm = float(np.linalg.norm(q))
+        if norm == 0:
+            return np.zeros(len(self.present), dtype=np.float32)
+        return np.einsum("ij,j->i", self.matrix, q / norm)
+
+    def nearest_mixed(
+        self, query: np.ndarray, sentences: np.ndarray, k: int
+    ) -> dict[int, float]:
+        """Row -> sentence-mixed semantic score (selection.engine.sentences) over
+        the union of the request's and each sentence's ``k`` nearest rows."""
+        if len(sentences) == 0:
+            return self.nearest(query, k)
+        if k <= 0 or not self.present.any():
+            return {}
+        per_sentence = np.stack([self.cosines(s) for s in sentences])
+        return pooled(self.cosines(query), per_sentence, k, self.present)
 
     def patched(
         self, keep: np.ndarray, replaced: Mapping[int, np.ndarray | None], added: int

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -24,11 +25,12 @@ from catalog.formats import export_tool
 from catalog.models import Catalog, Tool
 from catalog.services.tools import tool_to_spec
 from selection.adapters.llm import llm_callable
-from selection.adapters.pgvector import query_vector, search
+from selection.adapters.pgvector import embed_sentences, query_vector, search_mixed
 from selection.adapters.snapshots import get_snapshot, snapshot_stamp
 from selection.answers import SelectionAnswer, build_answer
 from selection.engine.engine import select
 from selection.engine.normalize import normalize
+from selection.engine.sentences import SentencePool, split_sentences
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest
 from selection.services.timings import Stopwatch
@@ -176,22 +178,42 @@ def _semantic(
     request: SelectionRequest,
     watch: Stopwatch,
 ) -> dict[str, float] | None:
-    """Tool name -> cosine for the semantic pool: in process from the snapshot's
-    vectors when it holds the active model's, else from pgvector."""
+    """Tool name -> semantic score for the semantic pool: in process from the
+    snapshot's vectors when it holds the active model's, else from pgvector.
+
+    A request of several sentences also embeds each sentence (selection.engine.
+    sentences); one of a single sentence is scored by its cosine alone."""
     snapshot, names = snapshot_and_names
     pool = snapshot.settings.candidate_pool
+    text = normalize(request).embed_text
     with watch.stage("embed_query"):
-        found = query_vector(catalog, normalize(request).embed_text)
+        found = query_vector(catalog, text)
     if found is None:
         return None
     vector, backend = found
+    parts = split_sentences(text)
+    sentences = embed_sentences([], backend)
+    if parts:  # the stage stays 0.0 for a request of one sentence
+        with watch.stage("embed_sentences"):
+            sentences = embed_sentences(parts, backend)
     table = snapshot.vectors
     with watch.stage("vector_search"):
         if table is not None and table.model_id == backend.model_id:
-            rows = table.nearest(vector, pool)
-            return {snapshot.tools[r].name: s for r, s in rows.items()}
-        hits = search(catalog, vector, backend, pool, len(snapshot.tools))
-    return {names[i]: s for i, s in hits.items() if i in names}
+            rows = table.nearest_mixed(vector, sentences, pool)
+            return _named(rows, lambda r: snapshot.tools[r].name)
+        count = len(snapshot.tools)
+        hits = search_mixed(catalog, (vector, sentences), backend, pool, count)
+    return _named(hits, names.get)
+
+
+def _named(
+    rows: Mapping[int, float], name_of: Callable[[int], str | None]
+) -> dict[str, float]:
+    """The pool keyed by tool name (a SentencePool stays one, see its docs)."""
+    if isinstance(rows, SentencePool):
+        return rows.renamed(name_of)
+    named = ((name_of(row), score) for row, score in rows.items())
+    return {name: score for name, score in named if name is not None}
 
 
 def _definitions(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ STAGES = (
     "auth",
     "snapshot",
     "embed_query",
+    "embed_sentences",
     "vector_search",
     "engine",
     "definitions",

@@ -21,11 +21,12 @@ from catalog.embeddings.text import embedding_text, text_hash
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, ToolChange, ToolEmbedding
 from catalog.spec import SpecError, spec_from_dict
-from selection.adapters.pgvector import backend_for, embed_query
+from selection.adapters.pgvector import backend_for, embed_query, sentence_vectors
 from selection.engine.engine import select
 from selection.engine.normalize import normalize
 from selection.engine.policy import policy_codes
 from selection.engine.records import record_from_dict
+from selection.engine.sentences import pooled
 from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import POLICY_REASONS, SelectionRequest
@@ -170,9 +171,15 @@ def _semantic(
         except SpecError:
             return None, [f"the recorded definition of {name!r} cannot be read"]
     vectors = _vectors(catalog, backend, texts)
-    query = embed_query(normalize(request).embed_text, backend)
+    text = normalize(request).embed_text
+    query = embed_query(text, backend)
     names = list(texts)
-    scores = np.stack([vectors[n] for n in names]) @ query
+    matrix = np.stack([vectors[n] for n in names])
+    scores = matrix @ query
+    sentences = sentence_vectors(text, backend)
+    if len(sentences):  # the same sentence-mixed pool as selection (select.py)
+        rows = pooled(scores, sentences @ matrix.T, settings.candidate_pool)
+        return rows.renamed(names.__getitem__), []
     top = np.argsort(-scores, kind="stable")[: settings.candidate_pool]
     return {names[i]: float(scores[i]) for i in top}, []
 

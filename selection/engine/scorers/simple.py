@@ -6,6 +6,7 @@ import numpy as np
 
 from selection.engine.scorers import lexical
 from selection.engine.scorers.base import ScoreContext, Scored
+from selection.engine.sentences import SentencePool
 
 
 def keyword(ctx: ScoreContext) -> Scored:
@@ -70,6 +71,8 @@ def semantic_confidence(ctx: ScoreContext) -> float:
     """
     s = ctx.snapshot.settings
     best = float(semantic_raw(ctx).max(initial=0.0))
+    if isinstance(ctx.semantic, SentencePool):  # the whole request's, not a sentence's
+        best = max(ctx.semantic.request_best, 0.0)
     span = max(s.semantic_ceiling - s.semantic_floor, 1e-6)
     rescaled = (best - s.semantic_floor) / span
     return float(np.clip(rescaled, MIN_SEMANTIC_CONFIDENCE, 1.0))

@@ -1,0 +1,111 @@
+"""Long requests, one sentence at a time: the semantic score of a tool is its
+best-matching sentence mixed with the whole request's cosine.
+
+A request of several sentences often asks for several tools, one per sentence;
+the whole request's vector is an average that can sit far from every one of
+them. Each sentence (at least ``MIN_WORDS`` words, at most ``MAX_SENTENCES``) is
+embedded separately and a tool scores
+
+    SENTENCE_WEIGHT x max over sentences of cosine + (1 - SENTENCE_WEIGHT) x cosine
+    of the whole request,
+
+over a pool that unites each sentence's and the whole request's nearest tools.
+The request-level confidence (``semantic_confidence`` in scorers.simple) stays
+the whole request's best cosine (``SentencePool.request_best``): a sentence
+matching some tool well is no evidence that the request as a whole needs one
+(measured: MetaTool's no-tool false positives rose from 0.49 to 0.56 otherwise).
+A request with fewer than two such sentences is scored exactly as before (whole
+request only). Measured in bench/README.md, "Quality: what each idea buys".
+Pure numpy, no Django.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+MIN_WORDS = 3
+MAX_SENTENCES = 6
+SENTENCE_WEIGHT = 0.7
+# A sentence ends at . ? ! followed by white space, or at a line break.
+_BOUNDARY = re.compile(r"(?<=[.?!])\s+|\s*[\r\n]+\s*")
+
+
+class SentencePool(dict[Any, float]):
+    """Tool (row or name) -> sentence-mixed semantic score, with the best cosine
+    of the whole request to any tool (the request-level confidence's input)."""
+
+    def __init__(self, scores: Mapping[Any, float], request_best: float) -> None:
+        super().__init__(scores)
+        self.request_best = request_best
+
+    def renamed(self, key: Callable[[Any], Hashable | None]) -> SentencePool:
+        """The same pool keyed by ``key(old)`` (entries mapped to None dropped)."""
+        named = {key(k): v for k, v in self.items()}
+        named.pop(None, None)
+        return SentencePool(named, self.request_best)
+
+
+def split_sentences(text: str) -> list[str]:
+    """The request's sentences of at least ``MIN_WORDS`` words (first
+    ``MAX_SENTENCES``, each once), or ``[]`` when there are fewer than two:
+    a one-sentence request is scored on the whole text alone."""
+    found: list[str] = []
+    for part in _BOUNDARY.split(text):
+        sentence = part.strip()
+        if len(sentence.split()) >= MIN_WORDS and sentence not in found:
+            found.append(sentence)
+    found = found[:MAX_SENTENCES]
+    return found if len(found) >= 2 else []
+
+
+def mix(whole: np.ndarray, per_sentence: np.ndarray) -> np.ndarray:
+    """The semantic score: ``whole`` is cosine to the whole request (shape n),
+    ``per_sentence`` cosine to each sentence (shape s x n, s may be 0)."""
+    whole = np.asarray(whole, dtype=np.float64)
+    if len(per_sentence) == 0:
+        return whole
+    best = np.asarray(per_sentence, dtype=np.float64).max(axis=0)
+    return SENTENCE_WEIGHT * best + (1 - SENTENCE_WEIGHT) * whole
+
+
+def top_k(scores: np.ndarray, k: int, present: np.ndarray | None = None) -> np.ndarray:
+    """Rows of the ``k`` highest scores (ties by row), among ``present`` rows."""
+    scores = np.asarray(scores, dtype=np.float64).copy()
+    if present is not None:
+        scores[~present] = -np.inf
+        k = min(k, int(np.count_nonzero(present)))
+    k = min(k, len(scores))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    top = np.argpartition(-scores, k - 1)[:k]
+    return top[np.lexsort((top, -scores[top]))]
+
+
+def pooled(
+    whole: np.ndarray,
+    per_sentence: np.ndarray,
+    k: int,
+    present: np.ndarray | None = None,
+) -> SentencePool:
+    """Row -> semantic score over the union of the whole request's and each
+    sentence's ``k`` nearest rows (dense cosines of every row to each vector).
+
+    Without sentences this is the whole request's top ``k`` by cosine."""
+    nearest = top_k(whole, k, present)
+    rows = set(nearest.tolist())
+    for scores in per_sentence:
+        rows.update(top_k(scores, k, present).tolist())
+    mixed = mix(whole, per_sentence)
+    best = float(whole[nearest[0]]) if len(nearest) else 0.0
+    return SentencePool({int(r): float(mixed[r]) for r in sorted(rows)}, best)
+
+
+def sentence_matrix(vectors: Sequence[np.ndarray], dimension: int) -> np.ndarray:
+    """The sentences' vectors as one (s x dimension) float32 matrix."""
+    if not vectors:
+        return np.zeros((0, dimension), dtype=np.float32)
+    return np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
