@@ -25,9 +25,10 @@ DATA_DIR = Path(os.environ.get("QUIVER_BENCH_DATA", ROOT.parent / "shared/bench/
 CACHE_DIR = ROOT / ".quiver" / "bench-cache"
 DATASETS = ("metatool", "sealtools")
 CHUNK = 512
-# Cache kind of query vectors: fp32, up to 256 word pieces (the app's query path).
-# Vectors stored under the older kind "query" were int8 and cut at 64 word pieces.
-QUERY_KIND = "query256"
+# Cache kind of query vectors: the app's query path (one text at a time, up to 256
+# word pieces, int8 graph). Older kinds: "query" (int8 batches cut at 64 word
+# pieces), "query256" (fp32 batches, the app's query path before int8 queries).
+QUERY_KIND = "query256-int8"
 
 
 @dataclass(frozen=True)
@@ -107,17 +108,19 @@ class Embedder:
         return np.asarray(self._documents(texts), dtype=np.float32)
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        """Query vectors as the app computes them, batched.
+        """Query vectors exactly as the app computes them, one text at a time.
 
         The bundled MiniLM is symmetric, but the app reads a query up to 256 word
-        pieces in fp32 (``LocalMiniLMBackend.embed_query``) and a document only up
-        to 64: batching through the document path cut 60% of Seal-Tools' requests.
+        pieces with the int8 graph (``LocalMiniLMBackend.embed_query``) and a
+        document only up to 64: batching through the document path cut 60% of
+        Seal-Tools' requests, and int8 batches drift (padding skews the scales).
         """
         if self.model_id != "local:all-MiniLM-L6-v2":
             return self.embed_documents(texts)
-        from catalog.embeddings.backends import local_onnx_encoder
+        from catalog.embeddings.backends import LocalMiniLMBackend
 
-        return local_onnx_encoder().encode_batch(texts, 64, 256, "fp32", 1)
+        backend = LocalMiniLMBackend()  # the app's default query precision
+        return np.stack([backend.embed_query(text) for text in texts])
 
 
 def get_embedder() -> Embedder:
