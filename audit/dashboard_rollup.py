@@ -100,6 +100,7 @@ class _Part:
         if catalogs is not None:
             self.where += " AND catalog_slug = ANY(%s)"
             self.params.append(list(catalogs))
+        self._name_rows(window, catalogs)
         with connection.cursor() as cursor:
             cursor.execute(MARK_SQL)
             row = cursor.fetchone()
@@ -116,6 +117,24 @@ class _Part:
         self.validations = tail.filter(event_type=EventType.VALIDATION)
         str(self.selections.query)  # raises EmptyResultSet now, not mid-way
 
+    def _name_rows(self, window: Window, catalogs: Collection[str] | None) -> None:
+        """Tool and rule counts: the daily rows for the whole UTC days in the range,
+        the hourly rows for the hours before and after them."""
+        first = _utc_midnight(window.start, up=True)
+        last = _utc_midnight(window.end, up=False)
+        if first >= last:  # no whole day: hours only
+            first = last = window.end
+        hours = "((hour >= %s AND hour < %s) OR (hour >= %s AND hour < %s))"
+        where = " AND catalog_slug = ANY(%s)" if catalogs is not None else ""
+        extra = [list(catalogs)] if catalogs is not None else []
+        self.name_rows = (
+            "SELECT kind, name, count FROM audit_rollup_name_day "
+            f"WHERE day >= %s AND day < %s{where} UNION ALL "
+            f"SELECT kind, name, count FROM audit_rollup_name WHERE {hours}{where}"
+        )
+        self.name_params = [first, last, *extra]
+        self.name_params += [window.start, first, last, window.end, *extra]
+
     def _rows(
         self,
         sql: str,
@@ -127,7 +146,10 @@ class _Part:
         ``WHERE_CLAUSE`` the tail's; ``head`` are the parameters before the first,
         ``middle`` those between the two."""
         summary = self.params if "SUMMARY_WHERE" in sql else []
+        if "NAME_ROWS" in sql:
+            summary = self.name_params
         sql = sql.replace("SUMMARY_WHERE", self.where)
+        sql = sql.replace("NAME_ROWS", self.name_rows)
         return _fetch(sql, tail, *(head or []), *summary, *(middle or []))
 
     def buckets(self) -> list[Any]:
@@ -169,6 +191,13 @@ class _Part:
             "latency_p50": histogram_percentile(histogram, 0.5),
             "latency_p95": histogram_percentile(histogram, 0.95),
         }
+
+
+def _utc_midnight(moment: datetime, up: bool) -> datetime:
+    """The UTC midnight at or after (``up``) or at or before ``moment``."""
+    utc = moment.astimezone(UTC)
+    day = utc.replace(hour=0, minute=0, second=0, microsecond=0)
+    return day + timedelta(days=1) if up and day < utc else day
 
 
 def bucket_of(latency_ms: float) -> int:
@@ -234,8 +263,7 @@ SELECT sum(checks), sum(invalid_checks), sum(calls), sum(invalid_calls),
 
 PICKED_SQL = f"""
 SELECT name, sum(n) AS total FROM (
-    SELECT name, count AS n FROM audit_rollup_name
-    WHERE kind = 'offered' AND SUMMARY_WHERE
+    SELECT name, count AS n FROM (NAME_ROWS) AS rn WHERE kind = 'offered'
     UNION ALL
     SELECT coalesce(x ->> 'name', ''), 1 FROM audit_auditevent,
         LATERAL jsonb_array_elements({_array("tools")}) AS x
@@ -248,8 +276,8 @@ SELECT kind, name, total FROM (
     SELECT kind, name, sum(n) AS total, row_number() OVER (
         PARTITION BY kind ORDER BY sum(n) DESC, name) AS rank
     FROM (
-        SELECT kind, name, count AS n FROM audit_rollup_name
-        WHERE kind IN ('excluded', 'rule') AND SUMMARY_WHERE
+        SELECT kind, name, count AS n FROM (NAME_ROWS) AS rn
+        WHERE kind IN ('excluded', 'rule')
         UNION ALL
         SELECT w.kind, coalesce(x ->> w.field, ''), 1 FROM audit_auditevent,
             LATERAL jsonb_array_elements({_array("excluded")}) AS x,

@@ -157,6 +157,31 @@ class AuditRollupName(models.Model):
         return f"{self.catalog_slug} {self.hour:%Y-%m-%d %H:00} {self.kind} {self.name}"
 
 
+class AuditRollupNameDay(models.Model):
+    """Derived: ``AuditRollupName`` summed per UTC day, so a month's top tools read
+    some thousand rows, not a few hundred thousand (the hourly rows serve the
+    hours at a range's edges)."""
+
+    catalog_slug = models.CharField(max_length=64)
+    day = models.DateTimeField()
+    kind = models.CharField(max_length=8, choices=RollupKind.choices)
+    name = models.TextField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "audit_rollup_name_day"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "day", "catalog_slug", "name"],
+                include=["count"],
+                name="audit_rollup_name_day_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog_slug} {self.day:%Y-%m-%d} {self.kind} {self.name}"
+
+
 class AuditRollupLatency(models.Model):
     """Derived: a histogram of the served latency (``stats.latency_ms``) per
     catalog and UTC hour, in log-spaced buckets (audit.rollup.LATENCY_BUCKET_SQL),

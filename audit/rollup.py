@@ -1,10 +1,11 @@
 """The dashboard's hourly summary: derived data, never the audit record.
 
 The sealer gives each new row its ``seq``; in the same transaction it sums the
-sealed rows after the mark (``audit_rollup_mark.seq``) into three tables, per catalog
-and UTC hour, and moves the mark. One transaction, one mark: a row is summed exactly
-once (a rolled-back seal rolls back its sums too; a second run finds nothing after
-the mark). The dashboard adds the live tail (rows not sealed yet, or after the mark)
+sealed rows after the mark (``audit_rollup_mark.seq``) into the summary tables, per
+catalog and UTC hour (tool and rule counts also per UTC day, for long ranges), and
+moves the mark. One transaction, one mark: a row is summed exactly once (a
+rolled-back seal rolls back its sums too; a second run finds nothing after the mark).
+The dashboard adds the live tail (rows not sealed yet, or after the mark)
 from the events table, so its counts are exact and only its p50/p95 are approximate,
 to one histogram bucket (``BUCKET_RATIO``: each bucket is 2^(1/4), about 19%, wider
 than the one below).
@@ -102,6 +103,13 @@ ON CONFLICT (kind, hour, catalog_slug, name) DO UPDATE SET
     count = r.count + excluded.count
 """
 
+NAME_DAYS_SQL = (
+    NAMES_SQL.replace("audit_rollup_name ", "audit_rollup_name_day ")
+    .replace("(catalog_slug, hour, kind", "(catalog_slug, day, kind")
+    .replace(HOUR_SQL, "date_trunc('day', created, 'UTC')")
+    .replace("(kind, hour, catalog_slug, name)", "(kind, day, catalog_slug, name)")
+)
+
 LATENCIES_SQL = f"""
 INSERT INTO audit_rollup_latency AS r (catalog_slug, hour, bucket, count)
 SELECT catalog_slug, {HOUR_SQL}, {LATENCY_BUCKET_SQL}, count(*)
@@ -126,7 +134,7 @@ def roll_up(cursor: CursorWrapper, head: int, step: int = ROLLUP_STEP) -> int:
     upto = min(head, mark + step)
     if upto <= mark:
         return mark
-    for sql in (HOURS_SQL, NAMES_SQL, LATENCIES_SQL):
+    for sql in (HOURS_SQL, NAMES_SQL, NAME_DAYS_SQL, LATENCIES_SQL):
         cursor.execute(sql, [mark, upto])
     cursor.execute("UPDATE audit_rollup_mark SET seq = %s WHERE id = 1", [upto])
     return upto
@@ -143,7 +151,7 @@ def catch_up(*, rebuild: bool = False, step: int = 100_000) -> int:
         take_chain_lock(cursor, wait=True)
         if rebuild:
             # DELETE, not TRUNCATE: readers keep the old rows until the commit.
-            for table in ("hour", "name", "latency", "mark"):
+            for table in ("hour", "name", "name_day", "latency", "mark"):
                 cursor.execute(f"DELETE FROM audit_rollup_{table}")
         head = chain_head(cursor)[0]
         mark = roll_up(cursor, head, step)

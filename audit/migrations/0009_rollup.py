@@ -6,129 +6,87 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("audit", "0008_merge_0007_million_indexes_0007_sinks_key_rotated"),
+        ('audit', '0008_merge_0007_million_indexes_0007_sinks_key_rotated'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="AuditRollupMark",
+            name='AuditRollupMark',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True,
-                        primary_key=True,
-                        serialize=False,
-                        verbose_name="ID",
-                    ),
-                ),
-                ("seq", models.BigIntegerField(default=0)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('seq', models.BigIntegerField(default=0)),
             ],
             options={
-                "db_table": "audit_rollup_mark",
+                'db_table': 'audit_rollup_mark',
             },
         ),
         migrations.CreateModel(
-            name="AuditRollupHour",
+            name='AuditRollupHour',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True,
-                        primary_key=True,
-                        serialize=False,
-                        verbose_name="ID",
-                    ),
-                ),
-                ("catalog_slug", models.CharField(max_length=64)),
-                ("hour", models.DateTimeField()),
-                ("selections", models.BigIntegerField(default=0)),
-                ("no_tools", models.BigIntegerField(default=0)),
-                ("degraded", models.BigIntegerField(default=0)),
-                ("cached", models.BigIntegerField(default=0)),
-                ("checks", models.BigIntegerField(default=0)),
-                ("invalid_checks", models.BigIntegerField(default=0)),
-                ("calls", models.BigIntegerField(default=0)),
-                ("invalid_calls", models.BigIntegerField(default=0)),
-                ("not_offered", models.BigIntegerField(default=0)),
-                ("unknown_tool", models.BigIntegerField(default=0)),
-                ("not_allowed", models.BigIntegerField(default=0)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('catalog_slug', models.CharField(max_length=64)),
+                ('hour', models.DateTimeField()),
+                ('selections', models.BigIntegerField(default=0)),
+                ('no_tools', models.BigIntegerField(default=0)),
+                ('degraded', models.BigIntegerField(default=0)),
+                ('cached', models.BigIntegerField(default=0)),
+                ('checks', models.BigIntegerField(default=0)),
+                ('invalid_checks', models.BigIntegerField(default=0)),
+                ('calls', models.BigIntegerField(default=0)),
+                ('invalid_calls', models.BigIntegerField(default=0)),
+                ('not_offered', models.BigIntegerField(default=0)),
+                ('unknown_tool', models.BigIntegerField(default=0)),
+                ('not_allowed', models.BigIntegerField(default=0)),
             ],
             options={
-                "db_table": "audit_rollup_hour",
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("hour", "catalog_slug"), name="audit_rollup_hour_key"
-                    )
-                ],
+                'db_table': 'audit_rollup_hour',
+                'constraints': [models.UniqueConstraint(fields=('hour', 'catalog_slug'), name='audit_rollup_hour_key')],
             },
         ),
         migrations.CreateModel(
-            name="AuditRollupLatency",
+            name='AuditRollupLatency',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True,
-                        primary_key=True,
-                        serialize=False,
-                        verbose_name="ID",
-                    ),
-                ),
-                ("catalog_slug", models.CharField(max_length=64)),
-                ("hour", models.DateTimeField()),
-                ("bucket", models.SmallIntegerField()),
-                ("count", models.BigIntegerField(default=0)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('catalog_slug', models.CharField(max_length=64)),
+                ('hour', models.DateTimeField()),
+                ('bucket', models.SmallIntegerField()),
+                ('count', models.BigIntegerField(default=0)),
             ],
             options={
-                "db_table": "audit_rollup_latency",
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("hour", "catalog_slug", "bucket"),
-                        include=("count",),
-                        name="audit_rollup_latency_key",
-                    )
-                ],
+                'db_table': 'audit_rollup_latency',
+                'constraints': [models.UniqueConstraint(fields=('hour', 'catalog_slug', 'bucket'), include=('count',), name='audit_rollup_latency_key')],
             },
         ),
         migrations.CreateModel(
-            name="AuditRollupName",
+            name='AuditRollupName',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True,
-                        primary_key=True,
-                        serialize=False,
-                        verbose_name="ID",
-                    ),
-                ),
-                ("catalog_slug", models.CharField(max_length=64)),
-                ("hour", models.DateTimeField()),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[
-                            ("offered", "Tool offered"),
-                            ("excluded", "Tool left out"),
-                            ("rule", "Rule that left a tool out"),
-                        ],
-                        max_length=8,
-                    ),
-                ),
-                ("name", models.TextField()),
-                ("count", models.BigIntegerField(default=0)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('catalog_slug', models.CharField(max_length=64)),
+                ('hour', models.DateTimeField()),
+                ('kind', models.CharField(choices=[('offered', 'Tool offered'), ('excluded', 'Tool left out'), ('rule', 'Rule that left a tool out')], max_length=8)),
+                ('name', models.TextField()),
+                ('count', models.BigIntegerField(default=0)),
             ],
             options={
-                "db_table": "audit_rollup_name",
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("kind", "hour", "catalog_slug", "name"),
-                        include=("count",),
-                        name="audit_rollup_name_key",
-                    )
-                ],
+                'db_table': 'audit_rollup_name',
+                'constraints': [models.UniqueConstraint(fields=('kind', 'hour', 'catalog_slug', 'name'), include=('count',), name='audit_rollup_name_key')],
+            },
+        ),
+        migrations.CreateModel(
+            name='AuditRollupNameDay',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('catalog_slug', models.CharField(max_length=64)),
+                ('day', models.DateTimeField()),
+                ('kind', models.CharField(choices=[('offered', 'Tool offered'), ('excluded', 'Tool left out'), ('rule', 'Rule that left a tool out')], max_length=8)),
+                ('name', models.TextField()),
+                ('count', models.BigIntegerField(default=0)),
+            ],
+            options={
+                'db_table': 'audit_rollup_name_day',
+                'constraints': [models.UniqueConstraint(fields=('kind', 'day', 'catalog_slug', 'name'), include=('count',), name='audit_rollup_name_day_key')],
             },
         ),
         migrations.RunSQL(

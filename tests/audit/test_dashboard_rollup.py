@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from audit.dashboard import Dashboard, build_dashboard, preset_window
+from audit.dashboard import Dashboard, Window, build_dashboard, preset_window
 from audit.dashboard_rollup import bucket_of, summary_dashboard
 from audit.models import AuditEvent, AuditRollupHour, AuditRollupMark
 from audit.rollup import catch_up, roll_up
@@ -86,7 +86,7 @@ def counts(board: Dashboard) -> Dashboard:
 def rollup_rows() -> dict[str, list[tuple[Any, ...]]]:
     rows = {}
     with connection.cursor() as cursor:
-        for table in ("hour", "name", "latency"):
+        for table in ("hour", "name", "name_day", "latency"):
             cursor.execute(f"SELECT * FROM audit_rollup_{table} ORDER BY 2, 3, 4, 5")
             rows[table] = [row[1:] for row in cursor.fetchall()]
     return rows
@@ -96,11 +96,16 @@ def everything() -> Any:
     return AuditEvent.objects.all()
 
 
-@pytest.mark.parametrize("preset", ["24h", "7d", "30d"])
+HOUR = NOW.replace(minute=0)
+EDGES = Window(HOUR - timedelta(days=3, hours=5), HOUR - timedelta(hours=3))
+
+
+@pytest.mark.parametrize("preset", ["24h", "7d", "30d", "edges"])
 def test_the_summary_gives_the_raw_aggregates_numbers_after_sealing(preset):
-    mixed_events(random.Random(7))
+    """ "edges": whole days read from the daily rows, the hours around them hourly."""
+    mixed_events(random.Random(7), 300)
     seal_pending()
-    window = preset_window(preset, NOW)
+    window = EDGES if preset == "edges" else preset_window(preset, NOW)
     assert AuditRollupHour.objects.exists()
     assert not AuditEvent.objects.filter(hash__isnull=True).exists()
     summary = summary_dashboard(None, window)
@@ -167,6 +172,7 @@ def test_a_backfill_behind_the_chain_head_still_gives_exact_counts():
         cursor.execute("UPDATE audit_rollup_mark SET seq = 0")
         cursor.execute("DELETE FROM audit_rollup_hour")
         cursor.execute("DELETE FROM audit_rollup_name")
+        cursor.execute("DELETE FROM audit_rollup_name_day")
         cursor.execute("DELETE FROM audit_rollup_latency")
     window = preset_window("7d", NOW)
     raw = build_dashboard(everything(), window)
