@@ -13,3 +13,9 @@ class EventType(models.TextChoices):
     TOOL_CHANGED = "tool_changed", "Tool created, changed or deleted"
     ACCESS_CHANGED = "access_changed", "A person's groups or catalogs changed"
     KEY_ROTATED = "key_rotated", "Audit key rotated"
+
+
+class RollupKind(models.TextChoices):
+    OFFERED = "offered", "Tool offered"
+    EXCLUDED = "excluded", "Tool left out"
+    RULE = "rule", "Rule that left a tool out"

@@ -161,6 +161,9 @@ class Dashboard:
     excluded: list[Count] = field(default_factory=list)
     reasons: list[Count] = field(default_factory=list)
     checks: dict[str, int] = field(default_factory=dict)
+    # Read from the hourly summary plus the live tail (audit.dashboard_rollup):
+    # p50/p95 then come from its latency histogram.
+    summarised: bool = False
 
     @property
     def empty(self) -> bool:

@@ -9,7 +9,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from audit.choices import EventType
+from audit.choices import EventType, RollupKind
 from audit.querysets import AuditEventQuerySet, SearchTokens
 from config.exceptions import AppendOnlyError
 
@@ -98,3 +98,122 @@ class AuditEvent(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnlyError("audit events cannot be deleted")
+
+
+class AuditRollupHour(models.Model):
+    """Derived, not the audit record: one catalog's selections and tool-call checks
+    in one UTC hour, summed by audit.rollup as the sealer seals them, so the
+    dashboard reads a row per hour instead of every event. Never proof of anything
+    (rebuild it from the events with ``audit_rollup --rebuild``)."""
+
+    catalog_slug = models.CharField(max_length=64)
+    hour = models.DateTimeField()
+    selections = models.BigIntegerField(default=0)
+    no_tools = models.BigIntegerField(default=0)
+    degraded = models.BigIntegerField(default=0)
+    cached = models.BigIntegerField(default=0)
+    checks = models.BigIntegerField(default=0)
+    invalid_checks = models.BigIntegerField(default=0)
+    calls = models.BigIntegerField(default=0)
+    invalid_calls = models.BigIntegerField(default=0)
+    not_offered = models.BigIntegerField(default=0)
+    unknown_tool = models.BigIntegerField(default=0)
+    not_allowed = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "audit_rollup_hour"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hour", "catalog_slug"], name="audit_rollup_hour_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog_slug} {self.hour:%Y-%m-%d %H:00}"
+
+
+class AuditRollupName(models.Model):
+    """Derived: how often a tool was offered or left out, or a rule left one out,
+    in one catalog and UTC hour (see ``AuditRollupHour``)."""
+
+    catalog_slug = models.CharField(max_length=64)
+    hour = models.DateTimeField()
+    kind = models.CharField(max_length=8, choices=RollupKind.choices)
+    name = models.TextField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "audit_rollup_name"
+        constraints = [
+            # Covering: the dashboard's sums are index-only scans.
+            models.UniqueConstraint(
+                fields=["kind", "hour", "catalog_slug", "name"],
+                include=["count"],
+                name="audit_rollup_name_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog_slug} {self.hour:%Y-%m-%d %H:00} {self.kind} {self.name}"
+
+
+class AuditRollupNameDay(models.Model):
+    """Derived: ``AuditRollupName`` summed per UTC day, so a month's top tools read
+    some thousand rows, not a few hundred thousand (the hourly rows serve the
+    hours at a range's edges)."""
+
+    catalog_slug = models.CharField(max_length=64)
+    day = models.DateTimeField()
+    kind = models.CharField(max_length=8, choices=RollupKind.choices)
+    name = models.TextField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "audit_rollup_name_day"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "day", "catalog_slug", "name"],
+                include=["count"],
+                name="audit_rollup_name_day_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog_slug} {self.day:%Y-%m-%d} {self.kind} {self.name}"
+
+
+class AuditRollupLatency(models.Model):
+    """Derived: a histogram of the served latency (``stats.latency_ms``) per
+    catalog and UTC hour, in log-spaced buckets (audit.rollup.LATENCY_BUCKET_SQL),
+    for approximate p50/p95."""
+
+    catalog_slug = models.CharField(max_length=64)
+    hour = models.DateTimeField()
+    bucket = models.SmallIntegerField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "audit_rollup_latency"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hour", "catalog_slug", "bucket"],
+                include=["count"],
+                name="audit_rollup_latency_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog_slug} {self.hour:%Y-%m-%d %H:00} bucket {self.bucket}"
+
+
+class AuditRollupMark(models.Model):
+    """One row: the last ``seq`` summed into the rollup tables. Events after it (or
+    not sealed yet) are the live tail the dashboard reads from the events table."""
+
+    seq = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "audit_rollup_mark"
+
+    def __str__(self) -> str:
+        return f"summed through seq {self.seq}"

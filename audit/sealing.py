@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from audit.hashing import CONTENT_SQL, GENESIS, KEYED, audit_key, key_id, keyed_hash
+from audit.rollup import roll_up
 
 log = logging.getLogger(__name__)
 
@@ -78,16 +79,18 @@ def _seal_batch(wait: bool, batch: int) -> int | None:
             [batch],
         )
         rows = cursor.fetchall()
-        if not rows:
-            return 0
-        ids, seqs, prevs, hashes = _hash_rows(rows, seq, prev)
-        cursor.execute(
-            "UPDATE audit_auditevent AS a SET seq = v.seq, prev_hash = v.prev, "
-            "hash = v.hash, hash_version = %s, key_id = %s, sealed_at = now() "
-            "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[]) "
-            "AS v(id, seq, prev, hash) WHERE a.id = v.id",
-            [KEYED, key_id(), ids, seqs, prevs, hashes],
-        )
+        if rows:
+            ids, seqs, prevs, hashes = _hash_rows(rows, seq, prev)
+            cursor.execute(
+                "UPDATE audit_auditevent AS a SET seq = v.seq, prev_hash = v.prev, "
+                "hash = v.hash, hash_version = %s, key_id = %s, sealed_at = now() "
+                "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[]) "
+                "AS v(id, seq, prev, hash) WHERE a.id = v.id",
+                [KEYED, key_id(), ids, seqs, prevs, hashes],
+            )
+            seq = seqs[-1]
+        # The dashboard's summary moves with the seal, in the same transaction.
+        roll_up(cursor, seq)
         return len(rows)
 
 
