@@ -36,28 +36,16 @@ import time
 import uuid
 from pathlib import Path
 from string import Template
-from urllib.parse import urlparse, urlunparse
-
-import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench._benchdb import use_bench_database  # noqa: E402
+
 BENCH_DB = "quiver_bench_console"
 
 
 def _use_bench_database() -> None:
-    url = os.environ.get("DATABASE_URL", "postgresql://postgres@localhost/quiver")
-    with psycopg.connect(url, autocommit=True) as conn:
-        if not conn.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]
-        ).fetchone():
-            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    parts = urlparse(url)
-    os.environ["DATABASE_URL"] = urlunparse(parts._replace(path=f"/{BENCH_DB}"))
-    state = ROOT / ".quiver" / "bench-console"
-    state.mkdir(parents=True, exist_ok=True)
-    os.environ["QUIVER_AUDIT_CHECKPOINT_FILE"] = str(state / "checkpoints.jsonl")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    use_bench_database(BENCH_DB, ROOT / ".quiver" / "bench-console")
     os.environ["ALLOWED_HOSTS"] = "testserver"  # Django's test client
 
 
