@@ -11,8 +11,7 @@ import json
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 
@@ -23,7 +22,7 @@ from audit.tool_versions import find_version, version_at
 from audit.views import _visible, auditor_required
 from catalog.access import access_for
 from catalog.models import Tool
-from config.pages import PAGE_SIZE, render_page, visible_catalogs
+from config.pages import paginate, render_page, visible_catalogs
 
 
 def _check_catalog(request: HttpRequest, catalog: str) -> None:
@@ -135,11 +134,14 @@ def change_log(request: HttpRequest) -> HttpResponse:
         changes = changes.filter(
             event_type=EventType.TOOL_CHANGED, input__contains={"tool": chosen["tool"]}
         )
-    if chosen["what"] in CHANGE_TYPES:
+    if chosen["what"]:
+        if chosen["what"] not in CHANGE_TYPES:
+            # Never ignore a filter: the reader would believe the list was narrowed.
+            return HttpResponseBadRequest(
+                f"what: must be one of {', '.join(CHANGE_TYPES)}"
+            )
         changes = changes.filter(event_type=chosen["what"])
-    page = Paginator(changes.order_by("-pk"), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    page = paginate(request, changes.order_by("-pk"))
     rows = [
         {
             "event": e,

@@ -213,3 +213,14 @@ def test_an_unknown_version_says_so_in_words(as_compliance):
     defaults = as_compliance.get("/audit/settings/default/v0/")
     assert defaults.status_code == 200
     assert "the defaults" in defaults.content.decode()
+
+
+def test_the_change_log_refuses_a_kind_of_change_it_does_not_know(client, db):
+    from django.contrib.auth.models import Group, User
+
+    reader = User.objects.create_user("reader-of-changes", password="x")
+    reader.groups.add(Group.objects.get_or_create(name="compliance")[0])
+    client.force_login(reader)
+    response = client.get("/audit/changes/?what=bogus")
+    assert response.status_code == 400
+    assert response.content.decode().startswith("what: must be one of")
