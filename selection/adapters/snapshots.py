@@ -77,6 +77,8 @@ _generations: weakref.WeakKeyDictionary[CatalogSnapshot, int] = (
 )
 _counter = [0]
 _rebuilding: dict[int, threading.Thread] = {}
+# catalog id -> when its background index rebuild is due (time.monotonic()).
+_due: dict[int, float] = {}
 
 
 def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
@@ -409,28 +411,45 @@ def _vector_rows(
 def _rebuild_later(catalog_id: int, delay: float) -> None:
     """Rebuild the lexical index exactly in a thread, ``delay`` seconds from now
     (edits meanwhile are patched, and folded into the one rebuild); install it if
-    still current."""
+    still current. A sooner call moves the rebuild earlier, never later."""
+    due = time.monotonic() + delay
     with _lock:
+        _due[catalog_id] = min(_due.get(catalog_id, due), due)
         running = _rebuilding.get(catalog_id)
         if running is not None and running.is_alive():
-            return
+            return  # it reads the due time again before it builds
         thread = threading.Thread(
-            target=_rebuild,
-            args=(catalog_id, delay),
-            daemon=True,
-            name="snapshot-index",
+            target=_rebuild, args=(catalog_id,), daemon=True, name="snapshot-index"
         )
         _rebuilding[catalog_id] = thread
     thread.start()
 
 
-def _rebuild(catalog_id: int, delay: float) -> None:
+def _rebuild(catalog_id: int) -> None:
+    """Each time a rebuild falls due: build a fresh index and swap it in."""
+    while _wait_until_due(catalog_id):
+        _rebuild_now(catalog_id)
+
+
+def _wait_until_due(catalog_id: int) -> bool:
+    """Sleep until the catalog's rebuild is due (True), or find none is (False: the
+    thread then leaves ``_rebuilding`` under the same lock, so a later request
+    starts a new one instead of counting on this one)."""
+    while True:
+        with _lock:
+            due = _due.get(catalog_id)
+            if due is None or catalog_id not in _cache:
+                _due.pop(catalog_id, None)
+                _rebuilding.pop(catalog_id, None)
+                return False
+            if time.monotonic() >= due:
+                del _due[catalog_id]
+                return True
+        time.sleep(min(0.1, max(due - time.monotonic(), 0.0)))
+
+
+def _rebuild_now(catalog_id: int) -> None:
     """Until the current snapshot's index is fresh: build one and swap it in."""
-    until = time.monotonic() + delay
-    while time.monotonic() < until:
-        if catalog_id not in _cache:  # cleared meanwhile: nothing to rebuild
-            return
-        time.sleep(min(0.1, max(until - time.monotonic(), 0.0)))
     while True:
         entry = _cache.get(catalog_id)
         if entry is None or not entry.stale_index:
@@ -488,3 +507,4 @@ def wait_for_rebuilds(timeout: float = 60.0) -> None:
 def clear() -> None:
     with _lock:
         _cache.clear()
+        _due.clear()

@@ -39,7 +39,15 @@ def test_a_job_of_a_killed_worker_is_taken_over_at_once_by_the_next_worker(
     job = start_import(
         catalog, a_big_import(300), "canonical", actor=make_user("carla")
     )
-    slow = {**LONG_LEASE, "QUIVER_IMPORT_EMBED_LAG": "2", "QUIVER_EMBED_BATCH": "2"}
+    # Small chunks, each followed by embedding its tools two at a time: the job
+    # is still far from done when the worker is killed (one 250-tool chunk could
+    # commit the whole import between two looks at its progress).
+    slow = {
+        **LONG_LEASE,
+        "QUIVER_IMPORT_CHUNK": "10",
+        "QUIVER_IMPORT_EMBED_LAG": "2",
+        "QUIVER_EMBED_BATCH": "2",
+    }
     doomed = start_worker("doomed-import", slow)
     try:
         wait_until(

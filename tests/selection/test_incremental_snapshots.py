@@ -152,6 +152,25 @@ def test_a_large_catalog_serves_at_once_and_rebuilds_its_index_in_the_background
     assert_same_as_a_full_rebuild(catalog, current(catalog))
 
 
+def test_a_sooner_rebuild_is_not_held_back_by_one_scheduled_for_later(
+    catalog, settings
+):
+    """A rebuild scheduled an hour ahead (its thread asleep), then the cache cleared
+    and filled again under the same catalog id: a rebuild due now still runs now."""
+    settings.QUIVER_SNAPSHOT_INLINE_INDEX_MAX = 0
+    settings.QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY = 3_600
+    current(catalog)
+    make_tool(catalog, "forecast_rain", description="Rain forecast for a city.")
+    assert current(catalog).index.base is not None  # patched; rebuild in an hour
+    snapshots.clear()
+    current(catalog)
+    settings.QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY = 0
+    make_tool(catalog, "forecast_snow", description="Snow forecast for a city.")
+    assert current(catalog).index.base is not None
+    wait_for_rebuilds(timeout=20)
+    assert current(catalog).index.base is None
+
+
 def test_a_change_the_feed_missed_makes_a_full_rebuild_not_a_stale_tool(catalog):
     current(catalog)
     # A write that left no change record (not through the services).
