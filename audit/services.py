@@ -19,6 +19,8 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from audit.sealing import seal_and_checkpoint, seal_pending
 from audit.verify import ChainCheck, Damage, parse_since, verify_chain
+from audit.writer import PendingEvent
+from audit.writer import record_event_soon as record_event_soon_built
 from catalog.access import actor_name, stored_user
 from config.copy_rows import copy_insert
 
@@ -27,6 +29,7 @@ __all__ = [
     "Damage",
     "parse_since",
     "record_event",
+    "record_event_soon",
     "record_events",
     "seal_and_checkpoint",
     "seal_pending",
@@ -53,21 +56,52 @@ def record_event(
 ) -> AuditEvent:
     """Append one unsealed event, inside the caller's transaction if any (a single
     INSERT: it needs no savepoint of its own)."""
-    event = AuditEvent(
+    event = _event(event_type, actor, request_id, selection_id, locals())
+    event.save()
+    return event
+
+
+def record_event_soon(
+    event_type: str,
+    *,
+    actor: Any,
+    request_id: uuid.UUID | None,
+    catalog_slug: str = "",
+    catalog_version: int = 0,
+    summary: str,
+    input: dict[str, Any],
+    output: dict[str, Any],
+    selection_id: uuid.UUID | None = None,
+) -> PendingEvent:
+    """``record_event`` whose COMMIT may run beside the caller (audit.writer): the
+    caller must ``wait()`` on the handle before it sends anything the row records.
+    In a transaction the row is written in it at once."""
+    fields = dict(locals(), created=timezone.now())
+    return record_event_soon_built(
+        lambda: _event(event_type, actor, request_id, selection_id, fields)
+    )
+
+
+def _event(
+    event_type: str,
+    actor: Any,
+    request_id: uuid.UUID | None,
+    selection_id: uuid.UUID | None,
+    fields: dict[str, Any],
+) -> AuditEvent:
+    return AuditEvent(
         event_type=event_type,
         actor=stored_user(actor),
         actor_name=actor_name(actor),
         request_id=request_id or uuid.uuid4(),
         selection_id=selection_id,
-        catalog_slug=catalog_slug,
-        catalog_version=catalog_version,
-        summary=summary[:300],
-        input=_plain(input),
-        output=_plain(output),
-        created=timezone.now(),
+        catalog_slug=fields["catalog_slug"],
+        catalog_version=fields["catalog_version"],
+        summary=fields["summary"][:300],
+        input=_plain(fields["input"]),
+        output=_plain(fields["output"]),
+        created=fields.get("created") or timezone.now(),
     )
-    event.save()
-    return event
 
 
 def record_events(

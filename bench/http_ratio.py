@@ -19,8 +19,14 @@ all three alike:
   scorer), client-measured, and the answer's ``stats.timings_ms``;
 * **no-op read**: ``GET /api/v1/catalogs/{slug}/`` with the same key.
 
-The audit write's share is the answer's own ``timings_ms.audit`` (the row is
-written inside the request; p50 of ``total - audit`` is the request without it).
+* **select, rows on the request thread**: the same request to a second gunicorn
+  with ``QUIVER_AUDIT_WRITERS=0``, which writes each audit row on the request's
+  thread (as before audit/writer.py), interleaved in the same rounds.
+
+The audit write's time on the answer's path is the answer's own
+``timings_ms.audit`` (building the row and handing it to a writer thread) plus
+``Server-Timing: audit_wait`` (how long the rendered answer then waited for the
+row's COMMIT); p50 of ``total - audit`` is the request without the handoff.
 Targets (issue #12, #9): select p50 <= 0.35x peer p50, p95 <= 0.5x peer p95,
 select p50 <= 3x no-op p50, audit p50 <= 1 ms.
 """
@@ -90,6 +96,8 @@ class Run:
     peer: list[float] = field(default_factory=list)
     select: list[float] = field(default_factory=list)
     noop: list[float] = field(default_factory=list)
+    select_sync: list[float] = field(default_factory=list)
+    audit_wait: list[float] = field(default_factory=list)
     stages: dict[str, list[float]] = field(default_factory=dict)
     load: float = 0.0
 
@@ -106,7 +114,7 @@ def timed(call: Callable[[], httpx.Response]) -> tuple[float, httpx.Response]:
 def measure(
     b: speed.Built,
     client: httpx.Client,
-    base: str,
+    bases: tuple[str, str],
     encode: Callable[[str], np.ndarray],
     args: argparse.Namespace,
 ) -> Run:
@@ -115,15 +123,18 @@ def measure(
     pool = speed.query_pool(speed.dataset_for(b.size))
     queries, warmup = pool[: args.requests], pool[-args.warmup :]
     slug = b.catalog.slug
+    base, sync_base = bases
     select_url, noop_url = f"{base}/api/v1/select", f"{base}/api/v1/catalogs/{slug}/"
 
-    def select(text: str) -> tuple[float, httpx.Response]:
-        return timed(
-            lambda: client.post(select_url, json={"catalog": slug, "query": text})
-        )
+    def select(text: str, url: str = select_url) -> tuple[float, httpx.Response]:
+        return timed(lambda: client.post(url, json={"catalog": slug, "query": text}))
+
+    def select_sync(text: str) -> float:
+        return select(text, f"{sync_base}/api/v1/select")[0]
 
     for text in warmup:
         select(text)
+        select_sync(text)
         timed(lambda: client.get(noop_url))
         peer_select(encode, matrix, text)
     run = Run(b.label, b.tools, stages={name: [] for name in STAGES})
@@ -133,9 +144,20 @@ def measure(
         run.select.append(ms)
         for name, value in response.json()["stats"]["timings_ms"].items():
             run.stages.setdefault(name, []).append(float(value))
+        run.audit_wait.append(audit_wait_ms(response))
+        run.select_sync.append(select_sync(text))
         run.noop.append(timed(lambda: client.get(noop_url))[0])
     run.load = os.getloadavg()[0]
     return run
+
+
+def audit_wait_ms(response: httpx.Response) -> float:
+    """``Server-Timing: audit_wait;dur=N`` (0 when the row was written inline)."""
+    for part in response.headers.get("Server-Timing", "").split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if name == "audit_wait":
+            return float(duration)
+    return 0.0
 
 
 def p(samples: Sequence[float] | np.ndarray, q: float) -> float:
@@ -146,12 +168,14 @@ def ratio_table(runs: list[Run]) -> str:
     headers = [
         "catalog", "peer p50 / p95", "select p50 / p95", "no-op p50 / p95",
         "select/peer p50 (<= 0.35)", "select/peer p95 (<= 0.5)",
-        "select/no-op p50 (<= 3)", "audit p50 (<= 1 ms)",
-        "server total p50 / without audit", "load",
+        "select/no-op p50 (<= 3)", "audit on the path p50 (<= 1 ms)",
+        "server total p50 / without audit", "select p50, rows on request thread",
+        "load",
     ]  # fmt: skip
     rows = []
     for r in runs:
         total, audit = np.asarray(r.stages["total"]), np.asarray(r.stages["audit"])
+        on_path = audit + np.asarray(r.audit_wait)
         rows.append([
             f"{r.label} ({r.tools:,})",
             f"{p(r.peer, 50):.1f} / {p(r.peer, 95):.1f}",
@@ -160,8 +184,9 @@ def ratio_table(runs: list[Run]) -> str:
             f"{p(r.select, 50) / p(r.peer, 50):.2f}",
             f"{p(r.select, 95) / p(r.peer, 95):.2f}",
             f"{p(r.select, 50) / p(r.noop, 50):.2f}",
-            f"{p(audit, 50):.2f}",
+            f"{p(on_path, 50):.2f} ({p(audit, 50):.2f} + {p(r.audit_wait, 50):.2f})",
             f"{p(total, 50):.1f} / {p(total - audit, 50):.1f}",
+            f"{p(r.select_sync, 50):.1f}",
             f"{r.load:.1f}",
         ])  # fmt: skip
     return speed.table(headers, rows)
@@ -221,13 +246,16 @@ def main(argv: list[str]) -> int:
             speed.CLIENT_NAME, "agent", catalogs=[b.catalog.slug for b in built]
         )
         headers = {"Authorization": f"Bearer {key}"}
+        inline = {"QUIVER_AUDIT_WRITERS": "0"}
         with (
             speed.server(log_dir) as web,
+            speed.server(log_dir, inline) as web_inline,
             httpx.Client(headers=headers, timeout=900) as client,
         ):
             for b in built:
                 speed.say(f"{b.tools:,} tools: {args.requests} interleaved rounds")
-                runs.append(measure(b, client, web.url, encode, args))
+                urls = (web.url, web_inline.url)
+                runs.append(measure(b, client, urls, encode, args))
     finally:
         if not args.keep:
             speed.clean_up()

@@ -468,12 +468,12 @@ def cpu_seconds(pid: int | None) -> float | None:
 class Server:
     """gunicorn serving config.wsgi with this process's environment."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.app_name = f"{PREFIX}-web-{self.port}"
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"gunicorn-{self.port}.log"
-        env = {**os.environ, "PGAPPNAME": self.app_name}
+        env = {**os.environ, **(env or {}), "PGAPPNAME": self.app_name}
         command = [
             sys.executable, "-m", "gunicorn", "config.wsgi:application",
             "--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "1",
@@ -531,8 +531,8 @@ class Server:
 
 
 @contextmanager
-def server(log_dir: Path) -> Iterator[Server]:
-    web = Server(log_dir)
+def server(log_dir: Path, env: dict[str, str] | None = None) -> Iterator[Server]:
+    web = Server(log_dir, env)
     try:
         yield web
     finally:
@@ -773,8 +773,8 @@ PROFILE_MARKERS = (
         "embed_query (selection/adapters/pgvector.py",
     ),
     ("  engine select()", "select (selection/engine/engine.py"),
-    ("  tool definitions", "_definitions (selection/services/select.py"),
-    ("  audit write (record_event)", "record_event (audit/services.py"),
+    ("  tool definitions", "_picked (selection/services/select.py"),
+    ("  audit write (record_event)", "_write (audit/writer.py"),
     ("response rendering (JSON)", "render (rest_framework/renderers.py"),
     ("all SQL round trips (execute)", "execute (django/db/backends/utils.py"),
     ("DB commit", "commit (django/db/backends/base/base.py"),

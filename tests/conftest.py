@@ -17,6 +17,7 @@ from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 from rest_framework.test import APIClient
 
+from audit.writer import WRITERS
 from catalog.services import ensure_default_catalog
 from tests.audit_trail import Trail, make_audit_trail
 from tests.factories import make_client_key, make_user
@@ -39,6 +40,14 @@ def audit_checkpoints_per_test(settings: Any, tmp_path: Path) -> Path:
     path = tmp_path / "audit-checkpoints.jsonl"
     settings.QUIVER_AUDIT_CHECKPOINT_FILE = path
     return path
+
+
+@pytest.fixture(autouse=True)
+def audit_writers_stop_after_each_test() -> Iterator[None]:
+    """Audit writer threads (audit.writer) hold connections of their own; they end
+    with the test, so none is left open when the test database is dropped."""
+    yield
+    WRITERS.stop()
 
 
 @pytest.fixture(autouse=True)

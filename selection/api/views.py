@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError, transaction
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.exceptions import NotFound, ValidationError
@@ -16,10 +17,12 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from audit.writer import PendingEvent, pending_total_ms, wait_all
 from catalog.access import access_for, get_catalog_for_user
 from catalog.permissions import CuratorWrites
 from config.api_errors import first_message
 from config.http import request_id, request_started
+from config.middleware import database_unavailable
 from config.ratelimit import BatchRateThrottle, ClientRateThrottle
 from selection.api import serializers as s
 from selection.engine import RequestError
@@ -35,15 +38,22 @@ from selection.services.validate import find_tool, validate_tool_call
 from selection.toolcalls.parse import ShapeError, parse_tool_calls
 
 log = logging.getLogger(__name__)
+AUDIT_FAILED = "audit: the answer could not be recorded, so it was not given; try again"
 
 
 def answer_for(
-    request: Request, data: dict[str, Any], *, timed: bool = True
+    request: Request,
+    data: dict[str, Any],
+    *,
+    timed: bool = True,
+    pending: list[PendingEvent] | None = None,
 ) -> dict[str, Any]:
     """One selection for validated input; the engine's refusals name their field.
 
     ``timed``: report the time before the view (middleware, authentication,
-    throttling, parsing) as ``auth`` (not for the later items of a batch)."""
+    throttling, parsing) as ``auth`` (not for the later items of a batch).
+    ``pending``: the audit row may commit while the answer is serialised; the
+    caller must hold the answer until it has (``hold_until_recorded``)."""
     started = request_started(request) if timed else None
     arrived = None
     if started is not None:
@@ -57,6 +67,7 @@ def answer_for(
             actor=request.user,
             request_id=request_id(request),
             arrived=arrived,
+            pending=pending,
         )
     except RequestError as exc:
         raise ValidationError(
@@ -76,7 +87,36 @@ class SelectView(generics.GenericAPIView):
     def post(self, request: Request) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return Response(answer_for(request, dict(serializer.validated_data)))
+        pending: list[PendingEvent] = []
+        data = answer_for(request, dict(serializer.validated_data), pending=pending)
+        response = Response(data)
+        response.add_post_render_callback(hold_until_recorded(request, pending))
+        return response
+
+
+def hold_until_recorded(
+    request: Request, pending: list[PendingEvent]
+) -> Callable[[HttpResponse], HttpResponse | None]:
+    """A post-render callback: the rendered answer waits until its audit row has
+    committed (its flush ran while the answer was serialised and rendered). A row
+    that could not be written replaces the answer with a 503 naming the part, so
+    no answer leaves without its row. ``Server-Timing: audit_wait`` says how long
+    the answer waited."""
+
+    def callback(response: HttpResponse) -> HttpResponse | None:
+        try:
+            wait_all(pending)
+        except (OperationalError, InterfaceError) as exc:
+            log.warning("selection not recorded, answer withheld: %s", exc)
+            return database_unavailable(request)
+        except Exception:
+            log.exception("selection not recorded, answer withheld")
+            body = {"error": "unavailable", "detail": AUDIT_FAILED, "service": "audit"}
+            return JsonResponse(body, status=503)
+        response["Server-Timing"] = f"audit_wait;dur={pending_total_ms(pending):.3f}"
+        return None
+
+    return callback
 
 
 class SelectBatchView(generics.GenericAPIView):

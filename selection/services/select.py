@@ -7,7 +7,6 @@ semantic pool from pgvector and the LLM callable, caches whole answers on exactl
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import threading
@@ -15,11 +14,11 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from audit.choices import EventType
-from audit.services import record_event
+from audit.services import PendingEvent, record_event, record_event_soon
 from catalog.access import access_for
 from catalog.formats import export_tool
 from catalog.models import Catalog, Tool
@@ -42,9 +41,9 @@ _lock = threading.Lock()
 # An answer and each pick's version and content hash (for the audit row).
 CachedAnswer = tuple[SelectionAnswer, dict[str, dict[str, Any]]]
 _answers: OrderedDict[str, CachedAnswer] = OrderedDict()
-# (catalog id, catalog version, update time, format, tool name) -> definition.
+# (catalog id, catalog version, update time, format, tool name) -> Picked.
 # Any write to a catalog's tools bumps its version, so an entry never goes stale.
-_definitions_cache: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_definitions_cache: OrderedDict[tuple[Any, ...], Picked] = OrderedDict()
 
 
 def cache_key(
@@ -66,11 +65,14 @@ def select_tools(
     actor: Any,
     request_id: uuid.UUID | None = None,
     arrived: tuple[float, float] | None = None,
+    pending: list[PendingEvent] | None = None,
 ) -> SelectionAnswer:
     """The answer to one selection request, with its audit row (same transaction).
 
     ``stats.timings_ms`` says where this answer's time went; ``arrived`` is the
-    request's arrival stamp and the milliseconds before the view (auth)."""
+    request's arrival stamp and the milliseconds before the view (auth).
+    ``pending``: the row may commit beside the caller (audit.writer); its handle
+    is appended there, and the caller waits on it before sending the answer."""
     began = time.perf_counter()
     watch = Stopwatch(arrived[0] if arrived else began)
     watch.ms["auth"] = arrived[1] if arrived else 0.0
@@ -79,9 +81,7 @@ def select_tools(
     key = cache_key(catalog, snapshot_stamp(snapshot), request, fmt)
     hit = _cached(key)
     if hit is None:
-        answer = _compute(catalog, (snapshot, names), request, fmt, watch)
-        with watch.stage("definitions"):
-            versions = _versions(catalog, answer.names)
+        answer, versions = _compute(catalog, (snapshot, names), request, fmt, watch)
         if not answer.degraded:
             # A degraded answer (timeout, fallback) must not outlive its cause.
             _store(key, (answer, versions))
@@ -95,7 +95,10 @@ def select_tools(
         timings_ms=watch.report(),
     )
     with watch.stage("audit"):
-        _audit(catalog, request, fmt, served, (actor, request_id, versions))
+        who = (actor, request_id, versions)
+        handle = _audit(catalog, request, fmt, served, who, soon=pending is not None)
+        if pending is not None:
+            pending.append(handle)
     return served.with_timings(watch.report())
 
 
@@ -105,9 +108,14 @@ def _audit(
     fmt: str,
     served: SelectionAnswer,
     who: tuple[Any, uuid.UUID | None, dict[str, dict[str, Any]]],
-) -> None:
+    *,
+    soon: bool,
+) -> PendingEvent:
+    """The selection's row: written now, or (``soon``) committing beside the
+    caller, who waits on the handle before sending the answer."""
     actor, request_id, versions = who
-    record_event(
+    write = record_event_soon if soon else _record_now
+    return write(
         EventType.SELECTION,
         actor=actor,
         request_id=request_id,
@@ -118,6 +126,10 @@ def _audit(
         input=_audit_input(request, fmt, actor),
         output=served.audit_record(versions),
     )
+
+
+def _record_now(event_type: str, **fields: Any) -> PendingEvent:
+    return PendingEvent.written(record_event(event_type, **fields))
 
 
 def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, Any]:
@@ -148,7 +160,8 @@ def _compute(
     request: SelectionRequest,
     fmt: str,
     watch: Stopwatch,
-) -> SelectionAnswer:
+) -> CachedAnswer:
+    """The answer and each pick's version and content hash."""
     snapshot, names = snapshot_and_names
     scorer = request.scorer or snapshot.settings.default_scorer
     semantic = None
@@ -161,15 +174,20 @@ def _compute(
     with watch.stage("engine"):
         result = select(snapshot, request, semantic=semantic, llm=llm)
     with watch.stage("definitions"):
-        definitions = _definitions(catalog, result.names, fmt)
-    return build_answer(
+        picked = _picked(catalog, result.names, fmt)
+    answer = build_answer(
         catalog=catalog.slug,
         catalog_version=catalog.version,
         settings_version=int(snapshot.version.split(".")[-1]),
         result=result,
         request=request,
-        definitions=definitions,
+        definitions={name: pick.definition for name, pick in picked.items()},
     )
+    versions = {
+        name: {"version": pick.version, "content_hash": pick.content_hash}
+        for name, pick in picked.items()
+    }
+    return answer, versions
 
 
 def _semantic(
@@ -216,22 +234,39 @@ def _named(
     return {name: score for name, score in named if name is not None}
 
 
-def _definitions(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Any]:
-    """Each picked tool's provider-ready definition, read once per catalog version."""
+@dataclass(frozen=True)
+class Picked:
+    """What an answer shows and records of one pick: its provider-ready definition
+    (shared by every answer that offers it: never changed), version and hash."""
+
+    definition: dict[str, Any]
+    version: int
+    content_hash: str
+
+
+def _picked(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Picked]:
+    """Each pick's definition, version and hash, read once per catalog version:
+    any write to a catalog's tools bumps its version, so an entry never goes
+    stale, and a request whose picks are all known runs no query."""
     stamp = (catalog.pk, catalog.version, catalog.updated.isoformat(), fmt)
-    found: dict[str, Any] = {}
     with _lock:
-        for name in names:
-            definition = _definitions_cache.get((*stamp, name))
-            if definition is not None:
-                found[name] = copy.deepcopy(definition)
+        found = {
+            name: hit
+            for name in names
+            if (hit := _definitions_cache.get((*stamp, name))) is not None
+        }
     missing = [name for name in names if name not in found]
     if missing:
         tools = Tool.objects.filter(catalog=catalog, name__in=missing)
-        fresh = {tool.name: export_tool(tool_to_spec(tool), fmt) for tool in tools}
+        fresh = {
+            tool.name: Picked(
+                export_tool(tool_to_spec(tool), fmt), tool.version, tool.content_hash
+            )
+            for tool in tools
+        }
         with _lock:
-            for name, definition in fresh.items():
-                _definitions_cache[(*stamp, name)] = copy.deepcopy(definition)
+            for name, pick in fresh.items():
+                _definitions_cache[(*stamp, name)] = pick
             while len(_definitions_cache) > DEFINITION_CACHE_SIZE:
                 _definitions_cache.popitem(last=False)
         found.update(fresh)
@@ -261,15 +296,3 @@ def _summary(request: SelectionRequest, answer: SelectionAnswer) -> str:
     if request.messages:
         query = "(conversation)"
     return f"{query[:150]} -> {picked}"
-
-
-def _versions(catalog: Catalog, names: list[str]) -> dict[str, dict[str, Any]]:
-    """Each pick's version and content hash, so a later tool call can be checked
-    against the exact version offered (selection.toolcalls)."""
-    if not names:
-        return {}
-    rows = Tool.objects.filter(catalog=catalog, name__in=names)
-    return {
-        name: {"version": version, "content_hash": digest}
-        for name, version, digest in rows.values_list("name", "version", "content_hash")
-    }

@@ -31,10 +31,11 @@ def test_a_new_selection_costs_a_fixed_number_of_queries(
     agent, django_assert_num_queries
 ):
     agent.post("/api/v1/select", {"query": "send mail to Bob"}, format="json")
-    # The cached answer's four plus the picks' versions for the audit row: the
-    # semantic pool is scored in process from the snapshot's vectors (no pgvector
-    # round trip) and the picks' definitions come from a per-version cache.
-    with django_assert_num_queries(5):
+    # The cached answer's four: the semantic pool is scored in process from the
+    # snapshot's vectors (no pgvector round trip), and the picks' definitions,
+    # versions and hashes come from a per-version cache (the earlier request
+    # offered the same tools).
+    with django_assert_num_queries(4):
         response = agent.post(
             "/api/v1/select", {"query": "send an email to Dana"}, format="json"
         )
