@@ -1,13 +1,16 @@
-"""A selection's audit row written beside its answer, committed before it is sent.
+"""A selection's audit row sent before its answer is rendered, committed before it
+is sent.
 
 A selection's row is its own transaction, and its COMMIT waits for the WAL flush (a
-few milliseconds on a real disk): on the request's thread that wait adds straight to
-the answer's latency. ``record_event_soon`` hands the INSERT to a small pool of
-writer threads, each with its own database connection, so the flush overlaps the
-answer's serialisation and rendering. The caller then waits on the handle
-(``PendingEvent.wait``) before a byte of the answer goes out: an answer is never
-sent without its committed row, and a row that could not be written turns the
-answer into an error.
+few milliseconds on a real disk): written on the request's path, that wait adds
+straight to the answer's latency. ``record_event_soon`` sends the row's INSERT on a
+connection of its own (one per thread, autocommit, the simple query protocol, so the
+server commits it on its own) and returns at once; the server executes and flushes
+while the answer is serialised and rendered on this thread, and the caller collects
+the server's reply (``PendingEvent.wait``) before a byte of the answer goes out. An
+answer is never sent without its committed row, and a row that could not be written
+turns the answer into an error. No thread hands work to another: Python's GIL would
+hold a writer thread back for as long as the request thread renders.
 
 Inside a transaction (a batch of selections, a test) the row is written at once in
 that transaction, exactly as ``record_event`` does.
@@ -15,128 +18,185 @@ that transaction, exactly as ``record_event`` does.
 
 from __future__ import annotations
 
-import queue
+import select
 import threading
 import time
+import weakref
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
 
+import psycopg
 from django.conf import settings
-from django.db import OperationalError, connection, connections
+from django.db import DatabaseError, IntegrityError, OperationalError, connection
+from django.db.models.sql import InsertQuery
+from psycopg import pq
+from psycopg.pq.abc import PGresult
 
 from audit.models import AuditEvent
 
 WAIT_TIMEOUT_S = 30.0
-Job = tuple[Future[AuditEvent], Callable[[], AuditEvent]] | None
+# A connection idle longer than this is pinged before it carries a row, so a
+# restarted database costs no answer.
+PING_AFTER_IDLE_S = 2.0
 
 
 class PendingEvent:
-    """An audit row being written; ``wait`` returns it once committed, or raises
-    what the write raised (``OperationalError`` when it did not finish in time)."""
+    """An audit row on its way; ``wait`` returns it once committed, or raises what
+    the database answered (``OperationalError`` for a lost connection or a
+    timeout, ``IntegrityError`` for a refused row, else ``DatabaseError``)."""
 
-    def __init__(self, future: Future[AuditEvent]) -> None:
-        self._future = future
+    def __init__(self, event: AuditEvent, sender: _Sender | None = None) -> None:
+        self.event = event
+        self._sender = sender
         self.waited_ms = 0.0
 
-    @classmethod
-    def written(cls, event: AuditEvent) -> PendingEvent:
-        future: Future[AuditEvent] = Future()
-        future.set_result(event)
-        return cls(future)
-
     def wait(self, timeout: float = WAIT_TIMEOUT_S) -> AuditEvent:
-        began = time.perf_counter()
-        try:
-            return self._future.result(timeout)
-        except FutureTimeout as exc:
-            raise OperationalError(
-                f"audit: the row was not committed within {timeout:.0f} s"
-            ) from exc
-        finally:
-            self.waited_ms += (time.perf_counter() - began) * 1000
+        if self._sender is not None:
+            began = time.perf_counter()
+            sender, self._sender = self._sender, None
+            try:
+                sender.collect(timeout)
+            finally:
+                self.waited_ms += (time.perf_counter() - began) * 1000
+        return self.event
 
 
-def writes_beside() -> bool:
+def sends_beside() -> bool:
     """Whether this thread's writes commit on their own (no transaction is open),
-    so a row written on another connection commits exactly as it would here."""
+    so a row committed on another connection commits exactly as it would here."""
     return (
-        settings.QUIVER_AUDIT_WRITERS > 0
+        settings.QUIVER_AUDIT_SEND_EARLY
         and connection.get_autocommit()
         and not connection.in_atomic_block
     )
 
 
 def record_event_soon(build: Callable[[], AuditEvent]) -> PendingEvent:
-    """Write the event ``build`` makes: on a writer thread when this thread is
-    in autocommit, else here, in the open transaction."""
-    if not writes_beside():
-        event = build()
-        event.save()
-        return PendingEvent.written(event)
-    return PendingEvent(WRITERS.submit(build))
-
-
-def _write(build: Callable[[], AuditEvent]) -> AuditEvent:
-    """On a writer thread: its own connection, checked first when the last use
-    failed or it is past its age, so a restarted database costs no answer."""
-    connection.close_if_unusable_or_obsolete()
+    """Send the row ``build`` makes on this thread's audit connection (or, in a
+    transaction, write it in that transaction at once)."""
     event = build()
-    event.save()
-    return event
+    if not sends_beside():
+        event.save()
+        return PendingEvent(event)
+    sender = _sender()
+    sender.send(_insert_sql(event, sender))
+    return PendingEvent(event, sender)
 
 
-class _Writers:
-    """The process's writer threads, started on first use (after a server's fork),
-    taking jobs from one queue; ``stop`` closes their connections and ends them."""
+def _insert_sql(event: AuditEvent, sender: _Sender) -> bytes:
+    """The row's INSERT with its values inlined, as Django would write it."""
+    meta = AuditEvent._meta
+    fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
+    query = InsertQuery(AuditEvent)
+    query.insert_values(fields, [event])
+    ((sql, params),) = query.get_compiler(connection=connection).as_sql()
+    return psycopg.ClientCursor(sender.connection()).mogrify(sql, params).encode()
+
+
+class _Sender:
+    """One thread's audit connection: at most one row in flight at a time."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
+        self._conn: psycopg.Connection | None = None
+        self._in_flight = False
+        self._last_used = 0.0
 
-    def submit(self, build: Callable[[], AuditEvent]) -> Future[AuditEvent]:
-        future: Future[AuditEvent] = Future()
-        with self._lock:
-            if not self._threads:
-                self._start(int(settings.QUIVER_AUDIT_WRITERS))
-            self._jobs.put((future, build))
-        return future
-
-    def _start(self, count: int) -> None:
-        for number in range(count):
-            thread = threading.Thread(
-                target=self._run, name=f"audit-writer-{number}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
-
-    def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            future, build = job
+    def connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            params = connection.get_connection_params()
+            params.pop("cursor_factory", None)
             try:
-                future.set_result(_write(build))
-            except BaseException as exc:  # the waiting request re-raises it
-                future.set_exception(exc)
-        connections.close_all()
+                self._conn = psycopg.connect(**params, autocommit=True)
+            except psycopg.OperationalError as exc:
+                raise OperationalError(str(exc)) from exc
+        return self._conn
 
-    def stop(self) -> None:
-        """End the threads once they finish what they hold (tests, shutdown)."""
-        with self._lock:
-            threads, self._threads = self._threads, []
-            for _ in threads:
-                self._jobs.put(None)
-        for thread in threads:
-            thread.join()
+    def send(self, sql: bytes) -> None:
+        if self._in_flight:  # an answer that was never rendered left one
+            self.collect(WAIT_TIMEOUT_S)
+        if time.monotonic() - self._last_used > PING_AFTER_IDLE_S:
+            self._ping()
+        try:
+            self.connection().pgconn.send_query(sql)
+        except psycopg.OperationalError as exc:
+            self.close()
+            raise OperationalError(f"audit: {exc}") from exc
+        self._in_flight = True
+
+    def _ping(self) -> None:
+        """A dead connection is replaced before it carries a row."""
+        try:
+            self.connection().execute("SELECT 1")
+        except psycopg.Error:
+            self.close()
+
+    def collect(self, timeout: float) -> None:
+        """Read the server's reply to the row in flight; raise what it reports."""
+        self._in_flight = False
+        self._last_used = time.monotonic()
+        results = self._results(timeout)
+        bad = [r for r in results if r.status != pq.ExecStatus.COMMAND_OK]
+        if bad:
+            raise _error(bad[0])
+
+    def _results(self, timeout: float) -> list[PGresult]:
+        conn = self.connection()
+        pgconn, deadline = conn.pgconn, time.monotonic() + timeout
+        results: list[PGresult] = []
+        try:
+            while True:
+                pgconn.consume_input()
+                while not pgconn.is_busy():
+                    result = pgconn.get_result()
+                    if result is None:
+                        return results
+                    results.append(result)
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([pgconn.socket], [], [], left)[0]:
+                    raise OperationalError(
+                        f"audit: the row was not committed within {timeout:.0f} s"
+                    )
+        except (psycopg.OperationalError, OperationalError, OSError) as exc:
+            self.close()
+            raise OperationalError(f"audit: {exc}") from exc
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._in_flight = None, False
 
 
-WRITERS = _Writers()
+def _error(result: PGresult) -> DatabaseError:
+    message = (result.error_message or b"").decode(errors="replace").strip()
+    state = (result.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
+    kind = IntegrityError if state.startswith("23") else DatabaseError
+    return kind(f"audit: {message} (SQLSTATE {state})")
+
+
+_local = threading.local()
+_all: weakref.WeakSet[_Sender] = weakref.WeakSet()
+_all_lock = threading.Lock()
+
+
+def _sender() -> _Sender:
+    sender = getattr(_local, "sender", None)
+    if sender is None:
+        sender = _local.sender = _Sender()
+        with _all_lock:
+            _all.add(sender)
+    return sender
+
+
+def close_all() -> None:
+    """Close every thread's audit connection (tests, before the database goes)."""
+    with _all_lock:
+        senders = list(_all)
+    for sender in senders:
+        sender.close()
 
 
 def pending_total_ms(pending: list[PendingEvent]) -> float:
     return sum(handle.waited_ms for handle in pending)
 
 
-def wait_all(pending: list[PendingEvent]) -> list[Any]:
+def wait_all(pending: list[PendingEvent]) -> list[AuditEvent]:
     return [handle.wait() for handle in pending]

@@ -19,12 +19,12 @@ all three alike:
   scorer), client-measured, and the answer's ``stats.timings_ms``;
 * **no-op read**: ``GET /api/v1/catalogs/{slug}/`` with the same key.
 
-* **select, rows on the request thread**: the same request to a second gunicorn
-  with ``QUIVER_AUDIT_WRITERS=0``, which writes each audit row on the request's
-  thread (as before audit/writer.py), interleaved in the same rounds.
+* **select, row written first**: the same request to a second gunicorn with
+  ``QUIVER_AUDIT_SEND_EARLY=false``, which writes each audit row on the request's
+  connection before rendering (as before audit/writer.py), in the same rounds.
 
 The audit write's time on the answer's path is the answer's own
-``timings_ms.audit`` (building the row and handing it to a writer thread) plus
+``timings_ms.audit`` (building the row and sending its INSERT) plus
 ``Server-Timing: audit_wait`` (how long the rendered answer then waited for the
 row's COMMIT); p50 of ``total - audit`` is the request without the handoff.
 Targets (issue #12, #9): select p50 <= 0.35x peer p50, p95 <= 0.5x peer p95,
@@ -169,7 +169,7 @@ def ratio_table(runs: list[Run]) -> str:
         "catalog", "peer p50 / p95", "select p50 / p95", "no-op p50 / p95",
         "select/peer p50 (<= 0.35)", "select/peer p95 (<= 0.5)",
         "select/no-op p50 (<= 3)", "audit on the path p50 (<= 1 ms)",
-        "server total p50 / without audit", "select p50, rows on request thread",
+        "server total p50 / without audit", "select p50, row written first",
         "load",
     ]  # fmt: skip
     rows = []
@@ -246,7 +246,7 @@ def main(argv: list[str]) -> int:
             speed.CLIENT_NAME, "agent", catalogs=[b.catalog.slug for b in built]
         )
         headers = {"Authorization": f"Bearer {key}"}
-        inline = {"QUIVER_AUDIT_WRITERS": "0"}
+        inline = {"QUIVER_AUDIT_SEND_EARLY": "false"}
         with (
             speed.server(log_dir) as web,
             speed.server(log_dir, inline) as web_inline,

@@ -316,10 +316,10 @@ QUIVER_AUDIT_CHECKPOINT_EVERY = env_int(
 QUIVER_AUDIT_CHECKPOINT_S = env_int(
     "QUIVER_AUDIT_CHECKPOINT_S", 60, minimum=1, maximum=86_400
 )
-# Threads per web process that write selections' audit rows beside the answer
-# (audit/writer.py: the COMMIT's flush overlaps rendering; the answer still waits
-# for it). 0 writes every row on the request's thread.
-QUIVER_AUDIT_WRITERS = env_int("QUIVER_AUDIT_WRITERS", 2, minimum=0, maximum=32)
+# A /select answer's audit row is sent before the answer is rendered, on a
+# connection of its own, and the answer waits for its COMMIT before it is sent
+# (audit/writer.py). Off: the row is written on the request's connection first.
+QUIVER_AUDIT_SEND_EARLY = env_bool("QUIVER_AUDIT_SEND_EARLY", True)
 QUIVER_AUDIT_SEAL_INTERVAL_S = env_int(
     "QUIVER_AUDIT_SEAL_INTERVAL_S", 2, minimum=1, maximum=3600
 )

@@ -17,7 +17,7 @@ from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 from rest_framework.test import APIClient
 
-from audit.writer import WRITERS
+from audit.writer import close_all as close_audit_connections
 from catalog.services import ensure_default_catalog
 from tests.audit_trail import Trail, make_audit_trail
 from tests.factories import make_client_key, make_user
@@ -43,11 +43,11 @@ def audit_checkpoints_per_test(settings: Any, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def audit_writers_stop_after_each_test() -> Iterator[None]:
-    """Audit writer threads (audit.writer) hold connections of their own; they end
-    with the test, so none is left open when the test database is dropped."""
+def audit_connections_close_after_each_test() -> Iterator[None]:
+    """Audit rows sent early (audit.writer) go over connections of their own; they
+    close with the test, so none is left open when the test database is dropped."""
     yield
-    WRITERS.stop()
+    close_audit_connections()
 
 
 @pytest.fixture(autouse=True)

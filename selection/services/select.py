@@ -129,7 +129,7 @@ def _audit(
 
 
 def _record_now(event_type: str, **fields: Any) -> PendingEvent:
-    return PendingEvent.written(record_event(event_type, **fields))
+    return PendingEvent(record_event(event_type, **fields))
 
 
 def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, Any]:
