@@ -208,13 +208,21 @@ def semantic_pool(data: Prepared, i: int, size: int) -> dict[str, float]:
     """Exactly the app's semantic pool: the top ``size`` tools by cosine, and for
     a request of several sentences the union with each sentence's top ``size``,
     scored by selection.engine.sentences (the app's in-process path)."""
-    whole = data.tool_vecs @ data.query_vecs[i]
+    query = data.query_vecs[i]
+    if WHOLE_FROM_SENTENCES[0] and len(data.sentence_vecs[i]):
+        mean = data.sentence_vecs[i].mean(axis=0)
+        query = mean / max(float(np.linalg.norm(mean)), 1e-12)
+    whole = data.tool_vecs @ query
     per_sentence = np.zeros((0, len(whole)))
     if len(data.sentence_vecs[i]):
         per_sentence = data.sentence_vecs[i] @ data.tool_vecs.T
     rows = pooled(whole, per_sentence, size)
     return rows.renamed(lambda j: data.specs[j].name)
 
+
+# --whole-from-sentences (experiment): a request of several sentences takes the
+# normalised mean of its sentence vectors as its whole-request vector.
+WHOLE_FROM_SENTENCES = [False]
 
 Ranked = list[tuple[list[str], list[float]]]
 
@@ -393,7 +401,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--data", choices=[*DATASETS, "all"], default="all")
     parser.add_argument("--limit", type=int, default=None, help="first N queries")
     parser.add_argument("--speed", action="store_true", help="latency instead")
+    parser.add_argument(
+        "--whole-from-sentences",
+        action="store_true",
+        help="experiment: the mean of the sentence vectors as the request's vector",
+    )
     args = parser.parse_args(argv)
+    WHOLE_FROM_SENTENCES[0] = args.whole_from_sentences
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     cache = EmbeddingCache(get_embedder())
     default = EngineSettings().default_scorer
