@@ -8,11 +8,17 @@ flush to disk); the same INSERT in a transaction that is rolled back (no flush);
 a bare round trip; and, for comparison only, the commit with
 ``synchronous_commit = off``, which Quiver does not use: an answer must never
 outlive a crash without its audit row.
+
+Then what the write adds to an answer that takes ``--render-ms`` of CPU to
+serialise and render after it (JSON encoding, holding the GIL as rendering does):
+written first (``QUIVER_AUDIT_SEND_EARLY=false``: INSERT + commit, then render)
+against sent early (audit/writer.py: send, render, collect the COMMIT's reply).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -32,7 +38,8 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from audit.services import record_event  # noqa: E402
+from audit.services import record_event, record_event_soon  # noqa: E402
+from audit.writer import close_all  # noqa: E402
 
 PICK = {"score": 0.5, "signals": {"bm25f": 0.4}}
 LEFT_OUT = {"stage": "policy", "reason": "role"}
@@ -55,6 +62,27 @@ def _record() -> None:
         input=INPUT,
         output=OUTPUT,
     )
+
+
+def _record_soon():  # type: ignore[no-untyped-def]
+    return record_event_soon(
+        "selection",
+        actor=None,
+        request_id=uuid.uuid4(),
+        selection_id=uuid.uuid4(),
+        catalog_slug="default",
+        summary="bench",
+        input=INPUT,
+        output=OUTPUT,
+    )
+
+
+def _render(ms: float) -> None:
+    """CPU work standing in for serialising and rendering the answer."""
+    until = time.perf_counter() + ms / 1000
+    body = {**OUTPUT, "definitions": [INPUT] * 20}
+    while time.perf_counter() < until:
+        json.dumps(body)
 
 
 def _rolled_back() -> None:
@@ -88,7 +116,9 @@ def _timed(step: Callable[[], None], n: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=500)
-    n = parser.parse_args().n
+    parser.add_argument("--render-ms", type=float, default=2.0)
+    args = parser.parse_args()
+    n, render_ms = args.n, args.render_ms
     call_command("migrate", verbosity=0)
     print(f"load average {os.getloadavg()[0]:.1f}, {n} writes each")
     print(f"{'step':58}{'p50 ms':>8}{'p95 ms':>8}")
@@ -100,6 +130,27 @@ def main() -> None:
     ):
         p50, p95 = _timed(step, n)
         print(f"{label:58}{p50:>8.2f}{p95:>8.2f}")
+    print(f"\nwhat the write adds to an answer rendered in {render_ms:.1f} ms of CPU")
+    print(f"{'path':58}{'p50 ms':>8}{'p95 ms':>8}")
+    only, _ = _timed(lambda: _render(render_ms), n)
+
+    def first() -> None:
+        _record()
+        _render(render_ms)
+
+    def early() -> None:
+        handle = _record_soon()
+        _render(render_ms)
+        handle.wait()
+
+    for _ in range(2):  # alternated, so load drift hits both alike
+        for label, step in (
+            ("written first, then rendered", first),
+            ("sent early, rendered, reply collected", early),
+        ):
+            p50, p95 = _timed(step, n)
+            print(f"{label:58}{p50 - only:>8.2f}{p95 - only:>8.2f}")
+    close_all()
 
 
 if __name__ == "__main__":
