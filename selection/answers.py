@@ -4,7 +4,7 @@ recorded, without the provider definitions, in the audit log."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from selection.engine.types import Exclusion, SelectionRequest, SelectionResult
@@ -80,17 +80,26 @@ class SelectionAnswer:
 
     def audit_record(self, versions: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """The answer for the audit log: no (large, reproducible) definitions, and
-        each pick's version and content hash."""
-        record = asdict(self)
+        each pick's version and content hash; ``excluded`` is every exclusion the
+        engine named. Built field by field: ``asdict`` would deep-copy every
+        definition only to drop it (most of the audit write's time)."""
+        record = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("tools", "excluded", "audit_exclusions")
+        }
         record["tools"] = [
             {
-                **{k: v for k, v in tool.items() if k != "definition"},
-                **versions.get(tool["name"], {}),
+                **{f.name: getattr(tool, f.name) for f in _TOOL_FIELDS},
+                **versions.get(tool.name, {}),
             }
-            for tool in record["tools"]
+            for tool in self.tools
         ]
-        record["excluded"] = record.pop("audit_exclusions")
+        record["excluded"] = [asdict(exclusion) for exclusion in self.audit_exclusions]
         return record
+
+
+_TOOL_FIELDS = [f for f in fields(AnsweredTool) if f.name != "definition"]
 
 
 def build_answer(
