@@ -71,6 +71,14 @@ def test_a_compliance_user_filters_by_tool_and_date_and_opens_a_selection(
         page.get_by_text("Tool calls checked against this selection")
     ).to_be_visible()
     screenshot(page, "audit-selection")
+    # "Why not get_weather?": answered in place, from the selection's record.
+    page.get_by_label("Tool of the catalog").fill("get_weather")
+    page.get_by_role("button", name="Explain").click()
+    answer = page.get_by_test_id("why-not-answer")
+    expect(answer).to_contain_text("get_weather was left out at the policy stage")
+    expect(answer).to_contain_text("blocked")
+    expect(answer).to_contain_text("From the selection's own record.")
+    screenshot(page, "audit-why-not")
 
 
 def test_a_compliance_user_opens_a_change_and_reads_its_diff(
