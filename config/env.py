@@ -87,7 +87,7 @@ def database_from_url(name: str, url: str) -> dict[str, object]:
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name}: the port is not a number") from exc
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "config.postgres",
         "NAME": database,
         "USER": unquote(parsed.username or ""),
         "PASSWORD": unquote(parsed.password or ""),
