@@ -3,7 +3,7 @@ export: a form whose fields are the filter names, so an unknown name or a bad va
 is named the same way everywhere.
 
 Tool, reason, actor and text filters go through the GIN index of the events'
-search tokens (audit.querysets.SearchTokens, audit/migrations/0007): a tool or a
+search tokens (the column ``search_tokens``, audit/migrations/0010): a tool or a
 reason is one exact token; an actor or a text is first narrowed to the events
 holding all its trigrams, then matched by ``icontains`` as before. The rare yes/no
 filters (degraded, no tool, invalid calls) each have a partial index whose

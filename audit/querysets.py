@@ -6,9 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.fields.array import (  # type: ignore[attr-defined]
-    ArrayContains,  # not in the stubs
-)
 from django.db import models
 from django.db.models import F, Func, Q, Value
 
@@ -16,11 +13,10 @@ from audit.choices import EventType
 
 
 class SearchTokens(Func):
-    """The words the audit filters look for in one event (the database function
-    of audit/migrations/0007, under the GIN index ``audit_event_search``):
-    ``p:``/``x:`` a tool offered/left out, ``r:`` a reason left out, ``s:`` the
-    selection a validation checks, ``a:``/``t:`` upper-cased trigrams of the actor's
-    name / of the summary and the query."""
+    """The words the audit filters look for in one event, computed from its
+    content by the database function of audit/migrations/0007. Kept for that
+    migration; rows store the result in ``search_tokens`` (0010), which the
+    filters read."""
 
     function = "audit_search_tokens"
     output_field = ArrayField(models.TextField())  # type: ignore[assignment]
@@ -39,18 +35,20 @@ class Trigrams(Func):
 
 
 def has_tokens(*tokens: str) -> Q:
-    """Events whose search tokens include all of ``tokens`` (the GIN index)."""
-    wanted = Value(list(tokens), output_field=ArrayField(models.TextField()))
-    return Q(ArrayContains(SearchTokens(), wanted))
+    """Events whose search tokens include all of ``tokens`` (the GIN index
+    ``audit_event_search``): ``p:``/``x:`` a tool offered/left out, ``r:`` a reason
+    left out, ``s:`` the selection a validation checks."""
+    return Q(search_tokens__contains=list(tokens))
 
 
 def may_contain_text(prefix: str, text: str) -> Q:
     """A fast necessary condition for "the ``prefix`` text contains ``text``, case
-    aside": it holds every trigram of ``text``. Texts under 3 characters have none,
-    so they get no condition (their own ``icontains`` decides, by a scan)."""
+    aside": it holds every trigram of ``text`` (``a:`` the actor's name, ``t:`` the
+    summary or the query). Texts under 3 characters have none, so they get no
+    condition (their own ``icontains`` decides, by a scan)."""
     if len(text) < 3:
         return Q()
-    return Q(ArrayContains(SearchTokens(), Trigrams(Value(prefix), Value(text))))
+    return Q(search_tokens__contains=Trigrams(Value(prefix), Value(text)))
 
 
 class AuditEventQuerySet(models.QuerySet):

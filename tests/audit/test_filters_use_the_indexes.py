@@ -8,8 +8,9 @@ import uuid
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import ProgrammingError, connection
 from django.db.models import Q
+from django.utils import timezone
 
 from audit.filters import filter_events
 from audit.models import AuditEvent
@@ -122,6 +123,55 @@ def test_a_selection_lists_the_validations_that_name_it():
     selection = AuditEvent.objects.order_by("id").first()
     linked = AuditEvent.objects.validations_of(str(selection.selection_id))
     assert [e.output.get("valid") for e in linked] == [False]
+
+
+def _tokens_computed_now(event_id: int) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT audit_search_tokens(event_type, actor_name, summary, input, "
+            "output) FROM audit_auditevent WHERE id = %s",
+            [event_id],
+        )
+        return cursor.fetchone()[0]
+
+
+def test_the_database_stores_each_events_search_tokens_on_insert():
+    _odd_events()
+    for event in AuditEvent.objects.all():
+        assert event.search_tokens == _tokens_computed_now(event.pk)
+    weather = AuditEvent.objects.get(summary__startswith="Wetter")
+    assert "p:get_weather" in weather.search_tokens
+
+
+def test_an_insert_cannot_choose_its_own_search_tokens():
+    event = AuditEvent.objects.create(
+        event_type="selection",
+        actor_name="mallory",
+        request_id=uuid.uuid4(),
+        catalog_slug="default",
+        input={},
+        output={"tools": []},
+        created=timezone.now(),
+        search_tokens=["p:get_weather"],
+    )
+    event.refresh_from_db()
+    assert "p:get_weather" not in event.search_tokens
+    assert not filter_events(AuditEvent.objects.all(), {"tool": "get_weather"})
+
+
+def test_nobody_can_change_an_events_search_tokens_after_its_insert():
+    _odd_events()
+    with pytest.raises(ProgrammingError, match="append-only"), connection.cursor() as c:
+        c.execute("UPDATE audit_auditevent SET search_tokens = '{p:wipe_disk}'")
+
+
+def test_sealing_keeps_each_events_search_tokens():
+    _odd_events()
+    before = dict(AuditEvent.objects.values_list("id", "search_tokens"))
+    from audit.sealing import seal_pending
+
+    assert seal_pending() == len(before)
+    assert dict(AuditEvent.objects.values_list("id", "search_tokens")) == before
 
 
 def _plan(params: dict[str, str]) -> str:
