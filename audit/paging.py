@@ -1,18 +1,59 @@
 """Pages of the audit list (console and API) that count at most ``COUNT_CAP``
 matches: counting every match of a filter over millions of rows costs more than
-the page itself, so past the cap the list says "more than"."""
+the page itself, so past the cap the list says "more than". Each list runs under
+``TIME_LIMIT_MS``, so a filter the indexes serve badly answers "narrow it" in
+seconds instead of running for minutes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from typing import Any, cast
 
 from django.core.paginator import Paginator
+from django.db import OperationalError, connection, transaction
 from django.db.models import QuerySet
+from psycopg.errors import QueryCanceled
+from rest_framework import status
+from rest_framework.exceptions import APIException
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
 COUNT_CAP = 10_000
+TIME_LIMIT_MS = 3_000
+
+
+class ListTooSlow(APIException):
+    """The list's queries ran past ``TIME_LIMIT_MS`` and were cancelled (the
+    console says so on the page; the API answers 503 with this detail)."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "too_slow"
+    default_detail = (
+        f"these filters took longer than {TIME_LIMIT_MS // 1000} s and were "
+        "stopped: narrow them (a day, a catalog, a tool or a longer search text)"
+    )
+
+
+@contextmanager
+def time_limit() -> Iterator[None]:
+    """Run the enclosed queries with a statement timeout of ``TIME_LIMIT_MS``
+    (in a transaction or savepoint of their own); ``ListTooSlow`` when one is
+    cancelled."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('statement_timeout')")
+            before = cursor.fetchone()[0]
+            limit = f"{TIME_LIMIT_MS}ms"
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [limit])
+            yield
+            # Inside a savepoint the setting would outlive it: put it back.
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [before])
+    except OperationalError as exc:
+        if isinstance(exc.__cause__, QueryCanceled):
+            raise ListTooSlow from exc
+        raise
 
 
 class CappedPaginator(Paginator):

@@ -30,7 +30,7 @@ from audit.dashboard_rollup import summary_dashboard
 from audit.export import FORMATS, stream_export
 from audit.filters import EXPORTING, AuditFilterForm, FilterError, filter_events
 from audit.models import AuditEvent
-from audit.paging import CappedPaginator
+from audit.paging import CappedPaginator, ListTooSlow, time_limit
 from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
 from audit.tool_versions import change_links
@@ -73,9 +73,14 @@ def event_list(request: HttpRequest) -> HttpResponse:
     seal_pending(wait=False)
     filters = _filters(request)
     events = filters.apply(_visible(request)).order_by("-id")
-    page = CappedPaginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = [{"event": e, "line": display.describe(e)} for e in page.object_list]
-    context = {"filters": filters, "page": page, "rows": rows}
+    context: dict[str, Any] = {"filters": filters, "page": None, "rows": []}
+    try:
+        with time_limit():
+            page = CappedPaginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+            rows = [{"event": e, "line": display.describe(e)} for e in page]
+        context |= {"page": page, "rows": rows}
+    except ListTooSlow as exc:
+        context["too_slow"] = exc.detail
     return render_page(
         request,
         "audit/event_list.html",

@@ -26,7 +26,7 @@ from audit.filters import (
     filter_events,
 )
 from audit.models import AuditEvent
-from audit.paging import CappedPagination
+from audit.paging import CappedPagination, time_limit
 from audit.services import parse_since, seal_pending, verify_chain
 from audit.verify import CHECKPOINT_SOURCES
 from catalog.permissions import ComplianceReads
@@ -98,7 +98,8 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         # Readers see rows sealed; a sealer already at work is not waited for.
         seal_pending(wait=False)
-        return super().list(request, *args, **kwargs)
+        with time_limit():
+            return super().list(request, *args, **kwargs)
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         seal_pending(wait=False)

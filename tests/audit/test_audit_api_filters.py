@@ -61,3 +61,24 @@ def test_the_list_counts_up_to_the_cap_and_says_when_there_are_more(
     monkeypatch.setattr(paging, "COUNT_CAP", 2)
     capped = api.get("/api/v1/audit/").json()
     assert (capped["count"], capped["count_capped"]) == (3, True)
+
+
+def test_a_list_past_its_time_limit_is_a_503_saying_to_narrow_the_filters(
+    with_key, trail, monkeypatch
+):
+    from django.db import connection
+
+    from audit import paging
+
+    def count(self) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_sleep(0.3)")
+        return 0
+
+    monkeypatch.setattr(paging, "TIME_LIMIT_MS", 50)
+    monkeypatch.setattr(paging.CappedPaginator, "count", property(count))
+    response = with_key("compliance").get("/api/v1/audit/?actor=agent")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["error"] == "too_slow"
+    assert "narrow them" in body["detail"]
