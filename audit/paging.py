@@ -61,7 +61,9 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        events = cast(QuerySet[Any], self.object_list)
+        # Unordered: any COUNT_CAP + 1 matches will do, so the planner may stop a
+        # scan early instead of sorting every match newest first.
+        events = cast(QuerySet[Any], self.object_list).order_by()
         return events[: COUNT_CAP + 1].count()
 
     @property

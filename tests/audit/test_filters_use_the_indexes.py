@@ -44,6 +44,7 @@ def _odd_events() -> None:
     _selection("x", "ab", {"tools": [{"name": 5}, "get_weather"], "excluded": [1]})
     _selection("x", "q", ["not", "an", "object"], summary="number 4242 -> none")
     _selection("x", None, {"tools": [{"name": "wipe_disk"}], "degraded": True})
+    _selection("x", "C:\\back\\slash n_w nOw", {"tools": []})
     sid = str(AuditEvent.objects.order_by("id").values_list("selection_id")[0][0])
     record_event(
         "tool_changed",
@@ -98,6 +99,13 @@ CASES = [
     ("q", "wetter IN"),
     ("q", "ab"),
     ("q", "intent"),
+    ("q", "k\\sla"),
+    ("q", "n_w"),
+    ("q", "n%w"),
+    ("q", "%"),
+    ("q", "NOW"),
+    ("actor", "%"),
+    ("actor", "_"),
 ]
 
 
