@@ -204,3 +204,15 @@ def test_a_list_within_its_time_limit_leaves_the_statement_timeout_as_it_was(
     with connection.cursor() as cursor:
         cursor.execute("SHOW statement_timeout")
         assert cursor.fetchone()[0] == before
+
+
+def test_the_capped_count_does_not_sort_the_matches(as_compliance, trail):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        assert as_compliance.get("/audit/?tool=get_weather").status_code == 200
+    counts = [q["sql"] for q in queries if q["sql"].startswith("SELECT COUNT(*)")]
+    assert len(counts) == 1
+    assert "LIMIT 1001" in counts[0]
+    assert "ORDER BY" not in counts[0]
