@@ -7,7 +7,7 @@ seconds instead of running for minutes."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import cached_property
 from typing import Any, cast
 
@@ -61,23 +61,36 @@ def time_limit() -> Iterator[None]:
 
 
 class CappedPaginator(Paginator):
-    """Pages of a list whose count stops at ``COUNT_CAP`` (+1 to know it is more)."""
+    """Pages of a list whose count stops at ``cap`` (+1 to know it is more):
+    ``COUNT_CAP``, or the end of the page asked for when that is further, so a
+    later page is always reachable (each page's "next" counts a page further)."""
+
+    asked = 1
+
+    def validate_number(self, number: Any) -> int:
+        with suppress(TypeError, ValueError):  # the paginator's own check refuses it
+            self.asked = max(1, int(number))
+        return super().validate_number(number)
+
+    @cached_property
+    def cap(self) -> int:
+        return max(COUNT_CAP, self.asked * self.per_page)
 
     @cached_property
     def count(self) -> int:
-        # Unordered: any COUNT_CAP + 1 matches will do, so the planner may stop a
-        # scan early instead of sorting every match newest first.
+        # Unordered: any cap + 1 matches will do, so the planner may stop a scan
+        # early instead of sorting every match newest first.
         events = cast(QuerySet[Any], self.object_list).order_by()
-        return events[: COUNT_CAP + 1].count()
+        return events[: self.cap + 1].count()
 
     @property
     def capped(self) -> bool:
-        return self.count > COUNT_CAP
+        return self.count > self.cap
 
 
 class CappedPagination(PageNumberPagination):
-    """The API's pages of audit events: ``count`` stops at ``COUNT_CAP`` + 1, and
-    ``count_capped`` says when there are more."""
+    """The API's pages of audit events: ``count`` stops at the paginator's cap + 1,
+    and ``count_capped`` says when there are more."""
 
     django_paginator_class = CappedPaginator
 
@@ -92,7 +105,8 @@ class CappedPagination(PageNumberPagination):
         answer = super().get_paginated_response_schema(schema)
         answer["properties"]["count_capped"] = {
             "type": "boolean",
-            "description": f"true when more than {COUNT_CAP} events match "
-            f"(count is then {COUNT_CAP + 1})",
+            "description": f"true when more events match than were counted: "
+            f"{COUNT_CAP}, or up to the end of the page asked for when further "
+            "(count is then one more than that)",
         }
         return answer

@@ -59,6 +59,7 @@ def test_the_list_counts_up_to_the_cap_and_says_when_there_are_more(
         False,
     )
     monkeypatch.setattr(paging, "COUNT_CAP", 2)
+    monkeypatch.setattr(paging.CappedPagination, "page_size", 1)
     capped = api.get("/api/v1/audit/").json()
     assert (capped["count"], capped["count_capped"]) == (3, True)
 
@@ -82,3 +83,18 @@ def test_a_list_past_its_time_limit_is_a_503_saying_to_narrow_the_filters(
     body = response.json()
     assert body["error"] == "too_slow"
     assert "narrow them" in body["detail"]
+
+
+def test_a_page_past_the_count_cap_is_served_and_counted_up_to_its_end(
+    with_key, trail, monkeypatch
+):
+    from audit import paging
+
+    monkeypatch.setattr(paging.CappedPagination, "page_size", 1)
+    monkeypatch.setattr(paging, "COUNT_CAP", 1)
+    api = with_key("compliance")
+    first, second = api.get("/api/v1/audit/").json(), api.get("/api/v1/audit/?page=2")
+    assert (first["count"], first["count_capped"]) == (2, True)
+    assert second.status_code == 200, second.content
+    assert (second.json()["count"], second.json()["count_capped"]) == (3, True)
+    assert second.json()["next"] is not None

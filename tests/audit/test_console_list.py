@@ -148,9 +148,10 @@ def test_the_empty_state_says_nothing_is_recorded_yet(as_compliance):
 
 
 def test_past_the_count_cap_the_list_says_more_than(as_compliance, trail, monkeypatch):
-    from audit import paging
+    from audit import paging, views
 
     monkeypatch.setattr(paging, "COUNT_CAP", 2)
+    monkeypatch.setattr(views, "PAGE_SIZE", 1)
     response = as_compliance.get("/audit/")
     assert "More than 2 events" in response.content.decode()
     assert response.context["rows"][0]["event"].pk == trail.validation.pk
@@ -216,3 +217,24 @@ def test_the_capped_count_does_not_sort_the_matches(as_compliance, trail):
     assert len(counts) == 1
     assert "LIMIT 1001" in counts[0]
     assert "ORDER BY" not in counts[0]
+
+
+def test_past_the_count_cap_each_next_page_still_leads_to_every_event(
+    as_compliance, trail, monkeypatch
+):
+    from audit import paging, views
+
+    monkeypatch.setattr(paging, "COUNT_CAP", 1)
+    monkeypatch.setattr(views, "PAGE_SIZE", 1)
+    seen, number = [], 1
+    while True:
+        response = as_compliance.get(f"/audit/?page={number}")
+        page = response.context["page"]
+        assert page.number == number
+        seen += [row["event"].pk for row in response.context["rows"]]
+        if not page.has_next():
+            break
+        number += 1
+    assert seen == list(AuditEvent.objects.order_by("-id").values_list("pk", flat=True))
+    assert len(seen) >= 3
+    assert f"{len(seen)} events" in response.content.decode()
