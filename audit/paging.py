@@ -11,7 +11,7 @@ from contextlib import contextmanager, suppress
 from functools import cached_property
 from typing import Any, cast
 
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db import OperationalError, connection, transaction
 from django.db.models import QuerySet
 from psycopg.errors import QueryCanceled
@@ -77,11 +77,25 @@ class CappedPaginator(Paginator):
         return max(COUNT_CAP, self.asked * self.per_page)
 
     @cached_property
+    def first_rows(self) -> list[Any]:
+        """The first page and one more row: when that is all there is, the count
+        needs no query of its own (a rare filter's index scan runs once)."""
+        return list(self.object_list[: self.per_page + 1])
+
+    @cached_property
     def count(self) -> int:
+        if self.asked == 1 and len(self.first_rows) <= self.per_page:
+            return len(self.first_rows)
         # Unordered: any cap + 1 matches will do, so the planner may stop a scan
         # early instead of sorting every match newest first.
         events = cast(QuerySet[Any], self.object_list).order_by()
         return events[: self.cap + 1].count()
+
+    def page(self, number: Any) -> Page:
+        page = super().page(number)
+        if page.number == 1 and self.asked == 1:
+            page.object_list = self.first_rows[: self.per_page]
+        return page
 
     @property
     def capped(self) -> bool:

@@ -207,16 +207,33 @@ def test_a_list_within_its_time_limit_leaves_the_statement_timeout_as_it_was(
         assert cursor.fetchone()[0] == before
 
 
-def test_the_capped_count_does_not_sort_the_matches(as_compliance, trail):
+def _count_queries(client, url: str) -> list[str]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as queries:
-        assert as_compliance.get("/audit/?tool=get_weather").status_code == 200
-    counts = [q["sql"] for q in queries if q["sql"].startswith("SELECT COUNT(*)")]
+        assert client.get(url).status_code == 200
+    return [q["sql"] for q in queries if q["sql"].startswith("SELECT COUNT(*)")]
+
+
+def test_the_capped_count_does_not_sort_the_matches(as_compliance, trail, monkeypatch):
+    from audit import views
+
+    monkeypatch.setattr(views, "PAGE_SIZE", 1)
+    counts = _count_queries(as_compliance, "/audit/")
     assert len(counts) == 1
     assert "LIMIT 1001" in counts[0]
     assert "ORDER BY" not in counts[0]
+
+
+def test_a_list_that_fits_on_its_first_page_is_counted_without_a_count_query(
+    as_compliance, trail
+):
+    assert _count_queries(as_compliance, "/audit/") == []
+    response = as_compliance.get("/audit/")
+    total = AuditEvent.objects.count()
+    assert len(response.context["rows"]) == total
+    assert f"{total} events" in response.content.decode()
 
 
 def test_past_the_count_cap_each_next_page_still_leads_to_every_event(
