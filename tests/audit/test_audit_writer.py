@@ -53,7 +53,9 @@ def test_the_answer_arrives_with_its_row_committed_by_a_connection_of_its_own(ag
     assert other_connections() == before + 1, "the row went over the request's"
     row = AuditEvent.objects.get(selection_id=response.json()["selection_id"])
     assert row.event_type == "selection"
-    assert row.output["tools"][0]["name"] == response.json()["tools"][0]["name"]
+    first = response.json()["tools"][0]["name"]
+    assert row.output["tools"][0]["name"] == first
+    assert f"p:{first}" in row.search_tokens  # the insert trigger filled them
     waited = response["Server-Timing"]
     assert waited.startswith("audit_wait;dur=")
     assert float(waited.split("=")[1]) >= 0
