@@ -29,10 +29,13 @@ LEGACY = 1
 KEYED = 2
 
 # The text columns of a row, in the order hashed; sealer, verifier and archive share it.
+# Its one function is named with its schema: a to_char() of the database owner's,
+# put before pg_catalog on the search path, could otherwise show verify a
+# timestamp that is not the row's.
 CONTENT_SQL = """
     event_type, actor_name, request_id::text, coalesce(selection_id::text, ''),
     catalog_slug, catalog_version::text, summary, input::text, output::text,
-    to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
+    pg_catalog.to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
 """
 CONTENT_FIELDS = (
     "event_type",

@@ -227,3 +227,21 @@ def test_rows_left_unsealed_too_long_are_named(settings):
     settings.QUIVER_AUDIT_SEAL_MAX_DELAY_S = 0
     check = verify_chain(seal=False)
     assert (check.kind, check.first_bad_id) == (Damage.UNSEALED, event.pk)
+
+
+def test_a_function_the_owner_puts_first_on_the_search_path_is_not_used():
+    """A to_char() of the owner's, searched before pg_catalog, would let the
+    database show verify another timestamp than the row's; verify must not call
+    it (it answers nonsense, so a chain checked with it would fail)."""
+    sealed_chain(3)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION public.to_char(timestamp, text) RETURNS text "
+            "LANGUAGE sql AS $$ SELECT 'forged' $$"
+        )
+        cursor.execute("SET LOCAL search_path = public, pg_catalog")
+        cursor.execute("SELECT to_char(now()::timestamp, 'YYYY')")
+        assert cursor.fetchone()[0] == "forged"
+    check = verify_chain()
+    assert check.ok, check.problem
+    assert check.checked == 3
