@@ -244,6 +244,11 @@ QUIVER_SNAPSHOT_INLINE_INDEX_MAX = env_int(
 # Larger catalogs lay the changed tools over the last exact index at once and
 # rebuild it exactly this many seconds after the first edit (later edits meanwhile
 # are folded in): the rebuild's fork stalls the process for a moment.
+# A forked index builder that sends nothing within this many seconds (a lock held
+# at the fork) is killed and the index is built in the web process instead.
+QUIVER_SNAPSHOT_INDEX_CHILD_TIMEOUT_S = env_int(
+    "QUIVER_SNAPSHOT_INDEX_CHILD_TIMEOUT_S", 120, minimum=1, maximum=86_400
+)
 QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY = env_int(
     "QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY", 10, minimum=0, maximum=86_400
 )

@@ -469,7 +469,12 @@ def _index_in_child(snapshot: CatalogSnapshot) -> CatalogSnapshot:
     A thread would share the GIL with the requests for the whole build (~8 s at
     100,000 tools, making each request meanwhile many times slower); the child
     inherits the snapshot by fork (nothing copied up front) and sends back only
-    the index."""
+    the index.
+
+    A child forked from a process with other threads can hang on a lock one of
+    them held at the fork: one that sends nothing within
+    ``QUIVER_SNAPSHOT_INDEX_CHILD_TIMEOUT_S`` is killed and the index is built
+    here instead, so a rebuild never waits forever."""
     if not hasattr(os, "fork"):
         return rebuild_index(snapshot)
     context = multiprocessing.get_context("fork")
@@ -479,12 +484,17 @@ def _index_in_child(snapshot: CatalogSnapshot) -> CatalogSnapshot:
     child.start()
     writer.close()
     try:
+        if not reader.poll(float(settings.QUIVER_SNAPSHOT_INDEX_CHILD_TIMEOUT_S)):
+            raise TimeoutError("the index child sent nothing in time")
         index = reader.recv()
-    except (EOFError, OSError):  # the child died: build it here instead
+    except (EOFError, OSError):  # the child died or hung: build it here instead
         return rebuild_index(snapshot)
     finally:
         reader.close()
-        child.join()
+        child.join(timeout=1.0)
+        if child.is_alive():
+            child.kill()
+            child.join()
         _to_index.clear()
     return with_caches(snapshot, index=index)
 
@@ -493,9 +503,14 @@ _to_index: list[CatalogSnapshot] = []
 
 
 def _index_child(writer: Any) -> None:
-    """In the forked child: build the index of the inherited snapshot, send it."""
-    writer.send(rebuild_index(_to_index[0]).index)
-    writer.close()
+    """In the forked child: build the index of the inherited snapshot, send it,
+    and leave at once: no exit handlers, no flushing of streams whose locks
+    another thread of the parent may have held at the fork."""
+    try:
+        writer.send(rebuild_index(_to_index[0]).index)
+        writer.close()
+    finally:
+        os._exit(0)
 
 
 def wait_for_rebuilds(timeout: float = 60.0) -> None:

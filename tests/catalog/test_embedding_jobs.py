@@ -50,16 +50,19 @@ def test_a_killed_worker_loses_nothing_and_every_tool_ends_ready(
     transactional_db, purged_broker
 ):
     catalog = ensure_default_catalog()
-    count = 120
+    count = 160
+    # Long texts in batches of two: the job takes seconds, so it is still running
+    # when the worker is killed (short ones in fours finished between two looks).
+    filler = " ".join(f"word{n}" for n in range(60))
     for i in range(count):
-        make_tool(catalog, name=f"tool_{i}", description=f"Tool number {i} for tests.")
+        make_tool(catalog, name=f"tool_{i}", description=f"Tool {i}: {filler}.")
     app.control.purge()  # only the re-index job below is left to do
     job = start_reindex(catalog, force=True)
-    slow = {"QUIVER_EMBED_BATCH": "4"}
+    slow = {"QUIVER_EMBED_BATCH": "2"}
     first = start_worker("doomed", slow)
     try:
         wait_until(
-            lambda: Job.objects.get(pk=job.pk).done >= 12,
+            lambda: Job.objects.get(pk=job.pk).done >= 6,
             timeout=120,
             what="the job to make progress",
         )

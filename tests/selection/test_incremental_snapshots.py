@@ -3,6 +3,7 @@ exactly what a full rebuild gives; a disabled tool is never offered again."""
 
 from __future__ import annotations
 
+import multiprocessing
 from dataclasses import replace
 
 import pytest
@@ -34,8 +35,11 @@ QUERIES = (
 
 
 @pytest.fixture
-def catalog(db):
+def catalog(db, settings):
     snapshots.clear()
+    # A forked index builder that hangs (a lock another thread of this busy test
+    # process held at the fork) is replaced by a build in the thread, in seconds.
+    settings.QUIVER_SNAPSHOT_INDEX_CHILD_TIMEOUT_S = 5
     return make_sample_catalog()
 
 
@@ -169,6 +173,21 @@ def test_a_sooner_rebuild_is_not_held_back_by_one_scheduled_for_later(
     assert current(catalog).index.base is not None
     wait_for_rebuilds(timeout=20)
     assert current(catalog).index.base is None
+
+
+def test_an_index_child_that_sends_nothing_in_time_is_replaced_by_a_build_here(
+    catalog, settings
+):
+    settings.QUIVER_SNAPSHOT_INLINE_INDEX_MAX = 0
+    settings.QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY = 0
+    settings.QUIVER_SNAPSHOT_INDEX_CHILD_TIMEOUT_S = 0  # no child answers that fast
+    current(catalog)
+    make_tool(catalog, "forecast_rain", description="Rain forecast for a city.")
+    assert current(catalog).index.base is not None
+    wait_for_rebuilds(timeout=20)
+    assert current(catalog).index.base is None
+    assert not multiprocessing.active_children()  # the child was killed and reaped
+    assert_same_as_a_full_rebuild(catalog, current(catalog))
 
 
 def test_a_change_the_feed_missed_makes_a_full_rebuild_not_a_stale_tool(catalog):
