@@ -42,6 +42,10 @@ def _plain(value: dict[str, Any]) -> Any:
     return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
 
 
+def _same(value: dict[str, Any]) -> Any:
+    return value
+
+
 def record_event(
     event_type: str,
     *,
@@ -77,8 +81,9 @@ def record_event_soon(
     caller must ``wait()`` on the handle before it sends anything the row records.
     In a transaction the row is written in it at once."""
     fields = dict(locals(), created=timezone.now())
+    # The JSON is encoded once, into the INSERT (the same text as via _plain).
     return record_event_soon_built(
-        lambda: _event(event_type, actor, request_id, selection_id, fields)
+        lambda: _event(event_type, actor, request_id, selection_id, fields, plain=False)
     )
 
 
@@ -88,7 +93,12 @@ def _event(
     request_id: uuid.UUID | None,
     selection_id: uuid.UUID | None,
     fields: dict[str, Any],
+    *,
+    plain: bool = True,
 ) -> AuditEvent:
+    """The row; ``plain``: its JSON values as they will read back (dates and UUIDs
+    made text), for callers that keep using the returned object."""
+    as_stored = _plain if plain else _same
     return AuditEvent(
         event_type=event_type,
         actor=stored_user(actor),
@@ -98,8 +108,8 @@ def _event(
         catalog_slug=fields["catalog_slug"],
         catalog_version=fields["catalog_version"],
         summary=fields["summary"][:300],
-        input=_plain(fields["input"]),
-        output=_plain(fields["output"]),
+        input=as_stored(fields["input"]),
+        output=as_stored(fields["output"]),
         created=fields.get("created") or timezone.now(),
     )
 

@@ -4,7 +4,7 @@ recorded, without the provider definitions, in the audit log."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from selection.engine.types import Exclusion, SelectionRequest, SelectionResult
@@ -95,11 +95,17 @@ class SelectionAnswer:
             }
             for tool in self.tools
         ]
-        record["excluded"] = [asdict(exclusion) for exclusion in self.audit_exclusions]
+        record["excluded"] = [
+            {f.name: getattr(exclusion, f.name) for f in _EXCLUSION_FIELDS}
+            for exclusion in self.audit_exclusions
+        ]
         return record
 
 
 _TOOL_FIELDS = [f for f in fields(AnsweredTool) if f.name != "definition"]
+# Every field of an exclusion is a plain value, so a flat copy is the whole copy
+# (``asdict`` costs ~10 µs each, and a large catalog's answer names ~100).
+_EXCLUSION_FIELDS = fields(Exclusion)
 
 
 def build_answer(
