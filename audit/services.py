@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
@@ -19,14 +19,14 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from audit.sealing import seal_and_checkpoint, seal_pending
 from audit.verify import ChainCheck, Damage, parse_since, verify_chain
-from audit.writer import PendingEvent
-from audit.writer import record_event_soon as record_event_soon_built
+from audit.writer import PendingEvent, send_soon
 from catalog.access import actor_name, stored_user
 from config.copy_rows import copy_insert
 
 __all__ = [
     "ChainCheck",
     "Damage",
+    "EventFields",
     "parse_since",
     "record_event",
     "record_event_soon",
@@ -42,75 +42,52 @@ def _plain(value: dict[str, Any]) -> Any:
     return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
 
 
-def _same(value: dict[str, Any]) -> Any:
-    return value
+class EventFields(TypedDict, total=False):
+    """What an audit event records besides its type: the keywords of
+    ``record_event`` and ``record_event_soon``."""
+
+    actor: Required[Any]
+    request_id: Required[uuid.UUID | None]
+    catalog_slug: str
+    catalog_version: int
+    summary: Required[str]
+    input: Required[dict[str, Any]]
+    output: Required[dict[str, Any]]
+    selection_id: uuid.UUID | None
 
 
-def record_event(
-    event_type: str,
-    *,
-    actor: Any,
-    request_id: uuid.UUID | None,
-    catalog_slug: str = "",
-    catalog_version: int = 0,
-    summary: str,
-    input: dict[str, Any],
-    output: dict[str, Any],
-    selection_id: uuid.UUID | None = None,
-) -> AuditEvent:
+def record_event(event_type: str, **fields: Unpack[EventFields]) -> AuditEvent:
     """Append one unsealed event, inside the caller's transaction if any (a single
     INSERT: it needs no savepoint of its own)."""
-    event = _event(event_type, actor, request_id, selection_id, locals())
+    event = _event(event_type, fields, plain=True)
     event.save()
     return event
 
 
-def record_event_soon(
-    event_type: str,
-    *,
-    actor: Any,
-    request_id: uuid.UUID | None,
-    catalog_slug: str = "",
-    catalog_version: int = 0,
-    summary: str,
-    input: dict[str, Any],
-    output: dict[str, Any],
-    selection_id: uuid.UUID | None = None,
-) -> PendingEvent:
+def record_event_soon(event_type: str, **fields: Unpack[EventFields]) -> PendingEvent:
     """``record_event`` whose COMMIT may run beside the caller (audit.writer): the
     caller must ``wait()`` on the handle before it sends anything the row records.
-    In a transaction the row is written in it at once."""
-    fields = dict(locals(), created=timezone.now())
-    # The JSON is encoded once, into the INSERT (the same text as via _plain).
-    return record_event_soon_built(
-        lambda: _event(event_type, actor, request_id, selection_id, fields, plain=False)
-    )
+    In a transaction the row is written in it at once. Its JSON is encoded once,
+    into the INSERT (the same text ``_plain`` would give)."""
+    return send_soon(_event(event_type, fields, plain=False))
 
 
-def _event(
-    event_type: str,
-    actor: Any,
-    request_id: uuid.UUID | None,
-    selection_id: uuid.UUID | None,
-    fields: dict[str, Any],
-    *,
-    plain: bool = True,
-) -> AuditEvent:
+def _event(event_type: str, fields: EventFields, *, plain: bool) -> AuditEvent:
     """The row; ``plain``: its JSON values as they will read back (dates and UUIDs
     made text), for callers that keep using the returned object."""
-    as_stored = _plain if plain else _same
+    actor = fields["actor"]
     return AuditEvent(
         event_type=event_type,
         actor=stored_user(actor),
         actor_name=actor_name(actor),
-        request_id=request_id or uuid.uuid4(),
-        selection_id=selection_id,
-        catalog_slug=fields["catalog_slug"],
-        catalog_version=fields["catalog_version"],
+        request_id=fields["request_id"] or uuid.uuid4(),
+        selection_id=fields.get("selection_id"),
+        catalog_slug=fields.get("catalog_slug", ""),
+        catalog_version=fields.get("catalog_version", 0),
         summary=fields["summary"][:300],
-        input=as_stored(fields["input"]),
-        output=as_stored(fields["output"]),
-        created=fields.get("created") or timezone.now(),
+        input=_plain(fields["input"]) if plain else fields["input"],
+        output=_plain(fields["output"]) if plain else fields["output"],
+        created=timezone.now(),
     )
 
 

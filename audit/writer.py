@@ -3,7 +3,7 @@ is sent.
 
 A selection's row is its own transaction, and its COMMIT waits for the WAL flush (a
 few milliseconds on a real disk): written on the request's path, that wait adds
-straight to the answer's latency. ``record_event_soon`` sends the row's INSERT on a
+straight to the answer's latency. ``send_soon`` sends the row's INSERT on a
 connection of its own (one per thread, autocommit, the simple query protocol, so the
 server commits it on its own) and returns at once; the server executes and flushes
 while the answer is serialised and rendered on this thread, and the caller collects
@@ -22,7 +22,6 @@ import select
 import threading
 import time
 import weakref
-from collections.abc import Callable
 
 import psycopg
 from django.conf import settings
@@ -70,10 +69,9 @@ def sends_beside() -> bool:
     )
 
 
-def record_event_soon(build: Callable[[], AuditEvent]) -> PendingEvent:
-    """Send the row ``build`` makes on this thread's audit connection (or, in a
+def send_soon(event: AuditEvent) -> PendingEvent:
+    """Send ``event``'s INSERT on this thread's audit connection (or, in a
     transaction, write it in that transaction at once)."""
-    event = build()
     if not sends_beside():
         event.save()
         return PendingEvent(event)

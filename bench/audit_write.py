@@ -38,7 +38,12 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from audit.services import record_event, record_event_soon  # noqa: E402
+from audit.services import (  # noqa: E402
+    EventFields,
+    PendingEvent,
+    record_event,
+    record_event_soon,
+)
 from audit.writer import close_all  # noqa: E402
 
 PICK = {"score": 0.5, "signals": {"bm25f": 0.4}}
@@ -51,30 +56,25 @@ OUTPUT = {
 INPUT = {"request": {"query": "refund the last order of the customer " * 4}}
 
 
+def _row() -> EventFields:
+    """One selection-sized event, with ids of its own."""
+    return EventFields(
+        actor=None,
+        request_id=uuid.uuid4(),
+        selection_id=uuid.uuid4(),
+        catalog_slug="default",
+        summary="bench",
+        input=INPUT,
+        output=OUTPUT,
+    )
+
+
 def _record() -> None:
-    record_event(
-        "selection",
-        actor=None,
-        request_id=uuid.uuid4(),
-        selection_id=uuid.uuid4(),
-        catalog_slug="default",
-        summary="bench",
-        input=INPUT,
-        output=OUTPUT,
-    )
+    record_event("selection", **_row())
 
 
-def _record_soon():  # type: ignore[no-untyped-def]
-    return record_event_soon(
-        "selection",
-        actor=None,
-        request_id=uuid.uuid4(),
-        selection_id=uuid.uuid4(),
-        catalog_slug="default",
-        summary="bench",
-        input=INPUT,
-        output=OUTPUT,
-    )
+def _record_soon() -> PendingEvent:
+    return record_event_soon("selection", **_row())
 
 
 def _render(ms: float) -> None:

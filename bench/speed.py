@@ -774,7 +774,7 @@ PROFILE_MARKERS = (
     ),
     ("  engine select()", "select (selection/engine/engine.py"),
     ("  tool definitions", "_picked (selection/services/select.py"),
-    ("  audit write (record_event)", "_write (audit/writer.py"),
+    ("  audit write (send_soon)", "send_soon (audit/writer.py"),
     ("response rendering (JSON)", "render (rest_framework/renderers.py"),
     ("all SQL round trips (execute)", "execute (django/db/backends/utils.py"),
     ("DB commit", "commit (django/db/backends/base/base.py"),

@@ -50,6 +50,23 @@ def audit_connections_close_after_each_test() -> Iterator[None]:
     close_audit_connections()
 
 
+@pytest.fixture
+def slow_audit_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit list's count takes 300 ms of database time; the list may spend
+    50 (audit.paging's time limit)."""
+    from django.db import connection
+
+    from audit import paging
+
+    def count(self: Any) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_sleep(0.3)")
+        return 0
+
+    monkeypatch.setattr(paging, "TIME_LIMIT_MS", 50)
+    monkeypatch.setattr(paging.CappedPaginator, "count", property(count))
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hasher(settings: Any) -> None:
     """Real hashing costs ~1 s per test user; tests don't need its strength."""

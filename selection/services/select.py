@@ -15,10 +15,15 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Unpack
 
 from audit.choices import EventType
-from audit.services import PendingEvent, record_event, record_event_soon
+from audit.services import (
+    EventFields,
+    PendingEvent,
+    record_event,
+    record_event_soon,
+)
 from catalog.access import access_for
 from catalog.formats import export_tool
 from catalog.models import Catalog, Tool
@@ -128,7 +133,7 @@ def _audit(
     )
 
 
-def _record_now(event_type: str, **fields: Any) -> PendingEvent:
+def _record_now(event_type: str, **fields: Unpack[EventFields]) -> PendingEvent:
     return PendingEvent(record_event(event_type, **fields))
 
 

@@ -65,19 +65,8 @@ def test_the_list_counts_up_to_the_cap_and_says_when_there_are_more(
 
 
 def test_a_list_past_its_time_limit_is_a_503_saying_to_narrow_the_filters(
-    with_key, trail, monkeypatch
+    with_key, trail, slow_audit_count
 ):
-    from django.db import connection
-
-    from audit import paging
-
-    def count(self) -> int:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_sleep(0.3)")
-        return 0
-
-    monkeypatch.setattr(paging, "TIME_LIMIT_MS", 50)
-    monkeypatch.setattr(paging.CappedPaginator, "count", property(count))
     response = with_key("compliance").get("/api/v1/audit/?actor=agent")
     assert response.status_code == 503
     body = response.json()

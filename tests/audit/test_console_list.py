@@ -157,30 +157,14 @@ def test_past_the_count_cap_the_list_says_more_than(as_compliance, trail, monkey
     assert response.context["rows"][0]["event"].pk == trail.validation.pk
 
 
-def _slow_count(monkeypatch) -> None:
-    """Counting takes 300 ms of database time; the list may spend 50."""
-    from django.db import connection
-
-    from audit import paging
-
-    def count(self) -> int:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_sleep(0.3)")
-        return 0
-
-    monkeypatch.setattr(paging, "TIME_LIMIT_MS", 50)
-    monkeypatch.setattr(paging.CappedPaginator, "count", property(count))
-
-
 def test_a_list_past_its_time_limit_is_stopped_and_says_to_narrow_the_filters(
-    as_compliance, trail, monkeypatch
+    as_compliance, trail, slow_audit_count
 ):
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("SHOW statement_timeout")
         before = cursor.fetchone()[0]
-    _slow_count(monkeypatch)
     response = as_compliance.get("/audit/?actor=agent")
     assert response.status_code == 200
     assert response.context["rows"] == []
