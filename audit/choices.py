@@ -13,6 +13,7 @@ class EventType(models.TextChoices):
     TOOL_CHANGED = "tool_changed", "Tool created, changed or deleted"
     ACCESS_CHANGED = "access_changed", "A person's groups or catalogs changed"
     KEY_ROTATED = "key_rotated", "Audit key rotated"
+    QUERY_ENCODER = "query_encoder", "Static query encoder built"
 
 
 class RollupKind(models.TextChoices):

@@ -13,7 +13,7 @@ from django.db import InterfaceError, OperationalError
 from catalog.choices import EmbeddingStatus, JobKind, JobState
 from catalog.embeddings.backends import EmbeddingError
 from catalog.models import Catalog, Job, Tool
-from catalog.services import embeddings, imports, jobs
+from catalog.services import embeddings, imports, jobs, query_encoder
 from config.celery import app
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,7 @@ def run_import(job_id: int) -> None:
         return
     try:
         imports.run_import(job, EmbeddingsInStep())
+        jobs.send(TASK_QUERY_ENCODER, priority=jobs.EMBED_PRIORITY + 1)
     except jobs.JobLost:
         log.warning("import job %s was taken over by another worker", job_id)
     except (OperationalError, InterfaceError) as exc:
@@ -83,6 +84,25 @@ def run_import(job_id: int) -> None:
         log.exception("import job %s failed", job_id)
         jobs.fail_job(job, f"{type(exc).__name__}: {exc}")
         raise
+
+
+TASK_QUERY_ENCODER = "catalog.tasks.build_query_encoder_if_due"
+
+
+@shared_task
+def build_query_encoder_if_due() -> str | None:
+    """After an import: train the static query encoder when there is none or the
+    catalog has much outgrown it; one build at a time (the others return)."""
+    if not settings.QUIVER_QUERY_ENCODER_AUTO:
+        return None
+    with query_encoder.single_build() as mine:
+        if not mine or not query_encoder.build_is_due():
+            return None
+        try:
+            return query_encoder.build_query_encoder()
+        except query_encoder.QueryEncoderError as exc:
+            log.info("no static query encoder built: %s", exc)
+            return None
 
 
 @shared_task(

@@ -313,6 +313,10 @@ def run_command(state_dir: Path, command: list[str]) -> int:
     with services(state_dir, testing=testing) as env:
         if testing:
             env.setdefault("QUIVER_STATE_DIR", str(state_dir))
+            # Imports in tests must not start training the static query encoder
+            # (minutes of CPU, and it would change later tests' answers); its
+            # tests build one in a directory of their own.
+            env.setdefault("QUIVER_QUERY_ENCODER_AUTO", "false")
         return subprocess.call(command, env=env)
 
 

@@ -216,6 +216,12 @@ if QUIVER_EMBEDDINGS["BACKEND"] not in ("local", "openai"):
     raise ImproperlyConfigured("QUIVER_EMBEDDING_BACKEND: expected local or openai")
 if QUIVER_EMBEDDINGS["ENGINE"] not in ("onnx", "numpy"):
     raise ImproperlyConfigured("QUIVER_EMBEDDING_ENGINE: expected onnx or numpy")
+# A request's sentences are embedded by the static query encoder when one has
+# been built (manage.py build_query_encoder); false: by the full model.
+QUIVER_STATIC_SENTENCES = env_bool("QUIVER_STATIC_SENTENCES", True)
+# After an import the worker trains that encoder when none exists or the catalog
+# has much outgrown it (catalog.tasks.build_query_encoder_if_due).
+QUIVER_QUERY_ENCODER_AUTO = env_bool("QUIVER_QUERY_ENCODER_AUTO", True)
 QUIVER_EMBED_BATCH = env_int("QUIVER_EMBED_BATCH", 64, minimum=1, maximum=2048)
 # An import never gets more than this many tools ahead of their embeddings: past
 # it, the import process embeds a batch itself before going on, so the catalog is

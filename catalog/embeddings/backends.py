@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -27,6 +28,7 @@ import numpy as np
 if TYPE_CHECKING:
     from catalog.embeddings.minilm import MiniLMEncoder
     from catalog.embeddings.onnx_encoder import OnnxMiniLM
+    from catalog.embeddings.static import StaticQueryEncoder
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_MODEL_ID = f"local:{LOCAL_MODEL_NAME}"
@@ -117,6 +119,22 @@ def local_onnx_encoder() -> OnnxMiniLM:
     from catalog.embeddings.onnx_encoder import shared_onnx_encoder
 
     return shared_onnx_encoder(local_model_path())
+
+
+def local_static_encoder() -> StaticQueryEncoder | None:
+    """The trained static query encoder of the bundled model, or ``None`` when
+    none has been built (``manage.py build_query_encoder``)."""
+    from catalog.embeddings.static import shared_static_encoder
+
+    return shared_static_encoder(static_encoder_path(), local_onnx_encoder().tokenizer)
+
+
+def static_encoder_path() -> Path:
+    """Where the bundled model's static query encoder is (or will be) saved."""
+    from catalog.embeddings.static import encoder_file
+
+    onnx = local_onnx_encoder()
+    return encoder_file(onnx.state_dir, onnx.weights_digest)
 
 
 ENGINES = ("onnx", "numpy")

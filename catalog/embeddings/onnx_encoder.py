@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -187,6 +188,11 @@ class OnnxMiniLM:
                 logger.warning("cannot cache ONNX graphs (%s); using %s", exc, private)
                 self._files = ensure_models(self.model_dir, private)
         return self._files
+
+    @functools.cached_property
+    def weights_digest(self) -> str:
+        """SHA-256 of the model's weights (read once per process)."""
+        return weights_hash(self.model_dir)
 
     def session(self, precision: str, threads: int = 1) -> Any:
         """The onnxruntime session of ``precision`` (``fp32`` or ``int8``)."""

@@ -29,7 +29,12 @@ from catalog.formats import export_tool
 from catalog.models import Catalog, Tool
 from catalog.services.tools import tool_to_spec
 from selection.adapters.llm import llm_callable
-from selection.adapters.pgvector import embed_sentences, query_vector, search_mixed
+from selection.adapters.pgvector import (
+    embed_sentences,
+    query_vector,
+    search_mixed,
+    sentence_encoder,
+)
 from selection.adapters.snapshots import get_snapshot, snapshot_stamp
 from selection.answers import SelectionAnswer, build_answer
 from selection.engine.engine import select
@@ -169,9 +174,11 @@ def _compute(
     """The answer and each pick's version and content hash."""
     snapshot, names = snapshot_and_names
     scorer = request.scorer or snapshot.settings.default_scorer
-    semantic = None
+    semantic, sentence_encoder_id = None, None
     if scorer in SEMANTIC_SCORERS:
-        semantic = _semantic(catalog, snapshot_and_names, request, watch)
+        semantic, sentence_encoder_id = _semantic(
+            catalog, snapshot_and_names, request, watch
+        )
     if request.timeout_ms is not None:
         spent = watch.elapsed_ms()
         request = replace(request, timeout_ms=max(0.0, request.timeout_ms - spent))
@@ -188,6 +195,10 @@ def _compute(
         request=request,
         definitions={name: pick.definition for name, pick in picked.items()},
     )
+    if sentence_encoder_id:  # recorded, so a replay uses the same encoder
+        answer = replace(
+            answer, stats={**answer.stats, "sentence_encoder": sentence_encoder_id}
+        )
     versions = {
         name: {"version": pick.version, "content_hash": pick.content_hash}
         for name, pick in picked.items()
@@ -200,33 +211,38 @@ def _semantic(
     snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
     request: SelectionRequest,
     watch: Stopwatch,
-) -> dict[str, float] | None:
+) -> tuple[dict[str, float] | None, str | None]:
     """Tool name -> semantic score for the semantic pool: in process from the
-    snapshot's vectors when it holds the active model's, else from pgvector.
+    snapshot's vectors when it holds the active model's, else from pgvector;
+    and the id of the static encoder that embedded the sentences, if one did.
 
     A request of several sentences also embeds each sentence (selection.engine.
-    sentences); one of a single sentence is scored by its cosine alone."""
+    sentences); one of a single sentence is scored by its cosine alone. The
+    whole request goes through the full model, its sentences through the static
+    encoder when one is built (bench/README.md, "Static query encoder")."""
     snapshot, names = snapshot_and_names
     pool = snapshot.settings.candidate_pool
     text = normalize(request).embed_text
     with watch.stage("embed_query"):
         found = query_vector(catalog, text)
     if found is None:
-        return None
+        return None, None
     vector, backend = found
     parts = split_sentences(text)
-    sentences = embed_sentences([], backend)
+    sentences, fast = embed_sentences([], backend), None
     if parts:  # the stage stays 0.0 for a request of one sentence
         with watch.stage("embed_sentences"):
-            sentences = embed_sentences(parts, backend)
+            fast = sentence_encoder(backend)
+            sentences = embed_sentences(parts, backend, fast)
+    used = fast.encoder_id if fast is not None else None
     table = snapshot.vectors
     with watch.stage("vector_search"):
         if table is not None and table.model_id == backend.model_id:
             rows = table.nearest_mixed(vector, sentences, pool)
-            return _named(rows, lambda r: snapshot.tools[r].name)
+            return _named(rows, lambda r: snapshot.tools[r].name), used
         count = len(snapshot.tools)
         hits = search_mixed(catalog, (vector, sentences), backend, pool, count)
-    return _named(hits, names.get)
+    return _named(hits, names.get), used
 
 
 def _named(

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from audit.models import AuditEvent
+from catalog.embeddings.backends import local_static_encoder
 from catalog.embeddings.text import embedding_text, text_hash
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, ToolChange, ToolEmbedding
@@ -133,7 +134,8 @@ def _replay(event: AuditEvent, tool: str, specs: dict[str, Any]) -> WhyNot:
         catalog=catalog.slug, version="replay", tools=records, settings=settings
     ).warm()
     request = _request_of(event)
-    semantic, missing = _semantic(catalog, specs, request, settings)
+    encoder = event.output.get("stats", {}).get("sentence_encoder")
+    semantic, missing = _semantic(catalog, specs, request, (settings, encoder))
     result = select(snapshot, request, semantic=semantic)
     recorded = [pick["name"] for pick in event.output.get("tools", [])]
     answer = _locate(snapshot, request, result, tool)
@@ -155,9 +157,11 @@ def _semantic(
     catalog: Catalog,
     specs: dict[str, Any],
     request: SelectionRequest,
-    settings: EngineSettings,
+    settings_and_encoder: tuple[EngineSettings, str | None],
 ) -> tuple[dict[str, float] | None, list[str]]:
-    """The semantic pool of that time, exactly (no HNSW approximation)."""
+    """The semantic pool of that time, exactly (no HNSW approximation), with the
+    sentences embedded by the recorded static encoder when one served."""
+    settings, encoder_id = settings_and_encoder
     model_id = catalog.active_embedding_model
     if not model_id:
         return None, []
@@ -176,7 +180,10 @@ def _semantic(
     names = list(texts)
     matrix = np.stack([vectors[n] for n in names])
     scores = matrix @ query
-    sentences = sentence_vectors(text, backend)
+    fast = local_static_encoder() if encoder_id else None
+    if encoder_id and (fast is None or fast.encoder_id != encoder_id):
+        return None, [f"the static sentence encoder {encoder_id!r} is not available"]
+    sentences = sentence_vectors(text, backend, fast)
     if len(sentences):  # the same sentence-mixed pool as selection (select.py)
         rows = pooled(scores, sentences @ matrix.T, settings.candidate_pool)
         return rows.renamed(names.__getitem__), []

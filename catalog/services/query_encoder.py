@@ -1,0 +1,122 @@
+"""Building the static query encoder (catalog.embeddings.static) from the catalog.
+
+The encoder is trained on the texts of the active tools of every catalog (never on
+requests), sampled down to ``max_tools``, and replaces the previous one for the
+whole installation. Building one changes how requests' sentences are embedded,
+so it is an audit event, written before the new file takes its place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from audit.choices import EventType
+from audit.services import record_event
+from catalog.choices import ToolStatus
+from catalog.embeddings import backends
+from catalog.embeddings.static import StaticWeights, forget_loaded
+from catalog.embeddings.static_training import (
+    Progress,
+    ToolText,
+    TrainingSetup,
+    build_weights,
+)
+from catalog.models import Tool
+
+DEFAULT_MAX_TOOLS = 8_000
+# A build is due when there is none, or the active tools are more than this many
+# times those it was trained on (an import of a new kind of catalog).
+REBUILD_GROWTH = 2.0
+
+
+class QueryEncoderError(RuntimeError):
+    """The encoder cannot be built (no tools to learn from)."""
+
+
+def training_tools(max_tools: int = DEFAULT_MAX_TOOLS, seed: int = 0) -> list[ToolText]:
+    """Active tools of every catalog, a fixed random sample of ``max_tools``."""
+    active = Tool.objects.filter(status=ToolStatus.ACTIVE)
+    ids = list(active.order_by("pk").values_list("pk", flat=True))
+    if len(ids) > max_tools:
+        ids = sorted(random.Random(seed).sample(ids, max_tools))
+    rows = Tool.objects.filter(pk__in=ids).order_by("pk")
+    return [
+        ToolText(name, description, parameters)
+        for name, description, parameters in rows.values_list(
+            "name", "description", "parameters"
+        )
+    ]
+
+
+def encoder_path() -> Path:
+    """Where the bundled model's static encoder is (or will be) saved."""
+    return backends.static_encoder_path()
+
+
+@contextlib.contextmanager
+def single_build() -> Iterator[bool]:
+    """Yields True to the one caller holding the build lock (non-blocking)."""
+    path = encoder_path().with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_is_due() -> bool:
+    """No encoder yet, or the catalog has grown well past what it learnt from."""
+    path = encoder_path()
+    if not path.exists():
+        return True
+    try:
+        trained_on = StaticWeights.from_bytes(path.read_bytes()).trained_on
+    except (OSError, ValueError, KeyError):
+        return True
+    active = Tool.objects.filter(status=ToolStatus.ACTIVE).count()
+    return active > REBUILD_GROWTH * max(trained_on, 1)
+
+
+def build_query_encoder(
+    max_tools: int = DEFAULT_MAX_TOOLS,
+    setup: TrainingSetup | None = None,
+    progress: Progress | None = None,
+    actor: Any = None,
+) -> str:
+    """Train, record and install a new encoder; returns its ``encoder_id``."""
+    tools = training_tools(max_tools)
+    if not tools:
+        raise QueryEncoderError("there are no active tools to learn from")
+    weights = build_weights(tools, backends.local_onnx_encoder(), setup, progress)
+    path = encoder_path()
+    partial = path.with_suffix(".partial")
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    data = weights.to_bytes()
+    partial.write_bytes(data)
+    encoder_id = f"static:{hashlib.sha256(data).hexdigest()[:12]}"
+    with transaction.atomic():
+        record_event(
+            EventType.QUERY_ENCODER,
+            actor=actor,
+            request_id=None,
+            summary=f"Static query encoder {encoder_id} built from {len(tools)} tools",
+            input={"max_tools": max_tools, "tools": len(tools)},
+            output={"encoder_id": encoder_id, "path": path.name},
+        )
+        partial.replace(path)
+    forget_loaded()
+    return encoder_id
