@@ -5,7 +5,10 @@ Run (one line; the peer needs torch + sentence-transformers, the ``bench`` extra
     .venv/bin/python -m config.devstack test -- .venv/bin/python bench/http_ratio.py
 
 Options: ``--sizes 200,4076`` (MetaTool's 199 tools, Seal-Tools' 4,076),
-``--requests N`` (200 per size), ``--warmup N`` (10), ``--keep``.
+``--requests N`` (200 per size), ``--warmup N`` (10), ``--keep``, ``--static``
+(train the static query encoder on the bench catalogs' tools first; the second
+server then runs without it, ``QUIVER_STATIC_SENTENCES=false``, instead of
+writing the audit row first).
 
 Catalogs are built as ``bench/speed.py`` builds them. One ``gunicorn --workers 1
 --threads 1`` serves them; one bearer key (``agent`` scope). For each of N distinct
@@ -54,6 +57,7 @@ from django.core.management import call_command  # noqa: E402
 from bench import speed  # noqa: E402  (sets up Django)
 from catalog.embeddings import backends  # noqa: E402
 from catalog.services.clients import create_api_client  # noqa: E402
+from catalog.services.query_encoder import build_query_encoder  # noqa: E402
 from selection.services.timings import STAGES  # noqa: E402
 
 TARGETS = {"peer_p50": 0.35, "peer_p95": 0.5, "noop_p50": 3.0, "audit_ms": 1.0}
@@ -224,6 +228,12 @@ def report(runs: list[Run], args: argparse.Namespace) -> str:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="200,4076")
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="build the static query encoder from the bench catalogs first, and "
+        "A/B it: the second server runs with QUIVER_STATIC_SENTENCES=false",
+    )
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--keep", action="store_true", help="keep the catalogs")
@@ -250,6 +260,10 @@ def main(argv: list[str]) -> int:
         )
         headers = {"Authorization": f"Bearer {key}"}
         inline = {"QUIVER_AUDIT_SEND_EARLY": "false"}
+        if args.static:
+            speed.say("training the static query encoder on the bench catalogs")
+            build_query_encoder(progress=speed.say)
+            inline = {"QUIVER_STATIC_SENTENCES": "false"}
         with (
             speed.server(log_dir) as web,
             speed.server(log_dir, inline) as web_inline,
@@ -260,6 +274,8 @@ def main(argv: list[str]) -> int:
                 urls = (web.url, web_inline.url)
                 runs.append(measure(b, client, urls, encode, args))
     finally:
+        if args.static:  # later test runs share this state directory
+            backends.static_encoder_path().unlink(missing_ok=True)
         if not args.keep:
             speed.clean_up()
         shutil.rmtree(log_dir, ignore_errors=True)

@@ -23,14 +23,16 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._data import (  # noqa: E402
+    CACHE_DIR,
     DATASETS,
     EmbeddingCache,
     Query,
@@ -39,6 +41,12 @@ from bench._data import (  # noqa: E402
     load_specs,
     tool_embedding_text,
 )
+from catalog.embeddings.static import (  # noqa: E402
+    StaticQueryEncoder,
+    load_encoder,
+    save_weights,
+)
+from catalog.embeddings.static_training import ToolText, build_weights  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
 from catalog.tool_text import schema_properties, split_identifier
 from selection.engine import (  # noqa: E402
@@ -402,6 +410,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N queries")
     parser.add_argument("--speed", action="store_true", help="latency instead")
     parser.add_argument(
+        "--static-from",
+        choices=[*DATASETS, "all"],
+        default=None,
+        help="embed each request's sentences with a static query encoder trained "
+        "on these data sets' tools (as the app does once one is built)",
+    )
+    parser.add_argument(
         "--whole-from-sentences",
         action="store_true",
         help="experiment: the mean of the sentence vectors as the request's vector",
@@ -418,8 +433,44 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_speed(cache, args.limit)
         return
     print(f"embedding model: {cache.embedder.model_id}; default scorer: {default}")
+    fast = static_encoder(args.static_from) if args.static_from else None
     for name in names:
-        run_dataset(prepare(name, args.limit, cache), default)
+        data = prepare(name, args.limit, cache)
+        run_dataset(with_static_sentences(data, fast) if fast else data, default)
+
+
+def static_encoder(source: str) -> StaticQueryEncoder:
+    """An encoder trained on the tools of ``source`` (cached in the bench cache)."""
+    onnx = get_local_backend_onnx()
+    names = DATASETS if source == "all" else (source,)
+    path = CACHE_DIR / f"static-{'-'.join(names)}-{onnx.weights_digest[:12]}.npz"
+    if not path.exists():
+        tools = [
+            ToolText(s.name, s.description, s.parameters)
+            for name in names
+            for s in load_specs(name)
+        ]
+        started = time.perf_counter()
+        save_weights(build_weights(tools, onnx, progress=print), path)
+        print(f"trained on {len(tools)} tools in {time.perf_counter() - started:.0f} s")
+    return load_encoder(path, onnx.tokenizer)
+
+
+def with_static_sentences(data: Prepared, fast: StaticQueryEncoder) -> Prepared:
+    """The data set with every request's sentences embedded by ``fast``."""
+    vecs = [
+        fast.encode_many(split_sentences(embed_text(q.text)))
+        if len(data.sentence_vecs[i])
+        else data.sentence_vecs[i]
+        for i, q in enumerate(data.queries)
+    ]
+    return replace(data, sentence_vecs=vecs)
+
+
+def get_local_backend_onnx() -> Any:
+    from catalog.embeddings.backends import local_onnx_encoder
+
+    return local_onnx_encoder()
 
 
 if __name__ == "__main__":

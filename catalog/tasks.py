@@ -91,18 +91,13 @@ TASK_QUERY_ENCODER = "catalog.tasks.build_query_encoder_if_due"
 
 @shared_task
 def build_query_encoder_if_due() -> str | None:
-    """After an import: train the static query encoder when there is none or the
-    catalog has much outgrown it; one build at a time (the others return)."""
+    """After an import or at worker start: train the static query encoder when
+    there is none or the catalog has much outgrown it. Training runs in a child
+    process (its ~300 MB of arrays never stay in the worker); concurrent calls
+    build once (the command holds a lock). Returns the command's last line."""
     if not settings.QUIVER_QUERY_ENCODER_AUTO:
         return None
-    with query_encoder.single_build() as mine:
-        if not mine or not query_encoder.build_is_due():
-            return None
-        try:
-            return query_encoder.build_query_encoder()
-        except query_encoder.QueryEncoderError as exc:
-            log.info("no static query encoder built: %s", exc)
-            return None
+    return query_encoder.build_in_child_if_due()
 
 
 @shared_task(
@@ -154,6 +149,7 @@ def resume_interrupted_work() -> dict[str, int]:
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
     jobs.send(jobs.TASK_RESUME)
+    jobs.send(TASK_QUERY_ENCODER, priority=jobs.EMBED_PRIORITY + 1)
 
 
 class SweepTimer(bootsteps.StartStopStep):

@@ -11,7 +11,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,8 @@ from catalog.embeddings.static_training import (
 )
 from catalog.models import Tool
 
+logger = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MAX_TOOLS = 8_000
 # A build is due when there is none, or the active tools are more than this many
 # times those it was trained on (an import of a new kind of catalog).
@@ -76,6 +81,23 @@ def single_build() -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_in_child_if_due() -> str:
+    """``manage.py build_query_encoder --if-due`` in a child process; its last
+    line of output (or of errors, logged, when it failed)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "build_query_encoder", "--if-due"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    lines = (done.stdout if done.returncode == 0 else done.stderr).strip().splitlines()
+    last = lines[-1] if lines else f"exit code {done.returncode}"
+    if done.returncode != 0:
+        logger.warning("building the static query encoder failed: %s", last)
+    return last
 
 
 def build_is_due() -> bool:

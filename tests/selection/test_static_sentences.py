@@ -97,14 +97,22 @@ def test_the_command_refuses_bad_numbers_and_an_empty_catalog(encoder_path):
     assert not AuditEvent.objects.filter(event_type=EventType.QUERY_ENCODER).exists()
 
 
-def test_after_an_import_the_worker_builds_only_when_allowed_and_due(
-    catalog,  # noqa: F811
-    encoder_path,
-    settings,
+def test_the_worker_task_does_nothing_when_automatic_builds_are_off(
+    encoder_path, settings
 ):
     settings.QUIVER_QUERY_ENCODER_AUTO = False
-    assert build_query_encoder_if_due() is None and not encoder_path.exists()
-    settings.QUIVER_QUERY_ENCODER_AUTO = True
-    built = build_query_encoder_if_due()
-    assert built is not None and encoder_path.exists()
-    assert build_query_encoder_if_due() is None  # not due again
+    assert build_query_encoder_if_due() is None
+    assert not encoder_path.exists()
+
+
+def test_if_due_builds_only_when_there_is_none_or_the_catalog_outgrew_it(
+    catalog,  # noqa: F811
+    encoder_path,
+    capsys,
+):
+    call_command("build_query_encoder", "--if-due", "--epochs", "1")
+    assert "built static:" in capsys.readouterr().out
+    first = encoder_path.read_bytes()
+    call_command("build_query_encoder", "--if-due")
+    assert "up to date" in capsys.readouterr().out
+    assert encoder_path.read_bytes() == first

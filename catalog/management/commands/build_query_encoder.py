@@ -13,6 +13,7 @@ from catalog.services.query_encoder import (
     QueryEncoderError,
     build_is_due,
     build_query_encoder,
+    single_build,
 )
 
 
@@ -43,9 +44,18 @@ class Command(BaseCommand):
             raise CommandError("--max-tools: must be at least 1")
         if options["epochs"] < 1:
             raise CommandError("--epochs: must be at least 1")
-        if options["if_due"] and not build_is_due():
-            self.stdout.write("The static query encoder is up to date.")
+        if not options["if_due"]:
+            self._build(options)
             return
+        with single_build() as mine:
+            if not mine:
+                self.stdout.write("Another build of the static query encoder runs.")
+            elif not build_is_due():
+                self.stdout.write("The static query encoder is up to date.")
+            else:
+                self._build(options)
+
+    def _build(self, options: dict[str, Any]) -> None:
         began = time.monotonic()
 
         def say(message: str) -> None:
