@@ -74,7 +74,7 @@ class StaticWeights:
         """Read weights written by ``to_bytes``."""
         with np.load(io.BytesIO(data)) as arrays:
             return cls(
-                table=arrays["table"].astype(np.float32),
+                table=arrays["table"],  # float16: 23 MB held, not 47
                 w1=arrays["w1"].astype(np.float32),
                 b1=arrays["b1"].astype(np.float32),
                 w2=arrays["w2"].astype(np.float32),
@@ -103,7 +103,9 @@ class StaticQueryEncoder:
     def encode_many(self, texts: list[str]) -> np.ndarray:
         """One row per text, in order."""
         w = self.weights
-        means = np.stack([w.table[self.pieces(t)].mean(axis=0) for t in texts])
+        means = np.stack(
+            [w.table[self.pieces(t)].mean(axis=0, dtype=np.float32) for t in texts]
+        )
         out = means + gelu(means @ w.w1 + w.b1) @ w.w2
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.maximum(norms, 1e-12)).astype(np.float32)
