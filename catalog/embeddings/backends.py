@@ -306,6 +306,8 @@ class LocalMiniLMBackend:
         model (and, the very first time, building its ONNX graphs: seconds).
         """
         self._encode_query("warm up")
+        if self.engine == "onnx":
+            local_static_encoder()  # loads the sentences' encoder, if one is built
         if documents:
             self.embed_documents(["warm up"])
 
