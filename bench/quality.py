@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -41,6 +40,7 @@ from bench._data import (  # noqa: E402
     load_specs,
     tool_embedding_text,
 )
+from catalog.embeddings.backends import local_onnx_encoder  # noqa: E402
 from catalog.embeddings.static import (  # noqa: E402
     StaticQueryEncoder,
     load_encoder,
@@ -441,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def static_encoder(source: str) -> StaticQueryEncoder:
     """An encoder trained on the tools of ``source`` (cached in the bench cache)."""
-    onnx = get_local_backend_onnx()
+    onnx = local_onnx_encoder()
     names = DATASETS if source == "all" else (source,)
     path = CACHE_DIR / f"static-{'-'.join(names)}-{onnx.weights_digest[:12]}.npz"
     if not path.exists():
@@ -465,12 +465,6 @@ def with_static_sentences(data: Prepared, fast: StaticQueryEncoder) -> Prepared:
         for i, q in enumerate(data.queries)
     ]
     return replace(data, sentence_vecs=vecs)
-
-
-def get_local_backend_onnx() -> Any:
-    from catalog.embeddings.backends import local_onnx_encoder
-
-    return local_onnx_encoder()
 
 
 if __name__ == "__main__":

@@ -93,8 +93,7 @@ class StaticQueryEncoder:
 
     def pieces(self, text: str) -> list[int]:
         """The text's word-piece ids without [CLS]/[SEP] (``[UNK]`` if none)."""
-        ids = self.tokenizer.encode(text.strip()).ids[1:-1]
-        return list(ids) or [UNKNOWN_PIECE]
+        return word_pieces(self.tokenizer, text)
 
     def encode(self, text: str) -> np.ndarray:
         """One vector for ``text``."""
@@ -109,6 +108,23 @@ class StaticQueryEncoder:
         out = means + gelu(means @ w.w1 + w.b1) @ w.w2
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def word_pieces(tokenizer: Any, text: str) -> list[int]:
+    """``text``'s word-piece ids without [CLS]/[SEP]; ``[UNK]`` for none, so a
+    mean over them always exists (the encoder and its trainer read texts alike)."""
+    return list(tokenizer.encode(text.strip()).ids[1:-1]) or [UNKNOWN_PIECE]
+
+
+def encoder_id_of(data: bytes) -> str:
+    """The id of the encoder saved as ``data``: ``static:`` + its SHA-256 prefix."""
+    return f"static:{hashlib.sha256(data).hexdigest()[:12]}"
+
+
+def trained_on(path: Path) -> int:
+    """How many tools the encoder at ``path`` learnt from (reads that one array)."""
+    with np.load(path) as arrays:
+        return int(arrays["trained_on"])
 
 
 def encoder_file(state_dir: Path, weights_digest: str) -> Path:
@@ -127,9 +143,8 @@ def save_weights(weights: StaticWeights, path: Path) -> None:
 def load_encoder(path: Path, tokenizer: Any) -> StaticQueryEncoder:
     """The encoder saved at ``path``; its id is the file's content hash."""
     data = path.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()[:12]
     return StaticQueryEncoder(
-        StaticWeights.from_bytes(data), tokenizer, f"static:{digest}"
+        StaticWeights.from_bytes(data), tokenizer, encoder_id_of(data)
     )
 
 

@@ -25,7 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from catalog.embeddings.static import StaticWeights, gelu
+from catalog.embeddings.static import (
+    UNKNOWN_PIECE,
+    StaticWeights,
+    gelu,
+    word_pieces,
+)
 from catalog.tool_text import schema_properties, split_identifier
 
 TEMPLATES = (
@@ -216,7 +221,7 @@ def train(
     if len(pieces) != len(targets) or not len(pieces):
         raise ValueError("training needs one target per text, and some texts")
     trainer = _Trainer(table, setup)
-    clipped = [list(p[:MAX_PIECES]) or [100] for p in pieces]
+    clipped = [list(p[:MAX_PIECES]) or [UNKNOWN_PIECE] for p in pieces]
     for epoch in range(setup.epochs):
         order = trainer.rng.permutation(len(clipped))
         loss = 0.0
@@ -238,13 +243,12 @@ def single_piece_table(
     """Each word piece's vector alone (``[CLS] piece [SEP]``), ``size`` rows.
 
     ``encode_batch`` takes an (n, 3) id matrix and returns n sentence vectors."""
-    rows = np.zeros((size, 0), np.float32)
     chunks = []
     for start in range(0, size, 2048):
         piece = np.arange(start, min(size, start + 2048), dtype=np.int64)
         ids = np.stack([np.full_like(piece, 101), piece, np.full_like(piece, 102)], 1)
         chunks.append(np.asarray(encode_batch(ids), dtype=np.float32))
-    return np.concatenate(chunks) if chunks else rows
+    return np.concatenate(chunks)
 
 
 def piece_table(onnx: Any) -> np.ndarray:
@@ -282,6 +286,6 @@ def build_weights(
     table = centred(piece_table(onnx))
     say(f"targets: {len(texts)} texts from {len(tools)} tools")
     targets = onnx.encode_batch(texts, 64, 256, "fp32", 1)
-    pieces = [onnx.tokenizer.encode(t.strip()).ids[1:-1] for t in texts]
+    pieces = [word_pieces(onnx.tokenizer, t) for t in texts]
     weights = train(pieces, targets, table, setup, say)
     return replace(weights, trained_on=len(tools))

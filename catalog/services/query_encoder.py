@@ -9,13 +9,10 @@ so it is an audit event, written before the new file takes its place.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import logging
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,8 @@ from audit.choices import EventType
 from audit.services import record_event
 from catalog.choices import ToolStatus
 from catalog.embeddings import backends
-from catalog.embeddings.static import StaticWeights, forget_loaded
+from catalog.embeddings.onnx_encoder import file_lock
+from catalog.embeddings.static import encoder_id_of, forget_loaded, trained_on
 from catalog.embeddings.static_training import (
     Progress,
     ToolText,
@@ -61,26 +59,9 @@ def training_tools(max_tools: int = DEFAULT_MAX_TOOLS, seed: int = 0) -> list[To
     ]
 
 
-def encoder_path() -> Path:
-    """Where the bundled model's static encoder is (or will be) saved."""
-    return backends.static_encoder_path()
-
-
-@contextlib.contextmanager
-def single_build() -> Iterator[bool]:
+def single_build() -> contextlib.AbstractContextManager[bool]:
     """Yields True to the one caller holding the build lock (non-blocking)."""
-    path = encoder_path().with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return file_lock(backends.static_encoder_path().with_suffix(".lock"), wait=False)
 
 
 def build_in_child_if_due() -> str:
@@ -102,15 +83,15 @@ def build_in_child_if_due() -> str:
 
 def build_is_due() -> bool:
     """No encoder yet, or the catalog has grown well past what it learnt from."""
-    path = encoder_path()
+    path = backends.static_encoder_path()
     if not path.exists():
         return True
     try:
-        trained_on = StaticWeights.from_bytes(path.read_bytes()).trained_on
+        learnt_from = trained_on(path)
     except (OSError, ValueError, KeyError):
         return True
     active = Tool.objects.filter(status=ToolStatus.ACTIVE).count()
-    return active > REBUILD_GROWTH * max(trained_on, 1)
+    return active > REBUILD_GROWTH * max(learnt_from, 1)
 
 
 def build_query_encoder(
@@ -124,12 +105,12 @@ def build_query_encoder(
     if not tools:
         raise QueryEncoderError("there are no active tools to learn from")
     weights = build_weights(tools, backends.local_onnx_encoder(), setup, progress)
-    path = encoder_path()
+    path = backends.static_encoder_path()
     partial = path.with_suffix(".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     data = weights.to_bytes()
     partial.write_bytes(data)
-    encoder_id = f"static:{hashlib.sha256(data).hexdigest()[:12]}"
+    encoder_id = encoder_id_of(data)
     with transaction.atomic():
         record_event(
             EventType.QUERY_ENCODER,

@@ -135,7 +135,7 @@ def _replay(event: AuditEvent, tool: str, specs: dict[str, Any]) -> WhyNot:
     ).warm()
     request = _request_of(event)
     encoder = event.output.get("stats", {}).get("sentence_encoder")
-    semantic, missing = _semantic(catalog, specs, request, (settings, encoder))
+    semantic, missing = _semantic(catalog, specs, request, settings, encoder)
     result = select(snapshot, request, semantic=semantic)
     recorded = [pick["name"] for pick in event.output.get("tools", [])]
     answer = _locate(snapshot, request, result, tool)
@@ -157,11 +157,11 @@ def _semantic(
     catalog: Catalog,
     specs: dict[str, Any],
     request: SelectionRequest,
-    settings_and_encoder: tuple[EngineSettings, str | None],
+    settings: EngineSettings,
+    encoder_id: str | None,
 ) -> tuple[dict[str, float] | None, list[str]]:
     """The semantic pool of that time, exactly (no HNSW approximation), with the
     sentences embedded by the recorded static encoder when one served."""
-    settings, encoder_id = settings_and_encoder
     model_id = catalog.active_embedding_model
     if not model_id:
         return None, []
@@ -174,15 +174,15 @@ def _semantic(
             texts[name] = embedding_text(spec_from_dict(dict(spec)))
         except SpecError:
             return None, [f"the recorded definition of {name!r} cannot be read"]
+    fast = local_static_encoder() if encoder_id else None
+    if encoder_id and (fast is None or fast.encoder_id != encoder_id):
+        return None, [f"the static sentence encoder {encoder_id!r} is not available"]
     vectors = _vectors(catalog, backend, texts)
     text = normalize(request).embed_text
     query = embed_query(text, backend)
     names = list(texts)
     matrix = np.stack([vectors[n] for n in names])
     scores = matrix @ query
-    fast = local_static_encoder() if encoder_id else None
-    if encoder_id and (fast is None or fast.encoder_id != encoder_id):
-        return None, [f"the static sentence encoder {encoder_id!r} is not available"]
     sentences = sentence_vectors(text, backend, fast)
     if len(sentences):  # the same sentence-mixed pool as selection (select.py)
         rows = pooled(scores, sentences @ matrix.T, settings.candidate_pool)

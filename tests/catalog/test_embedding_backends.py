@@ -37,20 +37,14 @@ from catalog.embeddings.backends import (  # noqa: E402
     local_numpy_encoder,
 )
 from catalog.embeddings.minilm import MiniLMEncoder, erf, gelu_  # noqa: E402
-
-REFERENCE_PATH = (
-    Path(__file__).resolve().parent.parent / "data" / "minilm_reference.json"
-)
+from tests.minilm_reference import load_reference  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def reference_data() -> dict[str, Any]:
-    """Vectors sentence-transformers (torch) gave for fixed texts, stored once.
-
-    Made by ``bench/make_minilm_reference.py``; torch is not installed at run time,
-    so the reference is test data, not a live model.
-    """
-    return json.loads(REFERENCE_PATH.read_text(encoding="utf-8"))
+    """Vectors sentence-transformers (torch) gave for fixed texts, stored once
+    (tests/minilm_reference.py)."""
+    return load_reference()
 
 
 @pytest.fixture(scope="module")

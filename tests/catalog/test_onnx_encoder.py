@@ -7,7 +7,6 @@ computed for fixed texts (``tests/data/minilm_reference.json``). No Django neede
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -31,9 +30,10 @@ from catalog.embeddings.onnx_encoder import (
     ffn_output_nodes_of,
     model_files,
 )
+from tests.minilm_reference import load_reference
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-REFERENCE = json.loads((ROOT / "tests/data/minilm_reference.json").read_text())
+REFERENCE = load_reference()
 TEXTS = [item["text"] for item in REFERENCE["items"]]
 QUERY_REF = np.array([item["query"] for item in REFERENCE["items"]])
 DOCUMENT_REF = np.array([item["document"] for item in REFERENCE["items"]])

@@ -29,9 +29,10 @@ from catalog.embeddings.static_training import (
     piece_table,
     training_texts,
 )
+from tests.minilm_reference import load_reference
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-REFERENCE = json.loads((ROOT / "tests/data/minilm_reference.json").read_text())
+REFERENCE = load_reference()
 # The reference texts that read like requests or tools (not the edge cases:
 # empty, emoji, other scripts, repeated words).
 READABLE = [
