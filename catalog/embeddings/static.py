@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -132,10 +133,16 @@ def encoder_file(state_dir: Path, weights_digest: str) -> Path:
     return state_dir / "models" / f"{FILE_PREFIX}-{weights_digest[:16]}.npz"
 
 
+def partial_path(path: Path) -> Path:
+    """This process's temporary twin of ``path``, renamed over it when complete:
+    two processes writing the same file never write into each other's."""
+    return path.with_name(f"{path.name}.{os.getpid()}.partial")
+
+
 def save_weights(weights: StaticWeights, path: Path) -> None:
     """Write ``weights`` to ``path`` atomically (readers never see half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
+    partial = partial_path(path)
     partial.write_bytes(weights.to_bytes())
     partial.replace(path)
 

@@ -29,6 +29,7 @@ from catalog.embeddings.static import (
     UNKNOWN_PIECE,
     StaticWeights,
     gelu,
+    partial_path,
     word_pieces,
 )
 from catalog.tool_text import schema_properties, split_identifier
@@ -265,8 +266,9 @@ def piece_table(onnx: Any) -> np.ndarray:
 
     table = single_piece_table(encode_ids, onnx.tokenizer.get_vocab_size())
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial.npy")
-    np.save(partial, table)
+    partial = partial_path(path)
+    with partial.open("wb") as handle:
+        np.save(handle, table)
     partial.replace(path)
     return table
 

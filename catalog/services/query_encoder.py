@@ -23,7 +23,12 @@ from audit.services import record_event
 from catalog.choices import ToolStatus
 from catalog.embeddings import backends
 from catalog.embeddings.onnx_encoder import file_lock
-from catalog.embeddings.static import encoder_id_of, forget_loaded, trained_on
+from catalog.embeddings.static import (
+    encoder_id_of,
+    forget_loaded,
+    partial_path,
+    trained_on,
+)
 from catalog.embeddings.static_training import (
     Progress,
     ToolText,
@@ -106,20 +111,24 @@ def build_query_encoder(
         raise QueryEncoderError("there are no active tools to learn from")
     weights = build_weights(tools, backends.local_onnx_encoder(), setup, progress)
     path = backends.static_encoder_path()
-    partial = path.with_suffix(".partial")
+    partial = partial_path(path)
     partial.parent.mkdir(parents=True, exist_ok=True)
     data = weights.to_bytes()
     partial.write_bytes(data)
     encoder_id = encoder_id_of(data)
-    with transaction.atomic():
-        record_event(
-            EventType.QUERY_ENCODER,
-            actor=actor,
-            request_id=None,
-            summary=f"Static query encoder {encoder_id} built from {len(tools)} tools",
-            input={"max_tools": max_tools, "tools": len(tools)},
-            output={"encoder_id": encoder_id, "path": path.name},
-        )
-        partial.replace(path)
+    try:
+        with transaction.atomic():
+            record_event(
+                EventType.QUERY_ENCODER,
+                actor=actor,
+                request_id=None,
+                summary=f"Static query encoder {encoder_id} built from "
+                f"{len(tools)} tools",
+                input={"max_tools": max_tools, "tools": len(tools)},
+                output={"encoder_id": encoder_id, "path": path.name},
+            )
+            partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)  # gone already unless the event failed
     forget_loaded()
     return encoder_id

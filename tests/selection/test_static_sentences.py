@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import IntegrityError, connection
 
 from audit.choices import EventType
 from audit.models import AuditEvent
@@ -116,3 +117,25 @@ def test_if_due_builds_only_when_there_is_none_or_the_catalog_outgrew_it(
     call_command("build_query_encoder", "--if-due")
     assert "up to date" in capsys.readouterr().out
     assert encoder_path.read_bytes() == first
+
+
+def test_a_build_whose_audit_event_is_refused_installs_nothing(
+    catalog,  # noqa: F811
+    encoder_path,
+):
+    """No event, no encoder: the file only takes its place with its audit row."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "ALTER TABLE audit_auditevent ADD CONSTRAINT test_refuse_encoder "
+            "CHECK (event_type <> 'query_encoder') NOT VALID"
+        )
+    try:
+        with pytest.raises(IntegrityError):
+            build_query_encoder(setup=TrainingSetup(epochs=1))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "ALTER TABLE audit_auditevent DROP CONSTRAINT test_refuse_encoder"
+            )
+    assert not encoder_path.exists()
+    assert list(encoder_path.parent.iterdir()) == []  # no partial file left
