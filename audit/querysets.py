@@ -6,20 +6,23 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.lookups import DataContains
 from django.db import models
 from django.db.models import F, Func, Q, Value
 
 from audit.choices import EventType
 
+TOKENS = ArrayField(models.TextField())
+
 
 class SearchTokens(Func):
     """The words the audit filters look for in one event, computed from its
-    content by the database function of audit/migrations/0007. Kept for that
-    migration; rows store the result in ``search_tokens`` (0010), which the
-    filters read."""
+    content by the database function of audit/migrations/0007. A sealed row
+    stores the result in ``search_tokens`` (0010, filled at sealing since 0012);
+    the filters compute it for the few rows not sealed yet."""
 
     function = "audit_search_tokens"
-    output_field = ArrayField(models.TextField())  # type: ignore[assignment]
+    output_field = TOKENS  # type: ignore[assignment]
 
     def __init__(self) -> None:
         super().__init__(
@@ -31,14 +34,22 @@ class Trigrams(Func):
     """A searched text's trigrams, made as ``SearchTokens`` makes them."""
 
     function = "audit_trigrams"
-    output_field = ArrayField(models.TextField())  # type: ignore[assignment]
+    output_field = TOKENS  # type: ignore[assignment]
 
 
 def has_tokens(*tokens: str) -> Q:
     """Events whose search tokens include all of ``tokens`` (the GIN index
     ``audit_event_search``): ``p:``/``x:`` a tool offered/left out, ``r:`` a reason
     left out, ``s:`` the selection a validation checks."""
-    return Q(search_tokens__contains=list(tokens))
+    return _contains(Value(list(tokens), output_field=TOKENS))
+
+
+def _contains(wanted: Value | Func) -> Q:
+    """A sealed row's stored tokens hold ``wanted``, or a row not sealed yet (its
+    column is empty until then, audit/migrations/0012) computes them and they do:
+    the partial index ``audit_event_unsealed`` finds those few rows."""
+    unsealed = Q(DataContains(SearchTokens(), wanted), hash__isnull=True)
+    return Q(search_tokens__contains=wanted) | unsealed
 
 
 def may_contain_text(prefix: str, text: str) -> Q:
@@ -48,7 +59,7 @@ def may_contain_text(prefix: str, text: str) -> Q:
     condition (their own ``icontains`` decides, by a scan)."""
     if len(text) < 3:
         return Q()
-    return Q(search_tokens__contains=Trigrams(Value(prefix), Value(text)))
+    return _contains(Trigrams(Value(prefix), Value(text)))
 
 
 class AuditEventQuerySet(models.QuerySet):

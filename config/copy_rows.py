@@ -58,7 +58,7 @@ def copy_insert(
     quote = connection.ops.quote_name
     columns = ", ".join(quote(str(field.column)) for field in fields)
     sql = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN"
-    values = [_converter(field, connection) for field in fields]
+    values = [column_value(field, connection) for field in fields]
     with (
         connection.wrap_database_errors,
         connection.cursor() as cursor,
@@ -71,7 +71,7 @@ def copy_insert(
         obj._state.db = using
 
 
-def _converter(field: Any, connection: Any) -> Callable[[Model], Any]:
+def column_value(field: Any, connection: Any) -> Callable[[Model], Any]:
     """What one column stores for an instance (see the module's docstring)."""
     if isinstance(field, JSONField):
         encoder = field.encoder

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from django.db import ProgrammingError, connection
+from django.db import IntegrityError, ProgrammingError, connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -65,6 +65,12 @@ def _odd_events() -> None:
         )
 
 
+def _seal() -> int:
+    from audit.sealing import seal_pending
+
+    return seal_pending()
+
+
 def _plain(name: str, value: str) -> Q:
     """The filter as it was written before the indexes (the reference)."""
     selection = Q(event_type="selection")
@@ -109,9 +115,12 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("sealed", [False, True], ids=["unsealed", "sealed"])
 @pytest.mark.parametrize(("name", "value"), CASES)
-def test_each_filter_returns_exactly_what_the_plain_query_matches(name, value):
+def test_each_filter_returns_exactly_what_the_plain_query_matches(name, value, sealed):
     _odd_events()
+    if sealed:  # the stored tokens; before, each row's computed on the fly
+        _seal()
     got = set(filter_events(AuditEvent.objects.all(), {name: value}))
     assert got == set(AuditEvent.objects.filter(_plain(name, value)))
 
@@ -119,9 +128,7 @@ def test_each_filter_returns_exactly_what_the_plain_query_matches(name, value):
 def test_the_search_finds_events_written_and_sealed_alike():
     _odd_events()
     unsealed = set(filter_events(AuditEvent.objects.all(), {"tool": "get_weather"}))
-    from audit.sealing import seal_pending
-
-    assert seal_pending() == AuditEvent.objects.count()
+    assert _seal() == AuditEvent.objects.count()
     sealed = set(filter_events(AuditEvent.objects.all(), {"tool": "get_weather"}))
     assert {e.pk for e in sealed} == {e.pk for e in unsealed} != set()
 
@@ -143,8 +150,10 @@ def _tokens_computed_now(event_id: int) -> list[str]:
         return cursor.fetchone()[0]
 
 
-def test_the_database_stores_each_events_search_tokens_on_insert():
+def test_a_row_gets_its_search_tokens_when_it_is_sealed_not_on_its_insert():
     _odd_events()
+    assert not any(AuditEvent.objects.values_list("search_tokens", flat=True))
+    assert _seal() == AuditEvent.objects.count()
     for event in AuditEvent.objects.all():
         assert event.search_tokens == _tokens_computed_now(event.pk)
     weather = AuditEvent.objects.get(summary__startswith="Wetter")
@@ -152,34 +161,38 @@ def test_the_database_stores_each_events_search_tokens_on_insert():
 
 
 def test_an_insert_cannot_choose_its_own_search_tokens():
-    event = AuditEvent.objects.create(
-        event_type="selection",
-        actor_name="mallory",
-        request_id=uuid.uuid4(),
-        catalog_slug="default",
-        input={},
-        output={"tools": []},
-        created=timezone.now(),
-        search_tokens=["p:get_weather"],
-    )
-    event.refresh_from_db()
-    assert "p:get_weather" not in event.search_tokens
-    assert not filter_events(AuditEvent.objects.all(), {"tool": "get_weather"})
+    with pytest.raises(IntegrityError, match="audit_event_tokens_at_seal"):
+        AuditEvent.objects.create(
+            event_type="selection",
+            actor_name="mallory",
+            request_id=uuid.uuid4(),
+            catalog_slug="default",
+            input={},
+            output={"tools": []},
+            created=timezone.now(),
+            search_tokens=["p:get_weather"],
+        )
 
 
 def test_nobody_can_change_an_events_search_tokens_after_its_insert():
     _odd_events()
+    _seal()
     with pytest.raises(ProgrammingError, match="append-only"), connection.cursor() as c:
         c.execute("UPDATE audit_auditevent SET search_tokens = '{p:wipe_disk}'")
 
 
-def test_sealing_keeps_each_events_search_tokens():
+def test_the_sealer_cannot_choose_the_tokens_it_seals_with():
     _odd_events()
-    before = dict(AuditEvent.objects.values_list("id", "search_tokens"))
-    from audit.sealing import seal_pending
-
-    assert seal_pending() == len(before)
-    assert dict(AuditEvent.objects.values_list("id", "search_tokens")) == before
+    event = AuditEvent.objects.get(summary__startswith="Wetter")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE audit_auditevent SET seq = 1, hash = 'h', prev_hash = 'g', "
+            "search_tokens = '{p:wipe_disk}' WHERE id = %s",
+            [event.pk],
+        )
+    event.refresh_from_db()
+    assert "p:wipe_disk" not in event.search_tokens
+    assert event.search_tokens == _tokens_computed_now(event.pk)
 
 
 def _plan(params: dict[str, str]) -> str:
