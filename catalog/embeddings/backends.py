@@ -121,12 +121,14 @@ def local_onnx_encoder() -> OnnxMiniLM:
     return shared_onnx_encoder(local_model_path())
 
 
-def local_static_encoder() -> StaticQueryEncoder | None:
+def local_static_encoder(*, wait: bool = False) -> StaticQueryEncoder | None:
     """The trained static query encoder of the bundled model, or ``None`` when
-    none has been built (``manage.py build_query_encoder``)."""
+    none has been built (``manage.py build_query_encoder``); ``wait``: for a new
+    file to load, rather than answer with the one loaded before."""
     from catalog.embeddings.static import shared_static_encoder
 
-    return shared_static_encoder(static_encoder_path(), local_onnx_encoder().tokenizer)
+    tokenizer = local_onnx_encoder().tokenizer
+    return shared_static_encoder(static_encoder_path(), tokenizer, wait=wait)
 
 
 def static_encoder_path() -> Path:
@@ -307,7 +309,7 @@ class LocalMiniLMBackend:
         """
         self._encode_query("warm up")
         if self.engine == "onnx":
-            local_static_encoder()  # loads the sentences' encoder, if one is built
+            local_static_encoder(wait=True)  # the sentences' encoder, if built
         if documents:
             self.embed_documents(["warm up"])
 

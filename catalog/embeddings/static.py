@@ -149,7 +149,11 @@ def save_weights(weights: StaticWeights, path: Path) -> None:
 
 def load_encoder(path: Path, tokenizer: Any) -> StaticQueryEncoder:
     """The encoder saved at ``path``; its id is the file's content hash."""
-    data = path.read_bytes()
+    return encoder_from_bytes(path.read_bytes(), tokenizer)
+
+
+def encoder_from_bytes(data: bytes, tokenizer: Any) -> StaticQueryEncoder:
+    """The encoder a file of these bytes holds, exactly as loaded from it."""
     return StaticQueryEncoder(
         StaticWeights.from_bytes(data), tokenizer, encoder_id_of(data)
     )
@@ -163,31 +167,61 @@ class _Slot:
         self.encoder: StaticQueryEncoder | None = None
         self.stamp: tuple[int, int] | None = None
         self.checked = float("-inf")
+        self.loading: threading.Thread | None = None
 
 
 _SLOTS: dict[Path, _Slot] = {}
 _SLOTS_LOCK = threading.Lock()
 
 
-def shared_static_encoder(path: Path, tokenizer: Any) -> StaticQueryEncoder | None:
-    """The encoder at ``path`` (loaded once per change of the file), or ``None``
-    when there is none: callers then use the full model."""
+def _slot(path: Path) -> _Slot:
     with _SLOTS_LOCK:
-        slot = _SLOTS.setdefault(path, _Slot())
+        return _SLOTS.setdefault(path, _Slot())
+
+
+def shared_static_encoder(
+    path: Path, tokenizer: Any, *, wait: bool = False
+) -> StaticQueryEncoder | None:
+    """The encoder at ``path`` (loaded once per change of the file), or ``None``
+    when there is none: callers then use the full model. A changed file is loaded
+    in the background, and this returns what was loaded before, unless ``wait``."""
+    slot = _slot(path)
     with slot.lock:
         now = time.monotonic()
-        if now - slot.checked < RELOAD_SECONDS:
-            return slot.encoder
-        slot.checked = now
-        try:
-            info = path.stat()
-        except OSError:
-            slot.encoder, slot.stamp = None, None
-            return None
-        stamp = (info.st_mtime_ns, info.st_size)
-        if stamp != slot.stamp:
-            slot.encoder, slot.stamp = _load_or_none(path, tokenizer), stamp
-        return slot.encoder
+        if now - slot.checked >= RELOAD_SECONDS or wait:
+            slot.checked = now
+            loader = _check(slot, path, tokenizer)
+        else:
+            loader = slot.loading
+    if wait and loader is not None:
+        loader.join()
+    return slot.encoder
+
+
+def _check(slot: _Slot, path: Path, tokenizer: Any) -> threading.Thread | None:
+    """Look at the file (the caller holds the slot's lock): forget a removed one,
+    start loading a changed one; the loading thread, if any."""
+    try:
+        info = path.stat()
+    except OSError:
+        slot.encoder, slot.stamp = None, None
+        return None
+    stamp = (info.st_mtime_ns, info.st_size)
+    if stamp != slot.stamp and slot.loading is None:
+        slot.loading = threading.Thread(
+            target=_load_into,
+            args=(slot, path, tokenizer, stamp),
+            name="static-encoder-load",
+            daemon=True,
+        )
+        slot.loading.start()
+    return slot.loading
+
+
+def _load_into(slot: _Slot, path: Path, tokenizer: Any, stamp: tuple[int, int]) -> None:
+    encoder = _load_or_none(path, tokenizer)
+    with slot.lock:
+        slot.encoder, slot.stamp, slot.loading = encoder, stamp, None
 
 
 def _load_or_none(path: Path, tokenizer: Any) -> StaticQueryEncoder | None:
@@ -197,6 +231,17 @@ def _load_or_none(path: Path, tokenizer: Any) -> StaticQueryEncoder | None:
     except (OSError, ValueError, KeyError) as exc:
         logger.warning("ignoring the static query encoder %s: %s", path, exc)
         return None
+
+
+def use_loaded(path: Path, encoder: StaticQueryEncoder) -> None:
+    """Serve ``encoder`` as the one at ``path`` from now on, without reading the
+    file (a build in this process has it in memory already)."""
+    info = path.stat()
+    slot = _slot(path)
+    with slot.lock:
+        slot.encoder = encoder
+        slot.stamp = (info.st_mtime_ns, info.st_size)
+        slot.checked = time.monotonic()
 
 
 def forget_loaded() -> None:

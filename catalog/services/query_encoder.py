@@ -24,10 +24,11 @@ from catalog.choices import ToolStatus
 from catalog.embeddings import backends
 from catalog.embeddings.onnx_encoder import file_lock
 from catalog.embeddings.static import (
+    encoder_from_bytes,
     encoder_id_of,
-    forget_loaded,
     partial_path,
     trained_on,
+    use_loaded,
 )
 from catalog.embeddings.static_training import (
     Progress,
@@ -109,7 +110,8 @@ def build_query_encoder(
     tools = training_tools(max_tools)
     if not tools:
         raise QueryEncoderError("there are no active tools to learn from")
-    weights = build_weights(tools, backends.local_onnx_encoder(), setup, progress)
+    minilm = backends.local_onnx_encoder()
+    weights = build_weights(tools, minilm, setup, progress)
     path = backends.static_encoder_path()
     partial = partial_path(path)
     partial.parent.mkdir(parents=True, exist_ok=True)
@@ -130,5 +132,5 @@ def build_query_encoder(
             partial.replace(path)
     finally:
         partial.unlink(missing_ok=True)  # gone already unless the event failed
-    forget_loaded()
+    use_loaded(path, encoder_from_bytes(data, minilm.tokenizer))
     return encoder_id

@@ -174,7 +174,7 @@ def _semantic(
             texts[name] = embedding_text(spec_from_dict(dict(spec)))
         except SpecError:
             return None, [f"the recorded definition of {name!r} cannot be read"]
-    fast = local_static_encoder() if encoder_id else None
+    fast = local_static_encoder(wait=True) if encoder_id else None
     if encoder_id and (fast is None or fast.encoder_id != encoder_id):
         return None, [f"the static sentence encoder {encoder_id!r} is not available"]
     vectors = _vectors(catalog, backend, texts)

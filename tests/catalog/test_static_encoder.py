@@ -7,12 +7,16 @@ those texts). Real model, real numpy training, no Django.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from catalog.embeddings import static
 from catalog.embeddings.backends import local_onnx_encoder
 from catalog.embeddings.static import (
     StaticQueryEncoder,
@@ -105,4 +109,62 @@ def test_saved_weights_load_back_with_an_id_naming_the_file(trained, tmp_path):
     text = "send an email to my manager about the delay"
     assert float(again.encode(text) @ trained.encode(text)) > 0.9999
     path.write_bytes(b"not an npz")
-    assert shared_static_encoder(path, trained.tokenizer) is None  # falls back
+    assert shared_static_encoder(path, trained.tokenizer, wait=True) is None
+
+
+@pytest.fixture
+def held_loads(monkeypatch):
+    """Each file load waits for ``release`` (the real loader, held back), and the
+    file is looked at on every call."""
+    release = threading.Event()
+    load = static.load_encoder
+
+    def held(path, tokenizer):
+        assert release.wait(30)
+        return load(path, tokenizer)
+
+    monkeypatch.setattr(static, "load_encoder", held)
+    monkeypatch.setattr(static, "RELOAD_SECONDS", 0.0)
+    yield release
+    release.set()
+    static.forget_loaded()
+
+
+def _serving(path, tokenizer, encoder_id):
+    """Ask as a request would until ``encoder_id`` serves (or 30 s pass)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        served = shared_static_encoder(path, tokenizer)
+        if served is not None and served.encoder_id == encoder_id:
+            return served
+        time.sleep(0.01)
+    raise AssertionError(f"{encoder_id} never served")
+
+
+def test_a_request_never_waits_for_a_new_encoder_file_to_load(
+    trained, tmp_path, held_loads
+):
+    path = tmp_path / "models" / "query-static-bg.npz"
+    save_weights(trained.weights, path)
+    first_id = load_encoder(path, trained.tokenizer).encoder_id
+    assert shared_static_encoder(path, trained.tokenizer) is None  # full model
+    held_loads.set()
+    first = _serving(path, trained.tokenizer, first_id)
+
+    held_loads.clear()
+    retrained = dataclasses.replace(trained.weights, w2=trained.weights.w2 * 0.5)
+    save_weights(retrained, path)
+    second_id = load_encoder(path, trained.tokenizer).encoder_id
+    assert second_id != first_id
+    assert shared_static_encoder(path, trained.tokenizer) is first  # still serving
+    held_loads.set()
+    assert _serving(path, trained.tokenizer, second_id).encoder_id == second_id
+
+
+def test_a_caller_that_waits_gets_the_new_file_at_once(trained, tmp_path):
+    path = tmp_path / "models" / "query-static-wait.npz"
+    save_weights(trained.weights, path)
+    loaded = shared_static_encoder(path, trained.tokenizer, wait=True)
+    assert loaded is not None
+    assert loaded.encoder_id == load_encoder(path, trained.tokenizer).encoder_id
+    static.forget_loaded()
