@@ -48,7 +48,8 @@ def _contains(wanted: Value | Func) -> Q:
     """A sealed row's stored tokens hold ``wanted``, or a row not sealed yet (its
     column is empty until then, audit/migrations/0012) computes them and they do:
     the partial index ``audit_event_unsealed`` finds those few rows."""
-    unsealed = Q(DataContains(SearchTokens(), wanted), hash__isnull=True)
+    # hash IS NULL first: a walk over sealed rows never computes their tokens.
+    unsealed = Q(hash__isnull=True) & Q(DataContains(SearchTokens(), wanted))
     return Q(search_tokens__contains=wanted) | unsealed
 
 

@@ -5,7 +5,8 @@ Run (one line; the peer needs torch + sentence-transformers, the ``bench`` extra
     .venv/bin/python -m config.devstack test -- .venv/bin/python bench/http_ratio.py
 
 Options: ``--sizes 200,4076`` (MetaTool's 199 tools, Seal-Tools' 4,076),
-``--requests N`` (200 per size), ``--warmup N`` (10), ``--keep``, ``--static``
+``--requests N`` (200 per size), ``--warmup N`` (10), ``--block N`` (20),
+``--keep``, ``--static``
 (train the static query encoder on the bench catalogs' tools first; the second
 server then runs without it, ``QUIVER_STATIC_SENTENCES=false``, instead of
 writing the audit row first).
@@ -13,11 +14,16 @@ writing the audit row first).
 Catalogs are built as ``bench/speed.py`` builds them. One ``gunicorn --workers 1
 --threads 1`` serves them; one bearer key (``agent`` scope). For each of N distinct
 dev queries (shuffled with a fixed seed, never sent before, so the query
-embedding and the answer are computed each time), interleaved so load drift hits
-all three alike:
+embedding and the answer are computed each time), in blocks of ``--block``
+queries so load drift hits all three alike: the peer answers the block, then each
+query of the block goes to the servers. (Until 2026-11-24 the peer answered each
+query right before its requests: its ~20 ms of CPU then made the scheduler put the
+server's database backend on the web worker's core, which inflated the server's
+stages, the audit write's most: 0.59 -> 0.93 ms p50 on Seal-Tools.)
 
 * **peer**: in this process, the "dense MiniLM selector": sentence-transformers
-  ``encode`` on one torch thread + cosine over the catalog's tool vectors + top 10;
+  ``encode`` on one torch thread + cosine over the catalog's tool vectors + top 10
+  (numpy's BLAS limited to one thread as well);
 * **select**: ``POST /api/v1/select`` (``explain`` off, the catalog's default
   scorer), client-measured, and the answer's ``stats.timings_ms``;
 * **no-op read**: ``GET /api/v1/catalogs/{slug}/`` with the same key.
@@ -69,9 +75,13 @@ def peer_encoder() -> Callable[[str], np.ndarray]:
     try:
         import torch
         from sentence_transformers import SentenceTransformer
+        from threadpoolctl import threadpool_limits
     except ImportError as exc:
         raise SystemExit(f"the peer needs pip install -e '.[bench]': {exc}") from exc
     torch.set_num_threads(1)
+    # One thread for the peer's cosine too: numpy's OpenBLAS ran it on two, whose
+    # threads spin after each call, taking a core from the server under test.
+    threadpool_limits(1)
     model = SentenceTransformer(backends.local_model_path(), device="cpu")
 
     def encode(text: str) -> np.ndarray:
@@ -142,18 +152,23 @@ def measure(
         timed(lambda: client.get(noop_url))
         peer_select(encode, matrix, text)
     run = Run(b.label, b.tools, stages={name: [] for name in STAGES})
-    for number, text in enumerate(queries):
-        run.peer.append(peer_select(encode, matrix, text))
-        if number % 2:  # the two servers take turns going first
-            run.select_sync.append(select_sync(text))
-        ms, response = select(text)
-        run.select.append(ms)
-        for name, value in response.json()["stats"]["timings_ms"].items():
-            run.stages.setdefault(name, []).append(float(value))
-        run.audit_wait.append(audit_wait_ms(response))
-        if not number % 2:
-            run.select_sync.append(select_sync(text))
-        run.noop.append(timed(lambda: client.get(noop_url))[0])
+    for start in range(0, len(queries), args.block):
+        block = queries[start : start + args.block]
+        # The peer's block first: its CPU work right before each request made
+        # the scheduler place the server's database backend on the web worker's
+        # core (the audit stage went bimodal, 0.6 -> 0.9 ms p50).
+        run.peer += [peer_select(encode, matrix, text) for text in block]
+        for number, text in enumerate(block, start):
+            if number % 2:  # the two servers take turns going first
+                run.select_sync.append(select_sync(text))
+            ms, response = select(text)
+            run.select.append(ms)
+            for name, value in response.json()["stats"]["timings_ms"].items():
+                run.stages.setdefault(name, []).append(float(value))
+            run.audit_wait.append(audit_wait_ms(response))
+            if not number % 2:
+                run.select_sync.append(select_sync(text))
+            run.noop.append(timed(lambda: client.get(noop_url))[0])
     run.load = os.getloadavg()[0]
     return run
 
@@ -236,11 +251,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument(
+        "--block", type=int, default=20, help="queries per block: peer, then HTTP"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the catalogs")
     args = parser.parse_args(argv)
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    if args.requests < 1 or args.warmup < 1:
-        parser.error("--requests and --warmup must be at least 1")
+    if args.requests < 1 or args.warmup < 1 or args.block < 1:
+        parser.error("--requests, --warmup and --block must be at least 1")
     return args
 
 

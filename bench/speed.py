@@ -115,6 +115,7 @@ from catalog.spec import ToolSpec  # noqa: E402
 from selection.adapters import pgvector as semantic  # noqa: E402
 from selection.adapters import snapshots  # noqa: E402
 from selection.adapters.snapshots import get_snapshot  # noqa: E402
+from selection.answers import SelectionAnswer  # noqa: E402
 from selection.api.serializers import SelectInputSerializer  # noqa: E402
 from selection.engine.engine import select  # noqa: E402
 from selection.engine.normalize import normalize  # noqa: E402
@@ -672,11 +673,9 @@ def definitions(catalog: Catalog, names: list[str]) -> dict[str, Any]:
 
 
 def audit_write(
-    catalog: Catalog, user: Any, request: SelectionRequest, answer: dict[str, Any]
+    catalog: Catalog, user: Any, request: SelectionRequest, answer: SelectionAnswer
 ) -> None:
-    """The audit row select_tools appends for this answer."""
-    tools = [{k: v for k, v in t.items() if k != "definition"} for t in answer["tools"]]
-    output = {k: v for k, v in answer.items() if k != "selection_id"}
+    """The audit row select_tools appends for this answer (written inline)."""
     record_event(
         EventType.SELECTION,
         actor=user,
@@ -685,7 +684,7 @@ def audit_write(
         catalog_version=catalog.version,
         summary=f"{str(request.query)[:150]} -> bench",
         input={"request": asdict(request), "format": "canonical"},
-        output={**output, "tools": tools},
+        output=answer.audit_record({}),
     )
 
 
@@ -718,7 +717,7 @@ def run_in_process(
     for request, pool in zip(requests, pools, strict=True):
         out.engine.time(lambda r=request, p=pool: select(snapshot, r, semantic=p))
     for answer in answers:
-        picked = [tool["name"] for tool in answer["tools"]]
+        picked = answer.names
         out.definitions.time(lambda p=picked: definitions(catalog, p))
     for request, answer in zip(requests, answers, strict=True):
         out.audit.time(lambda r=request, a=answer: audit_write(catalog, user, r, a))
