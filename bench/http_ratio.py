@@ -30,14 +30,20 @@ stages, the audit write's most: 0.59 -> 0.93 ms p50 on Seal-Tools.)
 
 * **select, row written first**: the same request to a second gunicorn with
   ``QUIVER_AUDIT_SEND_EARLY=false``, which writes each audit row on the request's
-  connection before rendering (as before audit/writer.py), in the same rounds.
+  connection before rendering (as before audit/writer.py), in the same rounds
+  (with ``--static``: a second gunicorn without the static encoder instead);
+* **select without the audit write**: a third gunicorn serving
+  ``bench/_wsgi_without_audit.py`` (the app with the selection's audit write taken
+  out; bench only, Quiver has no such switch), so "what the write adds to /select
+  p50, with and without, in the same run" (issue 9) is measured, not derived. The
+  three servers take turns going first.
 
 The audit write's time on the answer's path is the answer's own
 ``timings_ms.audit`` (building the row and sending its INSERT) plus
 ``Server-Timing: audit_wait`` (how long the rendered answer then waited for the
 row's COMMIT); p50 of ``total - audit`` is the request without the handoff.
 Targets (issue #12, #9): select p50 <= 0.35x peer p50, p95 <= 0.5x peer p95,
-select p50 <= 3x no-op p50, audit p50 <= 1 ms.
+select p50 <= 3x no-op p50, the audit write adds <= 1 ms to select p50.
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ from selection.services.timings import STAGES  # noqa: E402
 
 TARGETS = {"peer_p50": 0.35, "peer_p95": 0.5, "noop_p50": 3.0, "audit_ms": 1.0}
 TOP_K = 10
+WITHOUT_AUDIT = "bench._wsgi_without_audit:application"
 
 
 def peer_encoder() -> Callable[[str], np.ndarray]:
@@ -111,6 +118,7 @@ class Run:
     select: list[float] = field(default_factory=list)
     noop: list[float] = field(default_factory=list)
     select_sync: list[float] = field(default_factory=list)
+    unaudited: list[float] = field(default_factory=list)
     audit_wait: list[float] = field(default_factory=list)
     stages: dict[str, list[float]] = field(default_factory=dict)
     load: float = 0.0
@@ -128,27 +136,26 @@ def timed(call: Callable[[], httpx.Response]) -> tuple[float, httpx.Response]:
 def measure(
     b: speed.Built,
     client: httpx.Client,
-    bases: tuple[str, str],
+    bases: tuple[str, str, str],
     encode: Callable[[str], np.ndarray],
     args: argparse.Namespace,
 ) -> Run:
+    """``bases``: the server under test, the second server (row written first, or
+    no static encoder) and the server without the audit write."""
     src = speed.source(speed.dataset_for(b.size), True)
     matrix = np.ascontiguousarray(src.vectors[: b.tools], dtype=np.float32)
     pool = speed.query_pool(speed.dataset_for(b.size))
     queries, warmup = pool[: args.requests], pool[-args.warmup :]
     slug = b.catalog.slug
-    base, sync_base = bases
-    select_url, noop_url = f"{base}/api/v1/select", f"{base}/api/v1/catalogs/{slug}/"
+    noop_url = f"{bases[0]}/api/v1/catalogs/{slug}/"
 
-    def select(text: str, url: str = select_url) -> tuple[float, httpx.Response]:
+    def select(base: str, text: str) -> tuple[float, httpx.Response]:
+        url = f"{base}/api/v1/select"
         return timed(lambda: client.post(url, json={"catalog": slug, "query": text}))
 
-    def select_sync(text: str) -> float:
-        return select(text, f"{sync_base}/api/v1/select")[0]
-
     for text in warmup:
-        select(text)
-        select_sync(text)
+        for base in bases:
+            select(base, text)
         timed(lambda: client.get(noop_url))
         peer_select(encode, matrix, text)
     run = Run(b.label, b.tools, stages={name: [] for name in STAGES})
@@ -159,18 +166,25 @@ def measure(
         # core (the audit stage went bimodal, 0.6 -> 0.9 ms p50).
         run.peer += [peer_select(encode, matrix, text) for text in block]
         for number, text in enumerate(block, start):
-            if number % 2:  # the two servers take turns going first
-                run.select_sync.append(select_sync(text))
-            ms, response = select(text)
-            run.select.append(ms)
-            for name, value in response.json()["stats"]["timings_ms"].items():
-                run.stages.setdefault(name, []).append(float(value))
-            run.audit_wait.append(audit_wait_ms(response))
-            if not number % 2:
-                run.select_sync.append(select_sync(text))
+            turn = number % len(bases)  # the servers take turns going first
+            for base in bases[turn:] + bases[:turn]:
+                ms, response = select(base, text)
+                if base == bases[1]:
+                    run.select_sync.append(ms)
+                elif base == bases[2]:
+                    run.unaudited.append(ms)
+                else:
+                    _record(run, ms, response)
             run.noop.append(timed(lambda: client.get(noop_url))[0])
     run.load = os.getloadavg()[0]
     return run
+
+
+def _record(run: Run, ms: float, response: httpx.Response) -> None:
+    run.select.append(ms)
+    for name, value in response.json()["stats"]["timings_ms"].items():
+        run.stages.setdefault(name, []).append(float(value))
+    run.audit_wait.append(audit_wait_ms(response))
 
 
 def audit_wait_ms(response: httpx.Response) -> float:
@@ -186,13 +200,15 @@ def p(samples: Sequence[float] | np.ndarray, q: float) -> float:
     return float(np.percentile(np.asarray(samples, dtype=float), q))
 
 
-def ratio_table(runs: list[Run]) -> str:
+def ratio_table(runs: list[Run], static: bool) -> str:
+    second = "without the static encoder" if static else "row written first"
     headers = [
         "catalog", "peer p50 / p95", "select p50 / p95", "no-op p50 / p95",
         "select/peer p50 (<= 0.35)", "select/peer p95 (<= 0.5)",
-        "select/no-op p50 (<= 3)", "audit on the path p50 (<= 1 ms)",
-        "server total p50 / without audit", "select p50, row written first",
-        "load",
+        "select/no-op p50 (<= 3)",
+        "select p50 without the audit write (what it adds, <= 1 ms)",
+        "audit on the path p50", "server total p50 / without audit",
+        f"select p50, {second}", "load",
     ]  # fmt: skip
     rows = []
     for r in runs:
@@ -206,6 +222,7 @@ def ratio_table(runs: list[Run]) -> str:
             f"{p(r.select, 50) / p(r.peer, 50):.2f}",
             f"{p(r.select, 95) / p(r.peer, 95):.2f}",
             f"{p(r.select, 50) / p(r.noop, 50):.2f}",
+            f"{p(r.unaudited, 50):.1f} ({p(r.select, 50) - p(r.unaudited, 50):+.2f})",
             f"{p(on_path, 50):.2f} ({p(audit, 50):.2f} + {p(r.audit_wait, 50):.2f})",
             f"{p(total, 50):.1f} / {p(total - audit, 50):.1f}",
             f"{p(r.select_sync, 50):.1f}",
@@ -232,7 +249,7 @@ def report(runs: list[Run], args: argparse.Namespace) -> str:
         "",
         "ms; peer in process (1 torch thread), select and no-op client-measured",
         "",
-        ratio_table(runs),
+        ratio_table(runs, args.static),
         "",
         "### Per-stage p50 (stats.timings_ms, ms)",
         "",
@@ -285,11 +302,12 @@ def main(argv: list[str]) -> int:
         with (
             speed.server(log_dir) as web,
             speed.server(log_dir, inline) as web_inline,
+            speed.server(log_dir, app=WITHOUT_AUDIT) as web_unaudited,
             httpx.Client(headers=headers, timeout=900) as client,
         ):
             for b in built:
                 speed.say(f"{b.tools:,} tools: {args.requests} interleaved rounds")
-                urls = (web.url, web_inline.url)
+                urls = (web.url, web_inline.url, web_unaudited.url)
                 runs.append(measure(b, client, urls, encode, args))
     finally:
         if args.static:  # later test runs share this state directory

@@ -130,6 +130,7 @@ DATA_DIR = Path(
 CACHE_DIR = ROOT / ".quiver" / "bench-cache"
 PREFIX = "bench-speed"
 CLIENT_NAME = f"{PREFIX}-agent"
+WSGI_APP = "config.wsgi:application"
 DEFAULT_SIZES = (200, 4076, 100_000)
 SEALTOOLS_SIZE = 4076
 METATOOL_SIZE = 200
@@ -467,16 +468,18 @@ def cpu_seconds(pid: int | None) -> float | None:
 
 
 class Server:
-    """gunicorn serving config.wsgi with this process's environment."""
+    """gunicorn serving config.wsgi (or ``app``) with this process's environment."""
 
-    def __init__(self, log_dir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, log_dir: Path, env: dict[str, str] | None = None, app: str = WSGI_APP
+    ) -> None:
         self.port = free_port()
         self.app_name = f"{PREFIX}-web-{self.port}"
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"gunicorn-{self.port}.log"
         env = {**os.environ, **(env or {}), "PGAPPNAME": self.app_name}
         command = [
-            sys.executable, "-m", "gunicorn", "config.wsgi:application",
+            sys.executable, "-m", "gunicorn", app,
             "--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "1",
             "--timeout", "900", "--log-level", "warning",
         ]  # fmt: skip
@@ -532,8 +535,10 @@ class Server:
 
 
 @contextmanager
-def server(log_dir: Path, env: dict[str, str] | None = None) -> Iterator[Server]:
-    web = Server(log_dir, env)
+def server(
+    log_dir: Path, env: dict[str, str] | None = None, app: str = WSGI_APP
+) -> Iterator[Server]:
+    web = Server(log_dir, env, app)
     try:
         yield web
     finally:

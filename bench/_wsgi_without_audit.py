@@ -1,0 +1,23 @@
+"""Bench only, never served by Quiver: ``config.wsgi`` with the selection's audit
+write taken out, so ``bench/http_ratio.py`` can measure what the write adds to a
+``/select`` answer in the same run (issue 9: "at most 1 ms, with and without").
+
+Quiver itself has no such switch: an answer without its audit row is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit.writer import PendingEvent
+from config.wsgi import application
+from selection.services import select
+
+
+def _not_recorded(*args: Any, **kwargs: Any) -> PendingEvent:
+    return PendingEvent(None)  # type: ignore[arg-type]
+
+
+select._audit = _not_recorded  # type: ignore[assignment]
+
+__all__ = ["application"]
