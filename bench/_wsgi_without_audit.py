@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.writer import PendingEvent
-from config.wsgi import application
-from selection.services import select
+from config.wsgi import application  # first: sets Django up
+
+_ = application
+from audit.writer import PendingEvent  # noqa: E402
+from selection.services import select  # noqa: E402
 
 
 def _not_recorded(*args: Any, **kwargs: Any) -> PendingEvent:
