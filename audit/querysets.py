@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
+from django.contrib.postgres.expressions import ArraySubquery
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.lookups import DataContains
 from django.db import models
-from django.db.models import F, Func, Q, Value
+from django.db.models import F, Func, Lookup, Q, Value
 
 from audit.choices import EventType
 
@@ -46,11 +48,30 @@ def has_tokens(*tokens: str) -> Q:
 
 def _contains(wanted: Value | Func) -> Q:
     """A sealed row's stored tokens hold ``wanted``, or a row not sealed yet (its
-    column is empty until then, audit/migrations/0012) computes them and they do:
-    the partial index ``audit_event_unsealed`` finds those few rows."""
-    # hash IS NULL first: a walk over sealed rows never computes their tokens.
-    unsealed = Q(hash__isnull=True) & Q(DataContains(SearchTokens(), wanted))
-    return Q(search_tokens__contains=wanted) | unsealed
+    column is empty until then, audit/migrations/0012) computes them and they do.
+
+    The unsealed rows are found once per query (an InitPlan over the partial
+    index ``audit_event_unsealed``: the last second's rows) and each row is then
+    checked against that short id array: an OR on the computed tokens instead
+    was priced per row, so the planner ran the text filters' JSON parsing first
+    and went parallel (a common text: 16 -> 124 ms p50 at a million events)."""
+    events = apps.get_model("audit", "AuditEvent")._default_manager
+    unsealed = events.filter(
+        Q(hash__isnull=True) & Q(DataContains(SearchTokens(), wanted))
+    )
+    ids = ArraySubquery(unsealed.values("id"))
+    return Q(search_tokens__contains=wanted) | Q(InArray(F("id"), ids))
+
+
+class InArray(Lookup):
+    """``lhs = ANY(rhs)``: an array the planner can probe through an index."""
+
+    lookup_name = "in_array"
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} = ANY({rhs})", (*lhs_params, *rhs_params)
 
 
 def may_contain_text(prefix: str, text: str) -> Q:
