@@ -497,7 +497,7 @@ def _local_from_settings(config: dict[str, Any]) -> LocalMiniLMBackend:
     if batch_size is None and threads is None and engine == "onnx":
         return get_local_backend()
     return LocalMiniLMBackend(
-        batch_size=batch_size or 64, threads=threads, engine=engine
+        batch_size=batch_size or DOCUMENT_BATCH, threads=threads, engine=engine
     )
 
 

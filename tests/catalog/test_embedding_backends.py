@@ -26,6 +26,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from catalog.embeddings.backends import (  # noqa: E402
+    DOCUMENT_BATCH,
     DOCUMENT_MAX_TOKENS,
     EmbeddingBackend,
     EmbeddingError,
@@ -275,8 +276,16 @@ def test_settings_build_the_local_backend_by_default() -> None:
         {"BACKEND": "local", "MODEL": "sentence-transformers/all-MiniLM-L6-v2"}
     )
     assert configured is get_local_backend()
-    tuned = backend_from_settings({"BACKEND": "local", "BATCH_SIZE": "16"})
-    assert isinstance(tuned, LocalMiniLMBackend) and tuned.batch_size == 16
+    tuned = backend_from_settings({"BACKEND": "local", "BATCH_SIZE": "8"})
+    assert isinstance(tuned, LocalMiniLMBackend) and tuned.batch_size == 8
+
+
+def test_a_thread_count_in_settings_keeps_the_small_document_batches() -> None:
+    """The app's settings always name THREADS; its worker must still embed in
+    batches of 16 (64 held 130 MB more, bench/README "Worker memory")."""
+    threaded = backend_from_settings({"BACKEND": "local", "THREADS": 1})
+    assert isinstance(threaded, LocalMiniLMBackend)
+    assert threaded.batch_size == DOCUMENT_BATCH == 16
 
 
 def test_settings_reject_an_unknown_backend_or_local_model() -> None:
