@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
@@ -22,11 +21,7 @@ from psycopg import sql
 
 from catalog.access import stored_user
 from catalog.choices import EmbeddingStatus, JobKind
-from catalog.embeddings.backends import (
-    EmbeddingBackend,
-    LocalMiniLMBackend,
-    backend_from_settings,
-)
+from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
 from catalog.embeddings.text import embedding_text, text_hash
 from catalog.models import Catalog, Job, Tool, ToolEmbedding
 from catalog.services import jobs
@@ -39,25 +34,6 @@ log = logging.getLogger(__name__)
 def current_backend() -> EmbeddingBackend:
     """The configured backend, built once per process (the model loads once)."""
     return backend_from_settings(dict(settings.QUIVER_EMBEDDINGS))
-
-
-def warm_up_in_background() -> threading.Thread:
-    """Load the query path (the int8 graph, and the static encoder when one is
-    built) in a thread as a web process starts, so its first answer does not pay
-    for it (~0.5 s per process in ``make run``). A request that comes meanwhile
-    waits on the same load instead of starting a second one."""
-    thread = threading.Thread(target=_warm_up, name="quiver-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
-def _warm_up() -> None:
-    try:
-        backend = current_backend()
-        if isinstance(backend, LocalMiniLMBackend):
-            backend.warm_up()
-    except Exception:  # the first request will load it, or report what is wrong
-        log.exception("warming up the query model failed")
 
 
 def embedding_batch_size() -> int:
