@@ -7,6 +7,6 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
 
-from catalog.embeddings.warmup import warm_up_in_background  # noqa: E402
+from selection.warmup import warm_up_in_background  # noqa: E402
 
-warm_up_in_background()  # each web process loads the query model as it starts
+warm_up_in_background()  # each web process gets ready as it starts

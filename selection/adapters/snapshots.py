@@ -105,6 +105,11 @@ def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
     return entry.snapshot, entry.names
 
 
+def cached_catalogs() -> set[int]:
+    """The ids of the catalogs this process holds a snapshot of."""
+    return set(_cache)
+
+
 def _freeze() -> None:
     """Move everything alive (the new snapshot's ~10 objects per tool included)
     to the collector's permanent generation: later collections, and the first
