@@ -18,8 +18,9 @@ from django.db.models import Count, Q
 from django.urls import get_resolver
 
 from catalog.choices import ToolStatus
-from catalog.embeddings.backends import LocalMiniLMBackend, backend_from_settings
+from catalog.embeddings.backends import LocalMiniLMBackend
 from catalog.models import Catalog
+from catalog.services.embeddings import current_backend
 from selection.adapters.snapshots import get_snapshot
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ def warm_up_in_background() -> threading.Thread:
 def _warm_up() -> None:
     try:
         get_resolver().url_patterns  # noqa: B018  (imports every view)
-        backend = backend_from_settings(dict(settings.QUIVER_EMBEDDINGS))
+        backend = current_backend()  # the one selection embeds queries with
         if isinstance(backend, LocalMiniLMBackend):
             backend.warm_up()
         for catalog in catalogs_to_warm():
