@@ -53,9 +53,9 @@ class AuditEvent(models.Model):
     hash_version = models.PositiveSmallIntegerField(default=2)
     key_id = models.CharField(max_length=16, blank=True, default="")
     sealed_at = models.DateTimeField(null=True, blank=True)
-    # The words the list's filters look for (audit.querysets.has_tokens), written
-    # by the database's insert trigger (audit/migrations/0010) whatever Python
-    # sends: an object not read back from the database holds [] here.
+    # The words the list's filters look for (audit.querysets.has_tokens), set by
+    # the database when the row is sealed (audit/migrations/0012), whatever the
+    # sealer sends; empty until then (a CHECK refuses an insert that names any).
     search_tokens = ArrayField(models.TextField(), default=list, editable=False)
 
     objects = models.Manager.from_queryset(AuditEventQuerySet)()

@@ -43,10 +43,10 @@ def has_tokens(*tokens: str) -> Q:
     """Events whose search tokens include all of ``tokens`` (the GIN index
     ``audit_event_search``): ``p:``/``x:`` a tool offered/left out, ``r:`` a reason
     left out, ``s:`` the selection a validation checks."""
-    return _contains(Value(list(tokens), output_field=TOKENS))
+    return _tokens_hold(Value(list(tokens), output_field=TOKENS))
 
 
-def _contains(wanted: Value | Func) -> Q:
+def _tokens_hold(wanted: Value | Func) -> Q:
     """A sealed row's stored tokens hold ``wanted``, or a row not sealed yet (its
     column is empty until then, audit/migrations/0012) computes them and they do.
 
@@ -81,7 +81,7 @@ def may_contain_text(prefix: str, text: str) -> Q:
     condition (their own ``icontains`` decides, by a scan)."""
     if len(text) < 3:
         return Q()
-    return _contains(Trigrams(Value(prefix), Value(text)))
+    return _tokens_hold(Trigrams(Value(prefix), Value(text)))
 
 
 class AuditEventQuerySet(models.QuerySet):
