@@ -11,7 +11,6 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 import threading
 import tomllib
@@ -39,6 +38,7 @@ from catalog.embeddings.backends import (  # noqa: E402
 )
 from catalog.embeddings.minilm import MiniLMEncoder, erf, gelu_  # noqa: E402
 from tests.minilm_reference import load_reference  # noqa: E402
+from tests.python_probe import run_python
 
 
 @pytest.fixture(scope="module")
@@ -166,16 +166,7 @@ def test_the_local_backend_never_imports_torch() -> None:
         "banned = {'torch', 'transformers', 'sentence_transformers'}\n"
         "print(sorted(banned & set(sys.modules)))\n"
     )
-    root = Path(__file__).resolve().parent.parent.parent
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        check=True,
-        timeout=120,
-    )
-    assert done.stdout.strip() == "[]"
+    assert run_python(script, timeout=120) == ["[]"]
 
 
 def test_no_runtime_or_dev_dependency_pulls_torch_in() -> None:

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests.python_probe import run_python
+
 PROBE = (
     "import json, os, config, numpy, threadpoolctl; "
     "blas = [p['num_threads'] for p in threadpoolctl.threadpool_info() "
@@ -21,15 +19,7 @@ PROBE = (
 
 def _probe(**env: str) -> tuple[list[int], str]:
     clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    blas, variable = json.loads(done.stdout.strip().splitlines()[-1])
+    blas, variable = json.loads(run_python(PROBE, env={**clean, **env})[-1])
     return blas, variable
 
 

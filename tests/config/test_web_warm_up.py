@@ -4,18 +4,14 @@ built, so its first answer does not pay ~0.5 s for them."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from catalog.models import Catalog
 from selection.adapters.snapshots import cached_catalogs
 from selection.warmup import warm_up_in_background
 from tests.factories import make_tool
+from tests.python_probe import run_python
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 PROBE = """
 import threading
 import config.wsgi
@@ -28,15 +24,7 @@ print(len(warming), sorted(local_onnx_encoder()._sessions))
 
 
 def test_importing_the_wsgi_app_loads_the_query_graph_in_a_thread():
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
-    assert done.stdout.strip().splitlines()[-1] == "1 [('int8', 1)]", done.stderr
+    assert run_python(PROBE)[-1] == "1 [('int8', 1)]"
 
 
 @pytest.mark.django_db(transaction=True)
