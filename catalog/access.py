@@ -21,12 +21,14 @@ Keys (``key_within``): whoever creates, lists, edits, rotates or revokes a key m
 hold everything the key holds: its scope (admin covers every scope, curator and
 compliance each cover themselves and agent, and neither covers the other), its
 catalogs (every catalog only within a caller with every catalog), its roles, its
-unsafe permission and a rate limit no looser than the caller's own.
+unsafe permission, a rate limit no looser than the caller's own and, for a calling
+key with an expiry, an expiry no later. A key never sees the keys above it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from django.conf import settings
@@ -71,9 +73,14 @@ class Access:
     roles: tuple[str, ...] | None = ()
     allow_unsafe: bool = False
     # API keys only: the key's own limit a minute (None: the site default; 0: none).
-    # People are not bounded by a key's limit (``is_key`` False).
+    # People are not bounded by a key's limit or expiry (``key_id`` None).
     rate_limit: int | None = None
-    is_key: bool = False
+    expires: datetime | None = None
+    key_id: int | None = None
+
+    @property
+    def is_key(self) -> bool:
+        return self.key_id is not None
 
     @property
     def signed_in(self) -> bool:
@@ -129,7 +136,8 @@ def _client_access(client: Any) -> Access:
         roles=None if scope == ApiScope.ADMIN else tuple(client.roles),
         allow_unsafe=bool(client.allow_unsafe),
         rate_limit=client.rate_limit_per_minute,
-        is_key=True,
+        expires=client.expires,
+        key_id=client.pk,
     )
 
 
@@ -142,6 +150,7 @@ class KeyGrant:
     roles: tuple[str, ...]
     allow_unsafe: bool
     rate_limit: int | None  # None: the site default; 0: no limit
+    expires: datetime | None = None  # None: never
 
     @classmethod
     def of(cls, key: ApiClient | KeyGrant) -> KeyGrant:
@@ -153,6 +162,7 @@ class KeyGrant:
             roles=tuple(key.roles),
             allow_unsafe=bool(key.allow_unsafe),
             rate_limit=key.rate_limit_per_minute,
+            expires=key.expires,
         )
 
 
@@ -176,6 +186,10 @@ def key_within(access: Access, key: ApiClient | KeyGrant) -> str:
             return f"roles: {extra[0]!r} is not one of the caller's roles"
     if grant.allow_unsafe and not access.allow_unsafe:
         return "allow_unsafe: the caller may not be offered unsafe tools"
+    if access.expires is not None and (
+        grant.expires is None or grant.expires > access.expires
+    ):
+        return "expires: must be set and no later than the caller's own expiry"
     return _rate_problem(access, grant.rate_limit)
 
 
@@ -198,17 +212,38 @@ def _rate_problem(access: Access, wanted: int | None) -> str:
 
 
 def keys_within(access: Access, keys: QuerySet[ApiClient]) -> QuerySet[ApiClient]:
-    """The keys ``access`` may see and manage (``key_within`` for each one)."""
+    """The keys ``access`` may see and manage (``key_within`` for each one).
+
+    A key never sees the keys above it (the key that made it, and so on): even an
+    equal one would hand it a secret that outlives it."""
+    if access.key_id is not None:
+        keys = keys.exclude(pk__in=_ancestors(access.key_id))
     if (
         access.is_admin
         and access.catalogs is None
         and access.allow_unsafe
+        and access.expires is None
         and not _rate_problem(access, 0)
     ):
         return keys
     rows = keys.select_related(None).only(*_GRANT_FIELDS)
     ids = [key.pk for key in rows if not key_within(access, key)]
     return keys.filter(pk__in=ids)
+
+
+def _ancestors(key_id: int) -> list[int]:
+    """The keys above ``key_id``, nearest first (chains are short: made by hand)."""
+    found: list[int] = []
+    parent = ApiClient.objects.filter(pk=key_id).values_list("parent_id", flat=True)
+    current = parent.first()
+    while current is not None and current not in found:
+        found.append(current)
+        current = (
+            ApiClient.objects.filter(pk=current)
+            .values_list("parent_id", flat=True)
+            .first()
+        )
+    return found
 
 
 _GRANT_FIELDS = (
@@ -219,6 +254,7 @@ _GRANT_FIELDS = (
     "roles",
     "allow_unsafe",
     "rate_limit_per_minute",
+    "expires",
 )
 
 

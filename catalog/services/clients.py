@@ -136,13 +136,14 @@ def create_api_client(
         roles=tuple(roles or ()),
         allow_unsafe=allow_unsafe,
         rate_limit=rate_limit_per_minute,
+        expires=expires,
     )
     require_within(actor, grant)
     _check_catalogs(grant.catalogs)
     if ApiClient.objects.filter(name=name).exists():
         raise ValidationError({"name": [f"name: a client named {name!r} exists"]})
     with transaction.atomic():
-        client, key = _save_new(name, grant, actor=actor, expires=expires)
+        client, key = _save_new(name, grant, actor=actor)
         _audit(
             EventType.CLIENT_CREATED,
             client,
@@ -153,9 +154,7 @@ def create_api_client(
     return client, key
 
 
-def _save_new(
-    name: str, grant: KeyGrant, *, actor: Any, expires: datetime | None
-) -> tuple[ApiClient, str]:
+def _save_new(name: str, grant: KeyGrant, *, actor: Any) -> tuple[ApiClient, str]:
     prefix, key = _new_key()
     parent = acting_key(actor)
     person = actor if parent is None and getattr(actor, "pk", None) else None
@@ -174,7 +173,7 @@ def _save_new(
         catalogs=list(grant.catalogs or ()),
         all_catalogs=grant.catalogs is None,
         allow_unsafe=grant.allow_unsafe,
-        expires=expires,
+        expires=grant.expires,
         rate_limit_per_minute=grant.rate_limit,
         key_prefix=prefix,
         key_hash=hash_key(key),
@@ -215,7 +214,7 @@ def change_api_client(
         require_within(actor, after)
         if "catalogs" in changes:
             _check_catalogs(after.catalogs)
-        fields = _apply(client, after, changes)
+        fields = _apply(client, after)
         if not fields:
             return client
         client.full_clean(exclude=["user", "owner", "parent"])
@@ -240,10 +239,12 @@ def _changed_grant(grant: KeyGrant, changes: dict[str, Any]) -> KeyGrant:
         new["allow_unsafe"] = bool(changes["allow_unsafe"])
     if "rate_limit_per_minute" in changes:
         new["rate_limit"] = changes["rate_limit_per_minute"]
+    if "expires" in changes:
+        new["expires"] = changes["expires"]
     return replace(grant, **new)
 
 
-def _apply(client: ApiClient, grant: KeyGrant, changes: dict[str, Any]) -> list[str]:
+def _apply(client: ApiClient, grant: KeyGrant) -> list[str]:
     """Set the new values on the client; the names of the fields that changed."""
     values = {
         "roles": list(grant.roles),
@@ -251,7 +252,7 @@ def _apply(client: ApiClient, grant: KeyGrant, changes: dict[str, Any]) -> list[
         "all_catalogs": grant.catalogs is None,
         "allow_unsafe": grant.allow_unsafe,
         "rate_limit_per_minute": grant.rate_limit,
-        "expires": changes.get("expires", client.expires),
+        "expires": grant.expires,
     }
     fields = [name for name, value in values.items() if getattr(client, name) != value]
     for name in fields:

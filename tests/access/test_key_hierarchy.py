@@ -4,12 +4,14 @@ or revokes a key holds everything it holds (catalog.access.key_within)."""
 from __future__ import annotations
 
 import importlib
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.apps import apps
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
@@ -132,6 +134,39 @@ def test_a_key_makes_a_key_within_itself_and_is_recorded_as_its_parent(limited):
     made = ApiClient.objects.get(name="made")
     assert made.parent is not None and made.parent.name == "limited"
     assert made.owner is None
+
+
+@pytest.mark.parametrize(
+    ("expires_in", "status"),
+    [(None, 403), (timedelta(days=2), 403), (timedelta(hours=1), 201)],
+    ids=["never", "after the caller", "before the caller"],
+)
+def test_a_key_with_an_expiry_cannot_make_a_key_that_outlives_it(
+    root, expires_in, status
+):
+    soon = timezone.now() + timedelta(days=1)
+    api = as_key(make_client_key("brief", "admin", allow_unsafe=True, expires=soon))
+    expires = (timezone.now() + expires_in).isoformat() if expires_in else None
+    response = new_key(api, catalogs="*", expires=expires)
+    assert response.status_code == status, response.content
+    if status == 403:
+        assert response.json()["detail"].startswith("expires:")
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"), [("get", ""), ("post", "rotate/"), ("post", "revoke/")]
+)
+def test_a_key_never_sees_or_manages_the_equal_key_that_made_it(root, method, suffix):
+    boss = as_key(make_client_key("boss", "admin", allow_unsafe=True))
+    made = new_key(boss, scope="admin", catalogs="*", allow_unsafe=True)
+    child = as_key(made.json()["key"])
+    boss_id = ApiClient.objects.get(name="boss").pk
+    response = getattr(child, method)(f"/api/v1/clients/{boss_id}/{suffix}")
+    assert response.status_code == 404
+    listed = {c["name"] for c in child.get("/api/v1/clients/").json()["results"]}
+    assert "boss" not in listed
+    assert {"root", "made"} <= listed
+    assert ApiClient.objects.get(pk=boss_id).revoked is False
 
 
 @pytest.mark.parametrize(
