@@ -146,7 +146,7 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 def _key(env: dict[str, str], name: str, scope: str) -> dict[str, str]:
     key = (
-        _manage(env, "create_api_client", name, "--scope", scope)
+        _manage(env, "create_api_client", name, "--scope", scope, "--all-catalogs")
         .strip()
         .splitlines()[-1]
     )

@@ -16,23 +16,33 @@ Rules (fail closed):
 * Curators, compliance and admins see every tool of their catalogs (they keep or
   audit the catalog); agents see only the tools their roles and unsafe permission
   would let a selection offer them.
+
+Keys (``key_within``): whoever creates, lists, edits, rotates or revokes a key must
+hold everything the key holds: its scope (admin covers every scope, curator and
+compliance each cover themselves and agent, and neither covers the other), its
+catalogs (every catalog only within a caller with every catalog), its roles, its
+unsafe permission, a rate limit no looser than the caller's own and, for a calling
+key with an expiry, an expiry no later. A key never sees the keys above it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from django.conf import settings
 from django.contrib.auth.models import Permission
 from django.db.models import Exists, OuterRef
 from django.http import Http404
 
 from catalog.choices import ApiScope
-from catalog.models import Catalog
+from catalog.models import ApiClient, Catalog
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
     from django.contrib.auth.models import AnonymousUser
+    from django.db.models import QuerySet
 
 # Who did something: a person or an API client's service user; None for the system.
 Actor: TypeAlias = "AbstractBaseUser | AnonymousUser | None"
@@ -42,6 +52,16 @@ AUDIT_SCOPES = frozenset({ApiScope.COMPLIANCE.value, ApiScope.ADMIN.value})
 WHOLE_CATALOG_SCOPES = WRITE_SCOPES | AUDIT_SCOPES
 GROUP_SCOPES = (ApiScope.ADMIN, ApiScope.CURATOR, ApiScope.COMPLIANCE)
 UNSAFE_APP, UNSAFE_CODENAME = "catalog", "use_unsafe_tools"
+# The scopes a key may have when its maker has the scope on the left.
+SCOPE_COVERS = {
+    ApiScope.ADMIN.value: frozenset(ApiScope.values),
+    ApiScope.CURATOR.value: frozenset({ApiScope.CURATOR.value, ApiScope.AGENT.value}),
+    ApiScope.COMPLIANCE.value: frozenset(
+        {ApiScope.COMPLIANCE.value, ApiScope.AGENT.value}
+    ),
+    ApiScope.AGENT.value: frozenset({ApiScope.AGENT.value}),
+}
+ALL_CATALOGS = "*"
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,15 @@ class Access:
     catalogs: tuple[str, ...] | None = None
     roles: tuple[str, ...] | None = ()
     allow_unsafe: bool = False
+    # API keys only: the key's own limit a minute (None: the site default; 0: none).
+    # People are not bounded by a key's limit or expiry (``key_id`` None).
+    rate_limit: int | None = None
+    expires: datetime | None = None
+    key_id: int | None = None
+
+    @property
+    def is_key(self) -> bool:
+        return self.key_id is not None
 
     @property
     def signed_in(self) -> bool:
@@ -99,13 +128,134 @@ def access_for(user: Any) -> Access:
 
 
 def _client_access(client: Any) -> Access:
+    """Every catalog only when ``all_catalogs`` is set; an empty list is none."""
     scope = str(client.scope)
     return Access(
         scope=scope,
-        catalogs=tuple(client.catalogs) or None,
+        catalogs=None if client.all_catalogs else tuple(client.catalogs),
         roles=None if scope == ApiScope.ADMIN else tuple(client.roles),
         allow_unsafe=bool(client.allow_unsafe),
+        rate_limit=client.rate_limit_per_minute,
+        expires=client.expires,
+        key_id=client.pk,
     )
+
+
+@dataclass(frozen=True)
+class KeyGrant:
+    """What a key holds, from a stored client or from the fields asked for."""
+
+    scope: str
+    catalogs: tuple[str, ...] | None  # None: every catalog
+    roles: tuple[str, ...]
+    allow_unsafe: bool
+    rate_limit: int | None  # None: the site default; 0: no limit
+    expires: datetime | None = None  # None: never
+
+    @classmethod
+    def of(cls, key: ApiClient | KeyGrant) -> KeyGrant:
+        if isinstance(key, KeyGrant):
+            return key
+        return cls(
+            scope=str(key.scope),
+            catalogs=None if key.all_catalogs else tuple(key.catalogs),
+            roles=tuple(key.roles),
+            allow_unsafe=bool(key.allow_unsafe),
+            rate_limit=key.rate_limit_per_minute,
+            expires=key.expires,
+        )
+
+
+def key_within(access: Access, key: ApiClient | KeyGrant) -> str:
+    """'' when ``access`` holds everything ``key`` holds, else "field: why".
+
+    The one rule for creating, listing, editing, rotating and revoking keys. A
+    catalog the caller may not see and one that does not exist get the same
+    answer, so a limited caller learns nothing about other catalogs."""
+    grant = KeyGrant.of(key)
+    if not access.signed_in or grant.scope not in SCOPE_COVERS[str(access.scope)]:
+        return f"scope: a {access.scope} caller cannot hold a {grant.scope} key"
+    if grant.catalogs is None and access.catalogs is not None:
+        return "catalogs: '*' (every catalog) needs a caller with every catalog"
+    outside = [c for c in grant.catalogs or () if not access.may_see_catalog(c)]
+    if outside:
+        return f"catalogs: no catalog {outside[0]!r} among the caller's catalogs"
+    if access.roles is not None and grant.scope != ApiScope.ADMIN:
+        extra = sorted(set(grant.roles) - set(access.roles))
+        if extra:
+            return f"roles: {extra[0]!r} is not one of the caller's roles"
+    if grant.allow_unsafe and not access.allow_unsafe:
+        return "allow_unsafe: the caller may not be offered unsafe tools"
+    if access.expires is not None and (
+        grant.expires is None or grant.expires > access.expires
+    ):
+        return "expires: must be set and no later than the caller's own expiry"
+    return _rate_problem(access, grant.rate_limit)
+
+
+def _rate_problem(access: Access, wanted: int | None) -> str:
+    """A key's limit may not be looser than its maker's (0 is no limit at all)."""
+    if not access.is_key:
+        return ""
+    default = int(settings.QUIVER_RATE_LIMIT_PER_MINUTE)
+    own = access.rate_limit
+    bound = default if own is None else own
+    if bound == 0 or (wanted is None and own is None):
+        return ""
+    effective = default if wanted is None else wanted
+    if effective == 0 or effective > bound or (wanted is None and own is not None):
+        return (
+            f"rate_limit_per_minute: must be set and at most {bound}, "
+            "the caller's own limit"
+        )
+    return ""
+
+
+def keys_within(access: Access, keys: QuerySet[ApiClient]) -> QuerySet[ApiClient]:
+    """The keys ``access`` may see and manage (``key_within`` for each one).
+
+    A key never sees the keys above it (the key that made it, and so on): even an
+    equal one would hand it a secret that outlives it."""
+    if access.key_id is not None:
+        keys = keys.exclude(pk__in=_ancestors(access.key_id))
+    if (
+        access.is_admin
+        and access.catalogs is None
+        and access.allow_unsafe
+        and access.expires is None
+        and not _rate_problem(access, 0)
+    ):
+        return keys
+    rows = keys.select_related(None).only(*_GRANT_FIELDS)
+    ids = [key.pk for key in rows if not key_within(access, key)]
+    return keys.filter(pk__in=ids)
+
+
+def _ancestors(key_id: int) -> list[int]:
+    """The keys above ``key_id``, nearest first (chains are short: made by hand)."""
+    found: list[int] = []
+    parent = ApiClient.objects.filter(pk=key_id).values_list("parent_id", flat=True)
+    current = parent.first()
+    while current is not None and current not in found:
+        found.append(current)
+        current = (
+            ApiClient.objects.filter(pk=current)
+            .values_list("parent_id", flat=True)
+            .first()
+        )
+    return found
+
+
+_GRANT_FIELDS = (
+    "pk",
+    "scope",
+    "catalogs",
+    "all_catalogs",
+    "roles",
+    "allow_unsafe",
+    "rate_limit_per_minute",
+    "expires",
+)
 
 
 def _person_access(user: Any) -> Access:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hmac
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -15,13 +17,15 @@ from catalog.services.clients import hash_key, split_key
 from config.ratelimit import penalize_unknown_key
 
 LAST_USED_EVERY = timedelta(minutes=1)
+MAX_CHAIN = 32  # keys above a key; a longer chain fails closed
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     """``Authorization: Bearer qv_...``; the request's user is the client's user.
 
     A key stops working when it is revoked, past its expiry, or when its service
-    user or the person who made it is deactivated."""
+    user is deactivated, the person who made it is deactivated or deleted, or any
+    key above it (the key that made it, and so on) has stopped."""
 
     keyword = "Bearer"
 
@@ -54,15 +58,92 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
 
 def key_problem(client: ApiClient) -> str:
-    """Why a well-formed key of this client may not be used, or ''."""
-    if client.revoked:
+    """Why a well-formed key of this client may not be used, or ''.
+
+    The key's own state comes with the authenticating query (its user and owner
+    are joined); the keys above it, when it was made by a key, cost one more query
+    (a recursive CTE up the chain), so a request pays at most one extra query."""
+    own = _stop_reason(
+        revoked=client.revoked,
+        expires=client.expires,
+        user_active=client.user.is_active,
+        owner_name=client.owner_name,
+        owner_active=client.owner.is_active if client.owner is not None else None,
+        parent_name=client.parent_name,
+        parent_id=client.parent_id,
+    )
+    if own or client.parent_id is None:
+        return own
+    return _ancestor_problem(client.parent_id)
+
+
+def _stop_reason(
+    *,
+    revoked: bool,
+    expires: datetime | None,
+    user_active: bool,
+    owner_name: str,
+    owner_active: bool | None,
+    parent_name: str,
+    parent_id: int | None,
+) -> str:
+    """One key's own reason to stop; ``owner_active`` None: no owner row."""
+    if revoked:
         return "revoked"
-    if client.expires is not None and client.expires <= timezone.now():
+    if expires is not None and expires <= timezone.now():
         return "expired"
-    if not client.user.is_active:
+    if not user_active:
         return "deactivated"
-    if client.owner is not None and not client.owner.is_active:
+    if owner_active is False:
         return "of a deactivated user"
+    if owner_name and owner_active is None:
+        return "of a deleted user"
+    if parent_name and parent_id is None:
+        return "made by a deleted key"
+    return ""
+
+
+CHAIN_SQL = """
+WITH RECURSIVE chain (id, parent_id, depth) AS (
+    SELECT id, parent_id, 1 FROM {keys} WHERE id = %s
+    UNION ALL
+    SELECT k.id, k.parent_id, chain.depth + 1
+    FROM {keys} k JOIN chain ON k.id = chain.parent_id
+    WHERE chain.depth < %s
+)
+SELECT k.name, k.revoked, k.expires, u.is_active, k.owner_name, o.is_active,
+       k.parent_name, k.parent_id
+FROM chain
+JOIN {keys} k ON k.id = chain.id
+JOIN {users} u ON u.id = k.user_id
+LEFT JOIN {users} o ON o.id = k.owner_id
+ORDER BY chain.depth
+"""
+
+
+def _ancestor_problem(parent_id: int) -> str:
+    """The first stopped key up the chain from ``parent_id``, in one query."""
+    sql = CHAIN_SQL.format(
+        keys=connection.ops.quote_name(ApiClient._meta.db_table),
+        users=connection.ops.quote_name(get_user_model()._meta.db_table),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [parent_id, MAX_CHAIN])
+        rows = cursor.fetchall()
+    if len(rows) >= MAX_CHAIN:
+        return "stopped: its chain of keys is too long to check"
+    for name, revoked, expires, user_active, owner, owner_on, parent, pid in rows:
+        reason = _stop_reason(
+            revoked=revoked,
+            expires=expires,
+            user_active=user_active,
+            owner_name=owner,
+            owner_active=owner_on,
+            parent_name=parent,
+            parent_id=pid,
+        )
+        if reason:
+            return f"stopped: the key {name!r} above it is {reason}"
     return ""
 
 

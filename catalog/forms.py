@@ -342,8 +342,9 @@ class ApiClientForm(forms.Form):
         required=False, help_text="Comma-separated, e.g. support, finance"
     )
     catalogs = forms.CharField(
-        required=False, help_text="Comma-separated slugs; empty means every catalog"
+        required=False, help_text="Comma-separated slugs, or tick every catalog"
     )
+    all_catalogs = forms.BooleanField(required=False, label="Every catalog")
     allow_unsafe = forms.BooleanField(
         required=False, label="May be offered tools marked unsafe"
     )
@@ -359,6 +360,23 @@ class ApiClientForm(forms.Form):
 
     def clean_catalogs(self) -> list[str]:
         return _comma_list(self.cleaned_data.get("catalogs", ""))
+
+    def clean(self) -> dict[str, Any]:
+        """Every catalog is a ticked box, never an empty list: one of the two."""
+        data = super().clean() or {}
+        listed, every = data.get("catalogs"), data.get("all_catalogs")
+        if listed and every:
+            self.add_error(
+                "catalogs", "catalogs: list catalogs or tick every catalog, not both"
+            )
+        elif not listed and not every and "catalogs" not in self.errors:
+            self.add_error(
+                "catalogs",
+                "catalogs: name the catalogs the key may see, or tick every catalog",
+            )
+        else:
+            data["catalogs"] = "*" if every else listed
+        return data
 
     def add_service_error(self, exc: ValidationError) -> None:
         for field, messages in exc.message_dict.items():

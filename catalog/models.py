@@ -251,12 +251,16 @@ class ApiClient(models.Model):
     )
     scope = models.CharField(max_length=12, choices=ApiScope.choices)
     roles = models.JSONField(default=list, blank=True)
+    # The catalogs it may see; every catalog only when ``all_catalogs`` is set (an
+    # explicit choice: an empty list with it unset means none, failing closed).
     catalogs = models.JSONField(default=list, blank=True)
+    all_catalogs = models.BooleanField(default=False)
     # May this client be offered unsafe tools at all? A request can only narrow it.
     allow_unsafe = models.BooleanField(default=False)
     # Selections (batch items count one each) per minute; None = the site default.
     rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
     # The person who made the key: when they are deactivated, the key stops working.
+    # ``owner_name`` is kept when the person is deleted, so the key stops then too.
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -264,6 +268,17 @@ class ApiClient(models.Model):
         on_delete=models.SET_NULL,
         related_name="owned_api_clients",
     )
+    owner_name = models.CharField(max_length=150, blank=True, default="")
+    # The key that made this one: it stops when any ancestor stops (catalog.auth).
+    # ``parent_name`` is kept when the parent row is deleted, so the key stops then.
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="children",
+    )
+    parent_name = models.CharField(max_length=100, blank=True, default="")
     key_prefix = models.CharField(max_length=12, unique=True)
     key_hash = models.CharField(max_length=64)
     revoked = models.BooleanField(default=False)

@@ -57,6 +57,8 @@ def make_user(
 
 
 def make_client_key(name: str, scope: str, **options: Any) -> str:
+    """A key made by the system; every catalog ("*") unless ``catalogs`` is given."""
+    options.setdefault("catalogs", "*")
     _client, key = create_api_client(name, scope, **options)
     return key
 

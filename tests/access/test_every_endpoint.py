@@ -104,7 +104,7 @@ ENDPOINTS = [
     Endpoint(
         "post",
         "/api/v1/clients/",
-        {"name": "new-bot", "scope": "agent"},
+        {"name": "new-bot", "scope": "agent", "catalogs": "*"},
         "admin",
         "curator",
         "client_created",

@@ -31,7 +31,12 @@ def test_the_navigation_offers_api_keys_only_to_admins(as_curator, client):
 def test_an_admin_creates_a_key_and_sees_it_once(as_admin):
     response = as_admin.post(
         "/keys/",
-        {"name": "support-bot", "scope": "agent", "roles": "support, billing"},
+        {
+            "name": "support-bot",
+            "scope": "agent",
+            "roles": "support, billing",
+            "all_catalogs": "on",
+        },
     )
     html = response.content.decode()
     assert response.status_code == 200
@@ -53,7 +58,7 @@ def test_a_bad_key_form_names_the_field_and_makes_nothing(as_admin):
 
 
 def test_an_admin_rotates_and_revokes_a_key(as_admin):
-    as_admin.post("/keys/", {"name": "bot", "scope": "agent"})
+    as_admin.post("/keys/", {"name": "bot", "scope": "agent", "all_catalogs": "on"})
     made = ApiClient.objects.get(name="bot")
     old_hash = made.key_hash
     as_admin.post(f"/keys/{made.pk}/rotate/")

@@ -174,7 +174,7 @@ def test_a_deactivated_owners_key_stops_working(with_key, api, catalog):
     from catalog.services.clients import create_api_client
 
     owner = make_user("olga", groups=("admin",))
-    _client, key = create_api_client("olga-bot", "agent", actor=owner)
+    _client, key = create_api_client("olga-bot", "agent", catalogs="*", actor=owner)
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     assert select(api, query="weather").status_code == 200
     owner.is_active = False
@@ -192,7 +192,7 @@ def test_an_expired_key_stops_working(api, catalog):
     from catalog.services.clients import create_api_client
 
     past = timezone.now() - timedelta(minutes=1)
-    _client, key = create_api_client("old-bot", "agent", expires=past)
+    _client, key = create_api_client("old-bot", "agent", catalogs="*", expires=past)
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     response = select(api, query="weather")
     assert response.status_code in (401, 403)
@@ -205,7 +205,7 @@ def test_admins_create_list_rotate_and_revoke_keys_and_each_is_audited(
     admin = with_key("admin", name="root-key")
     made = admin.post(
         "/api/v1/clients/",
-        {"name": "bot", "scope": "agent", "roles": ["support"]},
+        {"name": "bot", "scope": "agent", "roles": ["support"], "catalogs": "*"},
         format="json",
     )
     assert made.status_code == 201, made.json()

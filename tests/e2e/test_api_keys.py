@@ -27,6 +27,7 @@ def test_an_admin_makes_a_key_sees_it_once_and_revokes_it(admin_page, screenshot
     page.fill("#id_name", "support-bot")
     page.fill("#id_roles", "support")
     page.check("#id_allow_unsafe")
+    page.check("#id_all_catalogs")
     page.get_by_role("button", name="Create key").click()
     key = page.get_by_test_id("new-key").locator("code").inner_text()
     client = ApiClient.objects.get(name="support-bot")

@@ -1,5 +1,10 @@
 """python manage.py create_api_client NAME --scope agent|curator|compliance|admin
-[--roles a,b] [--catalogs x,y] [--allow-unsafe] [--expires-days N] [--rate-limit N]"""
+(--catalogs x,y | --all-catalogs) [--roles a,b] [--allow-unsafe] [--expires-days N]
+[--rate-limit N]
+
+Every catalog is an explicit choice (``--all-catalogs``, or ``--catalogs '*'``),
+never the meaning of no catalogs. The command acts as the system: whoever runs it
+already holds the database, so no maker's limits apply and the key has no owner."""
 
 from __future__ import annotations
 
@@ -26,6 +31,12 @@ def _expiry(days: int | None) -> datetime | None:
     return timezone.now() + timedelta(days=days)
 
 
+def _catalogs(listed: list[str], *, every: bool) -> list[str] | str:
+    if every and listed and listed != ["*"]:
+        raise CommandError("--catalogs and --all-catalogs: give one, not both")
+    return "*" if every or listed == ["*"] else listed
+
+
 class Command(BaseCommand):
     help = "Create an API client; prints its bearer key alone on the last line, once."
 
@@ -33,7 +44,12 @@ class Command(BaseCommand):
         parser.add_argument("name")
         parser.add_argument("--scope", required=True, choices=ApiScope.values)
         parser.add_argument("--roles", type=_csv, default=[])
-        parser.add_argument("--catalogs", type=_csv, default=[])
+        parser.add_argument(
+            "--catalogs", type=_csv, default=[], help="slugs, or '*' for every one"
+        )
+        parser.add_argument(
+            "--all-catalogs", action="store_true", help="the key sees every catalog"
+        )
         parser.add_argument(
             "--allow-unsafe",
             action="store_true",
@@ -52,7 +68,7 @@ class Command(BaseCommand):
                 options["name"],
                 options["scope"],
                 options["roles"],
-                options["catalogs"],
+                _catalogs(options["catalogs"], every=options["all_catalogs"]),
                 allow_unsafe=options["allow_unsafe"],
                 expires=_expiry(options["expires_days"]),
                 rate_limit_per_minute=options["rate_limit"],
