@@ -37,7 +37,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 from django.db.models import Model, QuerySet
-from django.dispatch import receiver
 from django.db.models.signals import (
     m2m_changed,
     post_delete,
@@ -45,6 +44,7 @@ from django.db.models.signals import (
     pre_delete,
     pre_save,
 )
+from django.dispatch import receiver
 
 from audit.choices import EventType
 from audit.services import record_event

@@ -9,13 +9,14 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
-from django.contrib.auth.models import Group
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from catalog import services
+from catalog.access_changes import access_changes
 from catalog.models import (
     ApiClient,
     Catalog,
@@ -24,7 +25,6 @@ from catalog.models import (
     ToolChange,
     UserCatalogAccess,
 )
-from catalog.access_changes import access_changes
 from catalog.services.tools import check_spec, tool_to_spec
 from catalog.spec import ToolSpec
 

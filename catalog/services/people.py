@@ -42,9 +42,7 @@ class Refused(PermissionDenied):
 
 def people_visible_to(actor: Actor) -> QuerySet[Any]:
     """The people (not API keys' service users) ``actor`` may see and manage."""
-    people = get_user_model().objects.exclude(
-        username__startswith=SERVICE_USER_PREFIX
-    )
+    people = get_user_model().objects.exclude(username__startswith=SERVICE_USER_PREFIX)
     limit = _admin_access(actor)
     if limit is not None and limit.catalogs is not None:
         people = people.filter(
@@ -169,7 +167,8 @@ def _check_catalogs(limit: Access | None, catalogs: list[str] | None) -> None:
         raise ValidationError(
             {"catalogs": "name at least one catalog, or choose all catalogs"}
         )
-    known = set(Catalog.objects.filter(slug__in=catalogs).values_list("slug", flat=True))
+    rows = Catalog.objects.filter(slug__in=catalogs)
+    known = set(rows.values_list("slug", flat=True))
     unknown = [slug for slug in catalogs if slug not in known]
     if unknown:
         raise ValidationError({"catalogs": f"no catalog {', '.join(unknown)}"})
