@@ -178,7 +178,8 @@ def test_the_edit_form_shows_the_persons_current_access(as_admin):
 def test_an_admin_deactivates_and_reactivates_a_person(as_admin):
     pat = make_user("pat")
     mark = len(access_events())
-    assert as_admin.post(f"/people/{pat.pk}/active/", {"active": "0"}).status_code == 302
+    response = as_admin.post(f"/people/{pat.pk}/active/", {"active": "0"})
+    assert response.status_code == 302
     assert not User.objects.get(pk=pat.pk).is_active
     assert not Client().login(username="pat", password="pw-12345678")
     as_admin.post(f"/people/{pat.pk}/active/", {"active": "1"})
