@@ -37,7 +37,9 @@ class PersonForm(forms.Form):
 
     def __init__(self, *args: Any, new: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["groups"].choices = [(name, name) for name in group_choices()]
+        groups = self.fields["groups"]
+        assert isinstance(groups, forms.MultipleChoiceField)
+        groups.choices = [(name, name) for name in group_choices()]
         if not new:
             del self.fields["username"]
 

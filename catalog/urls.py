@@ -37,9 +37,7 @@ urlpatterns = [
     path("keys/<int:client_id>/revoke/", clients.client_revoke, name="client-revoke"),
     path("people/", people.person_list, name="person-list"),
     path("people/<int:person_id>/", people.person_edit, name="person-edit"),
-    path(
-        "people/<int:person_id>/active/", people.person_active, name="person-active"
-    ),
+    path("people/<int:person_id>/active/", people.person_active, name="person-active"),
     path(
         "catalogs/<slug:slug>/reindex/",
         catalogs.catalog_reindex,

@@ -78,7 +78,7 @@ def admin_group_change(name: str, unsafe: bool) -> Callable[[World], None]:
     return run
 
 
-ADMIN_PATHS: dict[str, Callable[[World], None]] = {
+ADMIN_PATHS: dict[str, Callable[[World], object]] = {
     "admin grants a group use_unsafe_tools": admin_group_change("support", True),
     "admin renames a group": admin_group_change("finance", False),
     "admin deletes a group": lambda w: w.post(
@@ -139,6 +139,11 @@ def _save(obj: Any, **fields: Any) -> None:
     obj.save()
 
 
+def _deactivate(person: Any) -> None:
+    person.is_active = False
+    person.save(update_fields=["is_active"])
+
+
 def _rename(w: World) -> None:
     _save(w.support, name="finance")
 
@@ -147,7 +152,7 @@ def _limit(w: World, catalogs: list[str]) -> None:
     _save(UserCatalogAccess.objects.get(user=w.pat), catalogs=catalogs)
 
 
-ORM_PATHS: dict[str, Callable[[World], None]] = {
+ORM_PATHS: dict[str, Callable[[World], object]] = {
     "a group gets a permission": lambda w: w.support.permissions.add(w.unsafe),
     "a permission gets a group": lambda w: w.unsafe.group_set.add(w.support),
     "a group loses its permissions": lambda w: Group.objects.get(
@@ -156,15 +161,17 @@ ORM_PATHS: dict[str, Callable[[World], None]] = {
     "a permission loses its groups": lambda w: w.unsafe.group_set.clear(),
     "a group is renamed": _rename,
     "a group is deleted": lambda w: w.support.delete(),
+    "groups are deleted by a queryset": lambda w: Group.objects.filter(
+        name="support"
+    ).delete(),
+    "the unsafe permission is deleted": lambda w: w.unsafe.delete(),
     "a person is deleted": lambda w: w.pat.delete(),
     "people are deleted by a queryset": lambda w: User.objects.filter(
         pk=w.pat.pk
     ).delete(),
     "a person becomes superuser": lambda w: _save(w.pat, is_superuser=True),
     "a person becomes staff": lambda w: _save(w.pat, is_staff=True),
-    "a person is deactivated by update_fields": lambda w: (
-        setattr(w.pat, "is_active", False) or w.pat.save(update_fields=["is_active"])
-    ),
+    "a person is deactivated by update_fields": lambda w: _deactivate(w.pat),
     "a person joins a group": lambda w: w.pat.groups.add(w.curator),
     "a group gets a member": lambda w: w.curator.user_set.add(w.pat),
     "a person leaves a group": lambda w: w.pat.groups.remove(w.support),
@@ -183,7 +190,7 @@ ORM_PATHS: dict[str, Callable[[World], None]] = {
     ),
 }
 
-SERVICE_PATHS: dict[str, Callable[[World], None]] = {
+SERVICE_PATHS: dict[str, Callable[[World], object]] = {
     "update_person changes groups and catalogs": lambda w: update_person(
         w.pat, groups=["curator"], catalogs=None, actor=w.root
     ),
