@@ -20,6 +20,10 @@ Two ways a change is recorded:
   user outside a transaction commits before its event (Django sends ``post_save``
   after the row's autocommit); everything else is in the same transaction.
 
+House style writes audit rows explicitly in services, and the services here do
+decide (each runs one block); the signals are the net for the writes no service
+makes, which is why they are here and nowhere else.
+
 Not caught: ``QuerySet.update()`` and raw SQL, which send no signal. API keys' service
 users (username ``api:<name>``) are not people: their access is the key's, audited by
 the key services.

@@ -81,6 +81,10 @@ def admin_group_change(name: str, unsafe: bool) -> Callable[[World], None]:
 ADMIN_PATHS: dict[str, Callable[[World], object]] = {
     "admin grants a group use_unsafe_tools": admin_group_change("support", True),
     "admin renames a group": admin_group_change("finance", False),
+    "admin takes use_unsafe_tools from the admin group": lambda w: w.post(
+        f"/admin/auth/group/{Group.objects.get(name='admin').pk}/change/",
+        {"name": "admin", "permissions": []},
+    ),
     "admin deletes a group": lambda w: w.post(
         f"/admin/auth/group/{w.support.pk}/delete/", {"post": "yes"}
     ),
