@@ -12,7 +12,9 @@ Rules (fail closed):
 * People: superusers are admins; otherwise the highest of their groups ``admin``,
   ``curator``, ``compliance`` (else ``agent``); their roles are their group names;
   unsafe tools need the ``catalog.use_unsafe_tools`` permission on one of their
-  groups (the ``admin`` group has it); ``UserCatalogAccess`` limits their catalogs.
+  groups (the ``admin`` group has it); ``UserCatalogAccess`` limits their catalogs:
+  no row means every catalog (the explicit "all catalogs" of the People page), a
+  row with an empty list means none (fail closed).
 * Curators, compliance and admins see every tool of their catalogs (they keep or
   audit the catalog); agents see only the tools their roles and unsafe permission
   would let a selection offer them.
@@ -289,9 +291,11 @@ def _person_catalogs(user: Any) -> tuple[str, ...] | None:
     from catalog.models import UserCatalogAccess
 
     row = UserCatalogAccess.objects.filter(user=user).only("catalogs").first()
-    if row is None or not row.catalogs:
-        return None
-    return tuple(row.catalogs)
+    if row is None:
+        return None  # no limit set: every catalog (People page: "all catalogs")
+    # A limit is a list of slugs; an empty list (or anything else) is no catalog.
+    catalogs = row.catalogs if isinstance(row.catalogs, list) else []
+    return tuple(str(slug) for slug in catalogs)
 
 
 def get_catalog_for_user(user: Any, slug: str) -> Catalog:

@@ -8,13 +8,15 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from catalog import services
+from catalog.access_changes import access_changes
 from catalog.models import (
     ApiClient,
     Catalog,
@@ -23,7 +25,6 @@ from catalog.models import (
     ToolChange,
     UserCatalogAccess,
 )
-from catalog.services.people import access_state, record_access_change
 from catalog.services.tools import check_spec, tool_to_spec
 from catalog.spec import ToolSpec
 
@@ -220,45 +221,43 @@ class ApiClientAdmin(ReadOnlyAdmin):
     exclude = ["key_hash"]
 
 
+class AccessAuditedAdmin(admin.ModelAdmin):
+    """Each admin form, delete page or list action runs in one ``access_changes``
+    block with the signed-in admin as actor: one ``access_changed`` event per person
+    or group it changed, in its transaction (catalog.access_changes)."""
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kw: Any) -> Any:
+        with access_changes(actor=staff_user(request), via="admin"):
+            return super().changeform_view(request, *args, **kw)
+
+    def delete_view(self, request: HttpRequest, *args: Any, **kw: Any) -> Any:
+        with access_changes(actor=staff_user(request), via="admin"):
+            return super().delete_view(request, *args, **kw)
+
+    def changelist_view(self, request: HttpRequest, *args: Any, **kw: Any) -> Any:
+        with access_changes(actor=staff_user(request), via="admin"):
+            return super().changelist_view(request, *args, **kw)
+
+
 @admin.register(UserCatalogAccess)
-class UserCatalogAccessAdmin(admin.ModelAdmin):
-    """Limit a person to some catalogs (no row: every catalog); each change is an
-    audit event."""
+class UserCatalogAccessAdmin(AccessAuditedAdmin):
+    """Limit a person to some catalogs: no row, every catalog; an empty list, none.
+    Each change is an audit event."""
 
     list_display = ["user", "catalogs"]
     search_fields = ["user__username"]
 
-    def save_model(
-        self, request: HttpRequest, obj: UserCatalogAccess, form: Any, change: bool
-    ) -> None:
-        before = access_state(obj.user) if obj.user_id else None
-        super().save_model(request, obj, form, change)
-        record_access_change(obj.user, before, actor=staff_user(request))
 
-    def delete_model(self, request: HttpRequest, obj: UserCatalogAccess) -> None:
-        before = access_state(obj.user)
-        super().delete_model(request, obj)
-        record_access_change(obj.user, before, actor=staff_user(request))
+class AuditedUserAdmin(AccessAuditedAdmin, UserAdmin):
+    """Django's user admin, with every change of groups, flags or deletion audited."""
 
 
-class AuditedUserAdmin(UserAdmin):
-    """Django's user admin, with every change of groups or flags audited."""
-
-    def save_model(
-        self, request: HttpRequest, obj: Any, form: Any, change: bool
-    ) -> None:
-        request._quiver_access_before = (  # type: ignore[attr-defined]
-            access_state(obj) if change and obj.pk else None
-        )
-        super().save_model(request, obj, form, change)
-
-    def save_related(
-        self, request: HttpRequest, form: Any, formsets: Any, change: bool
-    ) -> None:
-        super().save_related(request, form, formsets, change)
-        before = getattr(request, "_quiver_access_before", None)
-        record_access_change(form.instance, before, actor=staff_user(request))
+class AuditedGroupAdmin(AccessAuditedAdmin, GroupAdmin):
+    """Django's group admin: a group's permissions, name (a role) and deletion
+    change what its members may do, so each change is audited."""
 
 
 admin.site.unregister(get_user_model())
 admin.site.register(get_user_model(), AuditedUserAdmin)
+admin.site.unregister(Group)
+admin.site.register(Group, AuditedGroupAdmin)

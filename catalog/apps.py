@@ -4,3 +4,7 @@ from django.apps import AppConfig
 class CatalogConfig(AppConfig):
     name = "catalog"
     verbose_name = "Catalog"
+
+    def ready(self) -> None:
+        # Every change to a person's access is audited, whatever wrote it.
+        from catalog import access_changes  # noqa: F401

@@ -291,7 +291,9 @@ class ApiClient(models.Model):
 
 
 class UserCatalogAccess(models.Model):
-    """The catalogs one person may see; a person without this row sees every catalog.
+    """The catalogs one person may see: a person without this row sees every
+    catalog ("all catalogs" is the absence of a limit); a row with an empty list
+    sees none (fail closed, catalog.access).
 
     The people's counterpart of ``ApiClient.catalogs`` (see catalog.access)."""
 
@@ -303,4 +305,4 @@ class UserCatalogAccess(models.Model):
     catalogs = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
-        return f"{self.user_id}: {', '.join(self.catalogs) or 'all catalogs'}"
+        return f"{self.user_id}: {', '.join(self.catalogs) or 'no catalogs'}"

@@ -1,43 +1,190 @@
-"""Audit records of changes to what a person may see (groups, flags, catalogs).
+"""People: create a person, set their groups and catalog limit, deactivate them.
 
-The admin site makes these changes through its own forms; it calls
-``record_access_change`` inside the same transaction, so the chain holds who changed
-whose access, from what to what."""
+The console's People page and ``create_person`` call these; the Django admin writes
+the same rows itself. Each runs inside ``access_changes`` (catalog.access_changes),
+which records one ``access_changed`` event per person changed, in the same
+transaction, with the actor.
+
+Rules: only admins (or the system) manage people, and a caller never makes anyone
+bigger than itself: an admin limited to some catalogs sees, edits and deactivates
+only people limited to catalogs it holds, and gives only those (never "all
+catalogs"); anything else is refused naming the field. "All catalogs" is an explicit
+choice (``catalogs=None``, no ``UserCatalogAccess`` row); an empty list would mean
+no catalog at all, so it is refused here as a mistake.
+"""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
-from audit.choices import EventType
-from audit.services import record_event
-from catalog.access import Actor
-from catalog.models import UserCatalogAccess
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import Http404
+
+from catalog.access import Access, Actor, access_for
+from catalog.access_changes import SERVICE_USER_PREFIX, access_changes
+from catalog.models import Catalog, UserCatalogAccess
+
+STANDARD_GROUPS = ("admin", "curator", "compliance")
 
 
-def access_state(user: Any) -> dict[str, Any]:
-    """What decides a person's access (catalog.access), as plain data."""
-    row = UserCatalogAccess.objects.filter(user=user).first()
-    return {
-        "username": user.get_username(),
-        "is_active": user.is_active,
-        "is_superuser": user.is_superuser,
-        "groups": sorted(user.groups.values_list("name", flat=True)),
-        "catalogs": list(row.catalogs) if row is not None else [],
-    }
+class Refused(PermissionDenied):
+    """A 403 naming the field whose value the caller may not give."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
 
 
-def record_access_change(
-    user: Any, before: dict[str, Any] | None, *, actor: Actor
-) -> None:
-    """One audit event when a person's access changed (none when nothing did)."""
-    after = access_state(user)
-    if before == after:
+def people_visible_to(actor: Actor) -> QuerySet[Any]:
+    """The people (not API keys' service users) ``actor`` may see and manage."""
+    people = get_user_model().objects.exclude(username__startswith=SERVICE_USER_PREFIX)
+    limit = _admin_access(actor)
+    if limit is not None and limit.catalogs is not None:
+        people = people.filter(
+            catalog_access__isnull=False,
+            catalog_access__catalogs__contained_by=list(limit.catalogs),
+        )
+    return people.order_by("username")
+
+
+def get_person_for_user(actor: Actor, pk: int) -> Any:
+    """The person if ``actor`` may manage them, else 404 (never a hint)."""
+    person = people_visible_to(actor).filter(pk=pk).first()
+    if person is None:
+        raise Http404("person: no such person")
+    return person
+
+
+def person_catalogs(person: Any) -> list[str] | None:
+    """The person's catalog limit; None: every catalog."""
+    row = UserCatalogAccess.objects.filter(user_id=person.pk).first()
+    return None if row is None else list(row.catalogs)
+
+
+def create_person(
+    username: str,
+    *,
+    groups: list[str],
+    catalogs: list[str] | None,
+    actor: Actor,
+    via: str = "service",
+) -> tuple[Any, str]:
+    """A new person with these groups and catalogs (None: all); returns them and
+    a one-time password, which is not stored anywhere but as a hash."""
+    limit = _admin_access(actor)
+    _check_catalogs(limit, catalogs)
+    rows = _groups(groups)
+    password = secrets.token_urlsafe(15)
+    with access_changes(actor=actor, via=via):
+        person = get_user_model()(username=username)
+        person.set_password(password)
+        person.full_clean()
+        person.save()
+        person.groups.set(rows)
+        if catalogs is not None:
+            UserCatalogAccess.objects.create(user=person, catalogs=catalogs)
+    return person, password
+
+
+def update_person(
+    person: Any,
+    *,
+    groups: list[str],
+    catalogs: list[str] | None,
+    actor: Actor,
+    via: str = "service",
+) -> Any:
+    """Set the person's groups and catalog limit (None: all catalogs)."""
+    limit = _admin_access(actor)
+    _check_reach(limit, person)
+    _check_catalogs(limit, catalogs)
+    rows = _groups(groups)
+    with access_changes(actor=actor, via=via):
+        person.groups.set(rows)
+        row = UserCatalogAccess.objects.filter(user_id=person.pk).first()
+        if catalogs is None and row is not None:
+            row.delete()
+        elif catalogs is not None and row is None:
+            UserCatalogAccess.objects.create(user=person, catalogs=catalogs)
+        elif row is not None and catalogs is not None and row.catalogs != catalogs:
+            row.catalogs = catalogs
+            row.save(update_fields=["catalogs"])
+    return person
+
+
+def set_person_active(
+    person: Any, active: bool, *, actor: Actor, via: str = "service"
+) -> Any:
+    """Deactivate (or reactivate) a person: a deactivated person cannot sign in."""
+    limit = _admin_access(actor)
+    _check_reach(limit, person)
+    if not active and actor is not None and person.pk == getattr(actor, "pk", None):
+        raise ValidationError({"is_active": "you cannot deactivate yourself"})
+    with access_changes(actor=actor, via=via):
+        if person.is_active != active:
+            person.is_active = active
+            person.save(update_fields=["is_active"])
+    return person
+
+
+def _admin_access(actor: Actor) -> Access | None:
+    """The actor's access (None: the system, unlimited); only admins manage people."""
+    if actor is None:
+        return None
+    access = access_for(actor)
+    if not access.is_admin:
+        raise PermissionDenied("managing people needs the admin scope")
+    return access
+
+
+def _check_reach(limit: Access | None, person: Any) -> None:
+    """The person must be within the actor's catalogs (else not even visible)."""
+    if limit is None or limit.catalogs is None:
         return
-    record_event(
-        EventType.ACCESS_CHANGED,
-        actor=actor,
-        request_id=None,
-        summary=f"access of {after['username']!r} changed",
-        input={"user_id": user.pk, "before": before},
-        output={"user_id": user.pk, "after": after},
-    )
+    held = person_catalogs(person)
+    if held is None or not set(held) <= set(limit.catalogs):
+        raise Http404("person: no such person")
+
+
+def _check_catalogs(limit: Access | None, catalogs: list[str] | None) -> None:
+    if limit is not None and limit.catalogs is not None:
+        if catalogs is None:
+            raise Refused(
+                "all_catalogs", "you may only give catalogs you hold yourself"
+            )
+        # Unknown and not held are the same answer: existence does not leak.
+        outside = [slug for slug in catalogs if slug not in limit.catalogs]
+        if outside:
+            raise Refused("catalogs", f"not within your catalogs: {', '.join(outside)}")
+    if catalogs is None:
+        return
+    if not catalogs:
+        raise ValidationError(
+            {"catalogs": "name at least one catalog, or choose all catalogs"}
+        )
+    rows = Catalog.objects.filter(slug__in=catalogs)
+    known = set(rows.values_list("slug", flat=True))
+    unknown = [slug for slug in catalogs if slug not in known]
+    if unknown:
+        raise ValidationError({"catalogs": f"no catalog {', '.join(unknown)}"})
+
+
+def _groups(names: list[str]) -> list[Group]:
+    rows = list(Group.objects.filter(name__in=names))
+    unknown = sorted(set(names) - {group.name for group in rows})
+    if unknown:
+        raise ValidationError({"groups": f"no group {', '.join(unknown)}"})
+    return rows
+
+
+def group_choices() -> list[str]:
+    """The groups a person may be given: admin, curator, compliance first, then
+    the role groups."""
+    names = list(Group.objects.order_by("name").values_list("name", flat=True))
+    standard = [name for name in STANDARD_GROUPS if name in names]
+    return standard + [name for name in names if name not in STANDARD_GROUPS]

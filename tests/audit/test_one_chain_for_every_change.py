@@ -83,7 +83,9 @@ def test_changing_a_persons_groups_in_the_admin_is_an_audit_event(client, db):
         },
     )
     assert response.status_code == 302, response.content.decode()[:2000]
-    event = AuditEvent.objects.get(event_type="access_changed")
+    event = AuditEvent.objects.get(
+        event_type="access_changed", input__user_id=person.pk, input__via="admin"
+    )
     assert event.input["before"]["groups"] == []
     assert event.output["after"]["groups"] == ["curator"]
     assert event.actor_name == "root"
