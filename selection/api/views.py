@@ -237,7 +237,9 @@ class ToolCallsValidateView(generics.GenericAPIView):
         access = access_for(request.user)
         selection = None
         if data.get("selection_id") is not None:
-            selection = get_selection_for_caller(access, data["selection_id"])
+            selection = get_selection_for_caller(
+                access, data["selection_id"], caller=request.user
+            )
         catalog = get_catalog_for_user(request.user, _calls_catalog(data, selection))
         try:
             parsed = parse_tool_calls(data["output"], data.get("format"))
