@@ -20,6 +20,7 @@ from catalog.services.clients import (
     rotate_api_client,
 )
 from config.http import request_id
+from config.ratelimit import WriteRateThrottle
 
 
 class ApiClientSerializer(serializers.ModelSerializer):
@@ -78,6 +79,7 @@ class ApiClientViewSet(
 
     serializer_class = ApiClientSerializer
     permission_classes = [AdminOnly]
+    throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self) -> QuerySet[ApiClient]:
         return ApiClient.objects.select_related("owner").order_by("name")

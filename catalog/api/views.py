@@ -32,7 +32,7 @@ from config.parsers import (
     SafeMultiPartParser,
     refuse_bad_text,
 )
-from config.ratelimit import ClientRateThrottle
+from config.ratelimit import ClientRateThrottle, WriteRateThrottle
 
 TRUE_VALUES = {"1", "true", "yes"}
 
@@ -45,6 +45,7 @@ class CatalogViewSet(
 ):
     serializer_class = s.CatalogSerializer
     permission_classes = [CuratorWrites]
+    throttle_classes = [WriteRateThrottle]
     lookup_field = "slug"
 
     def get_queryset(self) -> QuerySet[Catalog]:
@@ -162,6 +163,7 @@ class ToolViewSet(viewsets.ModelViewSet):
 
     serializer_class = s.ToolSerializer
     permission_classes = [CuratorWrites]
+    throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self) -> QuerySet[Tool]:
         tools = Tool.objects.visible_to(self.request.user).select_related(

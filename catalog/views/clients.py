@@ -23,6 +23,7 @@ from catalog.services.clients import (
 )
 from config.http import request_id
 from config.pages import acting_user, paginate, render_page
+from config.ratelimit import rate_limited
 
 TEMPLATE = "catalog/client_list.html"
 
@@ -33,6 +34,7 @@ def _require_admin(request: HttpRequest) -> None:
 
 
 @login_required
+@rate_limited
 def client_list(request: HttpRequest) -> HttpResponse:
     """Every key with its scope, limits and last use; the form makes a new one."""
     _require_admin(request)
@@ -67,6 +69,7 @@ def _create(request: HttpRequest, form: ApiClientForm) -> str:
 
 @require_POST
 @login_required
+@rate_limited
 def client_rotate(request: HttpRequest, client_id: int) -> HttpResponse:
     _require_admin(request)
     client = get_object_or_404(ApiClient, pk=client_id)
@@ -81,6 +84,7 @@ def client_rotate(request: HttpRequest, client_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@rate_limited
 def client_revoke(request: HttpRequest, client_id: int) -> HttpResponse:
     _require_admin(request)
     client = get_object_or_404(ApiClient, pk=client_id)

@@ -18,6 +18,7 @@ from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import get_job_for_user, writer_required
 from config.pages import acting_user, paginate, render_page, visible_catalogs
+from config.ratelimit import rate_limited
 
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
 REINDEX_COUNTS = ("embedded", "unchanged", "failed")
@@ -26,6 +27,7 @@ MAX_ITEMS_SHOWN = 500
 
 
 @writer_required
+@rate_limited
 def import_tools(request: HttpRequest) -> HttpResponse:
     """Upload or paste a document; start_import queues it; go watch the job."""
     catalogs = visible_catalogs(request)

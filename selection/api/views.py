@@ -23,7 +23,11 @@ from catalog.permissions import CuratorWrites
 from config.api_errors import first_message
 from config.http import request_id, request_started
 from config.middleware import database_unavailable
-from config.ratelimit import BatchRateThrottle, ClientRateThrottle
+from config.ratelimit import (
+    BatchRateThrottle,
+    ClientRateThrottle,
+    WriteRateThrottle,
+)
 from selection.api import serializers as s
 from selection.engine import RequestError
 from selection.requests import build_request
@@ -177,6 +181,7 @@ class SelectionSettingsView(generics.GenericAPIView):
 
     serializer_class = s.SelectionSettingsSerializer
     permission_classes = [CuratorWrites]
+    throttle_classes = [WriteRateThrottle]
 
     def get(self, request: Request, slug: str) -> Response:
         catalog = get_catalog_for_user(request.user, slug)
@@ -229,6 +234,7 @@ class ToolCallsValidateView(generics.GenericAPIView):
 
     serializer_class = s.ToolCallsInputSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [ClientRateThrottle]
 
     def post(self, request: Request) -> Response:
         serializer = self.get_serializer(data=request.data)
