@@ -9,6 +9,7 @@ from rest_framework import serializers
 from catalog.choices import ToolStatus
 from catalog.formats import FORMATS
 from catalog.models import Catalog, Job, Tool, ToolChange
+from catalog.services import jobs
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
 
 
@@ -116,10 +117,40 @@ class ToolChangeSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
+    """A job as its reader may see it (``jobs.job_for_reader``): the request in
+    the context is the reader; without one nothing is named."""
+
     catalog: serializers.SlugRelatedField = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
     )
     percent = serializers.IntegerField(read_only=True)
+    items = serializers.SerializerMethodField()
+    hidden_items = serializers.SerializerMethodField(
+        help_text="items about tools the reader cannot see: counted, not named"
+    )
+    errors = serializers.SerializerMethodField()
+    hidden_errors = serializers.SerializerMethodField(
+        help_text="errors not shown (only whole-catalog readers see them)"
+    )
+
+    def _readable(self, job: Job) -> jobs.JobForReader:
+        cache = self.context.setdefault("_readable_jobs", {})
+        if job.pk not in cache:
+            request = self.context.get("request")
+            cache[job.pk] = jobs.job_for_reader(job, getattr(request, "user", None))
+        return cache[job.pk]  # type: ignore[no-any-return]
+
+    def get_items(self, job: Job) -> list[dict[str, Any]]:
+        return self._readable(job).items
+
+    def get_hidden_items(self, job: Job) -> int:
+        return self._readable(job).hidden_items
+
+    def get_errors(self, job: Job) -> list[str]:
+        return self._readable(job).errors
+
+    def get_hidden_errors(self, job: Job) -> int:
+        return self._readable(job).hidden_errors
 
     class Meta:
         model = Job
@@ -133,7 +164,9 @@ class JobSerializer(serializers.ModelSerializer):
             "percent",
             "counts",
             "items",
+            "hidden_items",
             "errors",
+            "hidden_errors",
             "options",
             "created",
             "started",

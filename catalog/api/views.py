@@ -133,7 +133,8 @@ class CatalogViewSet(
                 query.validated_data.get("format"),
                 actor=request.user,
             )
-        data = with_warning(s.JobSerializer(job).data, watch)
+        reader = {"request": request}
+        data = with_warning(s.JobSerializer(job, context=reader).data, watch)
         return Response(data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -80,15 +80,20 @@ def job_counts(job: Job) -> list[tuple[str, int]]:
 
 @login_required
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
-    """Progress, counts and items; the fragment polls itself while the job runs."""
+    """Progress, counts and the items the reader may see (jobs.job_for_reader);
+    the fragment polls itself while the job runs."""
     job = get_job_for_user(request, job_id)
-    items = job.items[:MAX_ITEMS_SHOWN]
+    readable = jobs.job_for_reader(job, request.user)
+    items = readable.items[:MAX_ITEMS_SHOWN]
     context = {
         "job": job,
         "active": job.state in ACTIVE_STATES,
         "counts": job_counts(job),
         "items": items,
-        "hidden_items": len(job.items) - len(items),
+        "errors": readable.errors,
+        "more_items": len(readable.items) - len(items),
+        "hidden_items": readable.hidden_items,
+        "hidden_errors": readable.hidden_errors,
     }
     return render_page(
         request,
