@@ -26,7 +26,11 @@ from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, TryItForm
 from selection.requests import build_request
 from selection.services.select import select_tools
-from selection.services.settings import current_settings, update_selection_settings
+from selection.services.settings import (
+    current_settings,
+    refuse_unless_whole_catalog,
+    update_selection_settings,
+)
 
 TRY_TEMPLATE = "selection/try_it.html"
 TRY_PARTIAL = "selection/partials/try_results.html"
@@ -127,6 +131,7 @@ def present(answer: dict[str, Any], core_tools: Any) -> dict[str, Any]:
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a catalog's effective settings; curators and admins save changes."""
     catalog = get_catalog_for_user(request.user, slug)
+    refuse_unless_whole_catalog(request.user)
     data, version = current_settings(catalog)
     form = SelectionSettingsForm(initial={"settings": data})
     if request.method == "POST":

@@ -32,7 +32,11 @@ from selection.api import serializers as s
 from selection.engine import RequestError
 from selection.requests import build_request
 from selection.services import select as services
-from selection.services.settings import current_settings, update_selection_settings
+from selection.services.settings import (
+    current_settings,
+    refuse_unless_whole_catalog,
+    update_selection_settings,
+)
 from selection.services.tool_calls import (
     LinkedSelection,
     get_selection_for_caller,
@@ -177,7 +181,9 @@ class SelectBatchView(generics.GenericAPIView):
 
 
 class SelectionSettingsView(generics.GenericAPIView):
-    """GET or PUT a catalog's selection settings (curators and admins write)."""
+    """GET or PUT a catalog's selection settings (curators and admins write;
+    curators, compliance and admins read: they name tools in core_tools, anchors
+    and transitions, which an agent may not be allowed to know of)."""
 
     serializer_class = s.SelectionSettingsSerializer
     permission_classes = [CuratorWrites]
@@ -185,6 +191,7 @@ class SelectionSettingsView(generics.GenericAPIView):
 
     def get(self, request: Request, slug: str) -> Response:
         catalog = get_catalog_for_user(request.user, slug)
+        refuse_unless_whole_catalog(request.user)
         data, version = current_settings(catalog)
         return Response({"settings": data, "version": version})
 
