@@ -185,7 +185,7 @@ def rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
                 response = render(
                     request, "429.html", {"detail": exc.detail}, status=429
                 )
-                response["Retry-After"] = str(int(exc.wait or 1))
+                response["Retry-After"] = str(int(getattr(exc, "wait", None) or 1))
                 return response
         return view(request, *args, **kwargs)
 

@@ -124,30 +124,28 @@ class JobSerializer(serializers.ModelSerializer):
         slug_field="slug", read_only=True
     )
     percent = serializers.IntegerField(read_only=True)
-    items = serializers.SerializerMethodField()
     hidden_items = serializers.SerializerMethodField(
         help_text="items about tools the reader cannot see: counted, not named"
     )
-    errors = serializers.SerializerMethodField()
     hidden_errors = serializers.SerializerMethodField(
         help_text="errors not shown (only whole-catalog readers see them)"
     )
 
     def _readable(self, job: Job) -> jobs.JobForReader:
-        cache = self.context.setdefault("_readable_jobs", {})
+        cache: dict[int, jobs.JobForReader] = self.__dict__.setdefault("_seen", {})
         if job.pk not in cache:
             request = self.context.get("request")
             cache[job.pk] = jobs.job_for_reader(job, getattr(request, "user", None))
-        return cache[job.pk]  # type: ignore[no-any-return]
+        return cache[job.pk]
 
-    def get_items(self, job: Job) -> list[dict[str, Any]]:
-        return self._readable(job).items
+    def to_representation(self, instance: Job) -> dict[str, Any]:
+        data = dict(super().to_representation(instance))
+        readable = self._readable(instance)
+        data["items"], data["errors"] = readable.items, readable.errors
+        return data
 
     def get_hidden_items(self, job: Job) -> int:
         return self._readable(job).hidden_items
-
-    def get_errors(self, job: Job) -> list[str]:
-        return self._readable(job).errors
 
     def get_hidden_errors(self, job: Job) -> int:
         return self._readable(job).hidden_errors

@@ -34,7 +34,7 @@ def parse(text: str) -> list[dict[str, str]]:
 def by_console(as_compliance: Any) -> str:
     response = as_compliance.get("/audit/export?format=csv")
     assert response.status_code == 200
-    return b"".join(response.streaming_content).decode()
+    return response.getvalue().decode()
 
 
 def by_api(as_compliance: Any) -> str:
@@ -44,7 +44,7 @@ def by_api(as_compliance: Any) -> str:
     )
     response = api.get("/api/v1/audit/export?format=csv")
     assert response.status_code == 200
-    return b"".join(response.streaming_content).decode()
+    return response.getvalue().decode()
 
 
 def by_command(as_compliance: Any) -> str:
@@ -153,6 +153,6 @@ def test_the_helper_leaves_other_cells_as_they_are_and_is_reversible(value, cell
 def test_the_jsonl_export_keeps_the_stored_text(as_compliance, db):
     event = selection_of(FORMULA)
     response = as_compliance.get("/audit/export?format=jsonl")
-    lines = b"".join(response.streaming_content).decode().splitlines()
+    lines = response.getvalue().decode().splitlines()
     summaries = [json.loads(line)["summary"] for line in lines]
     assert event.summary in summaries
