@@ -1,6 +1,8 @@
 """Export of audit events as CSV or JSONL, one line at a time from a server-side
 cursor, so a million rows stream with flat memory. Each row carries its ``seq``,
 ``prev_hash`` and ``hash``, so an export can be checked against the chain offline.
+A CSV cell that a spreadsheet would take for a formula starts with ``'``
+(config.spreadsheet: strip one leading ``'`` to read the stored value).
 
 Used by the console, the API and ``manage.py audit_export`` alike.
 """
@@ -18,6 +20,7 @@ from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 
 from audit.models import AuditEvent
+from config.spreadsheet import csv_cell
 
 FORMATS = ("csv", "jsonl")
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
@@ -79,15 +82,13 @@ def _csv_lines(events: QuerySet[AuditEvent]) -> Iterator[str]:
     for row in _rows(events):
         yield line(
             [
-                _dumps(value) if column in JSON_COLUMNS else _cell(value)
+                csv_cell(_dumps(value) if column in JSON_COLUMNS else _text(value))
                 for column, value in zip(COLUMNS, row, strict=True)
             ]
         )
 
 
-def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
+def _text(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return value

@@ -1,10 +1,13 @@
-"""Per-client rate limits for the API's costly endpoints, counted in Redis.
+"""Per-client rate limits for every request that writes an audit row, in Redis.
 
-One budget a minute per API client (people using the API with their session get
-their own): ``/select`` and ``/validate`` cost 1, ``/select/batch`` one per item,
-an import 1. The budget is ``ApiClient.rate_limit_per_minute`` or else
-``QUIVER_RATE_LIMIT_PER_MINUTE``; 0 means no limit. Over it the caller gets 429
-in the error envelope naming the limit, with ``Retry-After``.
+One budget a minute per API client (people, through the API or the console, get
+their own): every endpoint that writes an audit row costs 1 per row it asks for
+(``/select``, ``/validate``, ``/tool-calls/validate``, each write to tools,
+catalogs, selection settings and keys, an import, and the console's forms that
+do the same), ``/select/batch`` one per item. Reads cost nothing. The budget is
+``ApiClient.rate_limit_per_minute`` or else ``QUIVER_RATE_LIMIT_PER_MINUTE``; 0
+means no limit. Over it the caller gets 429 (the API's error envelope, or the
+console's 429 page) naming the limit, with ``Retry-After``.
 
 Counters are fixed one-minute windows (INCRBY + EXPIRE in one pipeline) in the
 broker's Redis, so every web process shares them. When Redis does not answer,
@@ -18,12 +21,16 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 import redis
 from django.conf import settings
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from rest_framework.exceptions import Throttled
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
@@ -90,7 +97,11 @@ def limit_for(user: Any) -> int:
 
 
 def charge(
-    key: str, limit: int, cost: int, what: str = "selections a minute for this client"
+    key: str,
+    limit: int,
+    cost: int,
+    what: str = "audited requests (selections, validations, changes) a minute "
+    "for this client",
 ) -> None:
     """Count cost against key's budget; raise Throttled (429) once past limit."""
     if limit <= 0:
@@ -124,25 +135,58 @@ def penalize_unknown_key(request: HttpRequest | Request) -> None:
     time.sleep(UNKNOWN_KEY_DELAY_S)
 
 
+def charge_caller(user: Any, cost: int) -> None:
+    """Count ``cost`` against this signed-in caller's budget (429 past it)."""
+    if cost <= 0 or not user or not user.is_authenticated:
+        return
+    client = getattr(user, "api_client", None)
+    key = f"client:{client.pk}" if client is not None else f"user:{user.pk}"
+    charge(key, limit_for(user), cost)
+
+
 class ClientRateThrottle(BaseThrottle):
-    """DRF throttle for the costly endpoints; runs after authentication."""
+    """DRF throttle for the endpoints that write an audit row on every call;
+    runs after authentication and the permission check."""
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        user = request.user
-        if not user or not user.is_authenticated:
-            return True  # the permission check has refused it already
-        client = getattr(user, "api_client", None)
-        key = f"client:{client.pk}" if client is not None else f"user:{user.pk}"
-        charge(key, limit_for(user), self.cost(request))
+        charge_caller(request.user, self.cost(request))
         return True
 
     def cost(self, request: Request) -> int:
         return 1
 
 
+class WriteRateThrottle(ClientRateThrottle):
+    """Viewsets whose writes are audited (tools, catalogs, keys, settings): a
+    write costs 1, a read nothing."""
+
+    def cost(self, request: Request) -> int:
+        return 0 if request.method in SAFE_METHODS else 1
+
+
 class BatchRateThrottle(ClientRateThrottle):
-    """/select/batch: each item is a selection."""
+    """/select/batch: each item is a selection (an audit row)."""
 
     def cost(self, request: Request) -> int:
         items = request.data.get("requests") if isinstance(request.data, dict) else None
         return max(1, len(items)) if isinstance(items, list) else 1
+
+
+def rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A console view whose POST writes an audit row: the POST costs 1 of the
+    person's budget; past it the 429 page, naming the limit, and nothing done."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method not in SAFE_METHODS:
+            try:
+                charge_caller(request.user, 1)
+            except Throttled as exc:
+                response = render(
+                    request, "429.html", {"detail": exc.detail}, status=429
+                )
+                response["Retry-After"] = str(int(getattr(exc, "wait", None) or 1))
+                return response
+        return view(request, *args, **kwargs)
+
+    return wrapped

@@ -20,12 +20,17 @@ from catalog.models import Catalog
 from catalog.services.catalogs import DEFAULT_CATALOG
 from config.http import request_id
 from config.pages import acting_user, can_write, render_page, visible_catalogs
+from config.ratelimit import rate_limited
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, TryItForm
 from selection.requests import build_request
 from selection.services.select import select_tools
-from selection.services.settings import current_settings, update_selection_settings
+from selection.services.settings import (
+    current_settings,
+    refuse_unless_whole_catalog,
+    update_selection_settings,
+)
 
 TRY_TEMPLATE = "selection/try_it.html"
 TRY_PARTIAL = "selection/partials/try_results.html"
@@ -35,6 +40,7 @@ NEAR_MISSES = 5
 
 
 @login_required
+@rate_limited
 def try_it(request: HttpRequest) -> HttpResponse:
     """Run one selection with explain on; htmx gets only the results fragment."""
     catalogs = list(visible_catalogs(request))
@@ -121,9 +127,11 @@ def present(answer: dict[str, Any], core_tools: Any) -> dict[str, Any]:
 
 
 @login_required
+@rate_limited
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a catalog's effective settings; curators and admins save changes."""
     catalog = get_catalog_for_user(request.user, slug)
+    refuse_unless_whole_catalog(request.user)
     data, version = current_settings(catalog)
     form = SelectionSettingsForm(initial={"settings": data})
     if request.method == "POST":

@@ -29,6 +29,7 @@ from catalog.services.clients import (
     rotate_api_client,
 )
 from config.http import request_id
+from config.ratelimit import WriteRateThrottle
 
 SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,50}$")
 MAX_CATALOGS = 1000
@@ -133,6 +134,7 @@ class ApiClientViewSet(
 
     serializer_class = ApiClientSerializer
     permission_classes = [AdminOnly]
+    throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self) -> QuerySet[ApiClient]:
         keys = ApiClient.objects.select_related("owner").order_by("name")

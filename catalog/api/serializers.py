@@ -9,6 +9,7 @@ from rest_framework import serializers
 from catalog.choices import ToolStatus
 from catalog.formats import FORMATS
 from catalog.models import Catalog, Job, Tool, ToolChange
+from catalog.services import jobs
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
 
 
@@ -116,10 +117,38 @@ class ToolChangeSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
+    """A job as its reader may see it (``jobs.job_for_reader``): the request in
+    the context is the reader; without one nothing is named."""
+
     catalog: serializers.SlugRelatedField = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
     )
     percent = serializers.IntegerField(read_only=True)
+    hidden_items = serializers.SerializerMethodField(
+        help_text="items about tools the reader cannot see: counted, not named"
+    )
+    hidden_errors = serializers.SerializerMethodField(
+        help_text="errors not shown (only whole-catalog readers see them)"
+    )
+
+    def _readable(self, job: Job) -> jobs.JobForReader:
+        cache: dict[int, jobs.JobForReader] = self.__dict__.setdefault("_seen", {})
+        if job.pk not in cache:
+            request = self.context.get("request")
+            cache[job.pk] = jobs.job_for_reader(job, getattr(request, "user", None))
+        return cache[job.pk]
+
+    def to_representation(self, instance: Job) -> dict[str, Any]:
+        data = dict(super().to_representation(instance))
+        readable = self._readable(instance)
+        data["items"], data["errors"] = readable.items, readable.errors
+        return data
+
+    def get_hidden_items(self, job: Job) -> int:
+        return self._readable(job).hidden_items
+
+    def get_hidden_errors(self, job: Job) -> int:
+        return self._readable(job).hidden_errors
 
     class Meta:
         model = Job
@@ -133,7 +162,9 @@ class JobSerializer(serializers.ModelSerializer):
             "percent",
             "counts",
             "items",
+            "hidden_items",
             "errors",
+            "hidden_errors",
             "options",
             "created",
             "started",

@@ -32,7 +32,7 @@ from config.parsers import (
     SafeMultiPartParser,
     refuse_bad_text,
 )
-from config.ratelimit import ClientRateThrottle
+from config.ratelimit import ClientRateThrottle, WriteRateThrottle
 
 TRUE_VALUES = {"1", "true", "yes"}
 
@@ -45,6 +45,7 @@ class CatalogViewSet(
 ):
     serializer_class = s.CatalogSerializer
     permission_classes = [CuratorWrites]
+    throttle_classes = [WriteRateThrottle]
     lookup_field = "slug"
 
     def get_queryset(self) -> QuerySet[Catalog]:
@@ -132,7 +133,8 @@ class CatalogViewSet(
                 query.validated_data.get("format"),
                 actor=request.user,
             )
-        data = with_warning(s.JobSerializer(job).data, watch)
+        reader = {"request": request}
+        data = with_warning(s.JobSerializer(job, context=reader).data, watch)
         return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -162,6 +164,7 @@ class ToolViewSet(viewsets.ModelViewSet):
 
     serializer_class = s.ToolSerializer
     permission_classes = [CuratorWrites]
+    throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self) -> QuerySet[Tool]:
         tools = Tool.objects.visible_to(self.request.user).select_related(

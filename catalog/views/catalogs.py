@@ -18,9 +18,11 @@ from catalog.services.embeddings import start_reindex
 from catalog.views.common import writer_required
 from config.http import request_id
 from config.pages import acting_user, can_write, render_page
+from config.ratelimit import rate_limited
 
 
 @login_required
+@rate_limited
 def catalog_list(request: HttpRequest) -> HttpResponse:
     """Every visible catalog with its counts; curators create catalogs here too."""
     form = CatalogForm()

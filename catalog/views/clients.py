@@ -26,6 +26,7 @@ from catalog.services.clients import (
 )
 from config.http import request_id
 from config.pages import acting_user, paginate, render_page
+from config.ratelimit import rate_limited
 
 TEMPLATE = "catalog/client_list.html"
 
@@ -42,6 +43,7 @@ def _keys(request: HttpRequest) -> QuerySet[ApiClient]:
 
 
 @login_required
+@rate_limited
 def client_list(request: HttpRequest) -> HttpResponse:
     """Every key with its scope, limits and last use; the form makes a new one."""
     _require_admin(request)
@@ -84,6 +86,7 @@ def _create(request: HttpRequest, form: ApiClientForm) -> str:
 
 @require_POST
 @login_required
+@rate_limited
 def client_rotate(request: HttpRequest, client_id: int) -> HttpResponse:
     _require_admin(request)
     client = get_object_or_404(_keys(request), pk=client_id)
@@ -98,6 +101,7 @@ def client_rotate(request: HttpRequest, client_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@rate_limited
 def client_revoke(request: HttpRequest, client_id: int) -> HttpResponse:
     _require_admin(request)
     client = get_object_or_404(_keys(request), pk=client_id)

@@ -17,11 +17,13 @@ from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import get_tool_for_user, writer_required
 from config.http import request_id
 from config.pages import acting_user, render_page, visible_catalogs
+from config.ratelimit import rate_limited
 
 FORM_TEMPLATE = "catalog/tool_form.html"
 
 
 @writer_required
+@rate_limited
 def tool_create(request: HttpRequest) -> HttpResponse:
     """A new tool through create_tool; a refusal re-renders what was typed."""
     catalogs = visible_catalogs(request)
@@ -50,6 +52,7 @@ def tool_create(request: HttpRequest) -> HttpResponse:
 
 
 @writer_required
+@rate_limited
 def tool_edit(request: HttpRequest, tool_id: int) -> HttpResponse:
     """Replace a tool's definition through update_tool (a new version)."""
     tool = get_tool_for_user(request, tool_id)

@@ -18,6 +18,7 @@ from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import get_job_for_user, writer_required
 from config.pages import acting_user, paginate, render_page, visible_catalogs
+from config.ratelimit import rate_limited
 
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
 REINDEX_COUNTS = ("embedded", "unchanged", "failed")
@@ -26,6 +27,7 @@ MAX_ITEMS_SHOWN = 500
 
 
 @writer_required
+@rate_limited
 def import_tools(request: HttpRequest) -> HttpResponse:
     """Upload or paste a document; start_import queues it; go watch the job."""
     catalogs = visible_catalogs(request)
@@ -78,15 +80,20 @@ def job_counts(job: Job) -> list[tuple[str, int]]:
 
 @login_required
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
-    """Progress, counts and items; the fragment polls itself while the job runs."""
+    """Progress, counts and the items the reader may see (jobs.job_for_reader);
+    the fragment polls itself while the job runs."""
     job = get_job_for_user(request, job_id)
-    items = job.items[:MAX_ITEMS_SHOWN]
+    readable = jobs.job_for_reader(job, request.user)
+    items = readable.items[:MAX_ITEMS_SHOWN]
     context = {
         "job": job,
         "active": job.state in ACTIVE_STATES,
         "counts": job_counts(job),
         "items": items,
-        "hidden_items": len(job.items) - len(items),
+        "errors": readable.errors,
+        "more_items": len(readable.items) - len(items),
+        "hidden_items": readable.hidden_items,
+        "hidden_errors": readable.hidden_errors,
     }
     return render_page(
         request,

@@ -23,6 +23,7 @@ from catalog.views.history import history_context
 from config.htmx import is_htmx_partial
 from config.http import request_id
 from config.pages import acting_user, paginate, render_page, visible_catalogs
+from config.ratelimit import rate_limited
 
 # Columns the list never shows; big JSON stays in the database.
 LIST_DEFERRED = ("parameters", "annotations", "examples", "keywords", "description")
@@ -92,6 +93,7 @@ def tool_detail(request: HttpRequest, tool_id: int) -> HttpResponse:
 
 @require_POST
 @writer_required
+@rate_limited
 def tool_status(request: HttpRequest, tool_id: int) -> HttpResponse:
     """Activate, disable or deprecate; htmx gets the new status block and history."""
     tool = get_tool_for_user(request, tool_id)
@@ -121,6 +123,7 @@ def tool_status(request: HttpRequest, tool_id: int) -> HttpResponse:
 
 @require_POST
 @writer_required
+@rate_limited
 def tool_delete(request: HttpRequest, tool_id: int) -> HttpResponse:
     """Delete after the browser's confirm; the change history stays."""
     tool = get_tool_for_user(request, tool_id)

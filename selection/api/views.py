@@ -23,12 +23,20 @@ from catalog.permissions import CuratorWrites
 from config.api_errors import first_message
 from config.http import request_id, request_started
 from config.middleware import database_unavailable
-from config.ratelimit import BatchRateThrottle, ClientRateThrottle
+from config.ratelimit import (
+    BatchRateThrottle,
+    ClientRateThrottle,
+    WriteRateThrottle,
+)
 from selection.api import serializers as s
 from selection.engine import RequestError
 from selection.requests import build_request
 from selection.services import select as services
-from selection.services.settings import current_settings, update_selection_settings
+from selection.services.settings import (
+    current_settings,
+    refuse_unless_whole_catalog,
+    update_selection_settings,
+)
 from selection.services.tool_calls import (
     LinkedSelection,
     get_selection_for_caller,
@@ -173,13 +181,17 @@ class SelectBatchView(generics.GenericAPIView):
 
 
 class SelectionSettingsView(generics.GenericAPIView):
-    """GET or PUT a catalog's selection settings (curators and admins write)."""
+    """GET or PUT a catalog's selection settings (curators and admins write;
+    curators, compliance and admins read: they name tools in core_tools, anchors
+    and transitions, which an agent may not be allowed to know of)."""
 
     serializer_class = s.SelectionSettingsSerializer
     permission_classes = [CuratorWrites]
+    throttle_classes = [WriteRateThrottle]
 
     def get(self, request: Request, slug: str) -> Response:
         catalog = get_catalog_for_user(request.user, slug)
+        refuse_unless_whole_catalog(request.user)
         data, version = current_settings(catalog)
         return Response({"settings": data, "version": version})
 
@@ -229,6 +241,7 @@ class ToolCallsValidateView(generics.GenericAPIView):
 
     serializer_class = s.ToolCallsInputSerializer
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [ClientRateThrottle]
 
     def post(self, request: Request) -> Response:
         serializer = self.get_serializer(data=request.data)
@@ -237,7 +250,9 @@ class ToolCallsValidateView(generics.GenericAPIView):
         access = access_for(request.user)
         selection = None
         if data.get("selection_id") is not None:
-            selection = get_selection_for_caller(access, data["selection_id"])
+            selection = get_selection_for_caller(
+                access, data["selection_id"], caller=request.user
+            )
         catalog = get_catalog_for_user(request.user, _calls_catalog(data, selection))
         try:
             parsed = parse_tool_calls(data["output"], data.get("format"))

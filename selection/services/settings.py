@@ -1,19 +1,34 @@
-"""Writes to a catalog's selection settings: validated, versioned, with history."""
+"""A catalog's selection settings: who may read them; writes validated, versioned,
+with history."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, actor_name, stored_user
+from catalog.access import Actor, access_for, actor_name, stored_user
 from catalog.models import Catalog
 from selection.engine.settings import EngineSettings, SettingsError
 from selection.models import SelectionSettings, SelectionSettingsChange
+
+SETTINGS_READERS = (
+    "permission: selection settings are read by curators, compliance and admins "
+    "(they name tools an agent may not know of)"
+)
+
+
+def refuse_unless_whole_catalog(reader: Any) -> None:
+    """403 unless the reader sees every tool of its catalogs: settings name tools
+    (``core_tools``, ``micro_anchors[].tools`` and patterns, ``transitions``)
+    that an agent's roles or unsafe permission may hide from it, so agents do not
+    read them at all rather than a filtered copy that could still hint."""
+    if not access_for(reader).sees_whole_catalog:
+        raise PermissionDenied(SETTINGS_READERS)
 
 
 def current_settings(catalog: Catalog) -> tuple[dict[str, Any], int]:

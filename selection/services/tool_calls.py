@@ -96,17 +96,26 @@ class _Context:
 
 
 def get_selection_for_caller(
-    access: Access, selection_id: uuid.UUID
+    access: Access, selection_id: uuid.UUID, *, caller: Any
 ) -> LinkedSelection:
-    """The recorded selection if it is in a catalog the caller may see, else 404
-    naming ``selection_id`` (another catalog's selection is never confirmed)."""
-    event = (
-        AuditEvent.objects.filter(
-            event_type=EventType.SELECTION, selection_id=selection_id
-        )
-        .only("selection_id", "catalog_slug", "created", "input", "output")
-        .first()
+    """The recorded selection if the caller made it (compliance and admins: any
+    selection) in a catalog it may see, else 404 naming ``selection_id``.
+
+    Another caller's selection and an unknown id are one answer from one query of
+    the same shape: the owner and catalog are conditions of the query, so neither
+    the status, the body nor the work done tells them apart."""
+    events = AuditEvent.objects.filter(
+        event_type=EventType.SELECTION, selection_id=selection_id
     )
+    if not access.can_audit:
+        owner = getattr(caller, "pk", None)
+        # No pk (nobody): no selection, never the ones with a NULL actor.
+        events = events.filter(actor_id=owner) if owner else events.none()
+    if access.catalogs is not None:
+        events = events.filter(catalog_slug__in=access.catalogs)
+    event = events.only(
+        "selection_id", "catalog_slug", "created", "input", "output"
+    ).first()
     if event is None or not access.may_see_catalog(event.catalog_slug):
         raise Http404(f"selection_id: no selection {str(selection_id)!r}")
     tools = event.output.get("tools") if isinstance(event.output, dict) else None

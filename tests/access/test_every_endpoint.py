@@ -77,7 +77,12 @@ ENDPOINTS = [
         "settings",
     ),
     Endpoint(
-        "get", "/api/v1/catalogs/default/selection-settings", None, "agent", None, None
+        "get",
+        "/api/v1/catalogs/default/selection-settings",
+        None,
+        "curator",
+        "agent",
+        None,
     ),
     Endpoint("get", "/api/v1/catalogs/default/", None, "agent", None, None),
     Endpoint(

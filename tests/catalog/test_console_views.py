@@ -417,7 +417,7 @@ def test_a_running_job_partial_polls_every_second(as_member):
     assert "1 / 4" in page
 
 
-def test_a_finished_job_stops_polling_and_shows_counts_and_rejections(as_member):
+def test_a_finished_job_stops_polling_and_shows_counts_and_rejections(as_curator):
     reason = "tools[1].name: is required"
     job = running_job(
         state=JobState.SUCCEEDED,
@@ -426,7 +426,7 @@ def test_a_finished_job_stops_polling_and_shows_counts_and_rejections(as_member)
         counts={"created": 1, "rejected": 1},
         items=[{"index": 1, "name": None, "outcome": "rejected", "reason": reason}],
     )
-    page = as_member.get(f"/jobs/{job.pk}/", headers=HTMX).content.decode()
+    page = as_curator.get(f"/jobs/{job.pk}/", headers=HTMX).content.decode()
     assert "every 1s" not in page
     assert 'aria-valuenow="100"' in page
     assert "<dt>rejected</dt><dd>1</dd>" in page

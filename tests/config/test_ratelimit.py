@@ -52,7 +52,7 @@ def test_a_client_over_its_limit_gets_429_naming_the_limit(with_key, tool):
     assert response["Retry-After"] == "50"
     body = response.json()
     assert body["error"] == "throttled"
-    assert "limit of 3 selections a minute" in body["detail"]
+    assert "limit of 3 audited requests" in body["detail"]
 
 
 def test_the_site_default_applies_to_a_client_without_its_own(with_key, tool, settings):

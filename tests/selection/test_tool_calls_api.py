@@ -12,7 +12,7 @@ import pytest
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
-from catalog.models import Tool
+from catalog.models import ApiClient, Tool
 from catalog.services import create_catalog, update_tool
 from catalog.services.tools import tool_to_spec
 from tests.factories import make_tool
@@ -264,7 +264,9 @@ def test_a_selection_records_each_picks_version_but_the_answer_keeps_its_shape(a
 def test_an_older_selection_without_versions_uses_the_change_history(agent, tools):
     old = record_event(
         EventType.SELECTION,
-        actor=None,
+        actor=ApiClient.objects.get(
+            name="agent-client"
+        ).user,  # a selection is its maker's
         request_id=None,
         selection_id=uuid.uuid4(),
         catalog_slug="default",

@@ -69,7 +69,8 @@ def test_the_try_it_page_renders_the_form_for_any_signed_in_user(as_member, cata
     assert 'name="query"' in html
     assert "treat as chat transcript (JSON messages)" in html
     assert ">default (hybrid)</option>" in html
-    assert 'href="/catalogs/default/selection-settings/"' in html
+    # agents do not read selection settings (they name tools it may not see)
+    assert 'href="/catalogs/default/selection-settings/"' not in html
     assert 'hx-post="/try/"' in html
     assert "Results appear here." in html
 
@@ -221,10 +222,10 @@ def post_settings(client, data, slug="default"):
 
 
 def test_the_settings_page_shows_the_effective_settings_and_their_version(
-    as_member, db
+    as_compliance, db
 ):
     ensure_default_catalog()
-    response = as_member.get(settings_url())
+    response = as_compliance.get(settings_url())
     assert response.status_code == 200
     html = response.content.decode()
     assert 'data-testid="settings-version">0<' in html
