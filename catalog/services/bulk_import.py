@@ -31,7 +31,10 @@ from catalog.models import Catalog, Tool, ToolChange
 from catalog.naming import (
     COLLISION_PREFIX_LENGTH,
     assign_provider_names,
+    confusable_message,
+    confusable_names,
     provider_safe_name,
+    skeleton,
 )
 from catalog.services import jobs
 from catalog.services.tools import (
@@ -39,8 +42,9 @@ from catalog.services.tools import (
     _UPDATED_FIELDS,
     ToolConflict,
     _apply,
-    check_spec,
     content_hash,
+    lock_catalog,
+    spec_errors,
 )
 from catalog.spec import ToolSpec
 from config.copy_rows import copy_insert
@@ -107,6 +111,7 @@ class _Chunk:
         self.new_names: list[str] = []
         self.changed_names: list[str] = []
         self.changes: list[tuple[str, ToolChange]] = []
+        self.skeletons: dict[str, set[str]] | None = None
 
     def apply(self, item: ImportItem) -> dict[str, Any]:
         spec = item.spec
@@ -115,14 +120,34 @@ class _Chunk:
                 "reason": item.error
             }
         try:
-            check_spec(spec)
             tool = self.tools.get(spec.name)
+            self._check(spec, new_name=tool is None)
             outcome = self._create(spec) if tool is None else self._update(tool, spec)
         except (ValidationError, ToolConflict) as exc:
             return rejection(item.index, spec.name, exc)
         return {"index": item.index, "name": spec.name, "outcome": outcome.value} | {
             "reason": ""
         }
+
+    def _check(self, spec: ToolSpec, *, new_name: bool) -> None:
+        """``check_spec``, and for a new name ``check_new_name``'s refusal of a name
+        confusable with any tool of the catalog (earlier items of the chunk too)."""
+        errors = spec_errors(spec, new_name=new_name)
+        clash = self._lookalikes(spec.name) if new_name else []
+        if clash:
+            errors.setdefault("name", []).append(confusable_message(spec.name, clash))
+        if errors:
+            raise ValidationError(errors)
+
+    def _lookalikes(self, name: str) -> list[str]:
+        if self.skeletons is None:
+            # The lock check_new_name takes, then every name once per chunk.
+            lock_catalog(self.catalog.pk)
+            self.skeletons = {}
+            names = Tool.objects.filter(catalog=self.catalog).values_list("name")
+            for (stored,) in names.order_by().iterator(chunk_size=5000):
+                self.skeletons.setdefault(skeleton(stored), set()).add(stored)
+        return confusable_names(name, self.skeletons.get(skeleton(name), ()))
 
     def _create(self, spec: ToolSpec) -> ImportOutcome:
         tool = Tool(catalog=self.catalog, created_by=self.user, updated_by=self.user)
@@ -132,6 +157,8 @@ class _Chunk:
         )
         self._keep(tool, "")
         self.new_names.append(tool.name)
+        if self.skeletons is not None:
+            self.skeletons.setdefault(skeleton(tool.name), set()).add(tool.name)
         self._change(tool, ChangeAction.CREATE, None)
         return ImportOutcome.CREATED
 
