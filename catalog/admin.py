@@ -98,7 +98,10 @@ class ToolAdminForm(forms.ModelForm):
             if renamed and catalog is not None:
                 # No lock here: the save goes through the services, which check again.
                 check_new_name(
-                    catalog.pk, values["name"], errors, exclude=stored and stored.pk
+                    catalog.pk,
+                    values["name"],
+                    errors,
+                    exclude=stored.pk if stored else None,
                 )
             elif errors:
                 raise ValidationError(errors)

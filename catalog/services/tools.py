@@ -133,7 +133,9 @@ def check_new_name(
     """Raise ValidationError with ``errors`` plus a refusal naming every tool of
     the catalog whose name is confusable with ``name``, if there is anything to
     refuse. The services call it holding ``lock_catalog``."""
-    names = Tool.objects.filter(catalog_id=catalog_id).exclude(pk=exclude)
+    names = Tool.objects.filter(catalog_id=catalog_id)
+    if exclude is not None:
+        names = names.exclude(pk=exclude)
     clash = confusable_names(name, names.values_list("name", flat=True))
     if clash:
         errors = {**errors, "name": [*errors.get("name", [])]}
