@@ -159,8 +159,10 @@ def test_unknown_bearer_keys_are_counted_per_client_behind_the_proxy(api, monkey
 
 
 def address(peer: str, forwarded: str | None = None) -> str:
-    extra = {} if forwarded is None else {"HTTP_X_FORWARDED_FOR": forwarded}
-    return client_address(RequestFactory().get("/", REMOTE_ADDR=peer, **extra))
+    request = RequestFactory().get("/", REMOTE_ADDR=peer)
+    if forwarded is not None:
+        request.META["HTTP_X_FORWARDED_FOR"] = forwarded
+    return client_address(request)
 
 
 @pytest.mark.parametrize(
