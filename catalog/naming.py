@@ -171,11 +171,11 @@ def confusable_names(name: str, others: Iterable[str]) -> list[str]:
     return sorted({o for o in others if o != name and skeleton(o) == mark})
 
 
-def confusable_message(name: str, others: list[str]) -> str:
+def confusable_message(name: str, others: list[str], field: str = "name") -> str:
     """The refusal naming both sides (escaped, so the difference is visible)."""
     shown = ", ".join(ascii(other) for other in others)
     return (
-        f"name: {ascii(name)} is confusable with {shown} in this catalog "
+        f"{field}: {ascii(name)} is confusable with {shown} in this catalog "
         "(same Unicode confusable skeleton, UTS #39); choose a name that looks "
         "different"
     )

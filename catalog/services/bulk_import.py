@@ -112,6 +112,7 @@ class _Chunk:
         self.changed_names: list[str] = []
         self.changes: list[tuple[str, ToolChange]] = []
         self.skeletons: dict[str, set[str]] | None = None
+        self.provider_owners: dict[str, str] | None = None
 
     def apply(self, item: ImportItem) -> dict[str, Any]:
         spec = item.spec
@@ -190,6 +191,8 @@ class _Chunk:
                     "provider_name",
                     f"provider_name: {spec.provider_name!r} is already used here",
                 )
+            if tool is None or spec.provider_name != tool.provider_name:
+                self._refuse_lookalike_provider_name(spec.provider_name, name)
             return spec.provider_name
         if tool is not None and tool.provider_name and tool.name == spec.name:
             return tool.provider_name
@@ -199,6 +202,23 @@ class _Chunk:
         self._load_prefix(base[:COLLISION_PREFIX_LENGTH])
         taken = {held for held, owner in self.owners.items() if owner != name}
         return assign_provider_names([name], taken)[name]
+
+    def _refuse_lookalike_provider_name(self, provider_name: str, name: str) -> None:
+        """What ``tools._provider_name`` refuses: a given provider name confusable
+        with one another tool holds (as the chunk has left them so far)."""
+        if self.provider_owners is None:
+            lock_catalog(self.catalog.pk)
+            rows = Tool.objects.filter(catalog=self.catalog).order_by()
+            stored = rows.values_list("provider_name", "name")
+            self.provider_owners = {p: n for p, n in stored if n not in self.tools}
+            self.provider_owners.update(
+                (tool.provider_name, held) for held, tool in self.tools.items()
+            )
+        held = [p for p, owner in self.provider_owners.items() if owner != name]
+        clash = confusable_names(provider_name, held)
+        if clash:
+            message = confusable_message(provider_name, clash, "provider_name")
+            raise ValidationError({"provider_name": [message]})
 
     def _load_prefix(self, prefix: str) -> None:
         """Every stored provider name a derived name could collide with (rare: only
@@ -219,6 +239,10 @@ class _Chunk:
         if self.owners.get(old_provider_name) == tool.name:
             del self.owners[old_provider_name]
         self.owners[tool.provider_name] = tool.name
+        if self.provider_owners is not None:
+            if self.provider_owners.get(old_provider_name) == tool.name:
+                del self.provider_owners[old_provider_name]
+            self.provider_owners[tool.provider_name] = tool.name
         self.tools[tool.name] = tool
 
     def _change(self, tool: Tool, action: str, before: dict[str, Any] | None) -> None:

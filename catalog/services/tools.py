@@ -154,6 +154,14 @@ def _provider_name(catalog: Catalog, spec: ToolSpec, tool: Tool | None) -> str:
                 "provider_name",
                 f"provider_name: {spec.provider_name!r} is already used here",
             )
+        if tool is None or spec.provider_name != tool.provider_name:
+            # The name a model is offered: it must not pass for another tool's.
+            lock_catalog(catalog.pk)
+            held = others.values_list("provider_name", flat=True)
+            clash = confusable_names(spec.provider_name, held)
+            if clash:
+                message = confusable_message(spec.provider_name, clash, "provider_name")
+                raise ValidationError({"provider_name": [message]})
         return spec.provider_name
     if tool is not None and tool.provider_name and tool.name == spec.name:
         return tool.provider_name

@@ -311,3 +311,51 @@ def test_the_check_is_silent_on_clean_data_and_without_a_database():
     assert not [m for m in found if m.id and m.id.startswith("catalog.")]
     found = checks.run_checks(tags=[checks.Tags.database])
     assert not [m for m in found if m.id and m.id.startswith("catalog.")]
+
+
+# Provider names: what a model is offered ------------------------------------------
+
+
+def test_a_given_provider_name_confusable_with_another_tool_s_is_refused(with_key):
+    make_tool(name="list_files")
+    response = with_key("curator").post(
+        "/api/v1/tools/",
+        api_tool("listing", provider_name="list_fi1es"),
+        format="json",
+    )
+    assert response.status_code == 400
+    (message,) = response.json()["fields"]["provider_name"]
+    assert message.startswith("provider_name: 'list_fi1es' is confusable with")
+    assert "'list_files'" in message
+
+
+def test_a_tool_may_change_its_own_provider_name_to_a_lookalike_of_its_old_one(
+    with_key,
+):
+    tool = make_tool(name="files", provider_name="fi1es")
+    response = with_key("curator").patch(
+        f"/api/v1/tools/{tool.pk}/", {"provider_name": "files"}, format="json"
+    )
+    assert response.status_code == 200, response.json()
+
+
+@pytest.mark.parametrize("chunk", [0, 4], ids=["one-by-one", "bulk"])
+def test_imports_refuse_a_lookalike_provider_name_but_not_a_freed_one(
+    transactional_db, purged_broker, settings, chunk
+):
+    make_tool(name="holder", provider_name="held_name")
+    document = [
+        api_tool("copycat", provider_name="he1d_name"),
+        api_tool("holder", provider_name="other_name"),  # gives held_name up
+        api_tool("newcomer", provider_name="he1d_name"),  # then free to look like it
+    ]
+    job = import_items(document, settings, chunk)
+    assert [item["outcome"] for item in job.items] == [
+        "rejected",
+        "updated",
+        "created",
+    ]
+    assert (
+        "provider_name: 'he1d_name' is confusable with 'held_name'"
+        in (job.items[0]["reason"])
+    )
