@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import html
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +24,7 @@ from catalog.naming import confusable_names, name_problems, skeleton
 from catalog.services import create_catalog, ensure_default_catalog
 from catalog.services.imports import run_import, start_import
 from catalog.services.jobs import claim_job
+from tests.conftest import worker_env
 from tests.factories import make_tool, make_user, weather_schema
 
 pytestmark = pytest.mark.django_db
@@ -359,3 +363,22 @@ def test_imports_refuse_a_lookalike_provider_name_but_not_a_freed_one(
         "provider_name: 'he1d_name' is confusable with 'held_name'"
         in (job.items[0]["reason"])
     )
+
+
+def test_migrate_reports_stored_names_breaking_the_rules(transactional_db):
+    legacy_tool("get weather")
+    env = worker_env()
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    output = result.stdout + result.stderr
+    assert "catalog.W001" in output
+    assert "default/'get weather'" in output
+    assert Tool.objects.filter(name="get weather").exists()
