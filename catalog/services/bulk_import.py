@@ -31,7 +31,10 @@ from catalog.models import Catalog, Tool, ToolChange
 from catalog.naming import (
     COLLISION_PREFIX_LENGTH,
     assign_provider_names,
+    confusable_message,
+    confusable_names,
     provider_safe_name,
+    skeleton,
 )
 from catalog.services import jobs
 from catalog.services.tools import (
@@ -39,8 +42,9 @@ from catalog.services.tools import (
     _UPDATED_FIELDS,
     ToolConflict,
     _apply,
-    check_spec,
     content_hash,
+    lock_catalog,
+    spec_errors,
 )
 from catalog.spec import ToolSpec
 from config.copy_rows import copy_insert
@@ -107,6 +111,8 @@ class _Chunk:
         self.new_names: list[str] = []
         self.changed_names: list[str] = []
         self.changes: list[tuple[str, ToolChange]] = []
+        self.skeletons: dict[str, set[str]] | None = None
+        self.provider_owners: dict[str, str] | None = None
 
     def apply(self, item: ImportItem) -> dict[str, Any]:
         spec = item.spec
@@ -115,14 +121,34 @@ class _Chunk:
                 "reason": item.error
             }
         try:
-            check_spec(spec)
             tool = self.tools.get(spec.name)
+            self._check(spec, new_name=tool is None)
             outcome = self._create(spec) if tool is None else self._update(tool, spec)
         except (ValidationError, ToolConflict) as exc:
             return rejection(item.index, spec.name, exc)
         return {"index": item.index, "name": spec.name, "outcome": outcome.value} | {
             "reason": ""
         }
+
+    def _check(self, spec: ToolSpec, *, new_name: bool) -> None:
+        """``check_spec``, and for a new name ``check_new_name``'s refusal of a name
+        confusable with any tool of the catalog (earlier items of the chunk too)."""
+        errors = spec_errors(spec, new_name=new_name)
+        clash = self._lookalikes(spec.name) if new_name else []
+        if clash:
+            errors.setdefault("name", []).append(confusable_message(spec.name, clash))
+        if errors:
+            raise ValidationError(errors)
+
+    def _lookalikes(self, name: str) -> list[str]:
+        if self.skeletons is None:
+            # The lock check_new_name takes, then every name once per chunk.
+            lock_catalog(self.catalog.pk)
+            self.skeletons = {}
+            names = Tool.objects.filter(catalog=self.catalog).values_list("name")
+            for (stored,) in names.order_by().iterator(chunk_size=5000):
+                self.skeletons.setdefault(skeleton(stored), set()).add(stored)
+        return confusable_names(name, self.skeletons.get(skeleton(name), ()))
 
     def _create(self, spec: ToolSpec) -> ImportOutcome:
         tool = Tool(catalog=self.catalog, created_by=self.user, updated_by=self.user)
@@ -132,6 +158,8 @@ class _Chunk:
         )
         self._keep(tool, "")
         self.new_names.append(tool.name)
+        if self.skeletons is not None:
+            self.skeletons.setdefault(skeleton(tool.name), set()).add(tool.name)
         self._change(tool, ChangeAction.CREATE, None)
         return ImportOutcome.CREATED
 
@@ -163,6 +191,8 @@ class _Chunk:
                     "provider_name",
                     f"provider_name: {spec.provider_name!r} is already used here",
                 )
+            if tool is None or spec.provider_name != tool.provider_name:
+                self._refuse_lookalike_provider_name(spec.provider_name, name)
             return spec.provider_name
         if tool is not None and tool.provider_name and tool.name == spec.name:
             return tool.provider_name
@@ -172,6 +202,23 @@ class _Chunk:
         self._load_prefix(base[:COLLISION_PREFIX_LENGTH])
         taken = {held for held, owner in self.owners.items() if owner != name}
         return assign_provider_names([name], taken)[name]
+
+    def _refuse_lookalike_provider_name(self, provider_name: str, name: str) -> None:
+        """What ``tools._provider_name`` refuses: a given provider name confusable
+        with one another tool holds (as the chunk has left them so far)."""
+        if self.provider_owners is None:
+            lock_catalog(self.catalog.pk)
+            rows = Tool.objects.filter(catalog=self.catalog).order_by()
+            stored = rows.values_list("provider_name", "name")
+            self.provider_owners = {p: n for p, n in stored if n not in self.tools}
+            self.provider_owners.update(
+                (tool.provider_name, held) for held, tool in self.tools.items()
+            )
+        held = [p for p, owner in self.provider_owners.items() if owner != name]
+        clash = confusable_names(provider_name, held)
+        if clash:
+            message = confusable_message(provider_name, clash, "provider_name")
+            raise ValidationError({"provider_name": [message]})
 
     def _load_prefix(self, prefix: str) -> None:
         """Every stored provider name a derived name could collide with (rare: only
@@ -192,6 +239,10 @@ class _Chunk:
         if self.owners.get(old_provider_name) == tool.name:
             del self.owners[old_provider_name]
         self.owners[tool.provider_name] = tool.name
+        if self.provider_owners is not None:
+            if self.provider_owners.get(old_provider_name) == tool.name:
+                del self.provider_owners[old_provider_name]
+            self.provider_owners[tool.provider_name] = tool.name
         self.tools[tool.name] = tool
 
     def _change(self, tool: Tool, action: str, before: dict[str, Any] | None) -> None:

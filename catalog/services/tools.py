@@ -28,7 +28,10 @@ from catalog.models import Catalog, Tool, ToolChange
 from catalog.naming import (
     COLLISION_PREFIX_LENGTH,
     assign_provider_names,
+    confusable_message,
+    confusable_names,
     hidden_characters,
+    name_problems,
     provider_safe_name,
 )
 from catalog.schema_policy import check_tool_schema
@@ -75,8 +78,19 @@ def content_hash(spec: ToolSpec) -> str:
     return hashlib.sha256(encoded.encode()).hexdigest()
 
 
-def check_spec(spec: ToolSpec) -> None:
-    """Raise ValidationError naming each field and rule the spec breaks."""
+def check_spec(spec: ToolSpec, *, new_name: bool = True) -> None:
+    """Raise ValidationError naming each field and rule the spec breaks.
+
+    ``new_name``: the spec makes a tool or renames one, so its name must also keep
+    the character rule (``catalog.naming.name_problems``); a tool that keeps a name
+    stored before the rule stays editable (the ``catalog.W001`` check reports it)."""
+    errors = spec_errors(spec, new_name=new_name)
+    if errors:
+        raise ValidationError(errors)
+
+
+def spec_errors(spec: ToolSpec, *, new_name: bool = True) -> dict[str, list[str]]:
+    """What ``check_spec`` refuses, as messages per field."""
     errors: dict[str, list[str]] = {}
     if not spec.name.strip():
         errors.setdefault("name", []).append("name: must not be empty")
@@ -88,6 +102,8 @@ def check_spec(spec: ToolSpec) -> None:
             "name: must not contain invisible or direction-changing characters "
             f"({', '.join(hidden)})"
         )
+    if new_name:
+        errors.setdefault("name", []).extend(name_problems(spec.name))
     for problem in check_tool_schema(spec):
         field = problem.pointer.strip("/").split("/")[0] or "parameters"
         errors.setdefault(field, []).append(
@@ -97,6 +113,33 @@ def check_spec(spec: ToolSpec) -> None:
         errors.setdefault("provider_name", []).append(
             "provider_name: must match ^[a-zA-Z0-9_-]{1,64}$"
         )
+    return {field: messages for field, messages in errors.items() if messages}
+
+
+def lock_catalog(catalog_id: int) -> None:
+    """Lock the catalog row before reading its names, so two writers cannot both
+    add one of a confusable pair (every tool write takes this lock anyway, later,
+    when it bumps the catalog version)."""
+    Catalog.objects.select_for_update().filter(pk=catalog_id).values("pk").get()
+
+
+def check_new_name(
+    catalog_id: int,
+    name: str,
+    errors: dict[str, list[str]],
+    *,
+    exclude: int | None = None,
+) -> None:
+    """Raise ValidationError with ``errors`` plus a refusal naming every tool of
+    the catalog whose name is confusable with ``name``, if there is anything to
+    refuse. The services call it holding ``lock_catalog``."""
+    names = Tool.objects.filter(catalog_id=catalog_id)
+    if exclude is not None:
+        names = names.exclude(pk=exclude)
+    clash = confusable_names(name, names.values_list("name", flat=True))
+    if clash:
+        errors = {**errors, "name": [*errors.get("name", [])]}
+        errors["name"].append(confusable_message(name, clash))
     if errors:
         raise ValidationError(errors)
 
@@ -111,6 +154,14 @@ def _provider_name(catalog: Catalog, spec: ToolSpec, tool: Tool | None) -> str:
                 "provider_name",
                 f"provider_name: {spec.provider_name!r} is already used here",
             )
+        if tool is None or spec.provider_name != tool.provider_name:
+            # The name a model is offered: it must not pass for another tool's.
+            lock_catalog(catalog.pk)
+            held = others.values_list("provider_name", flat=True)
+            clash = confusable_names(spec.provider_name, held)
+            if clash:
+                message = confusable_message(spec.provider_name, clash, "provider_name")
+                raise ValidationError({"provider_name": [message]})
         return spec.provider_name
     if tool is not None and tool.provider_name and tool.name == spec.name:
         return tool.provider_name
@@ -197,9 +248,12 @@ def create_tool(
     request_id: uuid.UUID | None = None,
 ) -> Tool:
     """Register a new tool; a taken name is a ToolConflict, a bad schema a
-    ValidationError; nothing is written in either case."""
-    check_spec(spec)
+    ValidationError (a name confusable with another tool's included); nothing is
+    written in either case."""
+    errors = spec_errors(spec)
     with transaction.atomic():
+        lock_catalog(catalog.pk)
+        check_new_name(catalog.pk, spec.name, errors)
         if Tool.objects.filter(catalog=catalog, name=spec.name).exists():
             raise ToolConflict(
                 "name", f"name: a tool named {spec.name!r} already exists"
@@ -226,10 +280,17 @@ def update_tool(
     actor: Actor,
     request_id: uuid.UUID | None = None,
 ) -> WriteResult:
-    """Replace a tool's definition; an identical definition changes nothing."""
-    check_spec(spec)
+    """Replace a tool's definition; an identical definition changes nothing. A
+    rename must keep the name rules (characters, not confusable)."""
     with transaction.atomic():
         tool = Tool.objects.select_for_update().get(pk=tool.pk)
+        renamed = spec.name != tool.name
+        errors = spec_errors(spec, new_name=renamed)
+        if renamed:
+            lock_catalog(tool.catalog_id)
+            check_new_name(tool.catalog_id, spec.name, errors, exclude=tool.pk)
+        elif errors:
+            raise ValidationError(errors)
         if content_hash(spec) == tool.content_hash and (
             not spec.provider_name or spec.provider_name == tool.provider_name
         ):

@@ -11,6 +11,7 @@ from catalog.models import Catalog, Job, Tool, ToolChange
 from catalog.services.catalogs import create_catalog
 from catalog.services.imports import run_import, start_import
 from catalog.services.jobs import claim_job
+from catalog.services.tools import content_hash, tool_to_spec
 from tests.factories import make_tool, make_user, weather_schema
 
 pytestmark = [pytest.mark.integration]
@@ -33,8 +34,18 @@ ROW_FIELDS = [
 def seed(catalog: Catalog) -> None:
     make_tool(catalog, name="get_weather", description="Current weather.")
     make_tool(catalog, name="send_email", description="Send an email.")
-    make_tool(catalog, name="Held Tool", provider_name="held_name")
-    make_tool(catalog, name="lookup user", description="Find a user.")
+    stored_before_the_name_rules("Held Tool", catalog, provider_name="held_name")
+    stored_before_the_name_rules(
+        "lookup user", catalog, provider_name="lookup_user", description="Find a user."
+    )
+
+
+def stored_before_the_name_rules(name: str, catalog: Catalog, **fields: Any) -> None:
+    """A tool whose name the rules now refuse for a new tool (written past them)."""
+    made = make_tool(catalog, name="legacy_" + name.replace(" ", "_"), **fields)
+    made.name = name
+    made.content_hash = content_hash(tool_to_spec(made))
+    made.save(update_fields=["name", "content_hash"])
 
 
 def tool(name: str, **fields: Any) -> dict[str, Any]:
@@ -51,8 +62,8 @@ def mixed_document() -> list[Any]:
         tool("create_ticket", description="Open a support ticket."),  # again
         tool("create_ticket", description="Open a support ticket."),  # same again
         tool("intruder", provider_name="held_name"),  # provider name taken
-        tool("lookup/user"),  # derived provider name collides: lookup_user_2
-        tool("lookup?user"),  # and again, with the one just made: lookup_user_3
+        tool("lookup.user"),  # derived provider name collides: lookup_user_2
+        tool("lookup_user"),  # and again, with the one just made: lookup_user_3
         tool("Held Tool", provider_name="freed_name"),  # gives held_name up
         tool("newcomer", provider_name="held_name"),  # which is now free
         tool("long_category", category="c" * 150),  # refused by full_clean
@@ -117,8 +128,8 @@ def test_a_mixed_document_gives_the_outcomes_rows_and_changes_of_one_by_one(
     assert audited("bulk") == audited("one-by-one") == changes("bulk").__len__()
     bulk_tools = Tool.objects.filter(catalog__slug="bulk")
     providers = dict(bulk_tools.values_list("name", "provider_name"))
-    assert providers["lookup/user"] == "lookup_user_2"
-    assert providers["lookup?user"] == "lookup_user_3"
+    assert providers["lookup.user"] == "lookup_user_2"
+    assert providers["lookup_user"] == "lookup_user_3"
     assert providers["newcomer"] == "held_name"
     versions = Catalog.objects.filter(slug__in=["bulk", "one-by-one"])
     assert len(set(versions.values_list("version", flat=True))) == 1

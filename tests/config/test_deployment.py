@@ -90,7 +90,7 @@ def test_bootstrap_with_an_unwritable_state_dir_creates_no_admin(tmp_path, monke
 
 
 def test_the_readme_documents_every_setting_the_code_reads():
-    readers = r"(?:env_(?:str|bool|int|list|secret)\(|environ\.get\(|getenv\()"
+    readers = r"(?:env_(?:str|bool|int|list|secret|networks)\(|environ\.get\(|getenv\()"
     sources = [ROOT / "config" / "settings.py", ROOT / "config" / "devstack.py"]
     sources += list((ROOT / "catalog" / "management" / "commands").glob("*.py"))
     names = {

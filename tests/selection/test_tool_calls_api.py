@@ -52,14 +52,23 @@ def _text(arguments: Any) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
+def stored_before_the_name_rules(name: str, **fields: Any) -> Tool:
+    """A tool with a name new tools may no longer take (written past the rules)."""
+    tool = make_tool(name="legacy_tool", **fields)
+    Tool.objects.filter(pk=tool.pk).update(name=name)
+    tool.refresh_from_db()
+    return tool
+
+
 @pytest.fixture
 def tools(db):
     return {
         "weather": make_tool(
             name="get_weather", description="Get the current weather for a city."
         ),
-        "screenshot": make_tool(
-            name="Website Screenshot / capture",
+        "screenshot": stored_before_the_name_rules(
+            "Website Screenshot / capture",
+            provider_name="Website_Screenshot_capture",
             description="Capture a screenshot of a website.",
         ),
         "wipe": make_tool(name="wipe_disk", safe=False),

@@ -28,35 +28,41 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         catalog = ensure_default_catalog()
-        self._admin()
+        password, password_file = self._admin()
         if not options["no_demo"] and not Tool.objects.filter(catalog=catalog).exists():
             loaded = self._demo(catalog)
             self.stdout.write(f"Loaded the demo catalog: {loaded} tools.")
         if catalog.active_embedding_model != current_backend_id():
             start_reindex(catalog)
             self.stdout.write("Queued embedding of the catalog (see Jobs).")
-
-    def _admin(self) -> None:
-        state = Path(os.environ.get("QUIVER_STATE_DIR", settings.BASE_DIR / ".quiver"))
-        password_file = state / "admin_password.txt"
-        users = get_user_model().objects
-        if not users.filter(username="admin").exists():
-            password = secrets.token_urlsafe(12)
-            # The file first: an unwritable state directory fails before an
-            # admin exists whose password no one was ever shown.
-            state.mkdir(parents=True, exist_ok=True)
-            password_file.write_text(password + "\n")
-            password_file.chmod(0o600)
-            users.create_superuser("admin", "admin@localhost", password)
-            self.stdout.write(
-                f"Created the admin account.\n  user: admin\n  password: {password}\n"
-                f"  (also saved in {password_file})"
-            )
-        else:
+        if password is None:
             self.stdout.write(
                 f"Log in as admin; the password is in {password_file} "
                 "(or run: make manage ARGS='changepassword admin')."
             )
+        else:
+            # A secret is the last line of stdout, alone (README, Security).
+            self.stdout.write(
+                "Created the admin account. user: admin; its password (also saved "
+                f"in {password_file}) is the next line:"
+            )
+            self.stdout.write(password)
+
+    def _admin(self) -> tuple[str | None, Path]:
+        """Make the admin account if there is none; its new password, or None."""
+        state = Path(os.environ.get("QUIVER_STATE_DIR", settings.BASE_DIR / ".quiver"))
+        password_file = state / "admin_password.txt"
+        users = get_user_model().objects
+        if users.filter(username="admin").exists():
+            return None, password_file
+        password = secrets.token_urlsafe(12)
+        # The file first: an unwritable state directory fails before an admin
+        # exists whose password no one was ever shown.
+        state.mkdir(parents=True, exist_ok=True)
+        password_file.write_text(password + "\n")
+        password_file.chmod(0o600)
+        users.create_superuser("admin", "admin@localhost", password)
+        return password, password_file
 
     def _demo(self, catalog: Any) -> int:
         document = json.loads(DEMO_FILE.read_text())
