@@ -27,6 +27,7 @@ from catalog.services.people import (
     update_person,
 )
 from config.pages import acting_user, paginate, render_page
+from config.ratelimit import rate_limited
 
 VIA = "people page"
 
@@ -37,6 +38,7 @@ def _require_admin(request: HttpRequest) -> None:
 
 
 @login_required
+@rate_limited
 def person_list(request: HttpRequest) -> HttpResponse:
     """Every person the admin may manage, with groups, catalogs and state; the
     form makes a new one."""
@@ -62,6 +64,7 @@ def person_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@rate_limited
 def person_edit(request: HttpRequest, person_id: int) -> HttpResponse:
     """One person's groups and catalog limit."""
     _require_admin(request)
@@ -94,6 +97,7 @@ def person_edit(request: HttpRequest, person_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@rate_limited
 def person_active(request: HttpRequest, person_id: int) -> HttpResponse:
     """Deactivate (``active=0``) or reactivate (``active=1``) a person."""
     _require_admin(request)

@@ -13,6 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
+from catalog.access import ALL_CATALOGS
 from catalog.models import ApiClient
 from catalog.services.clients import create_api_client
 from config import ratelimit
@@ -71,7 +72,12 @@ API = [
     Endpoint(
         "post", "/api/v1/catalogs/default/import", [TOOL], "curator", audited=False
     ),
-    Endpoint("post", "/api/v1/clients/", {"name": "bot", "scope": "agent"}, "admin"),
+    Endpoint(
+        "post",
+        "/api/v1/clients/",
+        {"name": "bot", "scope": "agent", "catalogs": "*", "rate_limit_per_minute": 1},
+        "admin",
+    ),
     Endpoint("post", "/api/v1/clients/{client}/rotate", None, "admin"),
     Endpoint("post", "/api/v1/clients/{client}/revoke", None, "admin"),
 ]
@@ -96,7 +102,25 @@ CONSOLE = [
         "curator",
         audited=False,
     ),  # fmt: skip
-    Endpoint("post", "/keys/", {"name": "bot", "scope": "agent"}, "admin"),
+    Endpoint(
+        "post",
+        "/keys/",
+        {"name": "bot", "scope": "agent", "all_catalogs": "on"},
+        "admin",
+    ),
+    Endpoint(
+        "post",
+        "/people/",
+        {"username": "reader", "groups": ["compliance"], "all_catalogs": "on"},
+        "admin",
+    ),
+    Endpoint(
+        "post",
+        "/people/{person}/",
+        {"groups": ["curator"], "all_catalogs": "on"},
+        "admin",
+    ),
+    Endpoint("post", "/people/{person}/active/", {"active": "0"}, "admin"),
     Endpoint("post", "/keys/{client}/rotate/", {}, "admin"),
     Endpoint("post", "/keys/{client}/revoke/", {}, "admin"),
 ]
@@ -116,8 +140,16 @@ def counted_here(monkeypatch):
 def targets(db) -> dict[str, int]:
     make_sample_catalog("get_weather", "send_email")
     spare = make_tool(name="spare", description="A spare tool.")
-    target, _key = create_api_client("target-bot", "agent", actor=None)
-    return {"tool": spare.pk, "client": target.pk}
+    # Within the caller's own limit of 1, so the caller may manage it.
+    target, _key = create_api_client(
+        "target-bot",
+        "agent",
+        catalogs=ALL_CATALOGS,
+        rate_limit_per_minute=1,
+        actor=None,
+    )
+    somebody = make_user("somebody", groups=("compliance",))
+    return {"tool": spare.pk, "client": target.pk, "person": somebody.pk}
 
 
 def key(scope: str, limit: int) -> APIClient:
