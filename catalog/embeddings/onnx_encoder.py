@@ -15,7 +15,8 @@ directory that cannot be written falls back to a private temporary directory
   used for documents (stored vectors stay compatible with the torch ones).
 * ``int8``: per-channel dynamic quantisation of the weight MatMuls except the
   feed-forward outputs (``onnx_graph.quantize_int8``); cosine >= 0.985 (mean
-  >= 0.995) to fp32 on the reference texts, on AVX2 and VNNI CPUs alike; used for queries, ~3x less CPU than the numpy encoder.
+  >= 0.995) to fp32 on the reference texts, on AVX2 and VNNI CPUs alike; used
+  for queries, ~3x less CPU than the numpy encoder.
 """
 
 from __future__ import annotations
