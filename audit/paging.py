@@ -18,7 +18,10 @@ from psycopg.errors import QueryCanceled
 from rest_framework import status
 from rest_framework.exceptions import APIException
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
 from rest_framework.response import Response
+
+from config.params import MAX_PAGE, api_page
 
 # 1,000, not 10,000: counting 10,001 matches of a common filter (or of two
 # combined) read 10,000 rows scattered over the table, 70-250 ms of a page that
@@ -69,7 +72,8 @@ class CappedPaginator(Paginator):
 
     def validate_number(self, number: Any) -> int:
         with suppress(TypeError, ValueError):  # the paginator's own check refuses it
-            self.asked = max(1, int(number))
+            # Bounded: the cap below becomes a LIMIT, which must fit in a bigint.
+            self.asked = min(MAX_PAGE, max(1, int(number)))
         return super().validate_number(number)
 
     @cached_property
@@ -107,6 +111,11 @@ class CappedPagination(PageNumberPagination):
     and ``count_capped`` says when there are more."""
 
     django_paginator_class = CappedPaginator
+
+    def get_page_number(self, request: Request, paginator: Any) -> Any:
+        """A bounded whole number, or a 400 naming ``page`` (not DRF's 404 for a
+        page that is not a number)."""
+        return api_page(request.query_params.get(self.page_query_param))
 
     def get_paginated_response(self, data: Any) -> Response:
         response = super().get_paginated_response(data)

@@ -351,6 +351,9 @@ QUIVER_LLM = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"one_line_403": {"()": "config.logfilters.OneLineForbidden"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # A refused request is one warning line, not a traceback.
+    "loggers": {"django.request": {"filters": ["one_line_403"]}},
 }

@@ -20,6 +20,7 @@ from catalog.services.clients import (
     rotate_api_client,
 )
 from config.http import request_id
+from config.strict import StrictFieldsMixin
 
 
 class ApiClientSerializer(serializers.ModelSerializer):
@@ -47,7 +48,7 @@ class ApiClientSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ApiClientInputSerializer(serializers.Serializer):
+class ApiClientInputSerializer(StrictFieldsMixin, serializers.Serializer):
     name = serializers.RegexField(r"^[A-Za-z0-9_.-]{1,100}$")
     scope = serializers.ChoiceField(choices=ApiScope.choices)
     roles = serializers.ListField(
