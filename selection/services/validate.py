@@ -65,7 +65,7 @@ def validate_tool_call(
         request_id=request_id,
         catalog_slug=catalog.slug,
         catalog_version=catalog.version,
-        summary=f"{tool.name}: {'valid' if check.valid else 'invalid'}",
+        summary=f"{tool.name}: {'valid' if valid else 'invalid'}",
         input={"tool": tool.name, "arguments": arguments},
         output=answer,
     )
