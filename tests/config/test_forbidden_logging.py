@@ -43,7 +43,9 @@ def test_an_api_refusal_is_one_line_without_a_traceback(
     assert "Traceback" not in caplog.text
 
 
-@pytest.mark.parametrize("url", ["/audit/dashboard/", "/audit/export", "/audit/verify/"])
+@pytest.mark.parametrize(
+    "url", ["/audit/dashboard/", "/audit/export", "/audit/verify/"]
+)
 def test_every_audit_page_refused_is_one_line(
     as_member: Any, caplog: pytest.LogCaptureFixture, url: str
 ) -> None:

@@ -72,7 +72,9 @@ def test_the_refusal_is_recorded_as_invalid(with_key: Any, tools: None) -> None:
     assert single.summary == "old_lookup: invalid"
 
 
-def test_a_tool_the_caller_may_call_is_valid_on_both(with_key: Any, tools: None) -> None:
+def test_a_tool_the_caller_may_call_is_valid_on_both(
+    with_key: Any, tools: None
+) -> None:
     single, call = both(with_key("agent"), "get_weather")
     assert single["valid"] is call["valid"] is True
     assert single["flags"] == call["flags"] == []
