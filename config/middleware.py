@@ -73,7 +73,7 @@ def read_chunked_body(request: HttpRequest, limit: int) -> HttpResponse | None:
     body_bytes = environ["wsgi.input"].read(limit + 1)
     if len(body_bytes) > limit:
         return _too_large(f"body: must be at most {limit} bytes")
-    request._stream = LimitedStream(io.BytesIO(body_bytes), len(body_bytes))  # type: ignore[attr-defined]
+    request._stream = LimitedStream(io.BytesIO(body_bytes), len(body_bytes))  # type: ignore[assignment]
     environ["CONTENT_LENGTH"] = str(len(body_bytes))
     return None
 

@@ -12,11 +12,9 @@ from rest_framework import serializers
 UNKNOWN_FIELD_RULE = "is not a field of this body"
 
 
-class StrictFieldsMixin:
+class StrictFieldsMixin(serializers.Serializer):
     """Put first in a write serializer's bases: any key of the body that is not
     one of its writable or read-only fields is refused, each named."""
-
-    fields: Mapping[str, serializers.Field]
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
@@ -25,4 +23,4 @@ class StrictFieldsMixin:
                 raise serializers.ValidationError(
                     {str(name): [UNKNOWN_FIELD_RULE] for name in unknown}
                 )
-        return super().to_internal_value(data)  # type: ignore[misc]
+        return super().to_internal_value(data)

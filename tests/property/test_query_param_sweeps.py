@@ -30,7 +30,7 @@ EXTREMES = st.sampled_from(
      "00000000-0000-0000-0000-000000000000", "true", "on", "csv", "jsonl",
      "9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+14:00", "24h", "*"]
 )  # fmt: skip
-TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 VALUES = (
     EXTREMES
     | st.dates().map(str)
