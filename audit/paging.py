@@ -17,11 +17,9 @@ from django.db.models import QuerySet
 from psycopg.errors import QueryCanceled
 from rest_framework import status
 from rest_framework.exceptions import APIException
-from rest_framework.pagination import PageNumberPagination
-from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.params import MAX_PAGE, api_page
+from config.params import MAX_PAGE, BoundedPagination
 
 # 1,000, not 10,000: counting 10,001 matches of a common filter (or of two
 # combined) read 10,000 rows scattered over the table, 70-250 ms of a page that
@@ -106,16 +104,11 @@ class CappedPaginator(Paginator):
         return self.count > self.cap
 
 
-class CappedPagination(PageNumberPagination):
+class CappedPagination(BoundedPagination):
     """The API's pages of audit events: ``count`` stops at the paginator's cap + 1,
     and ``count_capped`` says when there are more."""
 
     django_paginator_class = CappedPaginator
-
-    def get_page_number(self, request: Request, paginator: Any) -> Any:
-        """A bounded whole number, or a 400 naming ``page`` (not DRF's 404 for a
-        page that is not a number)."""
-        return api_page(request.query_params.get(self.page_query_param))
 
     def get_paginated_response(self, data: Any) -> Response:
         response = super().get_paginated_response(data)

@@ -12,6 +12,8 @@ from typing import Any
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
 
 # Days a filter may name: no audit event is older than the first, and the last
 # leaves room for "+1 day" and any time zone without leaving Python's or
@@ -86,3 +88,12 @@ def api_page(text: str | None) -> int:
 def in_day_range(moment: datetime) -> bool:
     """Whether ``moment`` falls on a day a filter may name."""
     return EARLIEST_DAY <= moment.date() <= LATEST_DAY
+
+
+class BoundedPagination(PageNumberPagination):
+    """The API's pages (``DEFAULT_PAGINATION_CLASS``): ``?page=`` is a bounded
+    whole number or a 400 naming it (DRF alone answers 404 "Invalid page" for
+    ``?page=x``); a page past the end stays DRF's 404."""
+
+    def get_page_number(self, request: Request, paginator: Any) -> Any:
+        return api_page(request.query_params.get(self.page_query_param))

@@ -155,3 +155,19 @@ def test_a_tool_versions_at_parameter_out_of_range_is_ignored_not_a_500(
     url = "/audit/tools/default/get_weather/v1/"
     response = as_compliance.get(url, {"at": value})
     assert response.status_code == 404  # no such tool version; the page says so
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/v1/tools/", "/api/v1/catalogs/", "/api/v1/jobs/", "/api/v1/clients/"]
+)
+@pytest.mark.parametrize("value", ["x", "0", "99999999999999999999"])
+def test_every_api_list_refuses_a_page_that_is_no_page_number_naming_it(
+    with_key: Any, url: str, value: str
+) -> None:
+    response = with_key("admin").get(url, {"page": value})
+    assert fields(response) == ["page"]
+
+
+def test_a_page_past_the_end_of_an_api_list_is_still_a_404(with_key: Any) -> None:
+    response = with_key("admin").get("/api/v1/tools/", {"page": "5"})
+    assert response.status_code == 404

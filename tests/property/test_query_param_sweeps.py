@@ -56,7 +56,8 @@ def edge_failures(client: Any, url: str, names: list[str], **headers: str) -> li
     failures = []
     for name in names:
         for value in EDGES:
-            response = client.get(f"{url}?{urlencode({name: value})}", **headers)
+            joiner = "" if url.endswith("&") else "?"
+            response = client.get(f"{url}{joiner}{urlencode({name: value})}", **headers)
             if response.status_code >= 500:
                 failures.append((url, name, value[:40], response.status_code))
     return failures
@@ -115,7 +116,10 @@ def test_no_console_page_answers_a_5xx_to_any_query(
     world: dict[str, Any], page: str
 ) -> None:
     url = page.format(tool=world["tool"].pk, event=world["event"].pk)
-    assert edge_failures(world["client"], url, CONSOLE_PAGES[page]) == []
+    names = CONSOLE_PAGES[page]
+    assert edge_failures(world["client"], url, names) == []
+    if {"since", "until"} <= set(names):  # a range is only read with its first day
+        assert edge_failures(world["client"], f"{url}?since=2024-01-01&", names) == []
 
     @SWEEP
     @given(query(CONSOLE_PAGES[page]))
@@ -126,9 +130,18 @@ def test_no_console_page_answers_a_5xx_to_any_query(
     sweep()
 
 
+# Read by the API but not (yet) in its schema: swept all the same.
+UNDECLARED = {
+    "/api/v1/tools/": ["catalog", "category", "status", "embedding_status", "tag",
+                       "role", "safe", "q", "page"],
+    "/api/v1/jobs/": ["catalog", "page"],
+    "/api/v1/catalogs/{slug}/changes/": ["tool", "page"],
+}  # fmt: skip
+
+
 def api_operations(client: Any, key: str) -> list[tuple[str, list[str]]]:
-    """GET operations of the API schema with query parameters, path parameters
-    filled with rows that exist."""
+    """GET operations of the API schema with query parameters (and those in
+    ``UNDECLARED``)."""
     schema = client.get(
         "/api/schema/",
         HTTP_AUTHORIZATION=f"Bearer {key}",
@@ -138,6 +151,7 @@ def api_operations(client: Any, key: str) -> list[tuple[str, list[str]]]:
     for path, methods in schema["paths"].items():
         params = methods.get("get", {}).get("parameters", [])
         names = [p["name"] for p in params if p["in"] == "query"]
+        names += [n for n in UNDECLARED.get(path, []) if n not in names]
         if names:
             found.append((path, names))
     return found
