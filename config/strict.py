@@ -10,6 +10,7 @@ from typing import Any
 from rest_framework import serializers
 
 UNKNOWN_FIELD_RULE = "is not a field of this body"
+FORM_FIELDS = frozenset({"csrfmiddlewaretoken"})
 
 
 class StrictFieldsMixin(serializers.Serializer):
@@ -18,7 +19,9 @@ class StrictFieldsMixin(serializers.Serializer):
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
-            unknown = sorted(set(data) - set(self.fields), key=str)
+            # A form post (the browsable API) carries its CSRF token as a field.
+            ignored = FORM_FIELDS if hasattr(data, "getlist") else frozenset()
+            unknown = sorted(set(data) - set(self.fields) - ignored, key=str)
             if unknown:
                 raise serializers.ValidationError(
                     {str(name): [UNKNOWN_FIELD_RULE] for name in unknown}

@@ -199,3 +199,15 @@ def test_a_chunked_body_the_server_cannot_read_is_a_411_not_an_empty_body(
     )
     assert response.status_code == 411
     assert response.json()["error"] == "length_required"
+
+
+def test_a_form_posts_csrf_token_is_not_an_unknown_field(admin: Any) -> None:
+    body = {"slug": "formed", "name": "Formed", "csrfmiddlewaretoken": "t"}
+    response = admin.post("/api/v1/catalogs/", body)  # multipart, as a form posts
+    assert response.status_code == 201, response.content
+
+
+def test_a_csrf_token_in_a_json_body_is_an_unknown_field(admin: Any) -> None:
+    body = {"query": "weather", "csrfmiddlewaretoken": "t"}
+    response = send(admin, "post", "/api/v1/select", body)
+    assert list(response.json()["fields"]) == ["csrfmiddlewaretoken"]
