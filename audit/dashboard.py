@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from audit.choices import EventType
 from audit.querysets import AuditEventQuerySet
+from config.params import DayField
 
 # Preset -> days it covers (24h: the past 24 whole hours instead).
 PRESETS = {"24h": 1, "7d": 7, "30d": 30}
@@ -85,8 +86,8 @@ class DashboardForm(forms.Form):
             ("30d", "Last 30 days"),
         ],
     )
-    since = forms.DateField(required=False, label="From (day)")
-    until = forms.DateField(required=False, label="To (day)")
+    since = DayField(required=False, label="From (day)")
+    until = DayField(required=False, label="To (day)")
     catalog = forms.ChoiceField(required=False, label="Catalog")
 
     def __init__(self, *args: Any, catalogs: Iterable[str] = (), **kw: Any) -> None:
@@ -97,6 +98,8 @@ class DashboardForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        if {"since", "until"} & set(self.errors):
+            return data  # a day out of range is its own error; no range to check
         since, until = data.get("since"), data.get("until")
         if not (since or until):
             data["range"] = data.get("range") or DEFAULT_RANGE

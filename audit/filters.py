@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from audit.choices import EventType
 from audit.querysets import AuditEventQuerySet, has_tokens, may_contain_text
+from config.params import DayField
 
 _ANY = [("", "Any")]
 YES_NO = [*_ANY, ("yes", "Yes"), ("no", "No")]
@@ -47,8 +48,8 @@ class AuditFilterForm(forms.Form):
     """Every filter of the audit log, labelled in plain words."""
 
     q = forms.CharField(required=False, label="Search", max_length=200)
-    since = forms.DateField(required=False, label="From (day)")
-    until = forms.DateField(required=False, label="To (day)")
+    since = DayField(required=False, label="From (day)")
+    until = DayField(required=False, label="To (day)")
     event_type = forms.ChoiceField(
         required=False, label="What", choices=_ANY + EventType.choices
     )

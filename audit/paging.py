@@ -17,8 +17,9 @@ from django.db.models import QuerySet
 from psycopg.errors import QueryCanceled
 from rest_framework import status
 from rest_framework.exceptions import APIException
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
+
+from config.params import MAX_PAGE, BoundedPagination
 
 # 1,000, not 10,000: counting 10,001 matches of a common filter (or of two
 # combined) read 10,000 rows scattered over the table, 70-250 ms of a page that
@@ -69,7 +70,8 @@ class CappedPaginator(Paginator):
 
     def validate_number(self, number: Any) -> int:
         with suppress(TypeError, ValueError):  # the paginator's own check refuses it
-            self.asked = max(1, int(number))
+            # Bounded: the cap below becomes a LIMIT, which must fit in a bigint.
+            self.asked = min(MAX_PAGE, max(1, int(number)))
         return super().validate_number(number)
 
     @cached_property
@@ -102,7 +104,7 @@ class CappedPaginator(Paginator):
         return self.count > self.cap
 
 
-class CappedPagination(PageNumberPagination):
+class CappedPagination(BoundedPagination):
     """The API's pages of audit events: ``count`` stops at the paginator's cap + 1,
     and ``count_capped`` says when there are more."""
 

@@ -38,6 +38,7 @@ from catalog.access import access_for
 from catalog.diffs import diff_lines
 from catalog.models import Tool
 from config.pages import PAGE_SIZE, render_page, visible_catalogs
+from config.params import PageForm
 from selection.services.why_not import why_not
 
 View = Callable[..., HttpResponseBase]
@@ -72,11 +73,14 @@ def event_list(request: HttpRequest) -> HttpResponse:
     """Events newest first; htmx gets only the results and the pager."""
     seal_pending(wait=False)
     filters = _filters(request)
+    pager = PageForm(request.GET)
+    number = pager.number()
+    filters.errors.update(pager.errors)
     events = filters.apply(_visible(request)).order_by("-id")
     context: dict[str, Any] = {"filters": filters, "page": None, "rows": []}
     try:
         with time_limit():
-            page = CappedPaginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+            page = CappedPaginator(events, PAGE_SIZE).get_page(number)
             rows = [{"event": e, "line": display.describe(e)} for e in page]
         context |= {"page": page, "rows": rows}
     except ListTooSlow as exc:

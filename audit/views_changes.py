@@ -23,6 +23,7 @@ from audit.views import _visible, auditor_required
 from catalog.access import access_for
 from catalog.models import Tool
 from config.pages import paginate, render_page, visible_catalogs
+from config.params import MAX_ID, whole_number
 
 
 def _check_catalog(request: HttpRequest, catalog: str) -> None:
@@ -44,8 +45,7 @@ def _not_found(
 
 
 def _int_param(request: HttpRequest, name: str) -> int | None:
-    value = request.GET.get(name, "")
-    return int(value) if value.isdigit() else None
+    return whole_number(request.GET.get(name), MAX_ID)
 
 
 @auditor_required

@@ -67,6 +67,68 @@ def loads(text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH, **options: Any)
         raise JSONTooDeep(max_depth) from exc
 
 
+def loads_unique(text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH) -> Any:
+    """``loads``, refusing an object that repeats a key (at any depth) with
+    ``DuplicateKey`` naming its path: parsers disagree on which value wins, so a
+    checker and a tool could read different values from one body."""
+    repeated: list[bool] = []
+
+    def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) == len(pairs):
+            return result
+        repeated.append(True)
+        return _Repeated(result, _first_repeat(pairs))
+
+    data = loads(text, max_depth=max_depth, object_pairs_hook=build)
+    if repeated:
+        raise DuplicateKey(find_repeated_key(data) or "body")
+    return data
+
+
+DUPLICATE_KEY_RULE = "is a duplicate key: each key may appear once in its object"
+
+
+class DuplicateKey(ValueError):
+    """A JSON object with a key given twice; ``path`` names it (``a.b[2].k``)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: {DUPLICATE_KEY_RULE}")
+        self.path = path
+
+
+class _Repeated(dict[str, Any]):
+    """An object parsed from pairs that repeated ``key``."""
+
+    def __init__(self, items: dict[str, Any], key: str) -> None:
+        super().__init__(items)
+        self.key = key
+
+
+def _first_repeat(pairs: list[tuple[str, Any]]) -> str:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    return ""
+
+
+def find_repeated_key(value: Any) -> str | None:
+    """The path of the first repeated key ``loads_unique`` met, walked without
+    recursion (objects it built are ``_Repeated`` where a key repeated)."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _Repeated):
+            return _join(path, printable(node.key))
+        if isinstance(node, dict):
+            stack.extend(_children(path, node.items()))
+        elif isinstance(node, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node))
+    return None
+
+
 def refuse_constant(name: str) -> Any:
     """``json`` hook: refuse NaN, Infinity and -Infinity."""
     raise ValueError(f"{name} is not allowed")

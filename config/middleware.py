@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import time
 import uuid
 from collections.abc import Callable
 
 from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
 from django.db import InterfaceError, OperationalError
 from django.http import (
     HttpRequest,
@@ -25,26 +27,55 @@ logger = logging.getLogger(__name__)
 
 
 class BodySizeLimitMiddleware:
-    """Answer 413 with JSON when the declared body is larger than the limit."""
+    """Answer 413 with JSON when the body is larger than the limit; read a chunked
+    body (no Content-Length) here, so the views see it instead of an empty one."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         limit = settings.QUIVER_MAX_BODY_BYTES
+        if _is_chunked(request):
+            refused = read_chunked_body(request, limit)
+            if refused is not None:
+                return refused
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
         if length > limit:
-            return JsonResponse(
-                {
-                    "error": "payload_too_large",
-                    "detail": f"body: must be at most {limit} bytes, got {length}",
-                },
-                status=413,
-            )
+            return _too_large(f"body: must be at most {limit} bytes, got {length}")
         return self.get_response(request)
+
+
+def _too_large(detail: str) -> HttpResponse:
+    return JsonResponse({"error": "payload_too_large", "detail": detail}, status=413)
+
+
+def _is_chunked(request: HttpRequest) -> bool:
+    encoding = request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    return "chunked" in encoding and not request.META.get("CONTENT_LENGTH")
+
+
+def read_chunked_body(request: HttpRequest, limit: int) -> HttpResponse | None:
+    """Read a chunked body (at most ``limit`` bytes) and give it to Django as if it
+    had a Content-Length; Django reads no body without one, so the view would
+    see it empty. Only a server that decodes chunks and marks the end of the
+    body (``wsgi.input_terminated``: gunicorn, uWSGI) can be read this way; any
+    other answers 411 rather than take the body as empty."""
+    environ = request.META
+    if not environ.get("wsgi.input_terminated"):
+        body = {
+            "error": "length_required",
+            "detail": "body: send a Content-Length (this server cannot read chunks)",
+        }
+        return JsonResponse(body, status=411)
+    body_bytes = environ["wsgi.input"].read(limit + 1)
+    if len(body_bytes) > limit:
+        return _too_large(f"body: must be at most {limit} bytes")
+    request._stream = LimitedStream(io.BytesIO(body_bytes), len(body_bytes))  # type: ignore[assignment]
+    environ["CONTENT_LENGTH"] = str(len(body_bytes))
+    return None
 
 
 class RequestIdMiddleware:

@@ -1,8 +1,9 @@
 """DRF parsers that refuse hostile bodies before any view or serializer sees them.
 
-JSON nested deeper than ``MAX_BODY_DEPTH`` is refused before it is parsed, and any
-string or key holding a NUL or a lone surrogate (which Postgres cannot store) is
-refused after, naming its path: a 400 ``invalid`` answer, and nothing written.
+JSON nested deeper than ``MAX_BODY_DEPTH`` is refused before it is parsed; a key
+repeated in one object, and any string or key holding a NUL or a lone surrogate
+(which Postgres cannot store), are refused after, naming its path: a 400
+``invalid`` answer, and nothing written.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 
 from config.jsonparse import (
     BAD_TEXT_RULE,
+    DUPLICATE_KEY_RULE,
     MAX_BODY_DEPTH,
+    DuplicateKey,
     JSONTooDeep,
     find_bad_text,
-    loads,
+    loads_unique,
 )
 
 
@@ -50,7 +53,9 @@ class SafeJSONParser(JSONParser):
         except (UnicodeDecodeError, LookupError) as exc:
             raise ParseError(f"body: not valid {encoding} text ({exc})") from exc
         try:
-            data = loads(text, max_depth=self.max_depth)
+            data = loads_unique(text, max_depth=self.max_depth)
+        except DuplicateKey as exc:
+            raise ValidationError({exc.path: [DUPLICATE_KEY_RULE]}) from exc
         except JSONTooDeep as exc:
             raise ValidationError({"body": [str(exc)]}) from exc
         except ValueError as exc:

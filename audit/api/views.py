@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
@@ -30,6 +32,14 @@ from audit.paging import CappedPagination, time_limit
 from audit.services import parse_since, seal_pending, verify_chain
 from audit.verify import CHECKPOINT_SOURCES
 from catalog.permissions import ComplianceReads
+from config.params import (
+    EARLIEST_DAY,
+    LATEST_DAY,
+    MAX_ID,
+    DayField,
+    in_day_range,
+    whole_number,
+)
 from selection.services.why_not import why_not
 
 
@@ -60,12 +70,55 @@ class AuditEventSerializer(serializers.ModelSerializer):
 def _filter_parameters() -> list[OpenApiParameter]:
     """The console's filters, documented from the one form that parses them."""
     return [
-        OpenApiParameter(name, str, description=str(field.label))
+        OpenApiParameter(name, _parameter_type(field), description=str(field.label))
         for name, field in AuditFilterForm.base_fields.items()
     ]
 
 
+def _parameter_type(field: forms.Field) -> Any:
+    """Days as dates (a sweep then tries the extremes), the rest as text."""
+    if isinstance(field, DayField):
+        return OpenApiTypes.DATE
+    if isinstance(field, forms.UUIDField):
+        return OpenApiTypes.UUID
+    if isinstance(field, forms.BooleanField):
+        return OpenApiTypes.BOOL
+    return str
+
+
 EXPORT_FORMAT = OpenApiParameter("format", str, enum=list(FORMATS), default="csv")
+VERIFY_PARAMETERS = [
+    OpenApiParameter(
+        "since",
+        str,
+        description="an audit id, or an ISO date or date-time (UTC when it names "
+        f"no zone) from {EARLIEST_DAY} to {LATEST_DAY}",
+    ),
+    OpenApiParameter("checkpoints", str, enum=list(CHECKPOINT_SOURCES), default="file"),
+]
+MAX_TOOL_NAME = 200
+SINCE_RULE = (
+    f"must be an audit id (1 to {MAX_ID}) or an ISO date or date-time "
+    f"from {EARLIEST_DAY} to {LATEST_DAY}"
+)
+
+
+def _verify_since(text: str | None) -> int | datetime | None:
+    """``?since=`` of verify, bounded, or a 400 naming it."""
+    if not text:
+        return None
+    try:
+        start = parse_since(text)
+    except ValueError as exc:
+        raise ValidationError({"since": [SINCE_RULE]}) from exc
+    if isinstance(start, int):
+        if whole_number(text, MAX_ID) is None:
+            raise ValidationError({"since": [SINCE_RULE]})
+    elif not in_day_range(start):
+        raise ValidationError({"since": [SINCE_RULE]})
+    return start
+
+
 EXPORT_TYPES = {(200, CONTENT_TYPES[fmt].split(";")[0]): str for fmt in FORMATS}
 
 
@@ -105,15 +158,12 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
         seal_pending(wait=False)
         return super().retrieve(request, *args, **kwargs)
 
+    @extend_schema(parameters=VERIFY_PARAMETERS)
     @action(detail=False, methods=["get"])
     def verify(self, request: Request) -> Response:
         """Seal, then check the chain against its keys and checkpoints: ok is false
         with the first bad row's id, the kind of damage and what was found."""
-        since = request.query_params.get("since")
-        try:
-            start = parse_since(since) if since else None
-        except ValueError as exc:
-            raise ValidationError({"since": [str(exc)]}) from exc
+        start = _verify_since(request.query_params.get("since"))
         source = request.query_params.get("checkpoints", "file")
         if source not in CHECKPOINT_SOURCES:
             raise ValidationError(
@@ -155,6 +205,9 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
         tool = request.query_params.get("tool", "").strip()
         if not tool:
             raise ValidationError({"tool": ["tool: a tool name is required"]})
+        if len(tool) > MAX_TOOL_NAME:
+            rule = f"must be at most {MAX_TOOL_NAME} characters"
+            raise ValidationError({"tool": [rule]})
         if event.event_type != EventType.SELECTION:
             raise ValidationError({"id": ["id: not a selection event"]})
         return Response(asdict(why_not(event, tool)))

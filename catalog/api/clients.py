@@ -30,6 +30,7 @@ from catalog.services.clients import (
 )
 from config.http import request_id
 from config.ratelimit import WriteRateThrottle
+from config.strict import StrictFieldsMixin
 
 SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,50}$")
 MAX_CATALOGS = 1000
@@ -89,17 +90,8 @@ class ApiClientSerializer(serializers.ModelSerializer):
         return ALL_CATALOGS if client.all_catalogs else list(client.catalogs)
 
 
-class StrictSerializer(serializers.Serializer):
-    """Refuses a field it does not know, naming it."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {unknown[0]: [f"{unknown[0]}: not a field of an API key"]}
-                )
-        return super().to_internal_value(data)
+class StrictSerializer(StrictFieldsMixin, serializers.Serializer):
+    """Refuses a field it does not know, naming it (config.strict)."""
 
 
 class ApiClientChangeSerializer(StrictSerializer):

@@ -11,9 +11,10 @@ from catalog.formats import FORMATS
 from catalog.models import Catalog, Job, Tool, ToolChange
 from catalog.services import jobs
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
+from config.strict import StrictFieldsMixin
 
 
-class CatalogSerializer(serializers.ModelSerializer):
+class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
     tool_count = serializers.IntegerField(read_only=True, default=0)
     counts = serializers.SerializerMethodField()
 
@@ -96,7 +97,7 @@ class ToolInputSerializer(serializers.Serializer):
         return {"catalog": catalog, "spec": spec}
 
 
-class ToolStatusSerializer(serializers.Serializer):
+class ToolStatusSerializer(StrictFieldsMixin, serializers.Serializer):
     status = serializers.ChoiceField(choices=ToolStatus.choices)
 
 
@@ -172,10 +173,10 @@ class JobSerializer(serializers.ModelSerializer):
         ]
 
 
-class ExportQuerySerializer(serializers.Serializer):
+class ExportQuerySerializer(StrictFieldsMixin, serializers.Serializer):
     format = serializers.ChoiceField(choices=FORMATS, default="canonical")
     status = serializers.ChoiceField(choices=ToolStatus.choices, required=False)
 
 
-class ImportQuerySerializer(serializers.Serializer):
+class ImportQuerySerializer(StrictFieldsMixin, serializers.Serializer):
     format = serializers.ChoiceField(choices=FORMATS, required=False)

@@ -25,7 +25,7 @@ from catalog.querysets import catalog_changes
 from catalog.services import jobs
 from catalog.services.tools import tool_to_spec
 from config.http import request_id
-from config.jsonparse import JSONTooDeep, loads
+from config.jsonparse import JSONTooDeep, loads_unique
 from config.parsers import (
     SafeFormParser,
     SafeJSONParser,
@@ -123,7 +123,9 @@ class CatalogViewSet(
         fmt = request.query_params.get("format")
         if not fmt and request.content_type.startswith("multipart/"):
             fmt = request.POST.get("format")
-        query = s.ImportQuerySerializer(data={"format": fmt} if fmt else {})
+        # Every query parameter, so an unknown one is refused by name.
+        params = {**request.query_params.dict(), **({"format": fmt} if fmt else {})}
+        query = s.ImportQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
         document = _import_document(request)
         with jobs.watch_enqueues() as watch:
@@ -150,7 +152,7 @@ def _import_document(request: Request) -> Any:
             raise ValidationError({"file": ["file: an uploaded JSON file is required"]})
         return request.data
     try:
-        document = loads(upload.read())
+        document = loads_unique(upload.read())
     except JSONTooDeep as exc:
         raise ValidationError({"file": [f"file: {exc}"]}) from exc
     except ValueError as exc:

@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from catalog.formats import FORMATS
+from config.strict import StrictFieldsMixin
 from selection.engine import SCORERS
 from selection.engine.types import MAX_CANDIDATES_LIMIT
 from selection.toolcalls.parse import CALL_FORMATS
@@ -20,7 +21,7 @@ def _names() -> serializers.ListField:
     )
 
 
-class SelectInputSerializer(serializers.Serializer):
+class SelectInputSerializer(StrictFieldsMixin, serializers.Serializer):
     catalog = serializers.SlugField(default="default")
     query = serializers.JSONField(required=False)
     messages = serializers.ListField(
@@ -72,7 +73,7 @@ class SelectInputSerializer(serializers.Serializer):
         return attrs
 
 
-class ValidateInputSerializer(serializers.Serializer):
+class ValidateInputSerializer(StrictFieldsMixin, serializers.Serializer):
     catalog = serializers.SlugField(default="default")
     tool = serializers.CharField(max_length=200)
     arguments = serializers.JSONField()
@@ -85,7 +86,7 @@ class ValidateInputSerializer(serializers.Serializer):
         return value
 
 
-class ToolCallsInputSerializer(serializers.Serializer):
+class ToolCallsInputSerializer(StrictFieldsMixin, serializers.Serializer):
     """POST /api/v1/tool-calls/validate: a model's output as its provider returns it."""
 
     output = serializers.JSONField()
@@ -94,7 +95,7 @@ class ToolCallsInputSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=CALL_FORMATS, required=False)
 
 
-class SelectBatchSerializer(serializers.Serializer):
+class SelectBatchSerializer(StrictFieldsMixin, serializers.Serializer):
     requests = serializers.ListField(
         child=serializers.JSONField(), min_length=1, max_length=MAX_BATCH
     )
@@ -161,6 +162,6 @@ class SelectOutputSerializer(serializers.Serializer):
         return data
 
 
-class SelectionSettingsSerializer(serializers.Serializer):
+class SelectionSettingsSerializer(StrictFieldsMixin, serializers.Serializer):
     settings = serializers.DictField()
     version = serializers.IntegerField(read_only=True)

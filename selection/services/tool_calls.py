@@ -403,3 +403,15 @@ def _audit_input(
             for call in parsed.calls
         ],
     }
+
+
+def not_allowed_reason(catalog: Catalog, access: Access, tool: Tool) -> str:
+    """The policy rule that keeps a visible ``tool`` from ever being called by
+    this caller (``""`` when none): the one rule of ``not_allowed``, shared by
+    POST validate."""
+    return _not_allowed(catalog, access, None, {tool.name: tool}).get(tool.name, "")
+
+
+def why_not_allowed(tool: Tool, reason: str) -> str:
+    """The hint for a call ``reason`` keeps from being made."""
+    return join_hints(_flag_hints(tool, ["not_allowed"], reason))
