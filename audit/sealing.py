@@ -12,16 +12,27 @@ id; a grace period is a timing bet). With ``seq`` the chain order is the order r
 became visible to the sealer, which is final the moment they are sealed: a late commit
 simply gets the next seq. No row is skipped, none is sealed twice (the trigger allows
 the sealing update once), and no timing assumption is needed.
+
+The same freedom bounds a round (issue 20): each batch's sealing UPDATE runs under
+``SEAL_BUDGET_MS``. Past it the UPDATE is cancelled and the first half of the batch
+is sealed instead (its seqs and hashes are the same prefix of the chain), down to
+one row; one row past it is sealed with the trigrams of a shorter prefix of its
+texts (``SHORT_TOKEN_CHARS``, then none), and a row that still cannot be sealed
+(a lock held on it) is left for the next round while the rows after it are sealed:
+the chain never waits behind one row. The search tokens' own cost is bounded by
+audit/migrations/0013 (trigrams of the first 2,000 characters, in one pass).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.backends.utils import CursorWrapper
+from psycopg.errors import QueryCanceled
 
 from audit.hashing import CONTENT_SQL, GENESIS, KEYED, audit_key, key_id, keyed_hash
 from audit.rollup import roll_up
@@ -31,6 +42,13 @@ log = logging.getLogger(__name__)
 # One lock for the whole chain: sealers and checkpoints take it, writers never do.
 CHAIN_LOCK = 7_310_001
 SEAL_BATCH = 2000
+# The time one batch's sealing UPDATE may take before it is cut (see above).
+SEAL_BUDGET_MS = 1_000
+# The prefixes of a row's texts whose trigrams a row past the budget is sealed with.
+SHORT_TOKEN_CHARS = (200, 0)
+# A reader seals what is pending before it reads, for at most this long: the rest
+# is the sealer's (a request never runs into the web server's timeout).
+READER_BUDGET_S = 2.0
 
 
 def take_chain_lock(cursor: CursorWrapper, wait: bool) -> bool:
@@ -68,45 +86,114 @@ def _hash_rows(
     return ids, seqs, prevs, hashes
 
 
-def _seal_batch(wait: bool, batch: int) -> int | None:
+_SEAL_SQL = (
+    "UPDATE audit_auditevent AS a SET seq = v.seq, prev_hash = v.prev, "
+    "hash = v.hash, hash_version = %s, key_id = %s, sealed_at = now() "
+    "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[]) "
+    "AS v(id, seq, prev, hash) WHERE a.id = v.id"
+)
+
+
+def _within_budget(cursor: CursorWrapper, sql: str, params: list[object]) -> bool:
+    """Run ``sql`` in a savepoint under ``SEAL_BUDGET_MS``; False (and nothing
+    done) when it ran past it. The setting is undone with the savepoint."""
+    try:
+        with transaction.atomic():
+            cursor.execute(
+                "SELECT current_setting('statement_timeout'), "
+                "set_config('statement_timeout', %s, true)",
+                [f"{SEAL_BUDGET_MS}ms"],
+            )
+            before = cursor.fetchone()[0]
+            cursor.execute(sql, params)
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [before])
+    except OperationalError as exc:
+        if isinstance(exc.__cause__, QueryCanceled):
+            return False
+        raise
+    return True
+
+
+def _seal_rows(
+    cursor: CursorWrapper, hashed: tuple[list[int], list[int], list[str], list[str]]
+) -> int:
+    """Seal the longest prefix of ``hashed`` that fits the budget (halving it);
+    0 when not even its first row does, with any prefix of its texts."""
+    ids, seqs, prevs, hashes = hashed
+    count = len(ids)
+    while count:
+        cut = [ids[:count], seqs[:count], prevs[:count], hashes[:count]]
+        if _within_budget(cursor, _SEAL_SQL, [KEYED, key_id(), *cut]):
+            return count
+        if count == 1:
+            break
+        count //= 2
+    first = [ids[:1], seqs[:1], prevs[:1], hashes[:1]]
+    for chars in SHORT_TOKEN_CHARS:
+        log.warning(
+            "audit row %s: sealed with the trigrams of %s characters", ids[0], chars
+        )
+        cursor.execute(
+            "SELECT set_config('quiver.audit_token_chars', %s, true)", [str(chars)]
+        )
+        sealed = _within_budget(cursor, _SEAL_SQL, [KEYED, key_id(), *first])
+        cursor.execute("SELECT set_config('quiver.audit_token_chars', '', true)")
+        if sealed:
+            return 1
+    return 0
+
+
+def _seal_batch(wait: bool, batch: int, skip: set[int]) -> tuple[int, int] | None:
+    """(rows sealed, rows read) of one batch in one transaction; None when another
+    sealer holds the lock. A row that could not be sealed is added to ``skip``."""
     with transaction.atomic(), connection.cursor() as cursor:
         if not take_chain_lock(cursor, wait):
             return None
         seq, _, prev = chain_head(cursor)
         cursor.execute(
             f"SELECT id, {CONTENT_SQL} FROM audit_auditevent "
-            "WHERE hash IS NULL ORDER BY id LIMIT %s",
-            [batch],
+            "WHERE hash IS NULL AND NOT (id = ANY(%s)) ORDER BY id LIMIT %s",
+            [sorted(skip), batch],
         )
         rows = cursor.fetchall()
+        sealed = 0
         if rows:
-            ids, seqs, prevs, hashes = _hash_rows(rows, seq, prev)
-            cursor.execute(
-                "UPDATE audit_auditevent AS a SET seq = v.seq, prev_hash = v.prev, "
-                "hash = v.hash, hash_version = %s, key_id = %s, sealed_at = now() "
-                "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[]) "
-                "AS v(id, seq, prev, hash) WHERE a.id = v.id",
-                [KEYED, key_id(), ids, seqs, prevs, hashes],
-            )
-            seq = seqs[-1]
+            hashed = _hash_rows(rows, seq, prev)
+            sealed = _seal_rows(cursor, hashed)
+            if sealed == 0:
+                log.error("audit row %s not sealed: past the budget", hashed[0][0])
+                skip.add(hashed[0][0])
+            else:
+                seq = hashed[1][sealed - 1]
         # The dashboard's summary moves with the seal, in the same transaction.
         roll_up(cursor, seq)
-        return len(rows)
+        return sealed, len(rows)
 
 
-def seal_pending(*, wait: bool = True, batch: int = SEAL_BATCH) -> int:
+def seal_pending(
+    *, wait: bool = True, batch: int = SEAL_BATCH, budget_s: float | None = None
+) -> int:
     """Seal every committed unsealed row, oldest id first; return how many.
 
     With ``wait=False`` it gives up at once when another sealer holds the lock (that
-    one seals the same rows), so a read never queues behind a sealer."""
+    one seals the same rows), so a read never queues behind a sealer, and it stops
+    taking batches after ``READER_BUDGET_S`` (or ``budget_s``): the rest is left
+    to the sealer. A batch past ``SEAL_BUDGET_MS`` is sealed in smaller ones."""
+    if budget_s is None and not wait:
+        budget_s = READER_BUDGET_S
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     total = 0
+    skip: set[int] = set()
     while True:
-        sealed = _seal_batch(wait, batch)
-        if sealed is None:
+        done = _seal_batch(wait, batch, skip)
+        if done is None:
             return total
+        sealed, read = done
         total += sealed
-        if sealed < batch:
+        if read < batch or (deadline is not None and time.monotonic() > deadline):
             return total
+        if 0 < sealed < read:  # cut to fit the budget: go on at the size that fit
+            batch = sealed
 
 
 def seal_and_checkpoint() -> int:

@@ -33,6 +33,7 @@ from catalog.naming import (
 )
 from catalog.schema_policy import check_tool_schema
 from catalog.services import jobs
+from catalog.sizes import MAX_TOOL_CHARS, oversized_fields
 from catalog.spec import ToolSpec
 from config.exceptions import Conflict
 
@@ -77,6 +78,9 @@ def content_hash(spec: ToolSpec) -> str:
 
 def check_spec(spec: ToolSpec) -> None:
     """Raise ValidationError naming each field and rule the spec breaks."""
+    oversized = oversized_fields(spec.to_dict(), MAX_TOOL_CHARS)  # first: bounds work
+    if oversized:
+        raise ValidationError({k or "tool": [rule] for k, rule in oversized.items()})
     errors: dict[str, list[str]] = {}
     if not spec.name.strip():
         errors.setdefault("name", []).append("name: must not be empty")
