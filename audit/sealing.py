@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import OperationalError, connection, transaction
 from django.db.backends.utils import CursorWrapper
@@ -46,9 +47,11 @@ SEAL_BATCH = 2000
 SEAL_BUDGET_MS = 1_000
 # The prefixes of a row's texts whose trigrams a row past the budget is sealed with.
 SHORT_TOKEN_CHARS = (200, 0)
-# A reader seals what is pending before it reads, for at most this long: the rest
-# is the sealer's (a request never runs into the web server's timeout).
-READER_BUDGET_S = 2.0
+# A reader seals what is pending before it reads, in batches this small, for at
+# most this long: the rest is the sealer's (a read answers in about its quiet time
+# while a backlog seals, and never runs into the web server's timeout).
+READER_BATCH = 100
+READER_BUDGET_S = 0.25
 
 
 def take_chain_lock(cursor: CursorWrapper, wait: bool) -> bool:
@@ -69,9 +72,10 @@ def chain_head(cursor: CursorWrapper) -> tuple[int, int, str]:
     return (int(row[0]), int(row[1]), str(row[2])) if row else (0, 0, GENESIS)
 
 
-def _hash_rows(
-    rows: Sequence[Sequence[object]], seq: int, prev: str
-) -> tuple[list[int], list[int], list[str], list[str]]:
+Hashed = tuple[list[int], list[int], list[str], list[str]]
+
+
+def _hash_rows(rows: Sequence[Sequence[object]], seq: int, prev: str) -> Hashed:
     key = audit_key()
     ids, seqs, prevs, hashes = [], [], [], []
     for row in rows:
@@ -94,56 +98,80 @@ _SEAL_SQL = (
 )
 
 
-def _within_budget(cursor: CursorWrapper, sql: str, params: list[object]) -> bool:
-    """Run ``sql`` in a savepoint under ``SEAL_BUDGET_MS``; False (and nothing
-    done) when it ran past it. The setting is undone with the savepoint."""
+class _OutOfTime(Exception):
+    """The caller's own budget (a reader's) ended: the rest is the sealer's."""
+
+
+class _Clock:
+    """How long one sealing statement may run: ``SEAL_BUDGET_MS``, or what is left
+    of the caller's budget when that is less."""
+
+    def __init__(self, budget_s: float | None) -> None:
+        self.deadline = None if budget_s is None else time.monotonic() + budget_s
+
+    def statement_ms(self) -> int:
+        if self.deadline is None:
+            return SEAL_BUDGET_MS
+        left = int((self.deadline - time.monotonic()) * 1000)
+        if left < 1:
+            raise _OutOfTime
+        return min(SEAL_BUDGET_MS, left)
+
+    def over(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+
+def _within(cursor: CursorWrapper, clock: _Clock, params: Sequence[list[Any]]) -> bool:
+    """The sealing UPDATE in a savepoint under the clock's time; False (nothing
+    done) when it ran past ``SEAL_BUDGET_MS``, ``_OutOfTime`` when it ran past a
+    shorter time left to the caller (a slow row is the sealer's to judge)."""
+    limit = clock.statement_ms()
     try:
         with transaction.atomic():
             cursor.execute(
                 "SELECT current_setting('statement_timeout'), "
                 "set_config('statement_timeout', %s, true)",
-                [f"{SEAL_BUDGET_MS}ms"],
+                [f"{limit}ms"],
             )
             before = cursor.fetchone()[0]
-            cursor.execute(sql, params)
+            cursor.execute(_SEAL_SQL, [KEYED, key_id(), *params])
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [before])
     except OperationalError as exc:
-        if isinstance(exc.__cause__, QueryCanceled):
-            return False
-        raise
+        if not isinstance(exc.__cause__, QueryCanceled):
+            raise
+        if limit < SEAL_BUDGET_MS:
+            raise _OutOfTime from exc
+        return False
     return True
 
 
-def _seal_rows(
-    cursor: CursorWrapper, hashed: tuple[list[int], list[int], list[str], list[str]]
-) -> int:
+def _seal_rows(cursor: CursorWrapper, hashed: Hashed, clock: _Clock) -> int:
     """Seal the longest prefix of ``hashed`` that fits the budget (halving it);
     0 when not even its first row does, with any prefix of its texts."""
-    ids, seqs, prevs, hashes = hashed
-    count = len(ids)
+    count = len(hashed[0])
     while count:
-        cut = [ids[:count], seqs[:count], prevs[:count], hashes[:count]]
-        if _within_budget(cursor, _SEAL_SQL, [KEYED, key_id(), *cut]):
+        if _within(cursor, clock, [column[:count] for column in hashed]):
             return count
         if count == 1:
             break
         count //= 2
-    first = [ids[:1], seqs[:1], prevs[:1], hashes[:1]]
+    first = [column[:1] for column in hashed]
     for chars in SHORT_TOKEN_CHARS:
-        log.warning(
-            "audit row %s: sealed with the trigrams of %s characters", ids[0], chars
-        )
+        log.warning("audit row %s past the sealing budget: trying the trigrams of "
+                    "%s characters", hashed[0][0], chars)  # fmt: skip
         cursor.execute(
             "SELECT set_config('quiver.audit_token_chars', %s, true)", [str(chars)]
         )
-        sealed = _within_budget(cursor, _SEAL_SQL, [KEYED, key_id(), *first])
+        sealed = _within(cursor, clock, first)
         cursor.execute("SELECT set_config('quiver.audit_token_chars', '', true)")
         if sealed:
             return 1
     return 0
 
 
-def _seal_batch(wait: bool, batch: int, skip: set[int]) -> tuple[int, int] | None:
+def _seal_batch(
+    wait: bool, batch: int, skip: set[int], clock: _Clock
+) -> tuple[int, int] | None:
     """(rows sealed, rows read) of one batch in one transaction; None when another
     sealer holds the lock. A row that could not be sealed is added to ``skip``."""
     with transaction.atomic(), connection.cursor() as cursor:
@@ -159,7 +187,7 @@ def _seal_batch(wait: bool, batch: int, skip: set[int]) -> tuple[int, int] | Non
         sealed = 0
         if rows:
             hashed = _hash_rows(rows, seq, prev)
-            sealed = _seal_rows(cursor, hashed)
+            sealed = _seal_rows(cursor, hashed, clock)
             if sealed == 0:
                 log.error("audit row %s not sealed: past the budget", hashed[0][0])
                 skip.add(hashed[0][0])
@@ -171,26 +199,33 @@ def _seal_batch(wait: bool, batch: int, skip: set[int]) -> tuple[int, int] | Non
 
 
 def seal_pending(
-    *, wait: bool = True, batch: int = SEAL_BATCH, budget_s: float | None = None
+    *, wait: bool = True, batch: int | None = None, budget_s: float | None = None
 ) -> int:
     """Seal every committed unsealed row, oldest id first; return how many.
 
-    With ``wait=False`` it gives up at once when another sealer holds the lock (that
-    one seals the same rows), so a read never queues behind a sealer, and it stops
-    taking batches after ``READER_BUDGET_S`` (or ``budget_s``): the rest is left
-    to the sealer. A batch past ``SEAL_BUDGET_MS`` is sealed in smaller ones."""
-    if budget_s is None and not wait:
-        budget_s = READER_BUDGET_S
-    deadline = None if budget_s is None else time.monotonic() + budget_s
+    With ``wait=False`` (a reader: the audit list, export, verify) it gives up at
+    once when another sealer holds the lock (that one seals the same rows), so a
+    read never queues behind a sealer, and it seals batches of ``READER_BATCH``
+    for at most ``READER_BUDGET_S`` (or ``budget_s``): the rest is the sealer's.
+    A batch past ``SEAL_BUDGET_MS`` is sealed in smaller ones."""
+    if not wait:
+        budget_s = READER_BUDGET_S if budget_s is None else budget_s
+        batch = batch or READER_BATCH
+    batch = batch or SEAL_BATCH
+    clock = _Clock(budget_s)
     total = 0
     skip: set[int] = set()
     while True:
-        done = _seal_batch(wait, batch, skip)
+        try:
+            done = _seal_batch(wait, batch, skip, clock)
+        except _OutOfTime:
+            return total
         if done is None:
             return total
         sealed, read = done
         total += sealed
-        if read < batch or (deadline is not None and time.monotonic() > deadline):
+        # Each round seals a row or skips one, so this ends.
+        if sealed == read < batch or clock.over():
             return total
         if 0 < sealed < read:  # cut to fit the budget: go on at the size that fit
             batch = sealed

@@ -255,6 +255,8 @@ def _walk(
     cursor: CursorWrapper, walk: ChainWalk, batch: int, end: int = _NO_END
 ) -> Finding | None:
     while True:
+        if walk.deadline is not None and time.monotonic() > walk.deadline:
+            raise VerifyTooSlow
         cursor.execute(_ROW_SQL, [walk.expected_seq, end, batch])
         rows = cursor.fetchall()
         step = walk.step
@@ -265,8 +267,6 @@ def _walk(
                 return finding
         if len(rows) < batch:
             return None
-        if walk.deadline is not None and time.monotonic() > walk.deadline:
-            raise VerifyTooSlow
 
 
 Task = tuple[int, int, str, bool, int]
