@@ -37,6 +37,8 @@ from audit.sinks import sink_status
 # A check asked for in a web request stops here (gunicorn kills a worker at 60 s):
 # a longer chain is checked with ``since`` or by ``audit_verify``.
 WEB_DEADLINE_S = 30.0
+# How long verify without a deadline (the command) seals before it checks.
+COMMAND_SEAL_S = 300.0
 
 
 class VerifyTooSlow(Exception):
@@ -427,7 +429,8 @@ def verify_chain(
     ``VerifyTooSlow`` when the walk runs past ``deadline_s``."""
     started = time.monotonic()
     if seal:
-        seal_pending(wait=False)
+        # A web request seals for a reader's budget; a command the whole backlog.
+        seal_pending(wait=False, budget_s=None if deadline_s else COMMAND_SEAL_S)
     book = read_checkpoints(checkpoints)
     deadline = None if deadline_s is None else started + deadline_s
     try:

@@ -25,10 +25,11 @@ embedded, then:
    the last answer until every row is sealed (a side connection polls every
    20 ms), by the sealer thread alone (round "sealer"), or with verify requests
    sent one after another from the last answer until the backlog is sealed (at
-   least 3; round "with verify": their latencies against the quiet median). The
-   verify requests start after the answers: during them both gunicorn workers
-   are busy embedding 20,000-character queries, and a verify would wait for a
-   worker, not for the chain;
+   least 3; round "with verify": their latencies against the quiet median);
+   "max delay" is the longest any of the round's rows waited from its INSERT to
+   its seal. The verify requests start after the answers: during them both
+   gunicorn workers are busy embedding 20,000-character queries, and a verify
+   would wait for a worker, not for the chain;
 3. "before": the old search-token function (0007's substr per trigram over the
    whole text) timed in SQL on one of the same queries, times the number of
    requests: what the backlog cost the sealer before audit/migrations/0013.
@@ -247,6 +248,7 @@ class Round:
         self.answer_ms: list[float] = []
         self.sealed_after_s: float | None = None
         self.backlog = 0
+        self.max_delay_s: float | None = None
         self.verify_ms: list[float] = []
         self.verify_codes: list[int] = []
 
@@ -268,6 +270,7 @@ def backlog_round(
 ) -> Round:
     agent, compliance = keys
     result = Round(name)
+    first_id = last_id(dsn) + 1
     with ThreadPoolExecutor(4) as pool:
         futures = [
             pool.submit(_select, stack.url, agent, base + n)
@@ -284,7 +287,27 @@ def backlog_round(
     if name == "with verify":
         _verify_while_unsealed(stack.url, compliance, dsn, result)
     poller.join()
+    result.max_delay_s = max_seal_delay(dsn, first_id)
     return result
+
+
+def last_id(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT coalesce(max(id), 0) FROM audit_auditevent"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def max_seal_delay(dsn: str, first_id: int) -> float | None:
+    """The longest a selection of the round waited to be sealed."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT extract(epoch FROM max(sealed_at - created)) FROM audit_auditevent "
+            "WHERE id >= %s AND event_type = 'selection'",
+            [first_id],
+        ).fetchone()
+    return None if not row or row[0] is None else float(row[0])
 
 
 def _poll_sealed(dsn: str, answered: float, result: Round) -> None:
@@ -327,7 +350,7 @@ def table(rounds: list[Round], quiet_ms: float, old_ms: float, args: Any) -> str
         f"{cores} cores",
         "",
         f"{'round':<14}{'answers':>10}{'answer p50':>12}{'unsealed':>10}"
-        f"{'sealed after':>14}"
+        f"{'sealed after':>14}{'max delay':>11}"
         f"{'verify n':>10}{'verify p50':>12}{'verify max':>12}{'max/quiet':>11}",
     ]
     for r in rounds:
@@ -335,6 +358,7 @@ def table(rounds: list[Round], quiet_ms: float, old_ms: float, args: Any) -> str
         sealed = (
             "not in 60 s" if r.sealed_after_s is None else f"{r.sealed_after_s:.2f} s"
         )
+        delay = "-" if r.max_delay_s is None else f"{r.max_delay_s:.2f} s"
         if r.verify_ms:
             p50 = f"{statistics.median(r.verify_ms):.0f} ms"
             top = max(r.verify_ms)
@@ -346,7 +370,7 @@ def table(rounds: list[Round], quiet_ms: float, old_ms: float, args: Any) -> str
             p50 = worst = ratio = count = "-"
         lines.append(
             f"{r.name:<14}{ok:>10}{statistics.median(r.answer_ms):>9.0f} ms"
-            f"{r.backlog:>10}{sealed:>14}{count:>10}{p50:>12}{worst:>12}{ratio:>11}"
+            f"{r.backlog:>10}{sealed:>14}{delay:>11}{count:>10}{p50:>12}{worst:>12}{ratio:>11}"
         )
     lines += [
         "",
