@@ -4,6 +4,7 @@ one 740 kB query stalled the audit chain for an hour)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -13,9 +14,8 @@ from audit.choices import EventType
 from audit.models import AuditEvent
 from catalog.services.tools import check_spec
 from catalog.sizes import MAX_STORED_CHARS, MAX_TOOL_CHARS, canonical_length
-from catalog.spec import ToolSpec
 from selection.api.serializers import SelectInputSerializer
-from tests.factories import make_tool
+from tests.factories import make_spec, make_tool
 
 pytestmark = pytest.mark.django_db
 
@@ -127,12 +127,13 @@ def test_validate_refuses_arguments_past_the_limit_naming_them(agent, arguments)
 
 
 def test_tool_calls_validate_refuses_an_output_past_the_limit_naming_it(agent):
+    """One call (well under the 128 calls allowed) whose arguments are huge."""
+    arguments = json.dumps({"city": "P" * MAX_TOOL_CHARS})
     call = {
         "type": "function",
-        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        "function": {"name": "get_weather", "arguments": arguments},
     }
-    output = {"role": "assistant", "tool_calls": [call] * 2_000}
-    assert canonical_length(output) > MAX_TOOL_CHARS
+    output = {"role": "assistant", "tool_calls": [call]}
     response = agent.post(
         "/api/v1/tool-calls/validate", {"output": output}, format="json"
     )
@@ -149,13 +150,12 @@ def test_a_tool_whose_description_is_too_long_is_refused_naming_it(with_key):
 def test_a_tool_with_tags_past_the_limit_together_is_refused_naming_tags():
     tags = ["t" * 90] * 2_000
     with pytest.raises(ValidationError) as caught:
-        check_spec(ToolSpec(name="many_tags", tags=tags))
+        check_spec(make_spec("many_tags", tags=tags))
     assert "tags" in caught.value.message_dict
 
 
 def test_an_import_item_past_the_limit_is_refused_by_the_check_every_write_shares():
     """Imports, the console's form, the admin and the API all pass check_spec."""
-    schema = {"type": "object", "description": "s" * MAX_TOOL_CHARS}
     with pytest.raises(ValidationError) as caught:
-        check_spec(ToolSpec(name="big_schema", parameters=schema))
-    assert "parameters" in caught.value.message_dict
+        check_spec(make_spec("long_text", description="d" * (MAX_TOOL_CHARS + 1)))
+    assert "description" in caught.value.message_dict
