@@ -12,16 +12,28 @@ id; a grace period is a timing bet). With ``seq`` the chain order is the order r
 became visible to the sealer, which is final the moment they are sealed: a late commit
 simply gets the next seq. No row is skipped, none is sealed twice (the trigger allows
 the sealing update once), and no timing assumption is needed.
+
+The same freedom bounds a round (issue 20): each batch's sealing UPDATE runs under
+``SEAL_BUDGET_MS``. Past it the UPDATE is cancelled and the first half of the batch
+is sealed instead (its seqs and hashes are the same prefix of the chain), down to
+one row; one row past it is sealed with the trigrams of a shorter prefix of its
+texts (``SHORT_TOKEN_CHARS``, then none), and a row that still cannot be sealed
+(a lock held on it) is left for the next round while the rows after it are sealed:
+the chain never waits behind one row. The search tokens' own cost is bounded by
+audit/migrations/0013 (trigrams of the first 2,000 characters, in one pass).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
+from typing import Any
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.backends.utils import CursorWrapper
+from psycopg.errors import QueryCanceled
 
 from audit.hashing import CONTENT_SQL, GENESIS, KEYED, audit_key, key_id, keyed_hash
 from audit.rollup import roll_up
@@ -31,6 +43,15 @@ log = logging.getLogger(__name__)
 # One lock for the whole chain: sealers and checkpoints take it, writers never do.
 CHAIN_LOCK = 7_310_001
 SEAL_BATCH = 2000
+# The time one batch's sealing UPDATE may take before it is cut (see above).
+SEAL_BUDGET_MS = 1_000
+# The prefixes of a row's texts whose trigrams a row past the budget is sealed with.
+SHORT_TOKEN_CHARS = (200, 0)
+# A reader seals what is pending before it reads, in batches this small, for at
+# most this long: the rest is the sealer's (a read answers in about its quiet time
+# while a backlog seals, and never runs into the web server's timeout).
+READER_BATCH = 100
+READER_BUDGET_S = 0.25
 
 
 def take_chain_lock(cursor: CursorWrapper, wait: bool) -> bool:
@@ -51,9 +72,10 @@ def chain_head(cursor: CursorWrapper) -> tuple[int, int, str]:
     return (int(row[0]), int(row[1]), str(row[2])) if row else (0, 0, GENESIS)
 
 
-def _hash_rows(
-    rows: Sequence[Sequence[object]], seq: int, prev: str
-) -> tuple[list[int], list[int], list[str], list[str]]:
+Hashed = tuple[list[int], list[int], list[str], list[str]]
+
+
+def _hash_rows(rows: Sequence[Sequence[object]], seq: int, prev: str) -> Hashed:
     key = audit_key()
     ids, seqs, prevs, hashes = [], [], [], []
     for row in rows:
@@ -68,45 +90,145 @@ def _hash_rows(
     return ids, seqs, prevs, hashes
 
 
-def _seal_batch(wait: bool, batch: int) -> int | None:
+_SEAL_SQL = (
+    "UPDATE audit_auditevent AS a SET seq = v.seq, prev_hash = v.prev, "
+    "hash = v.hash, hash_version = %s, key_id = %s, sealed_at = now() "
+    "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[]) "
+    "AS v(id, seq, prev, hash) WHERE a.id = v.id"
+)
+
+
+class _OutOfTime(Exception):
+    """The caller's own budget (a reader's) ended: the rest is the sealer's."""
+
+
+class _Clock:
+    """How long one sealing statement may run: ``SEAL_BUDGET_MS``, or what is left
+    of the caller's budget when that is less."""
+
+    def __init__(self, budget_s: float | None) -> None:
+        self.deadline = None if budget_s is None else time.monotonic() + budget_s
+
+    def statement_ms(self) -> int:
+        if self.deadline is None:
+            return SEAL_BUDGET_MS
+        left = int((self.deadline - time.monotonic()) * 1000)
+        if left < 1:
+            raise _OutOfTime
+        return min(SEAL_BUDGET_MS, left)
+
+    def over(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+
+def _within(cursor: CursorWrapper, clock: _Clock, params: Sequence[list[Any]]) -> bool:
+    """The sealing UPDATE in a savepoint under the clock's time; False (nothing
+    done) when it ran past ``SEAL_BUDGET_MS``, ``_OutOfTime`` when it ran past a
+    shorter time left to the caller (a slow row is the sealer's to judge)."""
+    limit = clock.statement_ms()
+    try:
+        with transaction.atomic():
+            cursor.execute(
+                "SELECT current_setting('statement_timeout'), "
+                "set_config('statement_timeout', %s, true)",
+                [f"{limit}ms"],
+            )
+            before = cursor.fetchone()[0]
+            cursor.execute(_SEAL_SQL, [KEYED, key_id(), *params])
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [before])
+    except OperationalError as exc:
+        if not isinstance(exc.__cause__, QueryCanceled):
+            raise
+        if limit < SEAL_BUDGET_MS:
+            raise _OutOfTime from exc
+        return False
+    return True
+
+
+def _seal_rows(cursor: CursorWrapper, hashed: Hashed, clock: _Clock) -> int:
+    """Seal the longest prefix of ``hashed`` that fits the budget (halving it);
+    0 when not even its first row does, with any prefix of its texts."""
+    count = len(hashed[0])
+    while count:
+        if _within(cursor, clock, [column[:count] for column in hashed]):
+            return count
+        if count == 1:
+            break
+        count //= 2
+    first = [column[:1] for column in hashed]
+    for chars in SHORT_TOKEN_CHARS:
+        log.warning("audit row %s past the sealing budget: trying the trigrams of "
+                    "%s characters", hashed[0][0], chars)  # fmt: skip
+        cursor.execute(
+            "SELECT set_config('quiver.audit_token_chars', %s, true)", [str(chars)]
+        )
+        sealed = _within(cursor, clock, first)
+        cursor.execute("SELECT set_config('quiver.audit_token_chars', '', true)")
+        if sealed:
+            return 1
+    return 0
+
+
+def _seal_batch(
+    wait: bool, batch: int, skip: set[int], clock: _Clock
+) -> tuple[int, int] | None:
+    """(rows sealed, rows read) of one batch in one transaction; None when another
+    sealer holds the lock. A row that could not be sealed is added to ``skip``."""
     with transaction.atomic(), connection.cursor() as cursor:
         if not take_chain_lock(cursor, wait):
             return None
         seq, _, prev = chain_head(cursor)
         cursor.execute(
             f"SELECT id, {CONTENT_SQL} FROM audit_auditevent "
-            "WHERE hash IS NULL ORDER BY id LIMIT %s",
-            [batch],
+            "WHERE hash IS NULL AND NOT (id = ANY(%s)) ORDER BY id LIMIT %s",
+            [sorted(skip), batch],
         )
         rows = cursor.fetchall()
+        sealed = 0
         if rows:
-            ids, seqs, prevs, hashes = _hash_rows(rows, seq, prev)
-            cursor.execute(
-                "UPDATE audit_auditevent AS a SET seq = v.seq, prev_hash = v.prev, "
-                "hash = v.hash, hash_version = %s, key_id = %s, sealed_at = now() "
-                "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[]) "
-                "AS v(id, seq, prev, hash) WHERE a.id = v.id",
-                [KEYED, key_id(), ids, seqs, prevs, hashes],
-            )
-            seq = seqs[-1]
+            hashed = _hash_rows(rows, seq, prev)
+            sealed = _seal_rows(cursor, hashed, clock)
+            if sealed == 0:
+                log.error("audit row %s not sealed: past the budget", hashed[0][0])
+                skip.add(hashed[0][0])
+            else:
+                seq = hashed[1][sealed - 1]
         # The dashboard's summary moves with the seal, in the same transaction.
         roll_up(cursor, seq)
-        return len(rows)
+        return sealed, len(rows)
 
 
-def seal_pending(*, wait: bool = True, batch: int = SEAL_BATCH) -> int:
+def seal_pending(
+    *, wait: bool = True, batch: int | None = None, budget_s: float | None = None
+) -> int:
     """Seal every committed unsealed row, oldest id first; return how many.
 
-    With ``wait=False`` it gives up at once when another sealer holds the lock (that
-    one seals the same rows), so a read never queues behind a sealer."""
+    With ``wait=False`` (a reader: the audit list, export, verify) it gives up at
+    once when another sealer holds the lock (that one seals the same rows), so a
+    read never queues behind a sealer, and it seals batches of ``READER_BATCH``
+    for at most ``READER_BUDGET_S`` (or ``budget_s``): the rest is the sealer's.
+    A batch past ``SEAL_BUDGET_MS`` is sealed in smaller ones."""
+    if not wait:
+        budget_s = READER_BUDGET_S if budget_s is None else budget_s
+        batch = batch or READER_BATCH
+    batch = batch or SEAL_BATCH
+    clock = _Clock(budget_s)
     total = 0
+    skip: set[int] = set()
     while True:
-        sealed = _seal_batch(wait, batch)
-        if sealed is None:
+        try:
+            done = _seal_batch(wait, batch, skip, clock)
+        except _OutOfTime:
             return total
+        if done is None:
+            return total
+        sealed, read = done
         total += sealed
-        if sealed < batch:
+        # Each round seals a row or skips one, so this ends.
+        if sealed == read < batch or clock.over():
             return total
+        if 0 < sealed < read:  # cut to fit the budget: go on at the size that fit
+            batch = sealed
 
 
 def seal_and_checkpoint() -> int:

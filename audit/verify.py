@@ -34,6 +34,23 @@ from audit.keyring import keyring
 from audit.sealing import chain_head, seal_pending
 from audit.sinks import sink_status
 
+# A check asked for in a web request stops here (gunicorn kills a worker at 60 s):
+# a longer chain is checked with ``since`` or by ``audit_verify``.
+WEB_DEADLINE_S = 30.0
+# How long verify without a deadline (the command) seals before it checks.
+COMMAND_SEAL_S = 300.0
+
+
+class VerifyTooSlow(Exception):
+    """The check ran past its deadline and was stopped, unfinished."""
+
+    def __init__(self, deadline_s: float = 0.0) -> None:
+        super().__init__(
+            f"verify: the chain was not checked within {deadline_s:g} s and the "
+            "check was stopped; check from a later point (since=) or run the "
+            "audit_verify command"
+        )
+
 
 class Damage:
     CONTENT_EDITED = "content_edited"
@@ -99,6 +116,7 @@ class ChainWalk:
         self.prev = prev
         self.checked = 0
         self.keyed_seen = False
+        self.deadline: float | None = None
 
     def step(self, row: tuple[Any, ...]) -> Finding | None:
         seq, row_id, version, row_key, prev_hash, digest, *content = row
@@ -239,6 +257,8 @@ def _walk(
     cursor: CursorWrapper, walk: ChainWalk, batch: int, end: int = _NO_END
 ) -> Finding | None:
     while True:
+        if walk.deadline is not None and time.monotonic() > walk.deadline:
+            raise VerifyTooSlow
         cursor.execute(_ROW_SQL, [walk.expected_seq, end, batch])
         rows = cursor.fetchall()
         step = walk.step
@@ -276,10 +296,13 @@ def _ranges(
     return tasks
 
 
-def _walk_range(book: Book, task: Task) -> tuple[Finding | None, int]:
+def _walk_range(
+    book: Book, task: Task, deadline: float | None
+) -> tuple[Finding | None, int]:
     start, end, prev, keyed_seen, batch = task
     walk = ChainWalk(book, start, prev)
     walk.keyed_seen = keyed_seen
+    walk.deadline = deadline
     try:
         with connection.cursor() as cursor:
             finding = _walk(cursor, walk, batch, end)
@@ -294,14 +317,16 @@ def _walk_range(book: Book, task: Task) -> tuple[Finding | None, int]:
     return finding, walk.checked
 
 
-def run_ranges(book: Book, tasks: list[Task]) -> tuple[Finding | None, int]:
+def run_ranges(
+    book: Book, tasks: list[Task], deadline: float | None = None
+) -> tuple[Finding | None, int]:
     """Check the ranges in threads, each on its own connection: while one hashes,
     another's Postgres backend reads and converts rows. The first finding in seq
     order wins. (Threads, not forked processes: a fork copies the parent's open
     broker and database sockets, and libraries' after-fork hooks then block on
     them.)"""
     with ThreadPoolExecutor(len(tasks), thread_name_prefix="audit-verify") as pool:
-        results = list(pool.map(lambda task: _walk_range(book, task), tasks))
+        results = list(pool.map(lambda task: _walk_range(book, task, deadline), tasks))
     checked = 0
     for finding, count in results:
         checked += count
@@ -358,7 +383,11 @@ def _unsealed(cursor: CursorWrapper) -> Finding | None:
 
 
 def _find(
-    book: Book, since: int | datetime | None, batch: int, workers: int
+    book: Book,
+    since: int | datetime | None,
+    batch: int,
+    workers: int,
+    deadline: float | None,
 ) -> tuple[Finding | None, int]:
     if book.problem:
         return Finding(Damage.BAD_CHECKPOINT, book.problem), 0
@@ -368,9 +397,10 @@ def _find(
             return missing, 0
         tasks = _ranges(cursor, book, seq, prev, batch, workers)
     if tasks:
-        finding, checked = run_ranges(book, tasks)
+        finding, checked = run_ranges(book, tasks, deadline)
     else:
         walk = ChainWalk(book, seq, prev)
+        walk.deadline = deadline
         with connection.cursor() as cursor:
             finding, checked = _walk(cursor, walk, batch), walk.checked
     with connection.cursor() as cursor:
@@ -387,16 +417,26 @@ def verify_chain(
     batch: int = 20_000,
     workers: int = 1,
     checkpoints: str = "file",
+    deadline_s: float | None = None,
 ) -> ChainCheck:
     """Seal what is pending (unless told not to), then check the whole chain, split
     over ``workers`` threads with their own connections when asked (outside a
     transaction only: another connection cannot see its uncommitted rows), against
-    the checkpoint file or (``checkpoints="s3"``) the bucket's copy of it."""
+    the checkpoint file or (``checkpoints="s3"``) the bucket's copy of it.
+
+    It never waits for the chain lock: while a sealer holds it (a backlog being
+    sealed) it checks the chain as sealed so far, and the sealer seals the rest.
+    ``VerifyTooSlow`` when the walk runs past ``deadline_s``."""
     started = time.monotonic()
     if seal:
-        seal_pending()
+        # A web request seals for a reader's budget; a command the whole backlog.
+        seal_pending(wait=False, budget_s=None if deadline_s else COMMAND_SEAL_S)
     book = read_checkpoints(checkpoints)
-    finding, checked = _find(book, since, batch, workers)
+    deadline = None if deadline_s is None else started + deadline_s
+    try:
+        finding, checked = _find(book, since, batch, workers, deadline)
+    except VerifyTooSlow:
+        raise VerifyTooSlow(deadline_s or 0.0) from None
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT seq, id FROM audit_auditevent WHERE seq IS NOT NULL "

@@ -34,6 +34,7 @@ from audit.paging import CappedPaginator, ListTooSlow, time_limit
 from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
 from audit.tool_versions import change_links
+from audit.verify import WEB_DEADLINE_S, VerifyTooSlow
 from catalog.access import access_for
 from catalog.diffs import diff_lines
 from catalog.models import Tool
@@ -179,17 +180,26 @@ def why_not_box(request: HttpRequest, event_id: int) -> HttpResponse:
     return render_page(request, "audit/partials/why_not.html", context)
 
 
+def _verify_context() -> dict[str, Any]:
+    """The chain check's result, or what stopped it (a 60 s worker timeout must
+    never be what ends a check: it stops at ``WEB_DEADLINE_S``)."""
+    try:
+        check = verify_chain(workers=2, deadline_s=WEB_DEADLINE_S)
+    except VerifyTooSlow as exc:
+        return {"check": None, "too_slow": str(exc)}
+    bad = None
+    if check.first_bad_id is not None:
+        bad = AuditEvent.objects.filter(pk=check.first_bad_id).first()
+    return {"check": check, "bad": bad}
+
+
 @require_http_methods(["GET", "POST"])
 @auditor_required
 def verify(request: HttpRequest) -> HttpResponse:
     """GET: the page with its button; POST: seal, run the chain check, show it."""
     context: dict[str, Any] = {"check": None}
     if request.method == "POST":
-        check = verify_chain(workers=2)
-        bad = None
-        if check.first_bad_id is not None:
-            bad = AuditEvent.objects.filter(pk=check.first_bad_id).first()
-        context = {"check": check, "bad": bad}
+        context = _verify_context()
     return render_page(
         request,
         "audit/verify.html",

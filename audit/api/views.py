@@ -12,9 +12,9 @@ from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import serializers, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -30,7 +30,7 @@ from audit.filters import (
 from audit.models import AuditEvent
 from audit.paging import CappedPagination, time_limit
 from audit.services import parse_since, seal_pending, verify_chain
-from audit.verify import CHECKPOINT_SOURCES
+from audit.verify import CHECKPOINT_SOURCES, WEB_DEADLINE_S, VerifyTooSlow
 from catalog.permissions import ComplianceReads
 from config.params import (
     EARLIEST_DAY,
@@ -122,6 +122,13 @@ def _verify_since(text: str | None) -> int | datetime | None:
 EXPORT_TYPES = {(200, CONTENT_TYPES[fmt].split(";")[0]): str for fmt in FORMATS}
 
 
+class VerifyTooSlowError(APIException):
+    """A 503 naming the verify that ran past ``WEB_DEADLINE_S``."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "too_slow"
+
+
 @extend_schema_view(list=extend_schema(parameters=_filter_parameters()))
 class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = AuditEventSerializer
@@ -173,9 +180,16 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
             raise ValidationError(
                 {"checkpoints": ["s3 needs QUIVER_AUDIT_CHECKPOINT_S3 to be set"]}
             )
-        return Response(
-            asdict(verify_chain(since=start, workers=2, checkpoints=source))
-        )
+        try:
+            check = verify_chain(
+                since=start,
+                workers=2,
+                checkpoints=source,
+                deadline_s=WEB_DEADLINE_S,
+            )
+        except VerifyTooSlow as exc:
+            raise VerifyTooSlowError(str(exc)) from exc
+        return Response(asdict(check))
 
     @extend_schema(
         parameters=[EXPORT_FORMAT, *_filter_parameters()], responses=EXPORT_TYPES

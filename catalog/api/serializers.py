@@ -10,8 +10,22 @@ from catalog.choices import ToolStatus
 from catalog.formats import FORMATS
 from catalog.models import Catalog, Job, Tool, ToolChange
 from catalog.services import jobs
+from catalog.sizes import (
+    MAX_STORED_CHARS,
+    MAX_TOOL_CHARS,
+    oversized_fields,
+    size_problem,
+)
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
 from config.strict import StrictFieldsMixin
+
+
+def check_stored_size(name: str, value: Any, limit: int = MAX_STORED_CHARS) -> None:
+    """A 400 naming ``name`` when ``value`` is longer than ``limit`` as stored
+    (catalog.sizes)."""
+    problem = size_problem(name, value, limit)
+    if problem:
+        raise serializers.ValidationError(problem)
 
 
 class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
@@ -86,6 +100,7 @@ class ToolInputSerializer(serializers.Serializer):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise serializers.ValidationError({"": ["body: must be a JSON object"]})
+        _check_tool_size(data)
         payload = dict(data)
         catalog = payload.pop("catalog", "default")
         if not isinstance(catalog, str):
@@ -95,6 +110,16 @@ class ToolInputSerializer(serializers.Serializer):
         except SpecError as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         return {"catalog": catalog, "spec": spec}
+
+
+def _check_tool_size(data: dict[str, Any]) -> None:
+    """A 400 naming each field past ``MAX_TOOL_CHARS`` (the body, under "", when
+    only the whole is)."""
+    problems = oversized_fields(data, MAX_TOOL_CHARS)
+    if problems:
+        raise serializers.ValidationError(
+            {name: [rule] for name, rule in problems.items()}
+        )
 
 
 class ToolStatusSerializer(StrictFieldsMixin, serializers.Serializer):

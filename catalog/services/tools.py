@@ -36,6 +36,7 @@ from catalog.naming import (
 )
 from catalog.schema_policy import check_tool_schema
 from catalog.services import jobs
+from catalog.sizes import MAX_TOOL_CHARS, oversized_fields
 from catalog.spec import ToolSpec
 from config.exceptions import Conflict
 
@@ -90,7 +91,11 @@ def check_spec(spec: ToolSpec, *, new_name: bool = True) -> None:
 
 
 def spec_errors(spec: ToolSpec, *, new_name: bool = True) -> dict[str, list[str]]:
-    """What ``check_spec`` refuses, as messages per field."""
+    """What ``check_spec`` refuses, as messages per field; a spec past the stored
+    size limit is refused on that alone, before any other check (bounds work)."""
+    oversized = oversized_fields(spec.to_dict(), MAX_TOOL_CHARS)
+    if oversized:
+        return {k or "tool": [rule] for k, rule in oversized.items()}
     errors: dict[str, list[str]] = {}
     if not spec.name.strip():
         errors.setdefault("name", []).append("name: must not be empty")

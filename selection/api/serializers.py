@@ -6,13 +6,18 @@ from typing import Any
 
 from rest_framework import serializers
 
+from catalog.api.serializers import check_stored_size
 from catalog.formats import FORMATS
+from catalog.sizes import MAX_STORED_CHARS, MAX_TOOL_CHARS
 from config.strict import StrictFieldsMixin
 from selection.engine import SCORERS
 from selection.engine.types import MAX_CANDIDATES_LIMIT
 from selection.toolcalls.parse import CALL_FORMATS
 
 MAX_BATCH = 100
+# A batch is stored as one audit row per request, each held to MAX_STORED_CHARS
+# by SelectInputSerializer; the batch as a whole to this (all its requests).
+MAX_BATCH_CHARS = MAX_BATCH * MAX_STORED_CHARS
 
 
 def _names() -> serializers.ListField:
@@ -49,10 +54,10 @@ class SelectInputSerializer(StrictFieldsMixin, serializers.Serializer):
         if isinstance(value, str):
             if not value.strip():
                 raise serializers.ValidationError("query: must not be empty")
-            if len(value) > 20_000:
-                raise serializers.ValidationError("query: at most 20000 characters")
+            check_stored_size("query", value)
             return value
         if isinstance(value, dict):
+            check_stored_size("query", value)
             return value
         raise serializers.ValidationError("query: must be a string or a JSON object")
 
@@ -62,6 +67,7 @@ class SelectInputSerializer(StrictFieldsMixin, serializers.Serializer):
                 raise serializers.ValidationError(
                     f"messages[{index}].role: is required (system, user, ...)"
                 )
+        check_stored_size("messages", value)
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +89,7 @@ class ValidateInputSerializer(StrictFieldsMixin, serializers.Serializer):
             raise serializers.ValidationError(
                 "arguments: must be a JSON object or a JSON string"
             )
+        check_stored_size("arguments", value)
         return value
 
 
@@ -94,11 +101,19 @@ class ToolCallsInputSerializer(StrictFieldsMixin, serializers.Serializer):
     selection_id = serializers.UUIDField(required=False)
     format = serializers.ChoiceField(choices=CALL_FORMATS, required=False)
 
+    def validate_output(self, value: Any) -> Any:
+        check_stored_size("output", value, MAX_TOOL_CHARS)
+        return value
+
 
 class SelectBatchSerializer(StrictFieldsMixin, serializers.Serializer):
     requests = serializers.ListField(
         child=serializers.JSONField(), min_length=1, max_length=MAX_BATCH
     )
+
+    def validate_requests(self, value: list[Any]) -> list[Any]:
+        check_stored_size("requests", value, MAX_BATCH_CHARS)
+        return value
 
 
 class SelectBatchOutputSerializer(serializers.Serializer):
