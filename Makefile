@@ -64,5 +64,11 @@ bench-embeddings: $(STAMP)
 bench-load: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/load.py $(ARGS)
 
+# 30 /select at the stored-size limit: how long until all are sealed, and verify
+# during that backlog against its quiet time (bench/README.md).
+.PHONY: bench-audit-backlog
+bench-audit-backlog: $(STAMP)
+	$(PY) -m config.devstack test -- $(PY) bench/audit_backlog.py $(ARGS)
+
 clean-test:
 	$(PY) -m config.devstack clean-test
