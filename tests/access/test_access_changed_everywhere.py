@@ -301,5 +301,5 @@ def test_an_api_keys_service_user_is_not_a_person(client):
     from catalog.services.clients import create_api_client
 
     world = World(client)
-    create_api_client("bot", "agent", actor=None)
+    create_api_client("bot", "agent", catalogs="*", actor=None)
     assert world.events() == []

@@ -144,7 +144,8 @@ def test_no_tool_and_degraded_answers_are_counted():
 
 
 def test_real_selections_and_tool_call_checks_are_counted(trail, api):
-    key = make_client_key("checker", "agent")
+    # A selection belongs to its maker; compliance may link anyone's.
+    key = make_client_key("checker", "compliance")
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     call = {"type": "tool_use", "id": "c2", "name": "get_weather", "input": {}}
     checked = api.post(

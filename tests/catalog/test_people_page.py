@@ -82,7 +82,7 @@ def test_the_list_shows_groups_catalogs_and_state_but_no_key_users(as_admin):
     gone = make_user("gus")
     gone.is_active = False
     gone.save()
-    create_api_client("bot", "agent", actor=None)
+    create_api_client("bot", "agent", catalogs="*", actor=None)
     html = as_admin.get("/people/").content.decode()
     row = html.split('data-person="pat"')[1].split("</tr>")[0]
     assert "curator, support" in row and "all catalogs" in row and "active" in row

@@ -47,7 +47,14 @@ def last_line_alone(stdout: str) -> str:
 
 
 def test_create_api_client_prints_the_key_last(tmp_path, api):
-    result = manage("create_api_client", "ci-bot", "--scope", "agent", state=tmp_path)
+    result = manage(
+        "create_api_client",
+        "ci-bot",
+        "--scope",
+        "agent",
+        "--all-catalogs",
+        state=tmp_path,
+    )
     key = last_line_alone(result.stdout)
     assert key.startswith("qv_")
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
