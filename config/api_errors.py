@@ -72,7 +72,10 @@ def first_message(fields: Any, path: str = "") -> str:
             return first_message(value, name)
     if isinstance(fields, list) and fields:
         return first_message(fields[0], path)
-    return f"{path}: {fields}" if path else str(fields)
+    text = str(fields)
+    if not path or text.startswith(f"{path}:"):  # the message names it already
+        return text
+    return f"{path}: {text}"
 
 
 def _code(exc: Exception) -> str:

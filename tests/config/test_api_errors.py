@@ -50,3 +50,10 @@ def test_the_docs_page_is_served_without_a_cdn(client, admin_user):
     page = client.get("/api/docs/").content.decode()
     assert "swagger-ui" in page
     assert "cdn" not in page.lower()
+
+
+def test_the_detail_names_the_field_once_when_the_message_already_does(with_key):
+    response = with_key("agent").post("/api/v1/select", {"query": " "}, format="json")
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert detail.startswith("query: ") and not detail.startswith("query: query:")
