@@ -67,14 +67,23 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
     if user is None:
         detail = "Authorization: send Bearer <Quiver API key>"
         return _json(start, 401, "unauthorized", detail, bearer=True)
+    if request.method != "POST":
+        # Stateless with JSON answers: no stream for a GET to open, no session to
+        # DELETE (the spec's 405), and no worker held by an endless stream.
+        detail = "method: /mcp takes POST (stateless, no server stream)"
+        return _json(start, 405, "method_not_allowed", detail, allow="POST")
     body = _read_body(environ)
     if body is None:
         detail = f"body: must be at most {settings.QUIVER_MAX_BODY_BYTES} bytes"
         return _json(start, 413, "payload_too_large", detail)
     request_id = _request_id(request)
-    status, headers, chunks = _loop().call(
-        _scope(environ, {CALLER: user, REQUEST_ID: request_id}), body
-    )
+    try:
+        status, headers, chunks = _loop().call(
+            _scope(environ, {CALLER: user, REQUEST_ID: request_id}), body
+        )
+    except TimeoutError:
+        detail = f"mcp: no answer within {ANSWER_TIMEOUT_S:.0f} s"
+        return _json(start, 504, "timeout", detail)
     headers.append(("X-Request-ID", str(request_id)))
     start(_status_line(status), headers)
     return chunks
@@ -186,7 +195,11 @@ class _Loop:
         self, scope: dict[str, Any], body: bytes
     ) -> tuple[int, list[tuple[str, str]], list[bytes]]:
         future = asyncio.run_coroutine_threadsafe(self._call(scope, body), self.loop)
-        return future.result(ANSWER_TIMEOUT_S)
+        try:
+            return future.result(ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise
 
     async def _call(
         self, scope: dict[str, Any], body: bytes
@@ -242,11 +255,19 @@ def _status_line(status: int) -> str:
 
 
 def _json(
-    start: StartResponse, status: int, error: str, detail: str, bearer: bool = False
+    start: StartResponse,
+    status: int,
+    error: str,
+    detail: str,
+    *,
+    bearer: bool = False,
+    allow: str = "",
 ) -> list[bytes]:
     body = json.dumps({"error": error, "detail": detail}).encode()
     headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     if bearer:
         headers.append(("WWW-Authenticate", 'Bearer realm="quiver"'))
+    if allow:
+        headers.append(("Allow", allow))
     start(_status_line(status), headers)
     return [body]

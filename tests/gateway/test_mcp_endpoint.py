@@ -15,9 +15,11 @@ import pytest
 from django.utils import timezone
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from audit.models import AuditEvent
 from catalog.models import ApiClient
+from catalog.services.catalogs import create_catalog
 from catalog.services.clients import create_api_client, revoke_api_client
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
@@ -66,6 +68,20 @@ def run_client(url: str, key: str, mode: str, work: Any) -> Any:
             return await work(client)
 
     return asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("mode", "era"),
+    [("legacy", HANDSHAKE_PROTOCOL_VERSIONS), ("auto", ("2026-07-28",))],
+)
+def test_each_mode_gets_its_own_era_of_the_protocol(url, mode, era):
+    """auto probes server/discover and would fall back to initialize: it must not."""
+    key = make_client_key("agent-era", "agent")
+
+    async def work(client):
+        return client.protocol_version
+
+    assert run_client(url, key, mode, work) in era
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -209,3 +225,57 @@ def test_the_rest_api_still_answers_beside_it(url):
     assert response.status_code == 200, response.text
     [event] = AuditEvent.objects.filter(event_type="selection")
     assert event.input["channel"] == "api"
+
+
+def test_a_key_searches_only_its_own_catalogs(url):
+    other = create_catalog("secret", "Secret", actor=None)
+    make_tool(other, name="launch_rocket", description="Launch the rocket.")
+    key = make_client_key("agent-h", "agent", catalogs=["default"])
+
+    async def work(client):
+        search = await client.call_tool(
+            "search_tools", {"query": "launch the rocket", "catalog": "secret"}
+        )
+        details = await client.call_tool(
+            "get_tool_details", {"names": ["launch_rocket"], "catalog": "secret"}
+        )
+        made_up = await client.call_tool(
+            "get_tool_details", {"names": ["launch_rocket"], "catalog": "nowhere"}
+        )
+        return search, details, made_up
+
+    search, details, made_up = run_client(url, key, "auto", work)
+    assert search.is_error and search.content[0].text == "catalog: no catalog 'secret'"
+    assert details.is_error
+    assert details.content[0].text.replace("secret", "nowhere") == (
+        made_up.content[0].text
+    )
+    assert not AuditEvent.objects.filter(event_type="selection").exists()
+
+
+def test_searches_count_against_the_keys_rate_limit(url):
+    key = make_client_key("agent-i", "agent", rate_limit_per_minute=1)
+
+    async def work(client):
+        first = await client.call_tool("search_tools", {"query": "weather"})
+        second = await client.call_tool("search_tools", {"query": "weather"})
+        return first, second
+
+    first, second = run_client(url, key, "legacy", work)
+    assert not first.is_error
+    assert second.is_error and second.content[0].text.startswith("rate: over the limit")
+    assert AuditEvent.objects.filter(event_type="selection").count() == 1
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_a_get_or_delete_is_a_405_at_once_never_a_held_stream(url, method):
+    """Stateless: no server stream to open (a held GET would hold a worker)."""
+    key = make_client_key("agent-j", "agent")
+    response = httpx.request(
+        method,
+        f"{url}/mcp",
+        headers={"Authorization": f"Bearer {key}", "Accept": "text/event-stream"},
+        timeout=10,
+    )
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
