@@ -7,14 +7,15 @@ cycle does."""
 
 from __future__ import annotations
 
-import copy
+import logging
 import uuid
 from typing import Any
 
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections
 from django.http import Http404
 from rest_framework.exceptions import APIException, ValidationError
 
+from audit.writer import PendingEvent, wait_all
 from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
 from catalog.services.tools import tool_to_spec
@@ -26,7 +27,9 @@ from selection.requests import build_request
 from selection.services.select import select_tools
 from selection.services.validate import find_tool
 
+log = logging.getLogger(__name__)
 CHANNEL = "mcp"
+NOT_RECORDED = "audit: the answer could not be recorded, so it was not given; try again"
 MAX_NAMES = 50
 # The argument names of search_tools, as the select API calls them.
 RENAMED = {"max_results": "max_candidates"}
@@ -55,18 +58,19 @@ def _search(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> dict
     if not serializer.is_valid():
         raise ToolFailure(_renamed(first_message(serializer.errors)))
     valid = dict(serializer.validated_data)
+    pending: list[PendingEvent] = []  # the row commits while the answer is shaped
     try:
         charge_caller(user, 1)
         catalog = get_catalog_for_user(user, valid["catalog"])
-        with transaction.atomic():  # the answer and its audit row
-            answer = select_tools(
-                catalog,
-                build_request(access_for(user), valid),
-                fmt="mcp",
-                actor=user,
-                request_id=request_id,
-                channel=CHANNEL,
-            )
+        answer = select_tools(
+            catalog,
+            build_request(access_for(user), valid),
+            fmt="mcp",
+            actor=user,
+            request_id=request_id,
+            pending=pending,
+            channel=CHANNEL,
+        )
     except RequestError as exc:
         field, message = next(iter(exc.errors.items()))
         raise ToolFailure(_renamed(f"{field}: {message}")) from exc
@@ -80,6 +84,11 @@ def _search(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> dict
         {**mcp_tool(pick.definition), "score": pick.score, "reason": pick.reason}
         for pick in answer.tools
     ]
+    try:
+        wait_all(pending)  # as /select: no answer leaves without its audit row
+    except Exception as exc:
+        log.warning("MCP search not recorded, answer withheld: %s", exc)
+        raise ToolFailure(NOT_RECORDED) from exc
     return {
         "selection_id": answer.selection_id,
         "catalog": answer.catalog,
@@ -132,8 +141,8 @@ def mcp_tool(definition: dict[str, Any]) -> dict[str, Any]:
     (the ``read-only`` capability or a stored hint), destructive (unsafe tools
     always), idempotent (read-only tools, or a stored hint), open world (the
     stored hint, else MCP's default: true)."""
-    tool = copy.deepcopy(definition)
-    hints = tool.get("annotations") or {}
+    tool = dict(definition)  # shared definitions are never changed
+    hints = dict(tool.get("annotations") or {})
     read_only = hints.get("readOnlyHint") is True
     destructive = hints.get("destructiveHint") is True
     hints["readOnlyHint"] = read_only and not destructive
