@@ -178,8 +178,11 @@ def test_no_key_is_a_401(url):
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 
-def test_an_unknown_key_is_a_401(url):
-    assert post_init(url, Authorization="Bearer qv_nope_nope").status_code == 401
+@pytest.mark.parametrize(
+    "header", ["Bearer qv_nope_nope", "Bearer not-a-key", "Basic dXNlcjpwdw=="]
+)
+def test_an_unknown_or_malformed_key_is_a_401(url, header):
+    assert post_init(url, Authorization=header).status_code == 401
 
 
 def test_a_revoked_key_is_a_401(url):
@@ -201,12 +204,17 @@ def test_an_expired_key_is_a_401(url):
     assert "expired" in response.json()["detail"]
 
 
-def test_a_foreign_origin_is_refused(url):
+@pytest.mark.parametrize(
+    "origin",
+    ["http://evil.example", "null", "http://127.0.0.1.evil.example", "file://"],
+)
+def test_a_foreign_origin_is_refused(url, origin):
     key = make_client_key("agent-f", "agent")
     auth = f"Bearer {key}"
     assert post_init(url, Authorization=auth, Origin=url).status_code == 200
-    response = post_init(url, Authorization=auth, Origin="http://evil.example")
+    response = post_init(url, Authorization=auth, Origin=origin)
     assert response.status_code == 403
+    assert response.json()["detail"].startswith("Origin:")
 
 
 def test_a_foreign_host_is_refused_before_the_key_is_read(url):
