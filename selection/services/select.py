@@ -76,9 +76,12 @@ def select_tools(
     request_id: uuid.UUID | None = None,
     arrived: tuple[float, float] | None = None,
     pending: list[PendingEvent] | None = None,
+    channel: str = "api",
 ) -> SelectionAnswer:
     """The answer to one selection request, with its audit row (same transaction).
 
+    ``channel``: how the caller asked (``api``: REST, ``mcp``: the MCP endpoint),
+    kept in the row's input.
     ``stats.timings_ms`` says where this answer's time went; ``arrived`` is the
     request's arrival stamp and the milliseconds before the view (auth).
     ``pending``: the row may commit beside the caller (audit.writer); its handle
@@ -106,7 +109,15 @@ def select_tools(
     )
     with watch.stage("audit"):
         who = (actor, request_id, versions)
-        handle = _audit(catalog, request, fmt, served, who, soon=pending is not None)
+        handle = _audit(
+            catalog,
+            request,
+            fmt,
+            served,
+            who,
+            soon=pending is not None,
+            channel=channel,
+        )
         if pending is not None:
             pending.append(handle)
     return served.with_timings(watch.report())
@@ -120,6 +131,7 @@ def _audit(
     who: tuple[Any, uuid.UUID | None, dict[str, dict[str, Any]]],
     *,
     soon: bool,
+    channel: str = "api",
 ) -> PendingEvent:
     """The selection's row: written now, or (``soon``) committing beside the
     caller, who waits on the handle before sending the answer."""
@@ -133,7 +145,7 @@ def _audit(
         catalog_slug=catalog.slug,
         catalog_version=catalog.version,
         summary=_summary(request, served),
-        input=_audit_input(request, fmt, actor),
+        input={**_audit_input(request, fmt, actor), "channel": channel},
         output=served.audit_record(versions),
     )
 

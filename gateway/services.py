@@ -1,0 +1,196 @@
+"""What the MCP tools do, in Django terms: one selection (exactly POST
+/api/v1/select's service call) and tool details, for an authenticated caller.
+
+Sync code run in a worker thread of the MCP server (``gateway.server``); every
+call closes stale database connections before and after, as Django's request
+cycle does."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from django.db import close_old_connections
+from django.http import Http404
+from rest_framework.exceptions import APIException, ValidationError
+
+from audit.writer import PendingEvent, wait_all
+from catalog.access import access_for, get_catalog_for_user
+from catalog.formats import export_tool
+from catalog.services.tools import tool_to_spec
+from config.api_errors import first_message
+from config.ratelimit import charge_caller
+from selection.api.serializers import SelectInputSerializer
+from selection.engine import RequestError
+from selection.requests import build_request
+from selection.services.select import select_tools
+from selection.services.validate import find_tool
+
+log = logging.getLogger(__name__)
+CHANNEL = "mcp"
+NOT_RECORDED = "audit: the answer could not be recorded, so it was not given; try again"
+MAX_NAMES = 50
+# The argument names of search_tools, as the select API calls them.
+RENAMED = {"max_results": "max_candidates"}
+
+
+class ToolFailure(Exception):
+    """A refusal the agent can read and correct (an MCP tool error)."""
+
+
+def search(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> dict:
+    """One selection, as POST /api/v1/select runs it (same validation, policy,
+    cache and audit row, its channel ``mcp``), costing 1 of the caller's budget."""
+    close_old_connections()
+    try:
+        return _search(user, arguments, request_id)
+    finally:
+        close_old_connections()
+
+
+def _search(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> dict:
+    unknown = sorted(set(arguments) - {*SEARCH_ARGUMENTS})
+    if unknown:
+        raise ToolFailure(f"{unknown[0]}: is not an argument of search_tools")
+    data = {RENAMED.get(key, key): value for key, value in arguments.items()}
+    serializer = SelectInputSerializer(data={**data, "format": "mcp"})
+    if not serializer.is_valid():
+        raise ToolFailure(_renamed(first_message(serializer.errors)))
+    valid = dict(serializer.validated_data)
+    pending: list[PendingEvent] = []  # the row commits while the answer is shaped
+    try:
+        charge_caller(user, 1)
+        catalog = get_catalog_for_user(user, valid["catalog"])
+        answer = select_tools(
+            catalog,
+            build_request(access_for(user), valid),
+            fmt="mcp",
+            actor=user,
+            request_id=request_id,
+            pending=pending,
+            channel=CHANNEL,
+        )
+    except RequestError as exc:
+        field, message = next(iter(exc.errors.items()))
+        raise ToolFailure(_renamed(f"{field}: {message}")) from exc
+    except Http404 as exc:
+        raise ToolFailure(f"catalog: no catalog {valid['catalog']!r}") from exc
+    except ValidationError as exc:
+        raise ToolFailure(_renamed(first_message(exc.detail))) from exc
+    except APIException as exc:  # 429 and the like: the API's own words
+        raise ToolFailure(str(exc.detail)) from exc
+    tools = [
+        {**mcp_tool(pick.definition), "score": pick.score, "reason": pick.reason}
+        for pick in answer.tools
+    ]
+    try:
+        wait_all(pending)  # as /select: no answer leaves without its audit row
+    except Exception as exc:
+        log.warning("MCP search not recorded, answer withheld: %s", exc)
+        raise ToolFailure(NOT_RECORDED) from exc
+    return {
+        "selection_id": answer.selection_id,
+        "catalog": answer.catalog,
+        "tools": tools,
+    }
+
+
+def details(user: Any, arguments: dict[str, Any]) -> dict:
+    """The MCP Tool objects of ``names`` the caller could be offered; a name the
+    caller could never be offered and a made-up one are both ``not_found``."""
+    close_old_connections()
+    try:
+        return _details(user, arguments)
+    finally:
+        close_old_connections()
+
+
+def _details(user: Any, arguments: dict[str, Any]) -> dict:
+    unknown = sorted(set(arguments) - {"names", "catalog"})
+    if unknown:
+        raise ToolFailure(f"{unknown[0]}: is not an argument of get_tool_details")
+    names = arguments.get("names")
+    if (
+        not isinstance(names, list)
+        or not names
+        or len(names) > MAX_NAMES
+        or not all(isinstance(name, str) and 0 < len(name) <= 200 for name in names)
+    ):
+        raise ToolFailure(f"names: give 1 to {MAX_NAMES} tool names (strings)")
+    slug = arguments.get("catalog", "default")
+    if not isinstance(slug, str):
+        raise ToolFailure("catalog: must be a catalog slug (string)")
+    try:
+        catalog = get_catalog_for_user(user, slug)
+    except Http404 as exc:
+        raise ToolFailure(f"catalog: no catalog {slug!r}") from exc
+    access = access_for(user)
+    tools, not_found = [], []
+    for name in dict.fromkeys(names):  # once each, in the order asked
+        tool = find_tool(catalog, name, access)
+        if tool is None:
+            not_found.append(name)
+        else:
+            tools.append(mcp_tool(export_tool(tool_to_spec(tool), "mcp")))
+    return {"catalog": catalog.slug, "tools": tools, "not_found": not_found}
+
+
+def mcp_tool(definition: dict[str, Any]) -> dict[str, Any]:
+    """An MCP Tool object with all four hints set from the tool's flags: read-only
+    (the ``read-only`` capability or a stored hint), destructive (unsafe tools
+    always), idempotent (read-only tools, or a stored hint), open world (the
+    stored hint, else MCP's default: true)."""
+    tool = dict(definition)  # shared definitions are never changed
+    hints = dict(tool.get("annotations") or {})
+    read_only = hints.get("readOnlyHint") is True
+    destructive = hints.get("destructiveHint") is True
+    hints["readOnlyHint"] = read_only and not destructive
+    hints["destructiveHint"] = destructive
+    hints["idempotentHint"] = hints.get("idempotentHint") is True or (
+        read_only and not destructive
+    )
+    hints["openWorldHint"] = hints.get("openWorldHint") is not False
+    tool["annotations"] = hints
+    return tool
+
+
+def _renamed(message: str) -> str:
+    for ours, theirs in RENAMED.items():
+        message = message.replace(theirs, ours)
+    return message
+
+
+SEARCH_ARGUMENTS = {
+    "query": {
+        "description": "What the agent needs to do (text), or a JSON object",
+        "anyOf": [{"type": "string", "minLength": 1}, {"type": "object"}],
+    },
+    "messages": {
+        "description": "The chat so far (role/content objects), instead of query",
+        "type": "array",
+        "items": {"type": "object"},
+        "maxItems": 500,
+    },
+    "max_results": {
+        "description": "How many tools at most (default 3)",
+        "type": "integer",
+        "minimum": 1,
+    },
+    "catalog": {"description": "Catalog slug (default: default)", "type": "string"},
+    "categories": {
+        "description": "Only tools of these categories",
+        "type": "array",
+        "items": {"type": "string"},
+    },
+}
+DETAILS_ARGUMENTS = {
+    "names": {
+        "description": "Tool names, as search_tools answered them",
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": 1,
+        "maxItems": MAX_NAMES,
+    },
+    "catalog": {"description": "Catalog slug (default: default)", "type": "string"},
+}
