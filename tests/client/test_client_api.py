@@ -199,7 +199,7 @@ def test_async_quiver_selects_and_validates_like_the_blocking_one(live_quiver):
     async def run():
         async with AsyncQuiver(live_quiver.url, live_quiver.key) as quiver:
             answers = await asyncio.gather(
-                quiver.select("what is the weather in Lima"),
+                quiver.select("what is the weather in Paris"),
                 quiver.select(messages=[{"role": "user", "content": "send email"}]),
             )
             batch = await quiver.select_batch([{"query": "weather"}])
