@@ -74,9 +74,7 @@ def check_a_call(quiver: Quiver, name: str, catalog: str | None) -> None:
     # The model then calls a tool, here with no arguments: Quiver says what is wrong.
     message = {
         "role": "assistant",
-        "content": [
-            {"type": "tool_use", "id": "toolu_02", "name": name, "input": {}}
-        ],
+        "content": [{"type": "tool_use", "id": "toolu_02", "name": name, "input": {}}],
     }
     answer = quiver.validate_tool_calls(message, format="anthropic", catalog=catalog)
     call = answer["calls"][0]
@@ -87,7 +85,7 @@ def main() -> int:
     url = os.environ.get("QUIVER_URL", "http://127.0.0.1:8000")
     key = os.environ.get("QUIVER_API_KEY")
     if not key:
-        print("set QUIVER_API_KEY (make manage ARGS=\"create_api_client ...\")")
+        print('set QUIVER_API_KEY (make manage ARGS="create_api_client ...")')
         return 2
     catalog = os.environ.get("QUIVER_CATALOG") or None
     with Quiver(url, key) as quiver:

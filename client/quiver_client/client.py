@@ -477,7 +477,9 @@ class AsyncQuiver(_Base):
         tools: list[dict[str, Any]] = []
         page = 1
         while True:
-            answer = await self.request("GET", "tools/", params={**filters, "page": page})
+            answer = await self.request(
+                "GET", "tools/", params={**filters, "page": page}
+            )
             tools.extend(answer["results"])
             if not answer.get("next"):
                 return tools

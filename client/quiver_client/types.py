@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-
 Format = Literal[
     "canonical", "openai", "openai-responses", "anthropic", "ollama", "mcp"
 ]

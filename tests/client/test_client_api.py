@@ -7,9 +7,6 @@ import asyncio
 import uuid
 
 import pytest
-
-from audit.models import AuditEvent
-from catalog.models import ApiClient
 from quiver_client import (
     AsyncQuiver,
     AuthenticationError,
@@ -19,6 +16,9 @@ from quiver_client import (
     RateLimited,
     RetryPolicy,
 )
+
+from audit.models import AuditEvent
+from catalog.models import ApiClient
 from selection.api.serializers import PickSerializer, SelectOutputSerializer
 from tests.factories import make_client_key
 
@@ -46,17 +46,21 @@ def test_select_takes_chat_messages_and_passes_every_option(live_quiver):
 
 
 def test_select_refuses_both_query_and_messages_before_any_request(live_quiver):
-    with Quiver(live_quiver.url, live_quiver.key) as quiver:
-        with pytest.raises(TypeError, match="exactly one"):
-            quiver.select("a", messages=[{"role": "user", "content": "b"}])
+    with (
+        Quiver(live_quiver.url, live_quiver.key) as quiver,
+        pytest.raises(TypeError, match="exactly one"),
+    ):
+        quiver.select("a", messages=[{"role": "user", "content": "b"}])
         with pytest.raises(TypeError, match="exactly one"):
             quiver.select()
 
 
 def test_a_bad_option_is_a_bad_request_naming_the_field(live_quiver):
-    with Quiver(live_quiver.url, live_quiver.key) as quiver:
-        with pytest.raises(BadRequest) as caught:
-            quiver.select("weather", max_candidates=0)
+    with (
+        Quiver(live_quiver.url, live_quiver.key) as quiver,
+        pytest.raises(BadRequest) as caught,
+    ):
+        quiver.select("weather", max_candidates=0)
     error = caught.value
     assert error.status_code == 400
     assert error.error == "invalid"
@@ -65,18 +69,22 @@ def test_a_bad_option_is_a_bad_request_naming_the_field(live_quiver):
 
 
 def test_a_role_the_key_lacks_is_permission_denied_naming_roles(live_quiver):
-    with Quiver(live_quiver.url, live_quiver.key) as quiver:
-        with pytest.raises(PermissionDenied) as caught:
-            quiver.select("refund", roles=["finance"])
+    with (
+        Quiver(live_quiver.url, live_quiver.key) as quiver,
+        pytest.raises(PermissionDenied) as caught,
+    ):
+        quiver.select("refund", roles=["finance"])
     assert caught.value.status_code == 403
     assert "roles" in caught.value.detail
 
 
 def test_a_bad_key_is_an_authentication_error_and_is_not_retried(live_quiver):
     sleeps: list[float] = []
-    with Quiver(live_quiver.url, "qk_not-a-key", sleep=sleeps.append) as quiver:
-        with pytest.raises(AuthenticationError) as caught:
-            quiver.select("weather")
+    with (
+        Quiver(live_quiver.url, "qk_not-a-key", sleep=sleeps.append) as quiver,
+        pytest.raises(AuthenticationError) as caught,
+    ):
+        quiver.select("weather")
     assert caught.value.status_code == 401
     assert caught.value.error
     assert caught.value.detail
@@ -153,13 +161,15 @@ def test_validate_tool_calls_takes_a_provider_sdk_object(live_quiver):
 def test_an_unknown_selection_is_not_found_naming_selection_id(live_quiver):
     from quiver_client import NotFound
 
-    with Quiver(live_quiver.url, live_quiver.key) as quiver:
-        with pytest.raises(NotFound) as caught:
-            quiver.validate_tool_calls(
-                {"type": "function_call", "name": "get_weather", "arguments": "{}",
-                 "call_id": "c"},
-                selection_id=str(uuid.uuid4()),
-            )  # fmt: skip
+    with (
+        Quiver(live_quiver.url, live_quiver.key) as quiver,
+        pytest.raises(NotFound) as caught,
+    ):
+        quiver.validate_tool_calls(
+            {"type": "function_call", "name": "get_weather", "arguments": "{}",
+             "call_id": "c"},
+            selection_id=str(uuid.uuid4()),
+        )  # fmt: skip
     assert "selection_id" in caught.value.detail
 
 

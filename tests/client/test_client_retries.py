@@ -9,7 +9,6 @@ import time
 
 import httpx
 import pytest
-
 from quiver_client import (
     AsyncQuiver,
     BadRequest,
@@ -67,11 +66,13 @@ def test_a_503_is_retried_with_growing_backoff_then_raised_with_the_envelope():
     transport, seen = replies(unavailable())
     sleeps: list[float] = []
     policy = RetryPolicy(max_retries=3, backoff=0.5, max_backoff=1.5)
-    with Quiver(
-        "http://q", "k", transport=transport, retry=policy, sleep=sleeps.append
-    ) as quiver:
-        with pytest.raises(Unavailable) as caught:
-            quiver.select("weather")
+    with (
+        Quiver(
+            "http://q", "k", transport=transport, retry=policy, sleep=sleeps.append
+        ) as quiver,
+        pytest.raises(Unavailable) as caught,
+    ):
+        quiver.select("weather")
     assert len(seen) == 4
     assert len(sleeps) == 3
     for wait, base in zip(sleeps, [0.5, 1.0, 1.5], strict=True):
@@ -84,11 +85,13 @@ def test_a_429_past_the_retries_is_rate_limited_with_retry_after():
     transport, seen = replies(throttled("1"))
     sleeps: list[float] = []
     policy = RetryPolicy(max_retries=2)
-    with Quiver(
-        "http://q", "k", transport=transport, retry=policy, sleep=sleeps.append
-    ) as quiver:
-        with pytest.raises(RateLimited) as caught:
-            quiver.select("weather")
+    with (
+        Quiver(
+            "http://q", "k", transport=transport, retry=policy, sleep=sleeps.append
+        ) as quiver,
+        pytest.raises(RateLimited) as caught,
+    ):
+        quiver.select("weather")
     assert sleeps == [1.0, 1.0]
     assert len(seen) == 3
     assert caught.value.retry_after == 1.0
@@ -98,9 +101,11 @@ def test_a_429_past_the_retries_is_rate_limited_with_retry_after():
 def test_a_retry_after_longer_than_max_wait_is_raised_at_once():
     transport, seen = replies(throttled("3600"), httpx.Response(200, json=ANSWER))
     sleeps: list[float] = []
-    with Quiver("http://q", "k", transport=transport, sleep=sleeps.append) as quiver:
-        with pytest.raises(RateLimited):
-            quiver.select("weather")
+    with (
+        Quiver("http://q", "k", transport=transport, sleep=sleeps.append) as quiver,
+        pytest.raises(RateLimited),
+    ):
+        quiver.select("weather")
     assert sleeps == [] and len(seen) == 1
 
 
@@ -108,9 +113,11 @@ def test_a_400_is_never_retried():
     body = {"error": "invalid", "detail": "query: x", "fields": {"query": ["x"]}}
     transport, seen = replies(httpx.Response(400, json=body))
     sleeps: list[float] = []
-    with Quiver("http://q", "k", transport=transport, sleep=sleeps.append) as quiver:
-        with pytest.raises(BadRequest) as caught:
-            quiver.select("weather")
+    with (
+        Quiver("http://q", "k", transport=transport, sleep=sleeps.append) as quiver,
+        pytest.raises(BadRequest) as caught,
+    ):
+        quiver.select("weather")
     assert len(seen) == 1 and sleeps == []
     assert caught.value.fields == {"query": ["x"]}
 
@@ -124,11 +131,13 @@ def test_a_read_timeout_is_a_quiver_timeout_and_is_not_retried():
 
     sleeps: list[float] = []
     transport = httpx.MockTransport(slow)
-    with Quiver(
-        "http://q", "k", transport=transport, sleep=sleeps.append, timeout=0.1
-    ) as quiver:
-        with pytest.raises(QuiverTimeout):
-            quiver.select("weather")
+    with (
+        Quiver(
+            "http://q", "k", transport=transport, sleep=sleeps.append, timeout=0.1
+        ) as quiver,
+        pytest.raises(QuiverTimeout),
+    ):
+        quiver.select("weather")
     assert len(calls) == 1 and sleeps == []
 
 
@@ -138,12 +147,14 @@ def test_a_connection_that_never_opens_is_retried_then_raised():
 
     sleeps: list[float] = []
     policy = RetryPolicy(max_retries=2, backoff=0.1)
-    with Quiver(
-        "http://q", "k", transport=httpx.MockTransport(refused), retry=policy,
-        sleep=sleeps.append,
-    ) as quiver:  # fmt: skip
-        with pytest.raises(QuiverConnectionError):
-            quiver.select("weather")
+    transport = httpx.MockTransport(refused)
+    with (
+        Quiver(
+            "http://q", "k", transport=transport, retry=policy, sleep=sleeps.append
+        ) as quiver,
+        pytest.raises(QuiverConnectionError),
+    ):
+        quiver.select("weather")
     assert len(sleeps) == 2
 
 

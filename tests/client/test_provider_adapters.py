@@ -23,9 +23,9 @@ from openai.types.responses.response_tool_search_output_item_param_param import 
     ResponseToolSearchOutputItemParamParam,
 )
 from pydantic import TypeAdapter
+from quiver_client import SEARCH_TOOL_NAME, AsyncQuiver, Quiver
 
 from catalog.naming import provider_safe_name
-from quiver_client import SEARCH_TOOL_NAME, AsyncQuiver, Quiver
 from tests.client.conftest import DOTTED_NAME
 from tests.factories import make_client_key
 
