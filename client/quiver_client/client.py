@@ -161,9 +161,23 @@ class _Base:
         self._offered: dict[str, frozenset[str]] = {}
 
     def _remember(self, catalog: str | None, tools: list[Any]) -> None:
-        self._offered[catalog or DEFAULT_CATALOG] = frozenset(
-            t["name"] for t in tools if t.get("defer_loading")
-        )
+        self._offered[catalog or DEFAULT_CATALOG] = offered_names(tools)
+
+    def _known_offer(
+        self, catalog: str | None, tools: Sequence[Mapping[str, Any]] | None
+    ) -> frozenset[str] | None:
+        """The names the model was given: ``tools`` when the caller passes the
+        list it sent, else the last ``anthropic_tools(catalog)`` of this client
+        (never refreshed behind the caller's back: a tool added since is not in
+        the request the model answers)."""
+        if tools is not None:
+            return offered_names(tools)
+        return self._offered.get(catalog or DEFAULT_CATALOG)
+
+
+def offered_names(tools: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The deferred tools' names of an ``anthropic_tools()`` list."""
+    return frozenset(str(t["name"]) for t in tools if t.get("defer_loading"))
 
 
 class Quiver(_Base):
@@ -308,12 +322,19 @@ class Quiver(_Base):
         return tools
 
     def anthropic_tool_result(
-        self, tool_use_block: Any, catalog: str | None = None, **options: Any
+        self,
+        tool_use_block: Any,
+        catalog: str | None = None,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **options: Any,
     ) -> dict[str, Any]:
         """Answer the model's ``search_tools`` call: a ``tool_result`` of
-        ``tool_reference`` blocks for the selected tools, naming only tools that
-        ``anthropic_tools(catalog)`` offers. A bad query is an ``is_error``
-        result the model can correct; other errors raise."""
+        ``tool_reference`` blocks for the selected tools, naming only tools of
+        the list the model was given (``tools``, else this client's last
+        ``anthropic_tools(catalog)``, fetched now if there was none). ``options``
+        go to ``select``. A bad query is an ``is_error`` result the model can
+        correct; other errors raise."""
         use_id = str(adapters.field(tool_use_block, "id"))
         try:
             query, limit = adapters.search_arguments(
@@ -328,10 +349,10 @@ class Quiver(_Base):
                 raise
             return adapters.anthropic_text_result(use_id, exc.detail, is_error=True)
         names = [pick["definition"]["name"] for pick in answer["tools"]]
-        slug = catalog or DEFAULT_CATALOG
-        if slug not in self._offered or not set(names) <= self._offered[slug]:
-            self.anthropic_tools(catalog)
-        return adapters.anthropic_result(use_id, names, self._offered[slug])
+        offered = self._known_offer(catalog, tools)
+        if offered is None:
+            offered = offered_names(self.anthropic_tools(catalog))
+        return adapters.anthropic_result(use_id, names, offered)
 
     # OpenAI -------------------------------------------------------------------------
 
@@ -494,7 +515,12 @@ class AsyncQuiver(_Base):
         return tools
 
     async def anthropic_tool_result(
-        self, tool_use_block: Any, catalog: str | None = None, **options: Any
+        self,
+        tool_use_block: Any,
+        catalog: str | None = None,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **options: Any,
     ) -> dict[str, Any]:
         """See ``Quiver.anthropic_tool_result``."""
         use_id = str(adapters.field(tool_use_block, "id"))
@@ -511,10 +537,10 @@ class AsyncQuiver(_Base):
                 raise
             return adapters.anthropic_text_result(use_id, exc.detail, is_error=True)
         names = [pick["definition"]["name"] for pick in answer["tools"]]
-        slug = catalog or DEFAULT_CATALOG
-        if slug not in self._offered or not set(names) <= self._offered[slug]:
-            await self.anthropic_tools(catalog)
-        return adapters.anthropic_result(use_id, names, self._offered[slug])
+        offered = self._known_offer(catalog, tools)
+        if offered is None:
+            offered = offered_names(await self.anthropic_tools(catalog))
+        return adapters.anthropic_result(use_id, names, offered)
 
     def openai_tool_search(self, description: str | None = None) -> dict[str, Any]:
         """See ``Quiver.openai_tool_search``."""

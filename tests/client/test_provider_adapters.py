@@ -204,3 +204,33 @@ def test_the_async_adapters_answer_like_the_blocking_ones(live_quiver):
     conforms(ToolResultBlockParam, result)
     assert result["content"][0]["tool_name"] == "get_weather"
     assert output["tools"][0]["name"] == "get_weather"
+
+
+def test_a_tool_added_after_the_list_was_sent_is_not_referenced_until_listed(
+    live_quiver,
+):
+    from catalog.models import Catalog
+    from tests.factories import embed_now, make_tool
+
+    with Quiver(live_quiver.url, live_quiver.key) as quiver:
+        sent = quiver.anthropic_tools()
+        catalog = Catalog.objects.get(slug="default")
+        make_tool(catalog, "get_weather_alerts", description="Severe weather alerts.")
+        embed_now(catalog)
+        block = search_block("severe weather alerts", max_results=3)
+        before = quiver.anthropic_tool_result(block)
+        with_list = quiver.anthropic_tool_result(block, tools=sent)
+        fresh = Quiver(live_quiver.url, live_quiver.key)
+        first_use = fresh.anthropic_tool_result(block)  # no list yet: fetches it
+        fresh.close()
+        quiver.anthropic_tools()
+        after = quiver.anthropic_tool_result(block)
+
+    def named(result):
+        return [ref.get("tool_name") for ref in result["content"]]
+
+    assert "get_weather_alerts" not in {t["name"] for t in sent}
+    assert "get_weather_alerts" not in named(before)
+    assert "get_weather_alerts" not in named(with_list)
+    assert named(first_use)[0] == "get_weather_alerts"
+    assert named(after)[0] == "get_weather_alerts"
