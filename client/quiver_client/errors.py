@@ -1,0 +1,103 @@
+"""Exceptions: every API error carries the server's ``error``, ``detail`` and
+``fields`` (the envelope of ``config/api_errors.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class QuiverError(Exception):
+    """Base of every error this client raises."""
+
+
+class QuiverConnectionError(QuiverError):
+    """The server could not be reached, or did not answer in time."""
+
+
+class QuiverTimeout(QuiverConnectionError):
+    """The request took longer than the client's ``timeout``."""
+
+
+class APIError(QuiverError):
+    """A 4xx or 5xx answer.
+
+    ``error`` is the server's code (``invalid``, ``not_authenticated``,
+    ``permission_denied``, ``not_found``, ``throttled``, ``unavailable``...),
+    ``detail`` names the field and the rule, ``fields`` maps each field to its
+    messages (empty when the error is about no field).
+    """
+
+    def __init__(
+        self,
+        status_code: int,
+        error: str,
+        detail: str,
+        fields: dict[str, Any] | None = None,
+        *,
+        retry_after: float | None = None,
+        request_id: str | None = None,
+        body: Any = None,
+    ) -> None:
+        super().__init__(f"{status_code} {error}: {detail}")
+        self.status_code = status_code
+        self.error = error
+        self.detail = detail
+        self.fields: dict[str, Any] = fields or {}
+        self.retry_after = retry_after
+        self.request_id = request_id
+        self.body = body
+
+
+class BadRequest(APIError):
+    """400: bad input; ``fields`` names each field and its rule."""
+
+
+class AuthenticationError(APIError):
+    """401: no key, or a bad, expired or revoked one."""
+
+
+class PermissionDenied(APIError):
+    """403: the key may not do this (scope, roles, unsafe tools)."""
+
+
+class NotFound(APIError):
+    """404: no such thing, or one this key may not know of."""
+
+
+class Conflict(APIError):
+    """409."""
+
+
+class PayloadTooLarge(APIError):
+    """413: the body is over the server's limit."""
+
+
+class RateLimited(APIError):
+    """429 after the client's retries: ``retry_after`` is the server's wait."""
+
+
+class Unavailable(APIError):
+    """503 after the client's retries (e.g. the database is down)."""
+
+
+class ServerError(APIError):
+    """Any other 5xx."""
+
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: BadRequest,
+    401: AuthenticationError,
+    403: PermissionDenied,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    429: RateLimited,
+    503: Unavailable,
+}
+
+
+def error_class(status_code: int) -> type[APIError]:
+    """The exception class for an HTTP status of 400 or more."""
+    if status_code in _BY_STATUS:
+        return _BY_STATUS[status_code]
+    return ServerError if status_code >= 500 else APIError

@@ -1,0 +1,89 @@
+"""The answers of a Quiver server, as typed dictionaries (plain JSON at run time).
+
+Field names follow the server's serializers (``selection/api/serializers.py``); a
+newer server may add fields, which stay in the dictionaries.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+Format = Literal[
+    "canonical", "openai", "openai-responses", "anthropic", "ollama", "mcp"
+]
+CallFormat = Literal["openai", "openai-responses", "anthropic", "ollama", "mcp"]
+
+
+class Pick(TypedDict):
+    """One selected tool: ``definition`` is in the format the request asked for."""
+
+    name: str
+    score: float
+    reason: str
+    signals: dict[str, float]
+    requires_approval: bool
+    core: bool
+    exploration: bool
+    definition: dict[str, Any]
+
+
+class Exclusion(TypedDict):
+    name: str
+    stage: Literal["policy", "rank"]
+    reason: str
+    detail: str
+    score: float | None
+
+
+class Selection(TypedDict):
+    """The answer of ``POST /api/v1/select``."""
+
+    selection_id: str
+    request_id: str | None
+    catalog: str
+    catalog_version: int
+    settings_version: int
+    scorer: str
+    tools: list[Pick]
+    excluded: NotRequired[list[Exclusion]]
+    stats: dict[str, Any]
+    cached: bool
+    degraded: bool
+    fallback_reason: str
+
+
+class BatchError(TypedDict):
+    """A batch item that failed: the API's error envelope, in the item's place."""
+
+    error: str
+    detail: str
+    fields: NotRequired[dict[str, Any]]
+
+
+class CallError(TypedDict):
+    pointer: str
+    rule: str
+    message: str
+
+
+class CheckedCall(TypedDict):
+    tool: str
+    call_id: str | None
+    valid: bool
+    errors: list[CallError]
+    flags: list[str]
+    arguments: NotRequired[Any]
+    hint: str
+    tool_version: int | None
+
+
+class ToolCallsValidation(TypedDict):
+    """The answer of ``POST /api/v1/tool-calls/validate``."""
+
+    validation_id: str
+    selection_id: str | None
+    catalog: str
+    catalog_version: int
+    format: str
+    valid: bool
+    calls: list[CheckedCall]
