@@ -72,5 +72,10 @@ bench-load: $(STAMP)
 bench-audit-backlog: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/audit_backlog.py $(ARGS)
 
+# A search over /mcp against POST /select: same queries, same run (bench/README.md).
+.PHONY: bench-mcp
+bench-mcp: $(STAMP)
+	$(PY) -m config.devstack test -- $(PY) bench/mcp_overhead.py $(ARGS)
+
 clean-test:
 	$(PY) -m config.devstack clean-test
