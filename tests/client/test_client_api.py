@@ -20,6 +20,7 @@ from quiver_client import (
 from audit.models import AuditEvent
 from catalog.models import ApiClient
 from selection.api.serializers import PickSerializer, SelectOutputSerializer
+from tests.aio import run_async
 from tests.factories import make_client_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -220,7 +221,7 @@ def test_async_quiver_selects_and_validates_like_the_blocking_one(live_quiver):
             )  # fmt: skip
             return answers, batch, check
 
-    answers, batch, check = asyncio.run(run())
+    answers, batch, check = run_async(run())
     assert [a["tools"][0]["name"] for a in answers] == ["get_weather", "send_email"]
     assert batch[0]["tools"][0]["name"] == "get_weather"
     assert check["valid"] is True

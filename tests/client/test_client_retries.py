@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import time
 
@@ -19,6 +18,8 @@ from quiver_client import (
     RetryPolicy,
     Unavailable,
 )
+
+from tests.aio import run_async
 
 ANSWER = {"selection_id": "s-1", "tools": []}
 
@@ -176,7 +177,7 @@ def test_the_async_client_retries_a_503_then_succeeds():
         ) as quiver:
             return await quiver.select("weather")
 
-    assert asyncio.run(run()) == ANSWER
+    assert run_async(run()) == ANSWER
     assert len(seen) == 2 and len(sleeps) == 1 and 0.5 <= sleeps[0] <= 0.55
 
 

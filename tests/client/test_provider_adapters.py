@@ -3,7 +3,6 @@ with the providers' own SDK types (anthropic, openai; no network)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,6 +25,7 @@ from pydantic import TypeAdapter
 from quiver_client import SEARCH_TOOL_NAME, AsyncQuiver, Quiver
 
 from catalog.naming import provider_safe_name
+from tests.aio import run_async
 from tests.client.conftest import DOTTED_NAME
 from tests.factories import make_client_key
 
@@ -198,7 +198,7 @@ def test_the_async_adapters_answer_like_the_blocking_ones(live_quiver):
             )
             return tools, result, output
 
-    tools, result, output = asyncio.run(run())
+    tools, result, output = run_async(run())
     with Quiver(live_quiver.url, live_quiver.key) as quiver:
         assert tools == quiver.anthropic_tools()
     conforms(ToolResultBlockParam, result)

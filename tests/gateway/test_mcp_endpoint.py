@@ -4,7 +4,6 @@ client in both eras (mode="legacy": the initialize handshake; mode="auto": the
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -21,6 +20,7 @@ from audit.models import AuditEvent
 from catalog.models import ApiClient
 from catalog.services.catalogs import create_catalog
 from catalog.services.clients import create_api_client, revoke_api_client
+from tests.aio import run_async
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
 from tests.outages import start_web, stop_process
@@ -67,7 +67,7 @@ def run_client(url: str, key: str, mode: str, work: Any) -> Any:
         ):  # noqa: E501
             return await work(client)
 
-    return asyncio.run(main())
+    return run_async(main())
 
 
 @pytest.mark.parametrize(
