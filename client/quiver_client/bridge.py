@@ -40,7 +40,11 @@ from quiver_client.client import USER_AGENT
 log = logging.getLogger("quiver_client.bridge")
 
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
-NAME_BEARING_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_BEARING_METHODS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+}
 # JSON-RPC codes: the server-error range for transport failures.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -136,7 +140,9 @@ class Bridge:
         method = message["method"]
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
-        version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+        version = (
+            meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+        )
         if isinstance(version, str) and isinstance(params, dict):
             headers["MCP-Protocol-Version"] = version
             headers["Mcp-Method"] = method
@@ -159,7 +165,9 @@ class Bridge:
             )
         except httpx.TimeoutException as exc:
             log.error("quiver-mcp: %s timed out: %s", self.url, exc)
-            reason = f"Quiver at {self.url} did not answer in time ({type(exc).__name__})"
+            reason = (
+                f"Quiver at {self.url} did not answer in time ({type(exc).__name__})"
+            )
             return [error_response(i, UNREACHABLE, reason) for i in request_ids]
         except httpx.HTTPError as exc:
             log.error("quiver-mcp: cannot reach %s: %s", self.url, exc)
@@ -215,7 +223,9 @@ class Bridge:
         for answer in answers:
             if isinstance(answer, dict) and answer.get("id") == message.get("id"):
                 result = answer.get("result")
-                version = result.get("protocolVersion") if isinstance(result, dict) else None
+                version = (
+                    result.get("protocolVersion") if isinstance(result, dict) else None
+                )
                 if isinstance(version, str):
                     self.protocol_version = version
 
@@ -315,18 +325,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    missing = [
-        name
-        for name, value in (("--url (or QUIVER_URL)", args.url), ("--key (or QUIVER_API_KEY)", args.key))
-        if not value
-    ]  # fmt: skip
+    named = {"--url (or QUIVER_URL)": args.url, "--key (or QUIVER_API_KEY)": args.key}
+    missing = [name for name, value in named.items() if not value]
     if missing:
         parser.error("missing " + " and ".join(missing))  # exits 2, usage on stderr
     if not str(args.url).startswith(("http://", "https://")):
         parser.error(f"--url must start with http:// or https://, not {args.url!r}")
+    level = logging.getLevelName(str(args.log_level).upper())
+    if not isinstance(level, int):
+        parser.error(
+            f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {args.log_level!r}"
+        )
     logging.basicConfig(
         stream=sys.stderr,
-        level=str(args.log_level).upper(),
+        level=level,
         format="%(asctime)s %(levelname)s %(message)s",
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 from mcp import Client, MCPError
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 
 from audit.models import AuditEvent
+from config.devstack import free_port
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
-from config.devstack import free_port
 from tests.outages import start_web, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,10 +88,13 @@ def test_the_bridge_lists_quivers_two_tools(url, mode):
     key = make_client_key("bridge-a", "agent")
 
     async def work(client):
-        return [tool.name for tool in (await client.list_tools()).tools]
+        tools = (await client.list_tools()).tools
+        return client.protocol_version, [tool.name for tool in tools]
 
-    names = run(bridge("--url", url, "--key", key), mode, work)
+    era, names = run(bridge("--url", url, "--key", key), mode, work)
     assert names == ["search_tools", "get_tool_details"]
+    # auto speaks 2026-07-28 through the bridge (no fallback to the handshake)
+    assert (era == "2026-07-28") == (mode == "auto")
 
 
 @pytest.mark.parametrize("mode", MODES)
