@@ -172,6 +172,7 @@ def test_notifications_get_no_output_and_stdout_is_only_json_rpc(url):
     names = [tool["name"] for tool in by_id["two"]["result"]["tools"]]
     assert names == ["search_tools", "get_tool_details"]
     assert "not JSON" in stderr and "Traceback" not in stderr
+    assert key not in stderr
 
 
 @pytest.mark.parametrize(
