@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from audit.models import AuditEvent
 from config.devstack import free_port
+from tests.aio import run_async
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
 from tests.outages import start_web, stop_process
@@ -61,7 +62,7 @@ def run(server: StdioServerParameters, mode: str, work: Any) -> Any:
         async with Client(server, mode=mode) as client:
             return await work(client)
 
-    return asyncio.run(asyncio.wait_for(main(), timeout=60))
+    return run_async(asyncio.wait_for(main(), timeout=60))
 
 
 def refusal(server: StdioServerParameters, mode: str) -> MCPError:
