@@ -25,7 +25,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,18 +55,31 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
     and never stops it under a run still using it."""
     started = time.monotonic()
     data_dir.mkdir(parents=True, exist_ok=True)
+    shared = _shared_server(
+        data_dir, lambda: _start_postgres(data_dir), lambda: _stop_postgres(data_dir)
+    )
+    with shared as url:
+        _say(f"Postgres 16 + pgvector ready in {time.monotonic() - started:.1f}s")
+        yield url
+
+
+@contextmanager
+def _shared_server(
+    data_dir: Path, start: Callable[[], str], stop: Callable[[], None]
+) -> Iterator[str]:
+    """Under data_dir's lock, start or join its server (``start`` gives its URL)
+    and register this process as a user; on leaving, the last user ``stop``s it."""
     with _pg_lock(data_dir):
-        url = _start_postgres(data_dir)
+        url = start()
         _users(data_dir).mkdir(exist_ok=True)
         (_users(data_dir) / str(os.getpid())).touch()
-    _say(f"Postgres 16 + pgvector ready in {time.monotonic() - started:.1f}s")
     try:
         yield url
     finally:
         with _pg_lock(data_dir):
             (_users(data_dir) / str(os.getpid())).unlink(missing_ok=True)
             if not live_users(data_dir):
-                _stop_postgres(data_dir)
+                stop()
 
 
 def _start_postgres(data_dir: Path) -> str:
@@ -138,24 +151,24 @@ def embedded_redis(data_dir: Path, persist: bool = True) -> Iterator[str]:
             yield url
         return
     data_dir.mkdir(parents=True, exist_ok=True)
-    with _pg_lock(data_dir):
+    started: list[subprocess.Popen[bytes]] = []  # the server, when this one made it
+
+    def start() -> str:
         running = running_redis(data_dir)
-        process = None
-        if running is None:
-            process, url = _start_redis(data_dir, appendonly=True)
-            _record(data_dir).write_text(json.dumps({"pid": process.pid, "url": url}))
-        else:
-            url = running["url"]
+        if running is not None:
+            url = str(running["url"])
             _say(f"Redis: using the one already running on {url.split('/')[2]}")
-        _users(data_dir).mkdir(exist_ok=True)
-        (_users(data_dir) / str(os.getpid())).touch()
-    try:
+            return url
+        process, url = _start_redis(data_dir, appendonly=True)
+        _record(data_dir).write_text(json.dumps({"pid": process.pid, "url": url}))
+        started.append(process)
+        return url
+
+    def stop() -> None:
+        _stop_redis(data_dir, started[0] if started else None)
+
+    with _shared_server(data_dir, start, stop) as url:
         yield url
-    finally:
-        with _pg_lock(data_dir):
-            (_users(data_dir) / str(os.getpid())).unlink(missing_ok=True)
-            if not live_users(data_dir):
-                _stop_redis(data_dir, process)
 
 
 @contextmanager
