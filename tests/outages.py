@@ -167,6 +167,16 @@ def start_web(env: dict[str, str], name: str) -> tuple[subprocess.Popen[bytes], 
     return process, f"http://127.0.0.1:{port}"
 
 
+@contextlib.contextmanager
+def running_web(env: dict[str, str], name: str) -> Iterator[str]:
+    """``start_web`` for the length of a ``with``: yields its URL, then stops it."""
+    process, url = start_web(env, name)
+    try:
+        yield url
+    finally:
+        stop_process(process)
+
+
 def stop_process(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.terminate()

@@ -22,7 +22,7 @@ from config.devstack import free_port
 from tests.aio import run_async
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
-from tests.outages import start_web, stop_process
+from tests.outages import running_web
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "client"
@@ -34,11 +34,8 @@ BRIDGE_ENV = {"PYTHONPATH": str(CLIENT)}
 @pytest.fixture(scope="module")
 def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     """One gunicorn for the module, on the test database."""
-    process, url = start_web(worker_env(), "bridge")
-    try:
+    with running_web(worker_env(), "bridge") as url:
         yield url
-    finally:
-        stop_process(process)
 
 
 @pytest.fixture

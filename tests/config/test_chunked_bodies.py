@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
-from tests.outages import start_web, stop_process
+from tests.outages import running_web
 
 LIMIT = 4096
 
@@ -24,12 +24,11 @@ def gunicorn(django_db_setup: None, django_db_blocker: Any) -> Iterator[httpx.Cl
     database."""
     env = worker_env()
     env["QUIVER_MAX_BODY_BYTES"] = str(LIMIT)
-    process, url = start_web(env, "chunked")
-    try:
-        with httpx.Client(base_url=url, timeout=60) as client:
-            yield client
-    finally:
-        stop_process(process)
+    with (
+        running_web(env, "chunked") as url,
+        httpx.Client(base_url=url, timeout=60) as client,
+    ):
+        yield client
 
 
 @pytest.fixture

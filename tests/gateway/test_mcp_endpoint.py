@@ -23,7 +23,7 @@ from catalog.services.clients import create_api_client, revoke_api_client
 from tests.aio import run_async
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
-from tests.outages import start_web, stop_process
+from tests.outages import running_web
 
 MODES = ["legacy", "auto"]
 INIT = {
@@ -42,11 +42,8 @@ JSON_HEADERS = {"Accept": "application/json, text/event-stream"}
 @pytest.fixture(scope="module")
 def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     """One gunicorn for the module, on the test database."""
-    process, url = start_web(worker_env(), "mcp")
-    try:
+    with running_web(worker_env(), "mcp") as url:
         yield url
-    finally:
-        stop_process(process)
 
 
 @pytest.fixture
