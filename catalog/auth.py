@@ -6,18 +6,16 @@ import hmac
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.db import connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from catalog.access import MAX_CHAIN, key_chain
 from catalog.models import ApiClient
 from catalog.services.clients import hash_key, split_key
 from config.ratelimit import penalize_unknown_key
 
 LAST_USED_EVERY = timedelta(minutes=1)
-MAX_CHAIN = 32  # keys above a key; a longer chain fails closed
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -103,36 +101,12 @@ def _stop_reason(
     return ""
 
 
-CHAIN_SQL = """
-WITH RECURSIVE chain (id, parent_id, depth) AS (
-    SELECT id, parent_id, 1 FROM {keys} WHERE id = %s
-    UNION ALL
-    SELECT k.id, k.parent_id, chain.depth + 1
-    FROM {keys} k JOIN chain ON k.id = chain.parent_id
-    WHERE chain.depth < %s
-)
-SELECT k.name, k.revoked, k.expires, u.is_active, k.owner_name, o.is_active,
-       k.parent_name, k.parent_id
-FROM chain
-JOIN {keys} k ON k.id = chain.id
-JOIN {users} u ON u.id = k.user_id
-LEFT JOIN {users} o ON o.id = k.owner_id
-ORDER BY chain.depth
-"""
-
-
 def _ancestor_problem(parent_id: int) -> str:
     """The first stopped key up the chain from ``parent_id``, in one query."""
-    sql = CHAIN_SQL.format(
-        keys=connection.ops.quote_name(ApiClient._meta.db_table),
-        users=connection.ops.quote_name(get_user_model()._meta.db_table),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [parent_id, MAX_CHAIN])
-        rows = cursor.fetchall()
+    rows = key_chain(parent_id)
     if len(rows) >= MAX_CHAIN:
         return "stopped: its chain of keys is too long to check"
-    for name, revoked, expires, user_active, owner, owner_on, parent, pid in rows:
+    for _id, name, revoked, expires, user_active, owner, owner_on, parent, pid in rows:
         reason = _stop_reason(
             revoked=revoked,
             expires=expires,
