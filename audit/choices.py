@@ -14,6 +14,10 @@ class EventType(models.TextChoices):
     ACCESS_CHANGED = "access_changed", "A person's groups or catalogs changed"
     KEY_ROTATED = "key_rotated", "Audit key rotated"
     QUERY_ENCODER = "query_encoder", "Static query encoder built"
+    SOURCE_CHANGED = "source_changed", "Catalog source added, changed or removed"
+    TOOL_CALL = "tool_call", "Tool call through Quiver"
+    APPROVAL = "approval", "Tool call approval requested, decided or expired"
+    LABELS_CHANGED = "labels_changed", "Labelled requests changed"
 
 
 class RollupKind(models.TextChoices):

@@ -68,6 +68,9 @@ INSTALLED_APPS = [
     "catalog",
     "selection",
     "audit",
+    "sources",
+    "calls",
+    "learning",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,85 @@
+"""A source is an MCP server a catalog takes tools from; each tool it brought keeps
+its upstream name (for calls) and the upstream definition last synced (for diffs)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from catalog.models import Catalog, Tool
+
+
+class SourceKind(models.TextChoices):
+    MCP = "mcp", "MCP server (streamable HTTP)"
+
+
+class SourceStatus(models.TextChoices):
+    NEW = "new", "Never synced"
+    SYNCING = "syncing", "Syncing"
+    OK = "ok", "OK"
+    ERROR = "error", "Error"
+
+
+class Source(models.Model):
+    catalog = models.ForeignKey(
+        Catalog, on_delete=models.CASCADE, related_name="sources"
+    )
+    # Also the namespace of its tools' catalog names, so two sources cannot collide.
+    name = models.CharField(max_length=64)
+    kind = models.CharField(max_length=10, choices=SourceKind.choices, default="mcp")
+    url = models.URLField(max_length=2000, blank=True)
+    # The header values are secrets: stored encrypted, never shown back in clear.
+    headers_encrypted = models.TextField(blank=True, default="")
+    # A stdio command is configured in the server's settings file only, under this name.
+    stdio_name = models.CharField(max_length=64, blank=True, default="")
+    timeout_seconds = models.FloatField(default=30.0)
+    max_result_bytes = models.PositiveIntegerField(default=100_000)
+    status = models.CharField(
+        max_length=10, choices=SourceStatus.choices, default=SourceStatus.NEW
+    )
+    last_synced = models.DateTimeField(null=True, blank=True)
+    last_outcome = models.CharField(max_length=200, blank=True, default="")
+    last_error = models.TextField(blank=True, default="")
+    tool_count = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["catalog_id", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["catalog", "name"], name="source_unique_name_per_catalog"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog.slug}/{self.name}"
+
+
+class SourceTool(models.Model):
+    """The link between a catalog tool and the upstream tool it came from."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="links")
+    tool = models.OneToOneField(
+        Tool, on_delete=models.CASCADE, related_name="source_link"
+    )
+    upstream_name = models.CharField(max_length=200)
+    # The upstream Tool object as last listed (inputSchema, outputSchema, annotations).
+    upstream = models.JSONField(default=dict)
+    upstream_hash = models.CharField(max_length=64, blank=True, default="")
+    # Gone upstream: no longer offered, kept for audit.
+    gone = models.BooleanField(default=False)
+    synced = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "upstream_name"], name="source_tool_unique_upstream"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.upstream_name}"

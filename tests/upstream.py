@@ -1,0 +1,308 @@
+"""A real upstream MCP server for the sources, calls and approvals tests, built with
+the official SDK (its low-level ``Server`` and streamable HTTP session manager) and
+served by uvicorn on 127.0.0.1 in a thread of the test process.
+
+Everything a test needs to see or change is on the ``Upstream`` object: the tools it
+lists (a dict, changed between syncs), the page size of ``tools/list``, the headers
+it requires, and every call that reached it (so a test can assert that an invalid
+or unapproved call never did).
+
+    with running_upstream() as upstream:
+        upstream.url            # http://127.0.0.1:<port>/mcp
+        upstream.calls          # [UpstreamCall(name, arguments, headers), ...]
+        upstream.tools["new_tool"] = upstream_tool("new_tool", "...")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as types
+import uvicorn
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+OBJECT = {"type": "object"}
+
+
+def upstream_tool(
+    name: str,
+    description: str,
+    properties: dict[str, Any] | None = None,
+    required: list[str] | None = None,
+    *,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+    output_schema: dict[str, Any] | None = None,
+    title: str | None = None,
+) -> types.Tool:
+    schema: dict[str, Any] = {"type": "object", "properties": properties or {}}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    hints: dict[str, Any] = {
+        "read_only_hint": read_only,
+        "destructive_hint": destructive,
+        "idempotent_hint": idempotent,
+        "open_world_hint": open_world,
+    }
+    annotations = (
+        types.ToolAnnotations(**hints)
+        if any(value is not None for value in hints.values())
+        else None
+    )
+    return types.Tool(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=schema,
+        output_schema=output_schema,
+        annotations=annotations,
+    )
+
+
+def default_tools() -> dict[str, types.Tool]:
+    """Read-only, destructive, idempotent, open-world, slow, failing and big tools."""
+    city = {"city": {"type": "string", "minLength": 1}}
+    tools = [
+        upstream_tool(
+            "get_forecast",
+            "Weather forecast for a city: temperature and sky for the next days.",
+            {**city, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+            ["city"],
+            read_only=True,
+            open_world=True,
+            output_schema={
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "forecast": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["city", "forecast"],
+            },
+        ),
+        upstream_tool(
+            "delete_file",
+            "Delete a file from the shared drive, permanently.",
+            {"path": {"type": "string", "minLength": 1}},
+            ["path"],
+            read_only=False,
+            destructive=True,
+            open_world=False,
+        ),
+        upstream_tool(
+            "set_thermostat",
+            "Set the office thermostat to a temperature in degrees Celsius.",
+            {"celsius": {"type": "number", "minimum": 5, "maximum": 30}},
+            ["celsius"],
+            read_only=False,
+            destructive=False,
+            idempotent=True,
+            open_world=False,
+        ),
+        upstream_tool(
+            "send_note",
+            "Send a short note to a colleague by chat.",
+            {"to": {"type": "string"}, "text": {"type": "string"}},
+            ["to", "text"],
+        ),  # no annotations: the spec's defaults (not read-only, destructive)
+        upstream_tool(
+            "slow_echo",
+            "Echo a text back after waiting some seconds.",
+            {"text": {"type": "string"}, "seconds": {"type": "number"}},
+            ["text"],
+            read_only=True,
+        ),
+        upstream_tool(
+            "always_fails",
+            "A tool whose every call fails upstream.",
+            read_only=True,
+        ),
+        upstream_tool(
+            "big_result",
+            "Answer a text of the given number of bytes.",
+            {"size": {"type": "integer", "minimum": 0}},
+            ["size"],
+            read_only=True,
+        ),
+    ]
+    return {tool.name: tool for tool in tools}
+
+
+@dataclass
+class UpstreamCall:
+    name: str
+    arguments: dict[str, Any]
+    headers: dict[str, str]
+
+
+@dataclass
+class Upstream:
+    url: str = ""
+    tools: dict[str, types.Tool] = field(default_factory=default_tools)
+    page_size: int = 3
+    # Header name (lower case) -> the value every request must carry, else 401.
+    required_headers: dict[str, str] = field(default_factory=dict)
+    calls: list[UpstreamCall] = field(default_factory=list)
+    list_requests: int = 0
+    # Every HTTP request's headers, lower-cased names (to check secrets were sent).
+    seen_headers: list[dict[str, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    async def on_list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        with self.lock:
+            self.list_requests += 1
+            tools = list(self.tools.values())
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        end = start + self.page_size
+        return types.ListToolsResult(
+            tools=tools[start:end],
+            next_cursor=str(end) if end < len(tools) else None,
+        )
+
+    async def on_call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        request = getattr(ctx, "request", None)
+        headers = dict(request.headers) if request is not None else {}
+        with self.lock:
+            self.calls.append(UpstreamCall(params.name, arguments, headers))
+        return await self._answer(params.name, arguments)
+
+    async def _answer(
+        self, name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        if name == "get_forecast":
+            days = int(arguments.get("days", 2))
+            forecast = [f"day {n + 1}: sunny, 21 C" for n in range(days)]
+            found = {"city": arguments["city"], "forecast": forecast}
+            return types.CallToolResult(
+                content=[types.TextContent(text="\n".join(forecast))],
+                structured_content=found,
+            )
+        if name == "slow_echo":
+            await anyio.sleep(float(arguments.get("seconds", 0)))
+            return _text(str(arguments["text"]))
+        if name == "always_fails":
+            return types.CallToolResult(
+                content=[types.TextContent(text="upstream: the disk is on fire")],
+                is_error=True,
+            )
+        if name == "big_result":
+            return _text("x" * int(arguments["size"]))
+        if name in self.tools:
+            return _text(f"{name} done: {arguments}")
+        return types.CallToolResult(
+            content=[types.TextContent(text=f"unknown tool {name}")], is_error=True
+        )
+
+    def calls_to(self, name: str) -> list[UpstreamCall]:
+        with self.lock:
+            return [call for call in self.calls if call.name == name]
+
+
+def _text(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)])
+
+
+def _asgi_app(upstream: Upstream) -> Any:
+    server: Server[Any] = Server(
+        "test-upstream",
+        version="1",
+        on_list_tools=upstream.on_list_tools,
+        on_call_tool=upstream.on_call_tool,
+    )
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        json_response=True,
+        stateless=True,
+        security_settings=TransportSecuritySettings(
+            enable_dns_rebinding_protection=False
+        ),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            message = await receive()
+            assert message["type"] == "lifespan.startup"
+            async with lifespan():
+                await send({"type": "lifespan.startup.complete"})
+                await receive()  # lifespan.shutdown
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        with upstream.lock:
+            upstream.seen_headers.append(headers)
+        for name, value in upstream.required_headers.items():
+            if headers.get(name) != value:
+                await _plain(send, 401, b"unauthorized")
+                return
+        if scope["path"].rstrip("/") != "/mcp":
+            await _plain(send, 404, b"not found")
+            return
+        await manager.handle_request(scope, receive, send)
+
+    return app
+
+
+async def _plain(send: Any, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running_upstream(upstream: Upstream | None = None) -> Iterator[Upstream]:
+    """Serve ``upstream`` (a fresh one by default) until the block ends."""
+    upstream = upstream or Upstream()
+    port = free_port()
+    config = uvicorn.Config(
+        _asgi_app(upstream),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="test-upstream", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test upstream MCP server did not start")
+        time.sleep(0.02)
+    upstream.url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        yield upstream
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
