@@ -49,6 +49,7 @@ from catalog.embeddings.static import (  # noqa: E402
 from catalog.embeddings.static_training import ToolText, build_weights  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
 from catalog.tool_text import schema_properties, split_identifier
+from learning.metrics import KS, mean_metrics, query_metrics  # noqa: E402, F401
 from selection.engine import (  # noqa: E402
     CatalogSnapshot,
     EngineSettings,
@@ -61,7 +62,6 @@ from selection.engine.normalize import normalize  # noqa: E402
 from selection.engine.sentences import pooled, split_sentences  # noqa: E402
 
 ENGINE_SCORERS = ("keyword", "bm25f", "embedding", "hybrid", "ensemble")
-KS = (1, 3, 5, 10)
 # The fixed random halves of bench/quality_fusion.py (A = tune, B = check).
 HALF_SEED = 20261123
 Ranker = Callable[[int, Query], list[str]]
@@ -79,23 +79,6 @@ def records_from_specs(specs: Sequence[ToolSpec]) -> tuple[ToolRecord, ...]:
 
 
 # --- metrics ----------------------------------------------------------------------
-
-
-def query_metrics(ranked: Sequence[str], relevant: Sequence[str]) -> dict[str, float]:
-    """Recall@k, NDCG@10 and reciprocal rank of one ranked list."""
-    rel = set(relevant)
-    out = {f"R@{k}": len(rel & set(ranked[:k])) / len(rel) for k in KS}
-    dcg = sum(1 / math.log2(i + 2) for i, n in enumerate(ranked[:10]) if n in rel)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(rel), 10)))
-    out["NDCG@10"] = dcg / ideal
-    ranks = [i for i, n in enumerate(ranked) if n in rel]
-    out["MRR"] = 1 / (ranks[0] + 1) if ranks else 0.0
-    return out
-
-
-def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
-    """Average of per-query metrics."""
-    return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]} if rows else {}
 
 
 # --- peers ------------------------------------------------------------------------
