@@ -19,6 +19,7 @@ from django.http import (
 )
 from django.template.loader import render_to_string
 
+from config.bodies import Refusal, is_chunked, read_chunked
 from config.jsonparse import BAD_TEXT_RULE, has_bad_text, printable
 
 DATABASE_DOWN = "database: not reachable; try again shortly"
@@ -35,7 +36,7 @@ class BodySizeLimitMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         limit = settings.QUIVER_MAX_BODY_BYTES
-        if _is_chunked(request):
+        if is_chunked(request.META):
             refused = read_chunked_body(request, limit)
             if refused is not None:
                 return refused
@@ -52,29 +53,17 @@ def _too_large(detail: str) -> HttpResponse:
     return JsonResponse({"error": "payload_too_large", "detail": detail}, status=413)
 
 
-def _is_chunked(request: HttpRequest) -> bool:
-    encoding = request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
-    return "chunked" in encoding and not request.META.get("CONTENT_LENGTH")
-
-
 def read_chunked_body(request: HttpRequest, limit: int) -> HttpResponse | None:
-    """Read a chunked body (at most ``limit`` bytes) and give it to Django as if it
-    had a Content-Length; Django reads no body without one, so the view would
-    see it empty. Only a server that decodes chunks and marks the end of the
-    body (``wsgi.input_terminated``: gunicorn, uWSGI) can be read this way; any
-    other answers 411 rather than take the body as empty."""
-    environ = request.META
-    if not environ.get("wsgi.input_terminated"):
-        body = {
-            "error": "length_required",
-            "detail": "body: send a Content-Length (this server cannot read chunks)",
-        }
-        return JsonResponse(body, status=411)
-    body_bytes = environ["wsgi.input"].read(limit + 1)
-    if len(body_bytes) > limit:
-        return _too_large(f"body: must be at most {limit} bytes")
-    request._stream = LimitedStream(io.BytesIO(body_bytes), len(body_bytes))  # type: ignore[assignment]
-    environ["CONTENT_LENGTH"] = str(len(body_bytes))
+    """Read a chunked body (config.bodies) and give it to Django as if it had a
+    Content-Length; Django reads no body without one, so the view would see it
+    empty."""
+    body = read_chunked(request.META, limit)
+    if isinstance(body, Refusal):
+        return JsonResponse(
+            {"error": body.error, "detail": body.detail}, status=body.status
+        )
+    request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[assignment]
+    request.META["CONTENT_LENGTH"] = str(len(body))
     return None
 
 

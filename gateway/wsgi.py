@@ -33,6 +33,7 @@ from django.http.request import split_domain_port, validate_host
 from rest_framework.exceptions import APIException
 
 from catalog.auth import ApiKeyAuthentication
+from config.bodies import Refusal, read_body
 from gateway.server import CALLER, REQUEST_ID, build_manager
 
 PATH = "/mcp"
@@ -72,10 +73,9 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         # DELETE (the spec's 405), and no worker held by an endless stream.
         detail = "method: /mcp takes POST (stateless, no server stream)"
         return _json(start, 405, "method_not_allowed", detail, allow="POST")
-    body = _read_body(environ)
-    if body is None:
-        detail = f"body: must be at most {settings.QUIVER_MAX_BODY_BYTES} bytes"
-        return _json(start, 413, "payload_too_large", detail)
+    body = read_body(environ, int(settings.QUIVER_MAX_BODY_BYTES))
+    if isinstance(body, Refusal):
+        return _json(start, body.status, body.error, body.detail)
     request_id = _request_id(request)
     try:
         status, headers, chunks = _loop().call(
@@ -113,20 +113,6 @@ def _authenticate(request: WSGIRequest) -> Any:
     """The key's user, or None when no bearer key was sent; raises for a bad key."""
     found = ApiKeyAuthentication().authenticate(request)  # type: ignore[arg-type]
     return None if found is None else found[0]
-
-
-def _read_body(environ: dict[str, Any]) -> bytes | None:
-    limit = int(settings.QUIVER_MAX_BODY_BYTES)
-    stream = environ["wsgi.input"]
-    length = environ.get("CONTENT_LENGTH") or ""
-    if length.isdigit():
-        if int(length) > limit:
-            return None
-        return stream.read(int(length))
-    if not environ.get("wsgi.input_terminated"):
-        return b""
-    body: bytes = stream.read(limit + 1)
-    return None if len(body) > limit else body
 
 
 def _request_id(request: WSGIRequest) -> uuid.UUID:

@@ -55,7 +55,10 @@ def url(transactional_db: None, server_url: str) -> str:
 
 def run_client(url: str, key: str, mode: str, work: Any) -> Any:
     async def main() -> Any:
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"})
+        # httpx2's default 5 s read timeout is too short on a loaded 2-core machine.
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {key}"}, timeout=60
+        )
         async with (
             http,
             Client(
