@@ -4,6 +4,7 @@ with history."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -14,7 +15,7 @@ from audit.changes import field_changes, settings_in_full
 from audit.choices import EventType
 from audit.services import record_event
 from catalog.access import Actor, access_for, actor_name, stored_user
-from catalog.models import Catalog
+from catalog.models import Catalog, Tool
 from selection.answers import SelectionAnswer
 from selection.engine.settings import EngineSettings, SettingsError
 from selection.engine.types import SelectionRequest
@@ -108,7 +109,7 @@ def update_selection_settings(
             input={
                 "before": before,
                 "after": data,
-                "reason": reason,
+                **({"reason": reason} if reason else {}),
                 **({"restored_from": restored_from} if restored_from else {}),
             },
             output={"settings_version": row.version},
@@ -174,3 +175,19 @@ def try_settings(
         catalog, request, **options, channel="try-settings", proposed=proposed
     )
     return current, trial
+
+
+def pickable_tool_names(catalog: Catalog, limit: int) -> list[str] | None:
+    """The catalog's tool names, sorted, for a form to pick from; None when it
+    has more than ``limit`` (then names are typed, and checked by
+    ``known_tool_names``)."""
+    names = Tool.objects.filter(catalog=catalog).order_by("name")
+    found = list(names.values_list("name", flat=True)[: limit + 1])
+    return None if len(found) > limit else found
+
+
+def known_tool_names(catalog: Catalog, names: Iterable[str]) -> set[str]:
+    """Which of ``names`` are tools of the catalog."""
+    wanted = set(names)
+    found = Tool.objects.filter(catalog=catalog, name__in=wanted)
+    return set(found.values_list("name", flat=True))
