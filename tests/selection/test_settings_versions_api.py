@@ -203,3 +203,22 @@ def test_a_too_long_reason_is_refused_naming_the_field(three_versions):
     )
     assert response.status_code == 400
     assert "reason" in response.json()["fields"]
+
+
+def test_a_restore_counts_against_the_keys_rate_limit(three_versions, monkeypatch):
+    from catalog.models import ApiClient
+    from config import ratelimit
+
+    counter = ratelimit.Counter()
+    counter._redis_down_until = float("inf")
+    monkeypatch.setattr(ratelimit, "COUNTER", counter)
+    monkeypatch.setattr(ratelimit, "clock", lambda: 1_800_000_010.0)
+    curator = key("curator")
+    ApiClient.objects.filter(name="curator-key").update(rate_limit_per_minute=1)
+    url = RESTORE.format(slug="default", n=1)
+    assert curator.post(url, {}, format="json").status_code == 200
+    rows = AuditEvent.objects.count()
+    assert curator.post(url, {}, format="json").status_code == 429
+    assert AuditEvent.objects.count() == rows
+    # Reading the history is free.
+    assert curator.get(VERSIONS.format(slug="default")).status_code == 200
