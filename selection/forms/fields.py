@@ -156,20 +156,23 @@ class ToolNames(forms.Field):
     """Tool names picked from the catalog: a list box, or (big catalogs) names
     typed comma-separated; either way each is checked against the catalog."""
 
-    def __init__(self, *, multiple: bool, choices: list[tuple[str, str]] | None,
-                 **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        multiple: bool,
+        choices: list[tuple[str, str]] | None,
+        **kwargs: Any,
+    ) -> None:
         self.multiple = multiple
-        if choices is not None:
-            widget: forms.Widget = (
-                forms.SelectMultiple(attrs={"size": min(8, max(3, len(choices)))})
-                if multiple
-                else forms.Select()
-            )
-            widget.choices = choices if multiple else [("", "—"), *choices]
+        widget: forms.Widget
+        if choices is None:
+            typed = {"placeholder": "tool names, comma-separated"}
+            widget = forms.TextInput(attrs=typed)
+        elif multiple:
+            size = min(8, max(3, len(choices)))
+            widget = forms.SelectMultiple(attrs={"size": size}, choices=choices)
         else:
-            widget = forms.TextInput(
-                attrs={"placeholder": "tool names, comma-separated"}
-            )
+            widget = forms.Select(choices=[("", "—"), *choices])
         kwargs.setdefault("required", False)
         super().__init__(widget=widget, **kwargs)
 

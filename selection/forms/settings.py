@@ -310,7 +310,8 @@ class SettingsFieldsForm(forms.Form):
         return number
 
     def _anchors(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
-        anchors, self._anchor_rows = [], []
+        anchors: list[dict[str, Any]] = []
+        self._anchor_rows: list[int] = []
         for i in range(self.anchor_count):
             pattern = data.get(f"anchor_{i}_pattern") or ""
             tools = data.get(f"anchor_{i}_tools") or []

@@ -38,11 +38,13 @@ def catalog(db) -> Any:
 
 def picks(html: str, side: str) -> list[tuple[str, str]]:
     """(tool, move) of one column of the comparison."""
-    column = re.search(
+    found = re.search(
         rf'data-testid="{side}-answer">(.*?)</div>\s*(<div class="card|</div>)',
         html,
         re.S,
-    ).group(1)
+    )
+    assert found, f"no {side} column"
+    column = found.group(1)
     rows = re.findall(r'data-tool="([^"]+)">(.*?)</li>', column, re.S)
     return [
         (name, (re.findall(r'data-testid="move">([^<]*)<', body) or [""])[0])
