@@ -182,7 +182,7 @@ class SelectionSettingsSerializer(StrictFieldsMixin, serializers.Serializer):
     settings = serializers.DictField()
     version = serializers.IntegerField(read_only=True)
     reason = serializers.CharField(
-        required=False, allow_blank=True, max_length=500, default=""
+        required=False, allow_blank=True, max_length=500, default="", write_only=True
     )
 
 

@@ -234,7 +234,9 @@ class SettingsRestoreView(generics.GenericAPIView):
     permission_classes = [CuratorWrites]
     throttle_classes = [WriteRateThrottle]
 
-    @extend_schema(responses=s.SelectionSettingsSerializer)
+    @extend_schema(
+        request=s.SettingsRestoreSerializer, responses=s.SelectionSettingsSerializer
+    )
     def post(self, request: Request, slug: str, version: int) -> Response:
         catalog = get_catalog_for_user(request.user, slug)
         self.get_serializer(data=request.data).is_valid(raise_exception=True)

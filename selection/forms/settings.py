@@ -92,12 +92,12 @@ KnownTools = Callable[[Iterable[str]], set[str]]
 
 
 def _rows(data: Any, pattern: re.Pattern[str], existing: int) -> int:
-    """How many rows the form carries: those posted, else the saved ones plus
-    a few empty ones for new entries."""
+    """How many rows the form carries: those posted (more than ``ROWS_MAX`` is
+    refused in ``clean``), else the saved ones plus a few empty ones."""
     if data is None:
         return min(existing + BLANK_ROWS, ROWS_MAX)
     found = [int(m.group(1)) for key in data if (m := pattern.fullmatch(key))]
-    return min(max(found, default=-1) + 1, ROWS_MAX)
+    return max(found, default=-1) + 1
 
 
 class SettingsFieldsForm(forms.Form):
@@ -181,7 +181,7 @@ class SettingsFieldsForm(forms.Form):
     def _add_anchors(self, data: Any) -> None:
         anchors = self.current["micro_anchors"]
         self.anchor_count = _rows(data, ANCHOR, len(anchors))
-        for i in range(self.anchor_count):
+        for i in range(min(self.anchor_count, ROWS_MAX)):
             self.fields[f"anchor_{i}_pattern"] = forms.CharField(
                 label="pattern", required=False, max_length=1000, strip=False
             )
@@ -203,7 +203,7 @@ class SettingsFieldsForm(forms.Form):
         ]
         self.transition_count = _rows(data, TRANSITION, len(saved))
         low, high = WEIGHT_RANGES["transitions"]
-        for i in range(self.transition_count):
+        for i in range(min(self.transition_count, ROWS_MAX)):
             self.fields[f"transition_{i}_from"] = self._tools("after", multiple=False)
             self.fields[f"transition_{i}_to"] = self._tools("next", multiple=False)
             self.fields[f"transition_{i}_p"] = forms.CharField(
@@ -245,13 +245,13 @@ class SettingsFieldsForm(forms.Form):
     def anchor_rows(self) -> list[tuple[forms.BoundField, ...]]:
         return [
             tuple(self[f"anchor_{i}_{part}"] for part in ("pattern", "tools", "boost"))
-            for i in range(self.anchor_count)
+            for i in range(min(self.anchor_count, ROWS_MAX))
         ]
 
     def transition_rows(self) -> list[tuple[forms.BoundField, ...]]:
         return [
             tuple(self[f"transition_{i}_{part}"] for part in ("from", "to", "p"))
-            for i in range(self.transition_count)
+            for i in range(min(self.transition_count, ROWS_MAX))
         ]
 
     # Cleaning ------------------------------------------------------------------
@@ -260,6 +260,14 @@ class SettingsFieldsForm(forms.Form):
         """The full settings from the inputs, then the engine's own validation;
         every message names its setting and sits on its input."""
         data = super().clean() or {}
+        for name, count in (
+            ("micro_anchors", self.anchor_count),
+            ("transitions", self.transition_count),
+        ):
+            if count > ROWS_MAX:
+                self.add_error(None, f"{name}: at most {ROWS_MAX} rows")
+        if self.errors:
+            return data
         out: dict[str, Any] = {}
         for name in self._defaults:
             if name in self.fields:
@@ -312,7 +320,7 @@ class SettingsFieldsForm(forms.Form):
     def _anchors(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
         anchors: list[dict[str, Any]] = []
         self._anchor_rows: list[int] = []
-        for i in range(self.anchor_count):
+        for i in range(min(self.anchor_count, ROWS_MAX)):
             pattern = data.get(f"anchor_{i}_pattern") or ""
             tools = data.get(f"anchor_{i}_tools") or []
             if not pattern.strip() and not tools:
@@ -335,7 +343,7 @@ class SettingsFieldsForm(forms.Form):
     def _transitions(self, data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
         self._transition_rows: dict[tuple[str, str], int] = {}
-        for i in range(self.transition_count):
+        for i in range(min(self.transition_count, ROWS_MAX)):
             src = (data.get(f"transition_{i}_from") or [""])[0]
             dst = (data.get(f"transition_{i}_to") or [""])[0]
             p_text = str(data.get(f"transition_{i}_p") or "").strip()

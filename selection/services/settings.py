@@ -105,7 +105,8 @@ def update_selection_settings(
             request_id=request_id,
             catalog_slug=catalog.slug,
             catalog_version=catalog.version,
-            summary=f"selection settings of {catalog.slug} -> version {row.version}",
+            summary=f"selection settings of {catalog.slug} -> version {row.version}"
+            + (f" (restored version {restored_from})" if restored_from else ""),
             input={
                 "before": before,
                 "after": data,

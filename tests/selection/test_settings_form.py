@@ -374,3 +374,11 @@ def test_a_person_who_may_not_write_cannot_save_the_form(catalog, client: Client
     response = client.post(PAGE.format(slug="default"), form_post(catalog))
     assert response.status_code == 403
     assert current_settings(catalog)[1] == 0
+
+
+def test_more_rows_than_a_form_may_carry_are_refused_by_name(as_curator, catalog):
+    body = form_post(catalog, anchor_600_pattern="x", anchor_600_tools=["get_weather"])
+    response = as_curator.post(PAGE.format(slug="default"), body)
+    assert response.status_code == 200
+    assert "micro_anchors: at most 500 rows" in response.content.decode()
+    assert current_settings(catalog)[1] == 0
