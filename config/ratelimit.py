@@ -177,18 +177,29 @@ class BatchRateThrottle(ClientRateThrottle):
 def rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """A console view whose POST writes an audit row: the POST costs 1 of the
     person's budget; past it the 429 page, naming the limit, and nothing done."""
+    return rate_limited_by(1)(view)
 
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.method not in SAFE_METHODS:
-            try:
-                charge_caller(request.user, 1)
-            except Throttled as exc:
-                response = render(
-                    request, "429.html", {"detail": exc.detail}, status=429
-                )
-                response["Retry-After"] = str(int(getattr(exc, "wait", None) or 1))
-                return response
-        return view(request, *args, **kwargs)
 
-    return wrapped
+def rate_limited_by(
+    cost: int,
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """``rate_limited`` for a POST that writes ``cost`` audit rows."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method not in SAFE_METHODS:
+                try:
+                    charge_caller(request.user, cost)
+                except Throttled as exc:
+                    response = render(
+                        request, "429.html", {"detail": exc.detail}, status=429
+                    )
+                    wait = getattr(exc, "wait", None) or 1
+                    response["Retry-After"] = str(int(wait))
+                    return response
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate

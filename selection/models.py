@@ -8,7 +8,10 @@ from django.conf import settings
 from django.db import models
 
 from catalog.models import Catalog
-from selection.querysets import SelectionSettingsQuerySet
+from selection.querysets import (
+    SelectionSettingsChangeQuerySet,
+    SelectionSettingsQuerySet,
+)
 
 
 class SelectionSettings(models.Model):
@@ -34,14 +37,21 @@ class SelectionSettings(models.Model):
 
 
 class SelectionSettingsChange(models.Model):
-    """Append-only history of settings changes, so any version can be shown."""
+    """Append-only history of settings changes, so any version can be shown (and
+    restored: a restore is a new change whose ``after`` equals an earlier one's).
+
+    ``reason`` is the curator's optional note, or says which version a restore
+    brought back."""
 
     catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="+")
     version = models.PositiveIntegerField()
     before = models.JSONField(default=dict)
     after = models.JSONField(default=dict)
     actor_name = models.CharField(max_length=150)
+    reason = models.CharField(max_length=500, blank=True, default="")
     created = models.DateTimeField(auto_now_add=True)
+
+    objects = SelectionSettingsChangeQuerySet.as_manager()
 
     class Meta:
         ordering = ["-id"]

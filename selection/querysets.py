@@ -20,3 +20,9 @@ class SelectionSettingsQuerySet(models.QuerySet):
         if row is None:
             return EngineSettings(), 0
         return EngineSettings.from_dict(row.data), row.version
+
+
+class SelectionSettingsChangeQuerySet(models.QuerySet):
+    def history_of(self, catalog: Catalog) -> SelectionSettingsChangeQuerySet:
+        """Every settings version of ``catalog``, newest first."""
+        return self.filter(catalog=catalog).order_by("-version", "-id")

@@ -13,4 +13,19 @@ urlpatterns = [
         views.selection_settings,
         name="settings",
     ),
+    path(
+        "catalogs/<slug:slug>/selection-settings/try/",
+        views.try_settings_view,
+        name="settings-try",
+    ),
+    path(
+        "catalogs/<slug:slug>/selection-settings/history/",
+        views.settings_history,
+        name="settings-history",
+    ),
+    path(
+        "catalogs/<slug:slug>/selection-settings/versions/<int:version>/restore/",
+        views.restore_settings,
+        name="settings-restore",
+    ),
 ]

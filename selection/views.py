@@ -7,6 +7,7 @@ what an agent would get.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -14,27 +15,45 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
 
 from catalog.access import access_for, get_catalog_for_user
 from catalog.models import Catalog
 from catalog.services.catalogs import DEFAULT_CATALOG
 from config.http import request_id
-from config.pages import acting_user, can_write, render_page, visible_catalogs
-from config.ratelimit import rate_limited
+from config.pages import (
+    acting_user,
+    can_write,
+    paginate,
+    render_page,
+    visible_catalogs,
+)
+from config.ratelimit import rate_limited, rate_limited_by
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
-from selection.forms import SelectionSettingsForm, TryItForm
+from selection.forms import SelectionSettingsForm, SettingsFieldsForm, TryItForm
+from selection.forms.fields import TOOL_CHOICES_MAX
+from selection.forms.try_it import flatten_errors
+from selection.models import SelectionSettingsChange
 from selection.requests import build_request
 from selection.services.select import select_tools
 from selection.services.settings import (
+    checked_settings,
     current_settings,
+    known_tool_names,
+    pickable_tool_names,
     refuse_unless_whole_catalog,
+    restore_selection_settings,
+    try_settings,
     update_selection_settings,
+    version_changes,
 )
 
 TRY_TEMPLATE = "selection/try_it.html"
 TRY_PARTIAL = "selection/partials/try_results.html"
 SETTINGS_TEMPLATE = "selection/selection_settings.html"
+TRY_SETTINGS_PARTIAL = "selection/partials/settings_try.html"
+HISTORY_TEMPLATE = "selection/settings_history.html"
 STAGES = ("policy", "rank")
 NEAR_MISSES = 5
 
@@ -129,27 +148,196 @@ def present(answer: dict[str, Any], core_tools: Any) -> dict[str, Any]:
 @login_required
 @rate_limited
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
-    """Show a catalog's effective settings; curators and admins save changes."""
+    """A catalog's settings as a form (and as raw JSON); curators and admins save
+    either, each save one new version."""
     catalog = get_catalog_for_user(request.user, slug)
     refuse_unless_whole_catalog(request.user)
     data, version = current_settings(catalog)
-    form = SelectionSettingsForm(initial={"settings": data})
+    fields_form = settings_fields_form(catalog, data)
+    raw_form = SelectionSettingsForm(initial={"settings": data})
     if request.method == "POST":
         if not can_write(request):
             raise PermissionDenied("changing settings needs the curator or admin scope")
-        form = SelectionSettingsForm(request.POST)
-        if form.is_valid():
-            try:
-                _saved, version = update_selection_settings(
-                    catalog,
-                    form.changed_settings(),
-                    actor=acting_user(request),
-                    request_id=request_id(request),
-                )
-            except ValidationError as exc:
-                form.add_service_error(exc)
-            else:
-                messages.success(request, f"Saved selection settings v{version}.")
-                return redirect("selection:settings", slug=catalog.slug)
-    context = {"catalog": catalog, "form": form, "version": version}
+        form = posted_settings_form(request, catalog, data)
+        if _save(request, catalog, form):
+            return redirect("selection:settings", slug=catalog.slug)
+        if isinstance(form, SelectionSettingsForm):
+            raw_form = form
+        else:
+            fields_form = form
+    context = {
+        "catalog": catalog,
+        "form": fields_form,
+        "raw_form": raw_form,
+        "raw_open": raw_form.is_bound,
+        "version": version,
+        "try_query": request.POST.get("try_query", ""),
+    }
     return render_page(request, SETTINGS_TEMPLATE, context)
+
+
+SettingsForm = SelectionSettingsForm | SettingsFieldsForm
+
+
+def settings_fields_form(
+    catalog: Catalog, data: dict[str, Any], posted: Any = None
+) -> SettingsFieldsForm:
+    """The grouped form, its tool names picked from the catalog's."""
+    return SettingsFieldsForm(
+        posted,
+        settings=data,
+        tool_names=pickable_tool_names(catalog, TOOL_CHOICES_MAX),
+        known_tools=partial(known_tool_names, catalog),
+    )
+
+
+def posted_settings_form(
+    request: HttpRequest, catalog: Catalog, data: dict[str, Any]
+) -> SettingsForm:
+    """The raw JSON form when its textarea was posted, else the grouped one."""
+    if "settings" in request.POST:
+        return SelectionSettingsForm(request.POST)
+    return settings_fields_form(catalog, data, request.POST)
+
+
+def _save(request: HttpRequest, catalog: Catalog, form: SettingsForm) -> bool:
+    """Save a valid form as a new version; False with the service's refusal on
+    the form otherwise."""
+    if not form.is_valid():
+        return False
+    try:
+        _saved, version = update_selection_settings(
+            catalog,
+            form.changed_settings(),
+            actor=acting_user(request),
+            request_id=request_id(request),
+            reason=form.cleaned_data.get("reason") or "",
+        )
+    except ValidationError as exc:
+        form.add_service_error(exc)
+        return False
+    messages.success(request, f"Saved selection settings v{version}.")
+    return True
+
+
+@login_required
+@require_POST
+@rate_limited_by(2)
+def try_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """The Try-it query under the saved and the proposed settings, side by side
+    (an htmx fragment). Nothing is saved; like Try it, each answer is audited."""
+    catalog = get_catalog_for_user(request.user, slug)
+    refuse_unless_whole_catalog(request.user)
+    data, version = current_settings(catalog)
+    form = posted_settings_form(request, catalog, data)
+    context: dict[str, Any] = {"catalog": catalog, "version": version, "form": form}
+    query = request.POST.get("try_query", "").strip()
+    problems = [] if form.is_valid() else _form_problems(form)
+    if not query:
+        problems.append("try_query: type a request to try the settings on")
+    if not problems:
+        problems = _compare(request, catalog, form, query, context)
+    context["problems"] = problems
+    return render_page(request, TRY_SETTINGS_PARTIAL, context)
+
+
+def _form_problems(form: SettingsForm) -> list[str]:
+    return [str(e) for errors in form.errors.values() for e in errors]
+
+
+def _compare(
+    request: HttpRequest,
+    catalog: Catalog,
+    form: SettingsForm,
+    query: str,
+    context: dict[str, Any],
+) -> list[str]:
+    """Run both answers into ``context``; the refusals, if any."""
+    body = {"catalog": catalog.slug, "query": query, "explain": True}
+    serializer = SelectInputSerializer(data={**body, "format": "canonical"})
+    if not serializer.is_valid():
+        return [m for k, v in serializer.errors.items() for m in flatten_errors(k, v)]
+    try:
+        proposed = checked_settings(form.settings_data())
+        current, trial = try_settings(
+            catalog,
+            build_request(access_for(request.user), dict(serializer.validated_data)),
+            proposed,
+            actor=acting_user(request),
+            request_id=request_id(request),
+        )
+    except ValidationError as exc:
+        return list(exc.messages)
+    except RequestError as exc:
+        return [f"{k}: {v}" for k, v in exc.errors.items()]
+    context["columns"] = side_by_side(
+        dict(SelectOutputSerializer(current).data),
+        dict(SelectOutputSerializer(trial).data),
+    )
+    return []
+
+
+Answer = dict[str, Any]
+
+
+def side_by_side(current: Answer, trial: Answer) -> list[dict[str, Any]]:
+    """Both answers' picks; the saved one's marks what the proposed one drops,
+    the proposed one's how each pick moved (up, down, new)."""
+    ranks = [_ranks(current), _ranks(trial)]
+    columns = []
+    for side, answer in enumerate((current, trial)):
+        picks = [
+            {**tool, "move": _move(side, rank, ranks[1 - side].get(tool["name"]))}
+            for rank, tool in enumerate(answer["tools"], 1)
+        ]
+        columns.append({"answer": answer, "picks": picks, "proposed": side == 1})
+    return columns
+
+
+def _ranks(answer: Answer) -> dict[str, int]:
+    return {tool["name"]: rank for rank, tool in enumerate(answer["tools"], 1)}
+
+
+def _move(side: int, rank: int, other: int | None) -> str:
+    if side == 0:
+        return "dropped" if other is None else ""
+    if other is None:
+        return "new"
+    if other == rank:
+        return "same"
+    return f"up {other - rank}" if other > rank else f"down {rank - other}"
+
+
+@login_required
+def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every version of a catalog's settings: who, when, why, the diff against
+    the one before; curators and admins restore one as a new version."""
+    catalog = get_catalog_for_user(request.user, slug)
+    refuse_unless_whole_catalog(request.user)
+    page = paginate(request, SelectionSettingsChange.objects.history_of(catalog))
+    _data, version = current_settings(catalog)
+    rows = [{"change": c, "changes": version_changes(c)} for c in page.object_list]
+    context = {"catalog": catalog, "page": page, "rows": rows, "version": version}
+    return render_page(request, HISTORY_TEMPLATE, context)
+
+
+@login_required
+@require_POST
+@rate_limited
+def restore_settings(request: HttpRequest, slug: str, version: int) -> HttpResponse:
+    """One click: a new version equal to version ``version``."""
+    catalog = get_catalog_for_user(request.user, slug)
+    if not can_write(request):
+        raise PermissionDenied("restoring settings needs the curator or admin scope")
+    try:
+        _data, new = restore_selection_settings(
+            catalog,
+            version,
+            actor=acting_user(request),
+            request_id=request_id(request),
+        )
+    except ValidationError as exc:
+        messages.error(request, f"Version {version} was not restored: {exc.messages}")
+    else:
+        messages.success(request, f"Restored version {version} as v{new}.")
+    return redirect("selection:settings-history", slug=catalog.slug)

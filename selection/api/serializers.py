@@ -12,6 +12,7 @@ from catalog.sizes import MAX_STORED_CHARS, MAX_TOOL_CHARS
 from config.strict import StrictFieldsMixin
 from selection.engine import SCORERS
 from selection.engine.types import MAX_CANDIDATES_LIMIT
+from selection.services.settings import version_changes
 from selection.toolcalls.parse import CALL_FORMATS
 
 MAX_BATCH = 100
@@ -180,3 +181,25 @@ class SelectOutputSerializer(serializers.Serializer):
 class SelectionSettingsSerializer(StrictFieldsMixin, serializers.Serializer):
     settings = serializers.DictField()
     version = serializers.IntegerField(read_only=True)
+    reason = serializers.CharField(
+        required=False, allow_blank=True, max_length=500, default="", write_only=True
+    )
+
+
+class SettingsChangeSerializer(serializers.Serializer):
+    """One version of a catalog's settings: who made it, when, why, what it holds
+    (only what differs from the defaults) and what it changed from the one before."""
+
+    version = serializers.IntegerField()
+    actor = serializers.CharField(source="actor_name")
+    created = serializers.DateTimeField()
+    reason = serializers.CharField()
+    settings = serializers.JSONField(source="after")
+    changes = serializers.SerializerMethodField()
+
+    def get_changes(self, change: Any) -> list[dict[str, Any]]:
+        return version_changes(change)
+
+
+class SettingsRestoreSerializer(StrictFieldsMixin, serializers.Serializer):
+    """POST .../versions/{n}/restore takes no body fields."""

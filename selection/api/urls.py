@@ -4,6 +4,8 @@ from selection.api.views import (
     SelectBatchView,
     SelectionSettingsView,
     SelectView,
+    SettingsRestoreView,
+    SettingsVersionsView,
     ToolCallsValidateView,
     ValidateCallView,
 )
@@ -21,5 +23,15 @@ urlpatterns = [
         "catalogs/<slug:slug>/selection-settings",
         SelectionSettingsView.as_view(),
         name="selection-settings",
+    ),
+    path(
+        "catalogs/<slug:slug>/selection-settings/versions",
+        SettingsVersionsView.as_view(),
+        name="selection-settings-versions",
+    ),
+    path(
+        "catalogs/<slug:slug>/selection-settings/versions/<int:version>/restore",
+        SettingsRestoreView.as_view(),
+        name="selection-settings-restore",
     ),
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import QuerySet
 from django.http import Http404, HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
@@ -30,11 +31,13 @@ from config.ratelimit import (
 )
 from selection.api import serializers as s
 from selection.engine import RequestError
+from selection.models import SelectionSettingsChange
 from selection.requests import build_request
 from selection.services import select as services
 from selection.services.settings import (
     current_settings,
     refuse_unless_whole_catalog,
+    restore_selection_settings,
     update_selection_settings,
 )
 from selection.services.tool_calls import (
@@ -204,10 +207,43 @@ class SelectionSettingsView(generics.GenericAPIView):
             serializer.validated_data["settings"],
             actor=request.user,
             request_id=request_id(request),
+            reason=serializer.validated_data.get("reason", ""),
         )
         return Response(
             {"settings": data, "version": version}, status=status.HTTP_200_OK
         )
+
+
+class SettingsVersionsView(generics.ListAPIView):
+    """Every version of a catalog's selection settings, newest first: who, when,
+    why, and what each changed (read by the same people as the settings)."""
+
+    serializer_class = s.SettingsChangeSerializer
+    permission_classes = [CuratorWrites]
+
+    def get_queryset(self) -> QuerySet[SelectionSettingsChange]:
+        catalog = get_catalog_for_user(self.request.user, self.kwargs["slug"])
+        refuse_unless_whole_catalog(self.request.user)
+        return SelectionSettingsChange.objects.history_of(catalog)
+
+
+class SettingsRestoreView(generics.GenericAPIView):
+    """A new settings version equal to version ``n`` (audited like any save)."""
+
+    serializer_class = s.SettingsRestoreSerializer
+    permission_classes = [CuratorWrites]
+    throttle_classes = [WriteRateThrottle]
+
+    @extend_schema(
+        request=s.SettingsRestoreSerializer, responses=s.SelectionSettingsSerializer
+    )
+    def post(self, request: Request, slug: str, version: int) -> Response:
+        catalog = get_catalog_for_user(request.user, slug)
+        self.get_serializer(data=request.data).is_valid(raise_exception=True)
+        data, new_version = restore_selection_settings(
+            catalog, version, actor=request.user, request_id=request_id(request)
+        )
+        return Response({"settings": data, "version": new_version})
 
 
 class ValidateCallView(generics.GenericAPIView):

@@ -224,6 +224,11 @@ FIELD_KEYS = (
     "params",
     "avoid_when",
 )
+WEIGHT_KEYS = {
+    "hybrid_weights": HYBRID_KEYS,
+    "ensemble_weights": ENSEMBLE_KEYS,
+    "field_weights": FIELD_KEYS,
+}
 
 
 def _in_range(
@@ -262,42 +267,54 @@ def _anchors(errors: dict[str, str], settings: EngineSettings) -> None:
             )
         if not anchor.tools:
             errors[f"{path}.tools"] = "must name at least one tool"
-        _in_range(errors, f"{path}.boost", anchor.boost, 0.0, 5.0)
+        _in_range(
+            errors, f"{path}.boost", anchor.boost, *WEIGHT_RANGES["micro_anchors.boost"]
+        )
 
 
 def _transitions(errors: dict[str, str], settings: EngineSettings) -> None:
     """Transition probabilities are within 0..1."""
     for src, row in settings.transitions.items():
         for dst, p in row.items():
-            _in_range(errors, f"transitions.{src}.{dst}", p, 0.0, 1.0)
+            low, high = WEIGHT_RANGES["transitions"]
+            _in_range(errors, f"transitions.{src}.{dst}", p, low, high)
+
+
+# The inclusive range of every single-number setting (forms show the same).
+RANGES: dict[str, tuple[float, float]] = {
+    "min_lexical_overlap": (0, 50),
+    "min_combined_score": (0.0, 1.0),
+    "candidate_pool": (1, 1000),
+    "bm25_k1": (0.0, 3.0),
+    "bm25_b": (0.0, 1.0),
+    "category_confidence_threshold": (0.0, 1.0),
+    "exploration_depth": (2, 200),
+    "llm_shortlist": (1, 500),
+    "lexical_floor": (0.0, 1.0),
+    "semantic_floor": (-1.0, 1.0),
+    "semantic_ceiling": (-1.0, 1.0),
+    "lexical_confidence_floor": (0.0, 1.0),
+    "lexical_confidence_ceiling": (0.0, 1.0),
+}
+# The inclusive range of each weight of a mapping, of an anchor's boost and of a
+# transition probability.
+WEIGHT_RANGES: dict[str, tuple[float, float]] = {
+    "hybrid_weights": (0.0, 1.0),
+    "ensemble_weights": (0.0, 1.0),
+    "field_weights": (0.0, 10.0),
+    "micro_anchors.boost": (0.0, 5.0),
+    "transitions": (0.0, 1.0),
+}
 
 
 def _scalars(errors: dict[str, str], s: EngineSettings) -> None:
     """The single-number settings."""
     if s.default_scorer not in SCORERS:
         errors["default_scorer"] = f"must be one of {', '.join(SCORERS)}"
-    _in_range(errors, "min_lexical_overlap", s.min_lexical_overlap, 0, 50)
-    _in_range(errors, "min_combined_score", s.min_combined_score, 0.0, 1.0)
-    _in_range(errors, "candidate_pool", s.candidate_pool, 1, 1000)
-    _in_range(errors, "bm25_k1", s.bm25_k1, 0.0, 3.0)
-    _in_range(errors, "bm25_b", s.bm25_b, 0.0, 1.0)
-    if s.category_confidence_threshold is not None:
-        _in_range(
-            errors,
-            "category_confidence_threshold",
-            s.category_confidence_threshold,
-            0.0,
-            1.0,
-        )
-    _in_range(errors, "exploration_depth", s.exploration_depth, 2, 200)
-    _in_range(errors, "llm_shortlist", s.llm_shortlist, 1, 500)
-    _in_range(errors, "lexical_floor", s.lexical_floor, 0.0, 1.0)
-    _in_range(errors, "semantic_floor", s.semantic_floor, -1.0, 1.0)
-    _in_range(errors, "semantic_ceiling", s.semantic_ceiling, -1.0, 1.0)
-    _in_range(errors, "lexical_confidence_floor", s.lexical_confidence_floor, 0.0, 1.0)
-    _in_range(
-        errors, "lexical_confidence_ceiling", s.lexical_confidence_ceiling, 0.0, 1.0
-    )
+    for name, (low, high) in RANGES.items():
+        value = getattr(s, name)
+        if value is not None:  # only category_confidence_threshold may be None
+            _in_range(errors, name, value, low, high)
     if s.lexical_confidence_ceiling <= s.lexical_confidence_floor:
         errors["lexical_confidence_ceiling"] = "must be above lexical_confidence_floor"
     if s.semantic_ceiling <= s.semantic_floor:
@@ -313,9 +330,8 @@ def validate_settings(settings: EngineSettings) -> dict[str, str]:
     """All problems with ``settings`` as field path -> message."""
     errors: dict[str, str] = {}
     _scalars(errors, settings)
-    _weights(errors, "hybrid_weights", settings.hybrid_weights, HYBRID_KEYS, 1.0)
-    _weights(errors, "ensemble_weights", settings.ensemble_weights, ENSEMBLE_KEYS, 1.0)
-    _weights(errors, "field_weights", settings.field_weights, FIELD_KEYS, 10.0)
+    for name, keys in WEIGHT_KEYS.items():
+        _weights(errors, name, getattr(settings, name), keys, WEIGHT_RANGES[name][1])
     if sum(settings.hybrid_weights.values()) <= 0:
         errors.setdefault("hybrid_weights", "at least one weight must be above 0")
     _anchors(errors, settings)

@@ -7,7 +7,7 @@ lexical index and policy arrays, built once in O(N).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -66,6 +66,19 @@ class CatalogSnapshot:
         """Rows of the named tools that exist in this snapshot."""
         return [self.by_name[n] for n in names if n in self.by_name]
 
+    def with_settings(self, settings: EngineSettings) -> CatalogSnapshot:
+        """The same tools ranked under other settings ("try with these settings").
+        Caches that do not depend on the settings are shared; the lexical index
+        too while the field weights and BM25 parameters are the same."""
+        other = replace(self, settings=settings)
+        shared = ["by_name", "by_lower_name", "order"]
+        if _lexical(settings) == _lexical(self.settings):
+            shared.append("index")
+        for name in shared:
+            if name in self.__dict__:
+                other.__dict__[name] = self.__dict__[name]
+        return other
+
     def warm(self) -> CatalogSnapshot:
         """Build every cache now (e.g. at publish time) and return self."""
         _ = self.index, self.by_name, self.by_lower_name, self.order, self.arrays
@@ -117,6 +130,11 @@ class PolicyArrays:
             capability_rows={k: np.array(v, dtype=np.int64) for k, v in caps.items()},
             category_rows={k: np.array(v, dtype=np.int64) for k, v in cats.items()},
         )
+
+
+def _lexical(settings: EngineSettings) -> tuple[dict[str, float], float, float]:
+    """What the lexical index is built from, besides the tools."""
+    return dict(settings.field_weights), settings.bm25_k1, settings.bm25_b
 
 
 def _first_rows(keys: list[str]) -> dict[str, int]:

@@ -40,6 +40,7 @@ from selection.answers import SelectionAnswer, build_answer
 from selection.engine.engine import select
 from selection.engine.normalize import normalize
 from selection.engine.sentences import SentencePool, split_sentences
+from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest
 from selection.services.timings import Stopwatch
@@ -77,6 +78,7 @@ def select_tools(
     arrived: tuple[float, float] | None = None,
     pending: list[PendingEvent] | None = None,
     channel: str = "api",
+    proposed: EngineSettings | None = None,
 ) -> SelectionAnswer:
     """The answer to one selection request, with its audit row (same transaction).
 
@@ -85,26 +87,25 @@ def select_tools(
     ``stats.timings_ms`` says where this answer's time went; ``arrived`` is the
     request's arrival stamp and the milliseconds before the view (auth).
     ``pending``: the row may commit beside the caller (audit.writer); its handle
-    is appended there, and the caller waits on it before sending the answer."""
+    is appended there, and the caller waits on it before sending the answer.
+    ``proposed``: rank under these settings instead of the saved ones (a
+    curator's "try with these settings"): never cached, and the row records them.
+    """
     began = time.perf_counter()
     watch = Stopwatch(arrived[0] if arrived else began)
     watch.ms["auth"] = arrived[1] if arrived else 0.0
     with watch.stage("snapshot"):
         snapshot, names = get_snapshot(catalog)
-    key = cache_key(catalog, snapshot_stamp(snapshot), request, fmt)
-    hit = _cached(key)
-    if hit is None:
-        answer, versions = _compute(catalog, (snapshot, names), request, fmt, watch)
-        if not answer.degraded:
-            # A degraded answer (timeout, fallback) must not outlive its cause.
-            _store(key, (answer, versions))
-    else:
-        answer, versions = hit
+    if proposed is not None:
+        snapshot = snapshot.with_settings(proposed)
+    answer, versions, cached = _answer(
+        catalog, (snapshot, names), request, (fmt, watch), cacheable=proposed is None
+    )
     served = answer.served(
         selection_id=str(uuid.uuid4()),
         request_id=str(request_id) if request_id else None,
         latency_ms=(time.perf_counter() - began) * 1000,
-        cached=hit is not None,
+        cached=cached,
         timings_ms=watch.report(),
     )
     with watch.stage("audit"):
@@ -117,10 +118,34 @@ def select_tools(
             who,
             soon=pending is not None,
             channel=channel,
+            proposed=proposed,
         )
         if pending is not None:
             pending.append(handle)
     return served.with_timings(watch.report())
+
+
+def _answer(
+    catalog: Catalog,
+    snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
+    request: SelectionRequest,
+    fmt_and_watch: tuple[str, Stopwatch],
+    *,
+    cacheable: bool,
+) -> tuple[SelectionAnswer, dict[str, dict[str, Any]], bool]:
+    """The answer from the cache or computed, and whether it was cached. An answer
+    under proposed settings is not ``cacheable``: never read from or kept in the
+    cache (its key names the saved settings' version)."""
+    fmt, watch = fmt_and_watch
+    key = cache_key(catalog, snapshot_stamp(snapshot_and_names[0]), request, fmt)
+    hit = _cached(key) if cacheable else None
+    if hit is not None:
+        return hit[0], hit[1], True
+    answer, versions = _compute(catalog, snapshot_and_names, request, fmt, watch)
+    if cacheable and not answer.degraded:
+        # A degraded answer (timeout, fallback) must not outlive its cause.
+        _store(key, (answer, versions))
+    return answer, versions, False
 
 
 def _audit(
@@ -132,11 +157,14 @@ def _audit(
     *,
     soon: bool,
     channel: str = "api",
+    proposed: EngineSettings | None = None,
 ) -> PendingEvent:
     """The selection's row: written now, or (``soon``) committing beside the
-    caller, who waits on the handle before sending the answer."""
+    caller, who waits on the handle before sending the answer. A row ranked
+    under proposed settings keeps them, so it is never read as the saved ones."""
     actor, request_id, versions = who
     write = record_event_soon if soon else _record_now
+    extra = {"proposed_settings": proposed.to_dict()} if proposed else {}
     return write(
         EventType.SELECTION,
         actor=actor,
@@ -145,7 +173,7 @@ def _audit(
         catalog_slug=catalog.slug,
         catalog_version=catalog.version,
         summary=_summary(request, served),
-        input={**_audit_input(request, fmt, actor), "channel": channel},
+        input={**_audit_input(request, fmt, actor), "channel": channel, **extra},
         output=served.audit_record(versions),
     )
 

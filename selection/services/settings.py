@@ -4,18 +4,25 @@ with history."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.http import Http404
 
+from audit.changes import field_changes, settings_in_full
 from audit.choices import EventType
 from audit.services import record_event
 from catalog.access import Actor, access_for, actor_name, stored_user
-from catalog.models import Catalog
+from catalog.models import Catalog, Tool
+from selection.answers import SelectionAnswer
 from selection.engine.settings import EngineSettings, SettingsError
+from selection.engine.types import SelectionRequest
 from selection.models import SelectionSettings, SelectionSettingsChange
+from selection.services.select import select_tools
 
+REASON_MAX = 500
 SETTINGS_READERS = (
     "permission: selection settings are read by curators, compliance and admins "
     "(they name tools an agent may not know of)"
@@ -37,14 +44,9 @@ def current_settings(catalog: Catalog) -> tuple[dict[str, Any], int]:
     return engine_settings.to_dict(), version
 
 
-def update_selection_settings(
-    catalog: Catalog,
-    data: dict[str, Any],
-    *,
-    actor: Actor,
-    request_id: uuid.UUID | None = None,
-) -> tuple[dict[str, Any], int]:
-    """Replace the catalog's settings; every bad field is named, nothing saved."""
+def checked_settings(data: dict[str, Any]) -> EngineSettings:
+    """``data`` as engine settings, or a ValidationError naming every bad field
+    (``settings.<path>: <rule>``)."""
     try:
         engine_settings = EngineSettings.from_dict(data)
     except SettingsError as exc:
@@ -55,6 +57,28 @@ def update_selection_settings(
     if problems:
         raise ValidationError(
             {f"settings.{k}": [f"settings.{k}: {v}"] for k, v in problems.items()}
+        )
+    return engine_settings
+
+
+def update_selection_settings(
+    catalog: Catalog,
+    data: dict[str, Any],
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+    reason: str = "",
+    restored_from: int | None = None,
+) -> tuple[dict[str, Any], int]:
+    """Replace the catalog's settings; every bad field is named, nothing saved.
+
+    ``reason``: the curator's note, kept with the version and in the audit row;
+    ``restored_from``: the version a restore brings back (recorded the same way).
+    """
+    engine_settings = checked_settings(data)
+    if len(reason) > REASON_MAX:
+        raise ValidationError(
+            {"reason": [f"reason: must be at most {REASON_MAX} characters"]}
         )
     with transaction.atomic():
         row, _ = SelectionSettings.objects.select_for_update().get_or_create(
@@ -71,6 +95,7 @@ def update_selection_settings(
             before=before,
             after=data,
             actor_name=actor_name(actor),
+            reason=reason,
         )
         # Every later selection names this settings version; compliance reads
         # here which change made it, by whom, from what.
@@ -80,8 +105,90 @@ def update_selection_settings(
             request_id=request_id,
             catalog_slug=catalog.slug,
             catalog_version=catalog.version,
-            summary=f"selection settings of {catalog.slug} -> version {row.version}",
-            input={"before": before, "after": data},
+            summary=f"selection settings of {catalog.slug} -> version {row.version}"
+            + (f" (restored version {restored_from})" if restored_from else ""),
+            input={
+                "before": before,
+                "after": data,
+                **({"reason": reason} if reason else {}),
+                **({"restored_from": restored_from} if restored_from else {}),
+            },
             output={"settings_version": row.version},
         )
     return engine_settings.to_dict(), row.version
+
+
+def get_settings_version(catalog: Catalog, version: int) -> SelectionSettingsChange:
+    """Version ``version`` of the catalog's settings, else 404 naming it."""
+    history = SelectionSettingsChange.objects.history_of(catalog)
+    # A number past the column's range names no version (and must not reach SQL).
+    change = history.filter(version=version).first() if 0 < version < 2**31 else None
+    if change is None:
+        raise Http404(f"version: {catalog.slug!r} has no settings version {version}")
+    return change
+
+
+def restore_selection_settings(
+    catalog: Catalog,
+    version: int,
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+) -> tuple[dict[str, Any], int]:
+    """A NEW version whose settings equal version ``version``'s (history is never
+    rewritten), audited as a settings change like any save."""
+    change = get_settings_version(catalog, version)
+    return update_selection_settings(
+        catalog,
+        dict(change.after),
+        actor=actor,
+        request_id=request_id,
+        reason=f"restored version {version}",
+        restored_from=version,
+    )
+
+
+def version_changes(change: SelectionSettingsChange) -> list[dict[str, Any]]:
+    """What a version changed against the one before, setting by setting (both
+    filled in with the defaults, so a setting going back to its default shows)."""
+    before, after = settings_in_full(change.before), settings_in_full(change.after)
+    return field_changes(before, after)
+
+
+def try_settings(
+    catalog: Catalog,
+    request: SelectionRequest,
+    proposed: EngineSettings,
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+) -> tuple[SelectionAnswer, SelectionAnswer]:
+    """The answers under the saved and under the proposed settings, side by side.
+    Nothing is saved; each answer writes its selection row as Try it does (every
+    answer given has one), the proposed one naming the settings it ranked under."""
+    options: dict[str, Any] = {
+        "fmt": "canonical",
+        "actor": actor,
+        "request_id": request_id,
+    }
+    current = select_tools(catalog, request, **options)
+    trial = select_tools(
+        catalog, request, **options, channel="try-settings", proposed=proposed
+    )
+    return current, trial
+
+
+def pickable_tool_names(catalog: Catalog, limit: int) -> list[str] | None:
+    """The catalog's tool names, sorted, for a form to pick from; None when it
+    has more than ``limit`` (then names are typed, and checked by
+    ``known_tool_names``)."""
+    names = Tool.objects.filter(catalog=catalog).order_by("name")
+    found = list(names.values_list("name", flat=True)[: limit + 1])
+    return None if len(found) > limit else found
+
+
+def known_tool_names(catalog: Catalog, names: Iterable[str]) -> set[str]:
+    """Which of ``names`` are tools of the catalog."""
+    wanted = set(names)
+    found = Tool.objects.filter(catalog=catalog, name__in=wanted)
+    return set(found.values_list("name", flat=True))

@@ -125,7 +125,12 @@ def _request_of(event: AuditEvent) -> SelectionRequest:
 
 def _replay(event: AuditEvent, tool: str, specs: dict[str, Any]) -> WhyNot:
     catalog = Catalog.objects.get(slug=event.catalog_slug)
-    settings = _settings_at(catalog, int(event.output.get("settings_version", 0)))
+    proposed = (event.input or {}).get("proposed_settings")
+    settings = (
+        EngineSettings.from_dict(proposed)  # "try with these settings"
+        if proposed
+        else _settings_at(catalog, int(event.output.get("settings_version", 0)))
+    )
     records = tuple(
         record_from_dict(_with_tokens(spec), position, position)
         for position, spec in enumerate(specs.values())

@@ -84,6 +84,14 @@ ENDPOINTS = [
         "agent",
         None,
     ),
+    Endpoint(
+        "get",
+        "/api/v1/catalogs/default/selection-settings/versions",
+        None,
+        "curator",
+        "agent",
+        None,
+    ),
     Endpoint("get", "/api/v1/catalogs/default/", None, "agent", None, None),
     Endpoint(
         "get", "/api/v1/catalogs/default/export?format=mcp", None, "agent", None, None

@@ -1,13 +1,12 @@
-"""Console forms for selection: the "Try it" request and the settings editor.
+"""The "Try it" request as a form.
 
-Both keep the raw text the user typed. The try-it form does no range checks of its
-own: it turns the text into the API's input shape and lets SelectInputSerializer
-decide, so the page and POST /api/v1/select refuse exactly the same requests.
+It keeps the raw text the user typed and does no range checks of its own: it
+turns the text into the API's input shape and lets SelectInputSerializer decide,
+so the page and POST /api/v1/select refuse exactly the same requests.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -15,9 +14,9 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from catalog.forms import JSONTextField, parse_json_text
+from catalog.forms import parse_json_text
 from catalog.models import Catalog
-from selection.engine.settings import SCORERS, EngineSettings
+from selection.engine.settings import SCORERS
 
 LIST_FIELDS = ("roles", "block_tools", "allow_tools", "require_capabilities")
 NUMBER_FIELDS = (
@@ -152,36 +151,3 @@ class TryItForm(forms.Form):
     def field_errors(self) -> list[tuple[str, list[str]]]:
         """Every input's name and its errors (empty lists too, to clear old ones)."""
         return [(name, [str(e) for e in self[name].errors]) for name in self.fields]
-
-
-class SelectionSettingsForm(forms.Form):
-    """A catalog's engine settings as one JSON object."""
-
-    settings = JSONTextField(
-        rows=28,
-        label="Settings (JSON)",
-        help_text="Every setting with its effective value; keys left at their "
-        "default are not stored, so later default changes still reach them.",
-    )
-
-    def clean_settings(self) -> dict[str, Any]:
-        value = parse_json_text(self.cleaned_data["settings"], "settings")
-        if not isinstance(value, dict):
-            raise ValidationError("settings: must be a JSON object")
-        return value
-
-    def changed_settings(self) -> dict[str, Any]:
-        """Only the keys whose value differs from the engine's defaults."""
-        defaults = EngineSettings().to_dict()
-        return {
-            key: value
-            for key, value in self.cleaned_data["settings"].items()
-            if key not in defaults or _canonical(defaults[key]) != _canonical(value)
-        }
-
-    def add_service_error(self, exc: ValidationError) -> None:
-        self.add_error("settings", exc.messages)
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
