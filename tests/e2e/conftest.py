@@ -48,6 +48,8 @@ def signed_in(browser: Browser, live_server: Any, user: Any) -> Iterator[Page]:
         base_url=live_server.url, viewport={"width": 1360, "height": 900}
     )
     context.set_default_timeout(5000)
+    # A page load may wait on a cold live server on a loaded machine; a click may not.
+    context.set_default_navigation_timeout(30000)
     tab = context.new_page()
     tab.goto("/login/")
     tab.fill("#id_username", user.get_username())
