@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -27,13 +28,16 @@ from catalog.choices import (
 )
 from catalog.formats import FORMATS
 from catalog.models import Catalog
-from catalog.querysets import ToolQuerySet
+from catalog.naming import hidden_characters
+from catalog.querysets import TOOL_ORDERINGS, ToolQuerySet
 from catalog.schema_policy import SchemaProblem, check_tool_schema
-from catalog.services.tools import ToolConflict
+from catalog.services.tools import MAX_REASON_CHARS, ToolConflict
 from catalog.spec import ToolSpec
 from config import jsonparse
 
 _ANY = [("", "Any")]
+PAGE_SIZES = (25, 50, 100, 200)
+MAX_BULK_IDS = 1000  # a page shows at most 200 tools to tick
 _COMMA_OR_LINE = re.compile(r"[,\n]")
 
 
@@ -141,7 +145,18 @@ class ToolForm(forms.Form):
     tags = StringListField(help_text="Comma-separated or one per line.")
     keywords = StringListField(help_text="Comma-separated or one per line.")
     capabilities = StringListField(help_text="Comma-separated or one per line.")
-    allowed_roles = StringListField(help_text="Empty means every role.")
+    allowed_roles = forms.MultipleChoiceField(
+        label="Roles",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The roles this catalog knows. None ticked: every role.",
+    )
+    new_roles = StringListField(
+        label="Add a new role",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. billing-ops"}),
+        help_text="Only for a role nobody has yet (comma-separated): a tool open "
+        "only to roles nobody has is offered to no one.",
+    )
     examples = StringListField(lines_only=True, help_text="One example per line.")
     avoid_when = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2})
@@ -156,9 +171,19 @@ class ToolForm(forms.Form):
         required=False,
         help_text="Name providers see; derived from the name when empty.",
     )
+    reason = forms.CharField(
+        label="Reason for this change",
+        max_length=MAX_REASON_CHARS,
+        required=False,
+        help_text="Optional; kept in the tool's history and the audit log.",
+    )
 
     def __init__(
-        self, *args: Any, catalogs: QuerySet[Catalog] | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        catalogs: QuerySet[Catalog] | None = None,
+        roles: Iterable[str] = (),
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         if catalogs is None:
@@ -167,6 +192,27 @@ class ToolForm(forms.Form):
             field = self.fields["catalog"]
             assert isinstance(field, forms.ModelChoiceField)
             field.queryset = catalogs
+        self.known_roles = sorted({*roles, *self.initial.get("allowed_roles", [])})
+        role_field = self.fields["allowed_roles"]
+        assert isinstance(role_field, forms.MultipleChoiceField)
+        role_field.choices = [(role, role) for role in self.known_roles]
+
+    def clean_new_roles(self) -> list[str]:
+        """New roles only: one that is a known role written differently (case,
+        dashes, underscores, spaces) is refused, naming the known one."""
+        known = {_role_key(role): role for role in self.known_roles}
+        roles: list[str] = self.cleaned_data["new_roles"]
+        for role in roles:
+            if len(role) > 100 or hidden_characters(role):
+                raise ValidationError(
+                    f"new_roles: {role!r} must be at most 100 visible characters"
+                )
+            if _role_key(role) in known:
+                raise ValidationError(
+                    f"new_roles: {role!r} is the known role {known[_role_key(role)]!r};"
+                    " tick it in the list above"
+                )
+        return roles
 
     @classmethod
     def initial_for(cls, spec: ToolSpec) -> dict[str, Any]:
@@ -187,7 +233,10 @@ class ToolForm(forms.Form):
 
     def to_spec(self) -> ToolSpec:
         data = self.cleaned_data
-        return ToolSpec(**{name: data[name] for name in ToolSpec.field_names()})
+        values = {name: data[name] for name in ToolSpec.field_names()}
+        chosen = [*data["allowed_roles"], *data.get("new_roles", [])]
+        values["allowed_roles"] = list(dict.fromkeys(chosen))
+        return ToolSpec(**values)
 
     def add_service_error(self, exc: ValidationError | ToolConflict) -> None:
         """Put a service's refusal on the field it names (else on the form)."""
@@ -199,6 +248,10 @@ class ToolForm(forms.Form):
             return
         for field, messages in exc.message_dict.items():
             self.add_error(field if field in self.fields else None, messages)
+
+
+def _role_key(role: str) -> str:
+    return re.sub(r"[\s_.-]+", "", role.casefold())
 
 
 def draft_schema_problems(data: Mapping[str, Any]) -> list[SchemaProblem]:
@@ -294,6 +347,15 @@ class ToolFilterForm(forms.Form):
     embedding_status = forms.ChoiceField(
         label="Embedding", choices=_ANY + EmbeddingStatus.choices, required=False
     )
+    per_page = forms.TypedChoiceField(
+        label="Per page",
+        choices=[(str(n), str(n)) for n in PAGE_SIZES],
+        coerce=int,
+        required=False,
+        empty_value=None,
+    )
+    sort = forms.CharField(required=False, widget=forms.HiddenInput)
+    FILTERS = ("q", "catalog", "category", "tag", "status", "safe", "embedding_status")
 
     def __init__(
         self,
@@ -326,7 +388,24 @@ class ToolFilterForm(forms.Form):
 
     @property
     def is_filtered(self) -> bool:
-        return any(self.data.get(name) for name in self.fields)
+        return any(self.data.get(name) for name in self.FILTERS)
+
+    @property
+    def sort_key(self) -> str:
+        """The chosen column (``-`` for descending), or "" for the default order."""
+        key = str(self.data.get("sort", ""))
+        return key if key.lstrip("-") in TOOL_ORDERINGS and key.count("-") < 2 else ""
+
+    @property
+    def page_size(self) -> int:
+        self.is_valid()
+        return int(self.cleaned_data.get("per_page") or PAGE_SIZES[0])
+
+    def filter_query(self) -> str:
+        """The filters alone, as a query string (what a bulk edit of the
+        filtered set applies again)."""
+        wanted = {name: self.data.get(name, "") for name in self.FILTERS}
+        return urlencode({name: value for name, value in wanted.items() if value})
 
 
 class ApiClientForm(forms.Form):
@@ -385,3 +464,81 @@ class ApiClientForm(forms.Form):
 
 def _comma_list(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+# What the tool list's bulk bar offers: (choice, label, the API's ``set`` key).
+BULK_ACTIONS = [
+    ("status:active", "Set status: active"),
+    ("status:disabled", "Set status: disabled"),
+    ("status:deprecated", "Set status: deprecated"),
+    ("add_tags", "Add tag"),
+    ("remove_tags", "Remove tag"),
+    ("category", "Set category"),
+    ("add_allowed_roles", "Add role"),
+    ("remove_allowed_roles", "Remove role"),
+    ("roles_any", "Open to every role"),
+    ("delete", "Delete"),
+]
+
+
+class BulkEditForm(forms.Form):
+    """The tool list's bulk bar: which tools (the ticked ones, or every one the
+    filters match), what to do, and why; ``confirm`` holds the count the curator
+    was shown and agreed to."""
+
+    scope = forms.ChoiceField(
+        choices=[("selected", "Selected"), ("filtered", "All matching the filters")],
+        initial="selected",
+        widget=forms.RadioSelect,
+    )
+    filter_query = forms.CharField(required=False, widget=forms.HiddenInput)
+    action = forms.ChoiceField(choices=[("", "Choose an action…"), *BULK_ACTIONS])
+    value = forms.CharField(required=False, max_length=100, label="Tag or category")
+    role = forms.ChoiceField(required=False, label="Role")
+    reason = forms.CharField(
+        required=False, max_length=MAX_REASON_CHARS, label="Reason"
+    )
+    confirm = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, roles: Iterable[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        role_field = self.fields["role"]
+        assert isinstance(role_field, forms.ChoiceField)
+        role_field.choices = [("", "—"), *[(r, r) for r in roles]]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        action = data.get("action", "")
+        # Any id is taken here: the set the curator manages decides what changes.
+        getlist: Any = getattr(self.data, "getlist", lambda name: [])
+        ids = [int(v) for v in getlist("ids") if str(v).isdigit() and len(v) < 12]
+        data["ids"] = sorted(set(ids))[:MAX_BULK_IDS]
+        if data.get("scope") == "selected" and not data["ids"]:
+            self.add_error(None, "ids: tick the tools to change first")
+        if action in ("add_tags", "remove_tags", "category") and not (
+            data.get("value") or action == "category"
+        ):
+            self.add_error("value", f"value: {action} needs a tag")
+        if action.endswith("_allowed_roles") and not data.get("role"):
+            self.add_error("role", "role: pick one of the roles the catalog knows")
+        return data
+
+    def change_values(self) -> tuple[dict[str, Any] | None, bool]:
+        """The API's ``set`` object (or None) and ``delete`` for this choice."""
+        data = self.cleaned_data
+        action = data["action"]
+        if action == "delete":
+            return None, True
+        if action.startswith("status:"):
+            return {"status": action.split(":", 1)[1]}, False
+        if action == "roles_any":
+            return {"allowed_roles": []}, False
+        if action.endswith("_allowed_roles"):
+            return {action: [data["role"]]}, False
+        if action == "category":
+            return {"category": data.get("value", "")}, False
+        return {action: [data["value"]]}, False
+
+    @property
+    def action_label(self) -> str:
+        return dict(BULK_ACTIONS).get(self.cleaned_data.get("action", ""), "")

@@ -186,3 +186,36 @@ def catalog_changes(catalog: Any, tool_name: str = "") -> Any:
     if tool_name:
         changes = changes.filter(tool_name=tool_name)
     return changes.order_by("-id")
+
+
+def known_roles(catalog_ids: list[int]) -> list[str]:
+    """The roles these catalogs already know, sorted: those their tools name, the
+    roles of keys that may see one of them, and people's role groups (every group
+    but the scope groups). A tool form offers these, so a typo cannot make a tool
+    reachable by nobody."""
+    from django.contrib.auth.models import Group
+
+    from catalog.access import GROUP_SCOPES
+    from catalog.models import ApiClient, Catalog, Tool
+
+    roles = {
+        role
+        for (listed,) in Tool.objects.filter(catalog_id__in=catalog_ids)
+        .exclude(allowed_roles=[])
+        .values_list("allowed_roles")
+        .distinct()
+        for role in listed
+    }
+    slugs = list(
+        Catalog.objects.filter(pk__in=catalog_ids).values_list("slug", flat=True)
+    )
+    reach = Q(all_catalogs=True)
+    for slug in slugs:
+        reach |= Q(catalogs__contains=[slug])
+    for (listed,) in ApiClient.objects.filter(reach, revoked=False).values_list(
+        "roles"
+    ):
+        roles.update(role for role in listed if isinstance(role, str))
+    scopes = {scope.value for scope in GROUP_SCOPES}
+    roles.update(Group.objects.exclude(name__in=scopes).values_list("name", flat=True))
+    return sorted(role for role in roles if isinstance(role, str) and role)
