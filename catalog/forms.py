@@ -504,7 +504,7 @@ class BulkEditForm(forms.Form):
         super().__init__(*args, **kwargs)
         role_field = self.fields["role"]
         assert isinstance(role_field, forms.ChoiceField)
-        role_field.choices = [("", "—"), *[(r, r) for r in roles]]
+        role_field.choices = [("", "role…"), *[(r, r) for r in roles]]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
