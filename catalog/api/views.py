@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -162,6 +162,16 @@ def _import_document(request: Request) -> Any:
     return document
 
 
+ORDERING = OpenApiParameter(
+    "ordering",
+    str,
+    description="name, catalog, category, status, safety, risk_level, cost, "
+    "embedding, updated_at, created_at, version or id; '-' before it for "
+    "descending. Anything else is a 400 naming ordering.",
+)
+
+
+@extend_schema_view(list=extend_schema(parameters=[ORDERING]))
 class ToolViewSet(viewsets.ModelViewSet):
     """Tools: CRUD with filters; every write goes through catalog.services."""
 
@@ -229,7 +239,7 @@ class ToolViewSet(viewsets.ModelViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
-        parameters=[s.ToolExportQuerySerializer],
+        parameters=[s.ToolExportQuerySerializer, ORDERING],
         responses={(200, "text/csv"): OpenApiTypes.STR},
     )
     @action(detail=False, methods=["get"])

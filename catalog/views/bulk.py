@@ -10,7 +10,8 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from catalog.forms import BulkEditForm, ToolFilterForm
+from catalog.bulk_forms import BulkEditForm
+from catalog.forms import ToolFilterForm
 from catalog.models import Catalog, Tool
 from catalog.querysets import ToolQuerySet, known_roles
 from catalog.services import bulk_edit, jobs

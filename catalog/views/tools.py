@@ -20,9 +20,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from catalog import services
+from catalog.bulk_forms import BulkEditForm
 from catalog.choices import EmbeddingStatus, ToolStatus
 from catalog.formats import FORMATS, export_tool
-from catalog.forms import BulkEditForm, ToolFilterForm
+from catalog.forms import ToolFilterForm
 from catalog.models import Catalog, Tool
 from catalog.querysets import ToolQuerySet, known_roles
 from catalog.tool_csv import csv_response
