@@ -128,6 +128,10 @@ def test_agents_and_compliance_may_not_bulk_edit(with_key, scope):
         ({"filter": {"status": "gone"}, "delete": True}, "filter"),
         ({"filter": {"colour": "red"}, "delete": True}, "filter"),
         ({"ids": [1], "delete": True, "extra": 1}, "extra"),
+        ({"filter": "everything", "delete": True}, "filter"),
+        ({"ids": list(range(1, 5002)), "delete": True}, "ids"),
+        ({"ids": [1], "set": {"tags": ["x"] * 101}}, "set.tags"),
+        ([1, 2], "non_field_errors"),
     ],
 )
 def test_bad_bulk_bodies_are_a_400_naming_the_field(with_key, body, field):
