@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -27,13 +28,15 @@ from catalog.choices import (
 )
 from catalog.formats import FORMATS
 from catalog.models import Catalog
-from catalog.querysets import ToolQuerySet
+from catalog.naming import hidden_characters
+from catalog.querysets import TOOL_ORDERINGS, ToolQuerySet
 from catalog.schema_policy import SchemaProblem, check_tool_schema
-from catalog.services.tools import ToolConflict
+from catalog.services.tools import MAX_REASON_CHARS, ToolConflict
 from catalog.spec import ToolSpec
 from config import jsonparse
 
 _ANY = [("", "Any")]
+PAGE_SIZES = (25, 50, 100, 200)
 _COMMA_OR_LINE = re.compile(r"[,\n]")
 
 
@@ -141,7 +144,18 @@ class ToolForm(forms.Form):
     tags = StringListField(help_text="Comma-separated or one per line.")
     keywords = StringListField(help_text="Comma-separated or one per line.")
     capabilities = StringListField(help_text="Comma-separated or one per line.")
-    allowed_roles = StringListField(help_text="Empty means every role.")
+    allowed_roles = forms.MultipleChoiceField(
+        label="Roles",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The roles this catalog knows. None ticked: every role.",
+    )
+    new_roles = StringListField(
+        label="Add a new role",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. billing-ops"}),
+        help_text="Only for a role nobody has yet (comma-separated): a tool open "
+        "only to roles nobody has is offered to no one.",
+    )
     examples = StringListField(lines_only=True, help_text="One example per line.")
     avoid_when = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2})
@@ -156,9 +170,19 @@ class ToolForm(forms.Form):
         required=False,
         help_text="Name providers see; derived from the name when empty.",
     )
+    reason = forms.CharField(
+        label="Reason for this change",
+        max_length=MAX_REASON_CHARS,
+        required=False,
+        help_text="Optional; kept in the tool's history and the audit log.",
+    )
 
     def __init__(
-        self, *args: Any, catalogs: QuerySet[Catalog] | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        catalogs: QuerySet[Catalog] | None = None,
+        roles: Iterable[str] = (),
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         if catalogs is None:
@@ -167,6 +191,27 @@ class ToolForm(forms.Form):
             field = self.fields["catalog"]
             assert isinstance(field, forms.ModelChoiceField)
             field.queryset = catalogs
+        self.known_roles = sorted({*roles, *self.initial.get("allowed_roles", [])})
+        role_field = self.fields["allowed_roles"]
+        assert isinstance(role_field, forms.MultipleChoiceField)
+        role_field.choices = [(role, role) for role in self.known_roles]
+
+    def clean_new_roles(self) -> list[str]:
+        """New roles only: one that is a known role written differently (case,
+        dashes, underscores, spaces) is refused, naming the known one."""
+        known = {_role_key(role): role for role in self.known_roles}
+        roles: list[str] = self.cleaned_data["new_roles"]
+        for role in roles:
+            if len(role) > 100 or hidden_characters(role):
+                raise ValidationError(
+                    f"new_roles: {role!r} must be at most 100 visible characters"
+                )
+            if _role_key(role) in known:
+                raise ValidationError(
+                    f"new_roles: {role!r} is the known role {known[_role_key(role)]!r};"
+                    " tick it in the list above"
+                )
+        return roles
 
     @classmethod
     def initial_for(cls, spec: ToolSpec) -> dict[str, Any]:
@@ -187,7 +232,10 @@ class ToolForm(forms.Form):
 
     def to_spec(self) -> ToolSpec:
         data = self.cleaned_data
-        return ToolSpec(**{name: data[name] for name in ToolSpec.field_names()})
+        values = {name: data[name] for name in ToolSpec.field_names()}
+        chosen = [*data["allowed_roles"], *data.get("new_roles", [])]
+        values["allowed_roles"] = list(dict.fromkeys(chosen))
+        return ToolSpec(**values)
 
     def add_service_error(self, exc: ValidationError | ToolConflict) -> None:
         """Put a service's refusal on the field it names (else on the form)."""
@@ -199,6 +247,10 @@ class ToolForm(forms.Form):
             return
         for field, messages in exc.message_dict.items():
             self.add_error(field if field in self.fields else None, messages)
+
+
+def _role_key(role: str) -> str:
+    return re.sub(r"[\s_.-]+", "", role.casefold())
 
 
 def draft_schema_problems(data: Mapping[str, Any]) -> list[SchemaProblem]:
@@ -294,6 +346,15 @@ class ToolFilterForm(forms.Form):
     embedding_status = forms.ChoiceField(
         label="Embedding", choices=_ANY + EmbeddingStatus.choices, required=False
     )
+    per_page = forms.TypedChoiceField(
+        label="Per page",
+        choices=[(str(n), str(n)) for n in PAGE_SIZES],
+        coerce=int,
+        required=False,
+        empty_value=None,
+    )
+    sort = forms.CharField(required=False, widget=forms.HiddenInput)
+    FILTERS = ("q", "catalog", "category", "tag", "status", "safe", "embedding_status")
 
     def __init__(
         self,
@@ -326,7 +387,24 @@ class ToolFilterForm(forms.Form):
 
     @property
     def is_filtered(self) -> bool:
-        return any(self.data.get(name) for name in self.fields)
+        return any(self.data.get(name) for name in self.FILTERS)
+
+    @property
+    def sort_key(self) -> str:
+        """The chosen column (``-`` for descending), or "" for the default order."""
+        key = str(self.data.get("sort", ""))
+        return key if key.lstrip("-") in TOOL_ORDERINGS and key.count("-") < 2 else ""
+
+    @property
+    def page_size(self) -> int:
+        self.is_valid()
+        return int(self.cleaned_data.get("per_page") or PAGE_SIZES[0])
+
+    def filter_query(self) -> str:
+        """The filters alone, as a query string (what a bulk edit of the
+        filtered set applies again)."""
+        wanted = {name: self.data.get(name, "") for name in self.FILTERS}
+        return urlencode({name: value for name, value in wanted.items() if value})
 
 
 class ApiClientForm(forms.Form):

@@ -150,6 +150,8 @@ class ToolChange(models.Model):
     )
     actor_name = models.CharField(max_length=150, blank=True)
     request_id = models.UUIDField(null=True)
+    # Why the curator made the change, as typed (bounded: catalog.services.tools).
+    reason = models.CharField(max_length=500, blank=True, default="")
     created = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

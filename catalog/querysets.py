@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
-from django.db.models import Count, Q
+from django.db.models import Case, Count, Q, Value, When
 
 if TYPE_CHECKING:
     from catalog.access import Access
@@ -33,6 +33,34 @@ def _visible_tools_q(access: Access, prefix: str = "") -> Q:
             open_to_all |= Q(**{f"{prefix}allowed_roles__has_any_keys": roles})
         condition &= open_to_all
     return condition
+
+
+# The tool list's sort keys (API ``?ordering=``, console ``?sort=``), each with the
+# columns it sorts by; ``-key`` reverses. Ties fall back to catalog, name and id.
+TOOL_ORDERINGS: dict[str, tuple[str, ...]] = {
+    "name": ("name",),
+    "catalog": ("catalog__slug",),
+    "category": ("category",),
+    "status": ("status",),
+    "safety": ("-safe", "risk_rank"),
+    "risk_level": ("risk_rank",),
+    "cost": ("cost_per_call",),
+    "embedding": ("embedding_status",),
+    "updated_at": ("updated",),
+    "created_at": ("created",),
+    "version": ("version",),
+    "id": ("id",),
+}
+_RISK_RANK = Case(
+    When(risk_level="low", then=Value(0)),
+    When(risk_level="medium", then=Value(1)),
+    When(risk_level="high", then=Value(2)),
+    default=Value(3),
+)
+
+
+def _flip(column: str) -> str:
+    return column[1:] if column.startswith("-") else f"-{column}"
 
 
 class CatalogQuerySet(models.QuerySet):
@@ -73,6 +101,28 @@ class ToolQuerySet(models.QuerySet):
         if access.catalogs is not None:
             tools = tools.filter(catalog__slug__in=access.catalogs)
         return tools.filter(_visible_tools_q(access))
+
+    def managed_by(self, who: Any) -> ToolQuerySet:
+        """The tools a caller may change: curators and admins, within their
+        catalogs; nobody else (agents and compliance never)."""
+        access = _access(who)
+        if not access.can_write:
+            return self.none()
+        return self.visible_to(access)
+
+    def sorted_by(self, key: str) -> ToolQuerySet:
+        """Sorted by a ``TOOL_ORDERINGS`` key (``-key`` descending); an unknown key
+        is a ValueError naming the known ones (callers turn it into a 400)."""
+        name = key[1:] if key.startswith("-") else key
+        if name not in TOOL_ORDERINGS:
+            known = ", ".join(sorted(TOOL_ORDERINGS))
+            raise ValueError(f"ordering: must be one of {known} (or -key)")
+        columns = list(TOOL_ORDERINGS[name])
+        if key.startswith("-"):
+            columns = [_flip(column) for column in columns]
+        ranked = any(column.endswith("risk_rank") for column in columns)
+        tools = self.annotate(risk_rank=_RISK_RANK) if ranked else self
+        return tools.order_by(*columns, "catalog__slug", "name", "id")
 
     def search(self, text: str) -> ToolQuerySet:
         text = text.strip()
@@ -136,3 +186,36 @@ def catalog_changes(catalog: Any, tool_name: str = "") -> Any:
     if tool_name:
         changes = changes.filter(tool_name=tool_name)
     return changes.order_by("-id")
+
+
+def known_roles(catalog_ids: list[int]) -> list[str]:
+    """The roles these catalogs already know, sorted: those their tools name, the
+    roles of keys that may see one of them, and people's role groups (every group
+    but the scope groups). A tool form offers these, so a typo cannot make a tool
+    reachable by nobody."""
+    from django.contrib.auth.models import Group
+
+    from catalog.access import GROUP_SCOPES
+    from catalog.models import ApiClient, Catalog, Tool
+
+    roles = {
+        role
+        for (listed,) in Tool.objects.filter(catalog_id__in=catalog_ids)
+        .exclude(allowed_roles=[])
+        .values_list("allowed_roles")
+        .distinct()
+        for role in listed
+    }
+    slugs = list(
+        Catalog.objects.filter(pk__in=catalog_ids).values_list("slug", flat=True)
+    )
+    reach = Q(all_catalogs=True)
+    for slug in slugs:
+        reach |= Q(catalogs__contains=[slug])
+    for (listed,) in ApiClient.objects.filter(reach, revoked=False).values_list(
+        "roles"
+    ):
+        roles.update(role for role in listed if isinstance(role, str))
+    scopes = {scope.value for scope in GROUP_SCOPES}
+    roles.update(Group.objects.exclude(name__in=scopes).values_list("name", flat=True))
+    return sorted(role for role in roles if isinstance(role, str) and role)

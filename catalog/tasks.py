@@ -13,7 +13,7 @@ from django.db import InterfaceError, OperationalError
 from catalog.choices import EmbeddingStatus, JobKind, JobState
 from catalog.embeddings.backends import EmbeddingError
 from catalog.models import Catalog, Job, Tool
-from catalog.services import embeddings, imports, jobs, query_encoder
+from catalog.services import bulk_edit, embeddings, imports, jobs, query_encoder
 from config.celery import app
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,24 @@ def run_import(job_id: int) -> None:
         log.warning("import job %s paused, database unavailable: %s", job_id, exc)
     except Exception as exc:
         log.exception("import job %s failed", job_id)
+        jobs.fail_job(job, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+@shared_task
+def run_bulk_edit(job_id: int) -> None:
+    """Run (or resume) a bulk edit job from the tools it has not reached yet."""
+    job = jobs.claim_job(job_id)
+    if job is None:
+        return
+    try:
+        bulk_edit.run_bulk_job(job)
+    except jobs.JobLost:
+        log.warning("bulk edit job %s was taken over by another worker", job_id)
+    except (OperationalError, InterfaceError) as exc:
+        log.warning("bulk edit job %s paused, database unavailable: %s", job_id, exc)
+    except Exception as exc:
+        log.exception("bulk edit job %s failed", job_id)
         jobs.fail_job(job, f"{type(exc).__name__}: {exc}")
         raise
 

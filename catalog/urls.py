@@ -3,13 +3,15 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from catalog.views import catalogs, clients, edit, history, jobs, people, tools
+from catalog.views import bulk, catalogs, clients, edit, history, jobs, people, tools
 
 app_name = "console"
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="console:tool-list"), name="home"),
     path("tools/", tools.tool_list, name="tool-list"),
+    path("tools/export/", tools.tool_export, name="tool-export"),
+    path("tools/bulk/", bulk.tool_bulk, name="tool-bulk"),
     path("tools/new/", edit.tool_create, name="tool-create"),
     path("tools/validate-schema/", edit.validate_schema, name="validate-schema"),
     path("tools/<int:tool_id>/", tools.tool_detail, name="tool-detail"),

@@ -6,10 +6,12 @@ from typing import Any
 
 from rest_framework import serializers
 
-from catalog.choices import ToolStatus
+from catalog.choices import EmbeddingStatus, ToolStatus
 from catalog.formats import FORMATS
 from catalog.models import Catalog, Job, Tool, ToolChange
 from catalog.services import jobs
+from catalog.services.bulk_edit import BULK_MAX_TOOLS
+from catalog.services.tools import MAX_REASON_CHARS
 from catalog.sizes import (
     MAX_STORED_CHARS,
     MAX_TOOL_CHARS,
@@ -103,13 +105,14 @@ class ToolInputSerializer(serializers.Serializer):
         _check_tool_size(data)
         payload = dict(data)
         catalog = payload.pop("catalog", "default")
+        reason = payload.pop("reason", "")
         if not isinstance(catalog, str):
             raise serializers.ValidationError({"catalog": ["catalog: must be a slug"]})
         try:
             spec = spec_from_dict(payload)
         except SpecError as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
-        return {"catalog": catalog, "spec": spec}
+        return {"catalog": catalog, "spec": spec, "reason": reason}
 
 
 def _check_tool_size(data: dict[str, Any]) -> None:
@@ -138,6 +141,7 @@ class ToolChangeSerializer(serializers.ModelSerializer):
             "after",
             "actor_name",
             "request_id",
+            "reason",
             "created",
         ]
 
@@ -205,3 +209,50 @@ class ExportQuerySerializer(StrictFieldsMixin, serializers.Serializer):
 
 class ImportQuerySerializer(StrictFieldsMixin, serializers.Serializer):
     format = serializers.ChoiceField(choices=FORMATS, required=False)
+
+
+class ToolFilterSerializer(StrictFieldsMixin, serializers.Serializer):
+    """The tool list's filters, as a bulk edit's ``filter`` object."""
+
+    catalog = serializers.CharField(required=False, max_length=64)
+    category = serializers.CharField(required=False, max_length=100)
+    status = serializers.ChoiceField(choices=ToolStatus.choices, required=False)
+    embedding_status = serializers.ChoiceField(
+        choices=EmbeddingStatus.choices, required=False
+    )
+    tag = serializers.CharField(required=False, max_length=100)
+    role = serializers.CharField(required=False, max_length=100)
+    safe = serializers.BooleanField(required=False, allow_null=True, default=None)
+    q = serializers.CharField(required=False, max_length=200, allow_blank=True)
+
+
+class ToolBulkSerializer(StrictFieldsMixin, serializers.Serializer):
+    """Which tools (``ids`` or ``filter``) and what to do (``set`` or ``delete``);
+    catalog.services.bulk_edit checks the change itself."""
+
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        min_length=1,
+        max_length=BULK_MAX_TOOLS,
+    )
+    filter = ToolFilterSerializer(required=False)
+    set = serializers.JSONField(required=False)
+    delete = serializers.JSONField(required=False)
+    reason = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_REASON_CHARS,
+        trim_whitespace=False,
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("ids" in attrs) == ("filter" in attrs):
+            raise serializers.ValidationError(
+                {"ids": ["ids: give either ids or filter, not both or neither"]}
+            )
+        return attrs
+
+
+class ToolExportQuerySerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=["csv"], default="csv")

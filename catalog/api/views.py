@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -21,9 +21,10 @@ from catalog.api import serializers as s
 from catalog.formats import export_tools
 from catalog.models import Catalog, Job, Tool
 from catalog.permissions import CuratorWrites
-from catalog.querysets import catalog_changes
-from catalog.services import jobs
+from catalog.querysets import ToolQuerySet, catalog_changes
+from catalog.services import bulk_edit, jobs
 from catalog.services.tools import tool_to_spec
+from catalog.tool_csv import csv_response
 from config.http import request_id
 from config.jsonparse import JSONTooDeep, loads_unique
 from config.parsers import (
@@ -161,6 +162,16 @@ def _import_document(request: Request) -> Any:
     return document
 
 
+ORDERING = OpenApiParameter(
+    "ordering",
+    str,
+    description="name, catalog, category, status, safety, risk_level, cost, "
+    "embedding, updated_at, created_at, version or id; '-' before it for "
+    "descending. Anything else is a 400 naming ordering.",
+)
+
+
+@extend_schema_view(list=extend_schema(parameters=[ORDERING]))
 class ToolViewSet(viewsets.ModelViewSet):
     """Tools: CRUD with filters; every write goes through catalog.services."""
 
@@ -174,7 +185,7 @@ class ToolViewSet(viewsets.ModelViewSet):
         )
         params = self.request.query_params
         safe = params.get("safe")
-        return tools.filtered(
+        tools = tools.filtered(
             catalog=params.get("catalog", ""),
             category=params.get("category", ""),
             status=params.get("status", ""),
@@ -183,7 +194,8 @@ class ToolViewSet(viewsets.ModelViewSet):
             role=params.get("role", ""),
             safe=safe.lower() in TRUE_VALUES if safe else None,
             q=params.get("q", ""),
-        ).order_by("catalog__slug", "id")
+        )
+        return _ordered(tools, params.get("ordering", ""))
 
     @extend_schema(request=s.ToolInputSerializer)
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -195,6 +207,7 @@ class ToolViewSet(viewsets.ModelViewSet):
                 data["spec"],
                 actor=request.user,
                 request_id=request_id(request),
+                reason=data["reason"],
             )
         body = with_warning(s.ToolSerializer(tool).data, watch)
         return Response(body, status=status.HTTP_201_CREATED)
@@ -202,18 +215,73 @@ class ToolViewSet(viewsets.ModelViewSet):
     @extend_schema(request=s.ToolInputSerializer)
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         tool = self.get_object()
-        spec = self._input(request, base=tool if kwargs.get("partial") else None)
+        data = self._input(request, base=tool if kwargs.get("partial") else None)
         with jobs.watch_enqueues() as watch:
             result = services.update_tool(
-                tool, spec["spec"], actor=request.user, request_id=request_id(request)
+                tool,
+                data["spec"],
+                actor=request.user,
+                request_id=request_id(request),
+                reason=data["reason"],
             )
         return Response(with_warning(s.ToolSerializer(result.tool).data, watch))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """``?reason=`` (or a JSON body ``{"reason": ...}``) is kept with the change."""
+        body = request.data if isinstance(request.data, dict) else {}
+        reason = request.query_params.get("reason") or body.get("reason", "")
         services.delete_tool(
-            self.get_object(), actor=request.user, request_id=request_id(request)
+            self.get_object(),
+            actor=request.user,
+            request_id=request_id(request),
+            reason=reason,
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        parameters=[s.ToolExportQuerySerializer, ORDERING],
+        responses={(200, "text/csv"): OpenApiTypes.STR},
+    )
+    @action(detail=False, methods=["get"])
+    def export(self, request: Request) -> StreamingHttpResponse:
+        """The filtered list (the list's filters and ``ordering``) as CSV: only
+        tools the caller may read; cells a spreadsheet would run are text."""
+        query = s.ToolExportQuerySerializer(
+            data={"format": request.query_params.get("format", "csv")}
+        )
+        query.is_valid(raise_exception=True)
+        return csv_response(self.get_queryset())
+
+    @extend_schema(request=s.ToolBulkSerializer, responses=OpenApiTypes.OBJECT)
+    @action(detail=False, methods=["post"])
+    def bulk(self, request: Request) -> Response:
+        """One change on many tools the caller manages (README, "Bulk edits"):
+        200 with the counts, or 202 with the jobs for a large set."""
+        body = s.ToolBulkSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        change = bulk_edit.check_change(
+            data.get("set"), data.get("delete"), data.get("reason", "")
+        )
+        tools, field_name = _bulk_set(request, data)
+        with jobs.watch_enqueues() as watch:
+            result = bulk_edit.bulk_edit(
+                tools,
+                change,
+                actor=request.user,
+                field_name=field_name,
+                request_id=request_id(request),
+            )
+        answer: dict[str, Any] = {"total": result.total}
+        if "ids" in data:
+            answer["not_found"] = len(set(data["ids"])) - result.total
+        if not result.jobs:
+            answer.update(counts=result.counts, rejected=result.rejected)
+            return Response(answer)
+        reader = {"request": request}
+        answer["jobs"] = [s.JobSerializer(j, context=reader).data for j in result.jobs]
+        answer["job"] = result.jobs[0].pk
+        return Response(with_warning(answer, watch), status=status.HTTP_202_ACCEPTED)
 
     @action(detail=True, methods=["get"])
     def history(self, request: Request, pk: str) -> Response:
@@ -232,6 +300,24 @@ class ToolViewSet(viewsets.ModelViewSet):
         serializer = s.ToolInputSerializer(data=payload)
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
+
+
+def _ordered(tools: ToolQuerySet, ordering: str) -> ToolQuerySet:
+    if not ordering:
+        return tools.order_by("catalog__slug", "id")
+    try:
+        return tools.sorted_by(ordering)
+    except ValueError as exc:
+        raise ValidationError({"ordering": [str(exc)]}) from exc
+
+
+def _bulk_set(request: Request, data: dict[str, Any]) -> tuple[ToolQuerySet, str]:
+    """The tools a bulk body names, and the field that named them."""
+    managed = Tool.objects.managed_by(request.user)
+    if "ids" in data:
+        return managed.filter(pk__in=data["ids"]), "ids"
+    wanted = {k: v for k, v in data["filter"].items() if v not in ("", None)}
+    return managed.filtered(**wanted), "filter"
 
 
 class JobViewSet(viewsets.ReadOnlyModelViewSet):

@@ -49,6 +49,8 @@ PROVIDER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _SET_BY_SERVICE = ["catalog", "created_by", "updated_by"]
 _SPEC_FIELDS = [name for name in ToolSpec.field_names() if name != "name"]
 _HASHED_FIELDS = [name for name in ToolSpec.field_names() if name != "provider_name"]
+# A change reason is a sentence or two for the history, not a document.
+MAX_REASON_CHARS = 500
 
 
 class ToolConflict(Conflict):
@@ -119,6 +121,25 @@ def spec_errors(spec: ToolSpec, *, new_name: bool = True) -> dict[str, list[str]
             "provider_name: must match ^[a-zA-Z0-9_-]{1,64}$"
         )
     return {field: messages for field, messages in errors.items() if messages}
+
+
+def clean_reason(reason: Any) -> str:
+    """The change reason as stored: text of at most ``MAX_REASON_CHARS``
+    characters, stripped; anything else is a ValidationError naming ``reason``."""
+    if reason is None:
+        return ""
+    if not isinstance(reason, str):
+        raise ValidationError({"reason": ["reason: must be a string"]})
+    reason = reason.replace("\r\n", "\n").strip()
+    if len(reason) > MAX_REASON_CHARS:
+        raise ValidationError(
+            {"reason": [f"reason: must be at most {MAX_REASON_CHARS} characters"]}
+        )
+    if hidden_characters(reason.replace("\n", " ").replace("\t", " ")):
+        raise ValidationError(
+            {"reason": ["reason: must not contain invisible or control characters"]}
+        )
+    return reason
 
 
 def lock_catalog(catalog_id: int) -> None:
@@ -212,6 +233,7 @@ def _record(
     after: dict[str, Any] | None,
     actor: Actor,
     request_id: uuid.UUID | None,
+    reason: str = "",
 ) -> None:
     change = ToolChange.objects.create(
         catalog_id=tool.catalog_id,
@@ -224,6 +246,7 @@ def _record(
         actor=stored_user(actor),
         actor_name=actor_name(actor),
         request_id=request_id,
+        reason=reason,
     )
     catalogs = Catalog.objects.filter(pk=tool.catalog_id)
     catalogs.update(version=F("version") + 1, updated=timezone.now())
@@ -236,7 +259,12 @@ def _record(
         catalog_slug=slug,
         catalog_version=catalog_version,
         summary=f"tool {tool.name!r} v{tool.version}: {action}",
-        input={"action": action, "tool": tool.name, "before": before},
+        input={
+            "action": action,
+            "tool": tool.name,
+            "before": before,
+            **({"reason": reason} if reason else {}),
+        },
         output={"change_id": change.pk, "version": tool.version, "after": after},
     )
 
@@ -251,10 +279,12 @@ def create_tool(
     *,
     actor: Actor,
     request_id: uuid.UUID | None = None,
+    reason: str = "",
 ) -> Tool:
     """Register a new tool; a taken name is a ToolConflict, a bad schema a
     ValidationError (a name confusable with another tool's included); nothing is
     written in either case."""
+    reason = clean_reason(reason)
     errors = spec_errors(spec)
     with transaction.atomic():
         lock_catalog(catalog.pk)
@@ -273,7 +303,8 @@ def create_tool(
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
         )
         tool.save()
-        _record(tool, ChangeAction.CREATE, None, spec_json(tool), actor, request_id)
+        after = spec_json(tool)
+        _record(tool, ChangeAction.CREATE, None, after, actor, request_id, reason)
         _enqueue_embedding(tool.pk)
     return tool
 
@@ -284,9 +315,11 @@ def update_tool(
     *,
     actor: Actor,
     request_id: uuid.UUID | None = None,
+    reason: str = "",
 ) -> WriteResult:
     """Replace a tool's definition; an identical definition changes nothing. A
     rename must keep the name rules (characters, not confusable)."""
+    reason = clean_reason(reason)
     with transaction.atomic():
         tool = Tool.objects.select_for_update().get(pk=tool.pk)
         renamed = spec.name != tool.name
@@ -314,13 +347,19 @@ def update_tool(
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
         )
         tool.save(update_fields=_UPDATED_FIELDS)
-        _record(tool, ChangeAction.UPDATE, before, spec_json(tool), actor, request_id)
+        after = spec_json(tool)
+        _record(tool, ChangeAction.UPDATE, before, after, actor, request_id, reason)
         _enqueue_embedding(tool.pk)
     return WriteResult(tool, ImportOutcome.UPDATED)
 
 
 def set_tool_status(
-    tool: Tool, status: str, *, actor: Actor, request_id: uuid.UUID | None = None
+    tool: Tool,
+    status: str,
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+    reason: str = "",
 ) -> WriteResult:
     """Change only the status (active, disabled, deprecated) of a tool.
 
@@ -330,6 +369,7 @@ def set_tool_status(
         raise ValidationError(
             {"status": [f"status: must be one of {ToolStatus.values}"]}
         )
+    reason = clean_reason(reason)
     with transaction.atomic():
         tool = Tool.objects.select_for_update().get(pk=tool.pk)
         if tool.status == status:
@@ -342,18 +382,25 @@ def set_tool_status(
         tool.save(
             update_fields=["status", "version", "updated_by", "content_hash", "updated"]
         )
-        _record(tool, ChangeAction.UPDATE, before, spec_json(tool), actor, request_id)
+        after = spec_json(tool)
+        _record(tool, ChangeAction.UPDATE, before, after, actor, request_id, reason)
     return WriteResult(tool, ImportOutcome.UPDATED)
 
 
 def delete_tool(
-    tool: Tool, *, actor: Actor, request_id: uuid.UUID | None = None
+    tool: Tool,
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+    reason: str = "",
 ) -> None:
     """Delete a tool; its change history stays."""
+    reason = clean_reason(reason)
     with transaction.atomic():
         tool = Tool.objects.select_for_update().get(pk=tool.pk)
         tool.version += 1
-        _record(tool, ChangeAction.DELETE, spec_json(tool), None, actor, request_id)
+        before = spec_json(tool)
+        _record(tool, ChangeAction.DELETE, before, None, actor, request_id, reason)
         tool.delete()
 
 

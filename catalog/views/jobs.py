@@ -22,6 +22,7 @@ from config.ratelimit import rate_limited
 
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
 REINDEX_COUNTS = ("embedded", "unchanged", "failed")
+BULK_COUNTS = ("updated", "unchanged", "deleted", "rejected", "skipped")
 # A page polled every second must stay small, whatever the import's size.
 MAX_ITEMS_SHOWN = 500
 
@@ -73,6 +74,8 @@ def job_counts(job: Job) -> list[tuple[str, int]]:
     """The outcome counts worth showing for this kind of job, in a fixed order."""
     if job.kind == JobKind.REINDEX:
         keys: Any = REINDEX_COUNTS
+    elif job.kind == JobKind.BULK:
+        keys = BULK_COUNTS
     else:
         keys = ImportOutcome.values
     return [(key, int(job.counts.get(key, 0))) for key in keys]

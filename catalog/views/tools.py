@@ -7,26 +7,46 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    StreamingHttpResponse,
+)
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from catalog import services
+from catalog.bulk_forms import BulkEditForm
 from catalog.choices import EmbeddingStatus, ToolStatus
 from catalog.formats import FORMATS, export_tool
 from catalog.forms import ToolFilterForm
-from catalog.models import Tool
+from catalog.models import Catalog, Tool
+from catalog.querysets import ToolQuerySet, known_roles
+from catalog.tool_csv import csv_response
 from catalog.views.common import get_tool_for_user, writer_required
 from catalog.views.history import history_context
 from config.htmx import is_htmx_partial
 from config.http import request_id
-from config.pages import acting_user, paginate, render_page, visible_catalogs
+from config.pages import acting_user, can_write, render_page, visible_catalogs
 from config.ratelimit import rate_limited
 
 # Columns the list never shows; big JSON stays in the database.
 LIST_DEFERRED = ("parameters", "annotations", "examples", "keywords", "description")
+# The sortable columns: (label, TOOL_ORDERINGS key).
+SORTABLE = {
+    "name": "Name",
+    "catalog": "Catalog",
+    "category": "Category",
+    "status": "Status",
+    "safety": "Safety",
+    "cost": "Cost / call",
+    "embedding": "Embedding",
+    "updated_at": "Last changed",
+}
 STATUS_ACTIONS = [
     (ToolStatus.ACTIVE, "Activate"),
     (ToolStatus.DISABLED, "Disable"),
@@ -34,9 +54,11 @@ STATUS_ACTIONS = [
 ]
 
 
-@login_required
-def tool_list(request: HttpRequest) -> HttpResponse:
-    """Search and filter tools; htmx gets only the table, pager and counters."""
+def _listed(
+    request: HttpRequest,
+) -> tuple[ToolFilterForm, ToolQuerySet, list[Catalog]]:
+    """The list's filter form, the tools it selects sorted as asked, and the
+    catalogs the reader sees."""
     catalogs = list(visible_catalogs(request))
     visible = Tool.objects.visible_to(request.user)
     categories = (
@@ -47,12 +69,33 @@ def tool_list(request: HttpRequest) -> HttpResponse:
     )
     filters = ToolFilterForm(request.GET, catalogs=catalogs, categories=categories)
     tools = filters.apply(visible)
-    page = paginate(
-        request,
-        tools.select_related("catalog")
-        .defer(*LIST_DEFERRED)
-        .order_by("catalog__slug", "name"),
-    )
+    if filters.sort_key:
+        return filters, tools.sorted_by(filters.sort_key), catalogs
+    return filters, tools.order_by("catalog__slug", "name"), catalogs
+
+
+def sort_columns(current: str) -> dict[str, dict[str, str]]:
+    """Each sortable column's label, its state (asc, desc or "") and the sort a
+    click on its header asks for (ascending first, then descending)."""
+    columns = {}
+    for key, label in SORTABLE.items():
+        state = {key: "asc", f"-{key}": "desc"}.get(current, "")
+        columns[key] = {
+            "label": label,
+            "state": state,
+            "next": f"-{key}" if state == "asc" else key,
+        }
+    return columns
+
+
+@login_required
+def tool_list(request: HttpRequest) -> HttpResponse:
+    """Search, filter, sort and page tools; curators tick rows for a bulk edit.
+    htmx gets only the table, pager and counters."""
+    filters, tools, catalogs = _listed(request)
+    page = Paginator(
+        tools.select_related("catalog").defer(*LIST_DEFERRED), filters.page_size
+    ).get_page(request.GET.get("page"))
     embedding = tools.order_by().aggregate(
         pending=Count("pk", filter=Q(embedding_status=EmbeddingStatus.PENDING)),
         failed=Count("pk", filter=Q(embedding_status=EmbeddingStatus.FAILED)),
@@ -61,14 +104,26 @@ def tool_list(request: HttpRequest) -> HttpResponse:
         "filters": filters,
         "page": page,
         "embedding": embedding,
+        "columns": sort_columns(filters.sort_key),
+        "filter_query": filters.filter_query(),
         "nav_catalogs": catalogs,
     }
+    if can_write(request):
+        roles = known_roles([catalog.pk for catalog in catalogs])
+        context["bulk"] = BulkEditForm(roles=roles)
     return render_page(
         request,
         "catalog/tool_list.html",
         context,
         partial="catalog/partials/tool_table.html",
     )
+
+
+@login_required
+def tool_export(request: HttpRequest) -> StreamingHttpResponse:
+    """The filtered, sorted list as CSV: only tools the reader may see."""
+    _filters, tools, _catalogs = _listed(request)
+    return csv_response(tools)
 
 
 @login_required

@@ -6,3 +6,19 @@ document.addEventListener("change", (event) => {
     field.form.submit();
   }
 });
+
+// Tool list: "select every tool on this page", and the count of ticked rows
+// (ticking a row also picks "selected" as the bulk edit's scope).
+document.addEventListener("change", (event) => {
+  const box = event.target;
+  if (!(box instanceof HTMLInputElement) || box.type !== "checkbox") return;
+  const selectAll = box.dataset.selectAll !== undefined;
+  if (!selectAll && box.name !== "ids") return;
+  const rows = document.querySelectorAll('input[name="ids"][form="tool-bulk"]');
+  if (selectAll) rows.forEach((row) => { row.checked = box.checked; });
+  const ticked = Array.from(rows).filter((row) => row.checked).length;
+  const counter = document.querySelector("[data-selected-count]");
+  if (counter) counter.textContent = String(ticked);
+  const scope = document.querySelector('#tool-bulk input[name="scope"][value="selected"]');
+  if (scope && ticked) scope.checked = true;
+});

@@ -58,6 +58,12 @@ API = [
     ),
     Endpoint("post", "/api/v1/tool-calls/validate", {"output": CALL}, "agent"),
     Endpoint(
+        "post",
+        "/api/v1/tools/bulk",
+        {"filter": {}, "set": {"status": "deprecated"}},
+        "curator",
+    ),
+    Endpoint(
         "put",
         "/api/v1/catalogs/default/selection-settings",
         {"settings": {"min_combined_score": 0.1}},
@@ -92,7 +98,17 @@ CONSOLE = [
     ),
     Endpoint("post", "/catalogs/", {"slug": "ops", "name": "Operations"}, "curator"),
     Endpoint("post", "/tools/new/", tool_form(name="lookup_order"), "curator"),
-    Endpoint("post", "/tools/{tool}/edit/", tool_form(name="spare"), "curator"),
+    # The first post of an edit or a bulk edit is its preview: nothing is written.
+    Endpoint(
+        "post", "/tools/{tool}/edit/", tool_form(name="spare"), "curator", audited=False
+    ),
+    Endpoint(
+        "post",
+        "/tools/bulk/",
+        {"scope": "filtered", "action": "status:disabled"},
+        "curator",
+        audited=False,
+    ),
     Endpoint("post", "/tools/{tool}/status/", {"status": "deprecated"}, "curator"),
     Endpoint("post", "/tools/{tool}/delete/", {}, "curator"),
     Endpoint(

@@ -343,11 +343,14 @@ def test_the_edit_form_shows_the_stored_tool(as_curator):
     assert "&quot;required&quot;: [" in page
 
 
-def test_editing_a_tool_saves_a_new_version(as_curator):
+def test_editing_a_tool_saves_a_new_version_after_its_preview(as_curator):
     tool = make_tool(name="get_weather")
     data = tool_form(description="Better words.")
     del data["catalog"]
-    response = as_curator.post(f"/tools/{tool.pk}/edit/", data)
+    preview = as_curator.post(f"/tools/{tool.pk}/edit/", data)
+    assert preview.status_code == 200
+    token = preview.context["preview_token"]
+    response = as_curator.post(f"/tools/{tool.pk}/edit/", {**data, "confirm": token})
     assert response.status_code == 302
     tool.refresh_from_db()
     assert (tool.description, tool.version) == ("Better words.", 2)

@@ -99,7 +99,8 @@ CONSOLE_PAGES: dict[str, list[str]] = {
     "/audit/changes/": ["catalog", "tool", "what", "page"],
     "/audit/tools/default/get_weather/v1/": ["at", "hash"],
     "/audit/{event}/why-not/": ["tool"],
-    "/tools/": [*TOOL_FILTERS, "page"],
+    "/tools/": [*TOOL_FILTERS, "page", "sort", "per_page"],
+    "/tools/export/": [*TOOL_FILTERS, "sort"],
     "/tools/{tool}/diff/": ["a", "b"],
     "/tools/new/": ["catalog"],
     "/import/": ["catalog"],
@@ -133,7 +134,9 @@ def test_no_console_page_answers_a_5xx_to_any_query(
 # Read by the API but not (yet) in its schema: swept all the same.
 UNDECLARED = {
     "/api/v1/tools/": ["catalog", "category", "status", "embedding_status", "tag",
-                       "role", "safe", "q", "page"],
+                       "role", "safe", "q", "page", "ordering"],
+    "/api/v1/tools/export/": ["catalog", "category", "status", "embedding_status",
+                             "tag", "role", "safe", "q", "ordering"],
     "/api/v1/jobs/": ["catalog", "page"],
     "/api/v1/catalogs/{slug}/changes/": ["tool", "page"],
 }  # fmt: skip
