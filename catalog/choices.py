@@ -38,6 +38,7 @@ class EmbeddingStatus(models.TextChoices):
 class JobKind(models.TextChoices):
     IMPORT = "import", "Import"
     REINDEX = "reindex", "Re-index"
+    SYNC = "sync", "Source sync"
 
 
 class JobState(models.TextChoices):

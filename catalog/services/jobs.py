@@ -49,6 +49,7 @@ EMBED_PRIORITY = 6
 JOB_TASKS = {
     JobKind.IMPORT: "catalog.tasks.run_import",
     JobKind.REINDEX: "catalog.tasks.run_reindex",
+    JobKind.SYNC: "sources.tasks.run_sync",
 }
 DELAYED_WARNING = (
     "background work is delayed: the task queue is unreachable; the work is "
