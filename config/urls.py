@@ -40,6 +40,7 @@ urlpatterns = [
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
     path("", include("audit.urls")),
+    path("", include("sources.urls")),
 ]
 
 handler400 = "config.errors.bad_request"
