@@ -356,7 +356,7 @@ QUIVER_LLM = {
     "TIMEOUT_S": env_int("QUIVER_LLM_TIMEOUT_S", 20, minimum=1),
 }
 
-# Sources (issue 22): MCP servers a catalog syncs tools from (sources/, README "Sources").
+# Sources (issue 22): MCP servers a catalog syncs tools from (README "Sources").
 # Header values are encrypted with QUIVER_SOURCE_KEY (any long random text), else with a
 # key derived from SECRET_KEY; QUIVER_SOURCE_OLD_KEYS (comma-separated) still decrypt.
 QUIVER_SOURCE_KEY = env_str("QUIVER_SOURCE_KEY")

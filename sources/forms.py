@@ -34,7 +34,8 @@ def header_lines(masked: dict[str, str]) -> str:
 
 class SourceForm(forms.Form):
     name = forms.CharField(
-        max_length=64, help_text="Lower-case letters, digits, hyphens; prefixes its tools"
+        max_length=64,
+        help_text="Lower-case letters, digits, hyphens; prefixes its tools",
     )
     url = forms.CharField(
         max_length=2000, label="URL", help_text="The server's streamable HTTP endpoint"

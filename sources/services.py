@@ -84,7 +84,11 @@ def clean_headers(
         if value == MASK:
             if previous is None or name not in previous:
                 raise ValidationError(
-                    {"headers": [f"headers: {name}: the masked value has no stored value"]}
+                    {
+                        "headers": [
+                            f"headers: {name}: the masked value has no stored value"
+                        ]
+                    }
                 )
             value = previous[name]
         cleaned[name] = value
@@ -214,8 +218,10 @@ def update_source(
     if unknown:
         raise ValidationError({unknown[0]: [f"{unknown[0]}: not a source field"]})
     with transaction.atomic():
-        source = Source.objects.select_for_update().select_related("catalog").get(
-            pk=source.pk
+        source = (
+            Source.objects.select_for_update()
+            .select_related("catalog")
+            .get(pk=source.pk)
         )
         previous = decrypt_headers(source) if source.headers_encrypted else {}
         headers = previous
@@ -245,8 +251,10 @@ def delete_source(
     ``tool_changed`` event), for their history and audit trail."""
     require_manager(actor, source.catalog)
     with transaction.atomic():
-        source = Source.objects.select_for_update().select_related("catalog").get(
-            pk=source.pk
+        source = (
+            Source.objects.select_for_update()
+            .select_related("catalog")
+            .get(pk=source.pk)
         )
         for link in source.links.select_related("tool"):
             if link.tool.status == ToolStatus.ACTIVE:

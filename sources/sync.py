@@ -80,10 +80,15 @@ def apply_listing(
         name = upstream.get("name")
         if not isinstance(name, str) or not name or name in seen:
             reason = "name: missing, or listed twice by the upstream"
-            _record(job, {"index": index, "name": None, "outcome": REJECTED, "reason": reason})
+            _record(
+                job,
+                {"index": index, "name": None, "outcome": REJECTED, "reason": reason},
+            )
             continue
         seen.add(name)
-        _record(job, {"index": index, **_sync_one(source, links.get(name), upstream, actor)})
+        _record(
+            job, {"index": index, **_sync_one(source, links.get(name), upstream, actor)}
+        )
     gone = [link for name, link in links.items() if name not in seen and not link.gone]
     job.total += len(gone)
     for offset, link in enumerate(gone):
@@ -131,7 +136,9 @@ def _create(
             f"name: the catalog already has a tool named {name!r} that did not "
             f"come from source {source.name!r}",
         )
-    tool = create_tool(source.catalog, synced_spec(name, upstream, None, None), actor=actor)
+    tool = create_tool(
+        source.catalog, synced_spec(name, upstream, None, None), actor=actor
+    )
     SourceTool.objects.create(
         source=source,
         tool=tool,
@@ -161,7 +168,11 @@ def _update(
         link.synced = timezone.now()
         link.save(update_fields=["gone", "upstream", "upstream_hash", "synced"])
     if back:
-        return {"name": tool.name, "outcome": BACK, "reason": f"listed again ({outcome})"}
+        return {
+            "name": tool.name,
+            "outcome": BACK,
+            "reason": f"listed again ({outcome})",
+        }
     return {"name": tool.name, "outcome": outcome, "reason": ""}
 
 
@@ -204,6 +215,8 @@ def _succeeded(source: Source, job: Job, server: str) -> None:
         SourceStatus.OK,
         last_synced=timezone.now(),
         last_outcome=(f"{server}: {summary}" if server else summary)[:200],
-        last_error=f"{len(rejected)} rejected; first: {rejected[0]}" if rejected else "",
+        last_error=f"{len(rejected)} rejected; first: {rejected[0]}"
+        if rejected
+        else "",
         tool_count=SourceTool.objects.filter(source=source, gone=False).count(),
     )

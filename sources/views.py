@@ -65,7 +65,9 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
             data = {k: v for k, v in form.cleaned_data.items() if k != "name"}
             try:
                 services.update_source(
-                    source, data, actor=acting_user(request),
+                    source,
+                    data,
+                    actor=acting_user(request),
                     request_id=request_id(request),
                 )
             except ValidationError as exc:

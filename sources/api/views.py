@@ -53,7 +53,9 @@ class CatalogSourceList(generics.ListCreateAPIView):
         given = SourceInputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         source = services.create_source(
-            catalog, **given.validated_data, actor=request.user,
+            catalog,
+            **given.validated_data,
+            actor=request.user,
             request_id=request_id(request),
         )
         return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
@@ -76,7 +78,9 @@ class SourceViewSet(viewsets.GenericViewSet):
         given = SourceInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
         source = services.update_source(
-            source, dict(given.validated_data), actor=request.user,
+            source,
+            dict(given.validated_data),
+            actor=request.user,
             request_id=request_id(request),
         )
         return Response(SourceSerializer(source).data)

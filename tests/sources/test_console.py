@@ -45,19 +45,27 @@ def test_a_bad_url_is_shown_on_its_field(client, admin_user):
     assert not Source.objects.exists()
 
 
-def test_saving_the_form_as_shown_keeps_the_secret(client, admin_user, make_source, upstream):
+def test_saving_the_form_as_shown_keeps_the_secret(
+    client, admin_user, make_source, upstream
+):
     source = make_source(upstream.url, headers={"Authorization": SECRET})
     client.force_login(admin_user)
     client.post(
         f"/sources/{source.pk}/",
-        {"url": upstream.url, "headers": f"Authorization: {MASK}", "timeout_seconds": "12"},
+        {
+            "url": upstream.url,
+            "headers": f"Authorization: {MASK}",
+            "timeout_seconds": "12",
+        },
     )
     source.refresh_from_db()
     assert decrypt_headers(source) == {"Authorization": SECRET}
     assert source.timeout_seconds == 12
 
 
-def test_test_and_sync_now_and_the_tools_it_brought(client, admin_user, make_source, upstream):
+def test_test_and_sync_now_and_the_tools_it_brought(
+    client, admin_user, make_source, upstream
+):
     source = make_source(upstream.url)
     client.force_login(admin_user)
 
@@ -74,7 +82,9 @@ def test_test_and_sync_now_and_the_tools_it_brought(client, admin_user, make_sou
     assert "/tools/" in page  # links to the tools
 
 
-def test_delete_from_the_console_is_an_audit_event(client, admin_user, make_source, upstream):
+def test_delete_from_the_console_is_an_audit_event(
+    client, admin_user, make_source, upstream
+):
     source = make_source(upstream.url)
     client.force_login(admin_user)
     answer = client.post(f"/sources/{source.pk}/delete/")

@@ -10,7 +10,6 @@ import pytest
 from django.db import connection
 
 from audit.models import AuditEvent
-from catalog.models import Job
 from sources.models import Source
 from sources.secrets import (
     HeadersUnreadable,
@@ -87,13 +86,16 @@ def test_another_key_cannot_read_them_and_an_old_key_still_can(settings):
 
 
 def test_the_key_is_not_the_secret_key_itself(settings):
-    from cryptography.fernet import Fernet, InvalidToken
     import base64
     import hashlib
 
+    from cryptography.fernet import Fernet, InvalidToken
+
     settings.QUIVER_SOURCE_KEY = ""
     token = encrypt_headers({"X-Key": "abc-secret"})
-    naive = base64.urlsafe_b64encode(hashlib.sha256(settings.SECRET_KEY.encode()).digest())
+    naive = base64.urlsafe_b64encode(
+        hashlib.sha256(settings.SECRET_KEY.encode()).digest()
+    )
     with pytest.raises(InvalidToken):
         Fernet(naive).decrypt(token.encode())
 

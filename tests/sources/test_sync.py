@@ -21,7 +21,9 @@ pytestmark = pytest.mark.django_db
 
 
 def tools_of(source: Any) -> dict[str, Tool]:
-    return {link.upstream_name: link.tool for link in source.links.select_related("tool")}
+    return {
+        link.upstream_name: link.tool for link in source.links.select_related("tool")
+    }
 
 
 def tool_events() -> int:
@@ -96,7 +98,9 @@ def test_a_long_upstream_name_gets_a_deterministic_provider_name_of_64(
     upstream, make_source
 ):
     long_name = "fetch_" + "very_long_segment_" * 6
-    upstream.tools = {long_name: upstream_tool(long_name, "A long one.", read_only=True)}
+    upstream.tools = {
+        long_name: upstream_tool(long_name, "A long one.", read_only=True)
+    }
     source = make_source(upstream.url)
     sync(source)
     tool = tools_of(source)[long_name]
@@ -134,7 +138,7 @@ def test_a_schema_the_policy_refuses_is_rejected_and_the_rest_synced(
 
     refused = {i["name"]: i["reason"] for i in job.items if i["outcome"] == "rejected"}
     assert list(refused) == ["weather__remote_ref"]
-    assert "$ref" in refused["weather__remote_ref"] or "ref" in refused["weather__remote_ref"]
+    assert "/parameters/properties/x/$ref" in refused["weather__remote_ref"]
     assert "remote_ref" not in tools_of(source)
 
 
@@ -251,7 +255,9 @@ def test_untouched_derived_flags_follow_the_upstream_hints(upstream, make_source
     hints = thermostat.annotations.model_copy(
         update={"destructive_hint": True, "open_world_hint": True}
     )
-    upstream.tools["set_thermostat"] = thermostat.model_copy(update={"annotations": hints})
+    upstream.tools["set_thermostat"] = thermostat.model_copy(
+        update={"annotations": hints}
+    )
 
     sync(source)
 
