@@ -228,9 +228,12 @@ def update_source(
         changed = []
         if "headers" in changes:
             headers = clean_headers(changes["headers"], previous)
+            # Always with the current key: saving the headers is how a key rotates.
+            source.headers_encrypted = encrypt_headers(headers)
             if headers != previous:
-                source.headers_encrypted = encrypt_headers(headers)
                 changed.append("headers")
+            else:
+                source.save(update_fields=["headers_encrypted"])
         for field in ("url", "timeout_seconds", "max_result_bytes"):
             if field in changes and changes[field] != getattr(source, field):
                 setattr(source, field, changes[field])

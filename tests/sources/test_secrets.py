@@ -105,3 +105,21 @@ def test_scrub_masks_a_value_and_its_token_inside_an_error():
     assert "sk-1234567890" not in text
     text = scrub("token sk-1234567890 was refused", {"A": "Bearer sk-1234567890"})
     assert "sk-1234567890" not in text
+
+
+def test_saving_the_masked_headers_re_encrypts_them_with_the_new_key(
+    settings, make_source, admin_user
+):
+    from sources.secrets import MASK
+    from sources.services import update_source
+
+    settings.QUIVER_SOURCE_KEY = "first-key-material-0123456789"
+    source = make_source("http://127.0.0.1:9/mcp", headers={"X-Key": "abc-secret"})
+    settings.QUIVER_SOURCE_KEY = "second-key-material-9876543210"
+    settings.QUIVER_SOURCE_OLD_KEYS = ["first-key-material-0123456789"]
+
+    update_source(source, {"headers": {"X-Key": MASK}}, actor=admin_user)
+
+    settings.QUIVER_SOURCE_OLD_KEYS = []
+    source.refresh_from_db()
+    assert decrypt_headers(source) == {"X-Key": "abc-secret"}
