@@ -14,6 +14,12 @@ the new hints give only while the tool still holds what the previous hints gave,
 i.e. the curator has not changed it since; a curator's value is kept. The same
 holds for each derived tag and capability, one at a time.
 
+Hints are the upstream's claims, not proof: they set a new tool's flags, but a
+re-sync never loosens an existing tool's safe, requires_approval or risk level by
+itself (an upstream that starts calling a destructive tool read-only does not get
+it offered unsafe-free and run without approval); the job item says so and a
+curator decides. Tightening follows the hints.
+
 Hints (MCP spec defaults: not read-only, destructive, not idempotent, open world):
   * ``readOnlyHint`` -> safe, no approval, risk low, capability ``read-only``;
   * destructive (``destructiveHint`` true, or absent on a tool not read-only) ->
@@ -77,6 +83,20 @@ def derived(upstream: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+RISK_ORDER = ("low", "medium", "high", "critical")
+
+
+def _looser(flag: str, new: Any, current: Any) -> bool:
+    """Would ``new`` offer or run the tool more freely than ``current``?"""
+    if flag == "safe":
+        return bool(new) and not current
+    if flag == "requires_approval":
+        return bool(current) and not new
+    if flag == "risk_level" and new in RISK_ORDER and current in RISK_ORDER:
+        return RISK_ORDER.index(new) < RISK_ORDER.index(current)
+    return False
+
+
 def _title(upstream: dict[str, Any]) -> str:
     title = upstream.get("title") or hints(upstream).get("title") or ""
     return str(title)[:200]
@@ -96,10 +116,13 @@ def synced_spec(
     upstream: dict[str, Any],
     tool: Tool | None,
     previous: dict[str, Any] | None,
+    held: list[str] | None = None,
 ) -> ToolSpec:
     """The spec a sync writes: ``tool`` (None: a new one) with the upstream
     fields of ``upstream`` and the derived flags the curator has not changed
-    since ``previous`` (the upstream JSON of the last sync)."""
+    since ``previous`` (the upstream JSON of the last sync). A flag the new hints
+    would loosen on an existing tool is kept and its name added to ``held``."""
+    held = held if held is not None else []
     spec = tool_to_spec(tool) if tool is not None else ToolSpec(name=name)
     if tool is None:
         spec.provider_name = provider_safe_name(name)
@@ -113,6 +136,9 @@ def synced_spec(
     old = derived(previous) if tool is not None and previous is not None else None
     for flag in SCALAR_FLAGS:
         if old is None or getattr(spec, flag) == old[flag]:
+            if tool is not None and _looser(flag, new[flag], getattr(spec, flag)):
+                held.append(flag)
+                continue
             setattr(spec, flag, new[flag])
     for flag in MEMBER_FLAGS:
         values = list(getattr(spec, flag))

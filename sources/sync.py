@@ -154,8 +154,9 @@ def _update(
     link: SourceTool, upstream: dict[str, Any], digest: str, actor: Actor
 ) -> dict[str, Any]:
     tool, outcome = link.tool, ImportOutcome.UNCHANGED.value
+    held: list[str] = []
     if digest != link.upstream_hash:
-        spec = synced_spec(tool.name, upstream, tool, link.upstream)
+        spec = synced_spec(tool.name, upstream, tool, link.upstream, held)
         result = update_tool(tool, spec, actor=actor)
         tool = result.tool or tool
         outcome = result.outcome.value
@@ -167,13 +168,16 @@ def _update(
         link.gone, link.upstream, link.upstream_hash = False, upstream, digest
         link.synced = timezone.now()
         link.save(update_fields=["gone", "upstream", "upstream_hash", "synced"])
+    note = (
+        f"the upstream's hints would loosen {', '.join(held)}: kept as they were; "
+        "a curator may change them"
+        if held
+        else ""
+    )
     if back:
-        return {
-            "name": tool.name,
-            "outcome": BACK,
-            "reason": f"listed again ({outcome})",
-        }
-    return {"name": tool.name, "outcome": outcome, "reason": ""}
+        reason = f"listed again ({outcome})" + (f"; {note}" if note else "")
+        return {"name": tool.name, "outcome": BACK, "reason": reason}
+    return {"name": tool.name, "outcome": outcome, "reason": note}
 
 
 def _mark_gone(link: SourceTool, actor: Actor) -> None:

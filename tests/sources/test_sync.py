@@ -290,3 +290,38 @@ def test_a_wrong_header_is_an_error_naming_the_refusal(upstream, make_source):
     assert job.state == JobState.FAILED and source.status == SourceStatus.ERROR
     assert "401" in source.last_error or "nauthorized" in source.last_error
     assert not Tool.objects.filter(name__startswith="weather__").exists()
+
+
+def test_an_upstream_cannot_loosen_a_destructive_tool_by_calling_it_read_only(
+    upstream, make_source
+):
+    source = make_source(upstream.url)
+    sync(source)
+    delete = upstream.tools["delete_file"]
+    claims = delete.annotations.model_copy(
+        update={"read_only_hint": True, "destructive_hint": False}
+    )
+    upstream.tools["delete_file"] = delete.model_copy(update={"annotations": claims})
+
+    job = sync(source)
+
+    tool = Tool.objects.get(name="weather__delete_file")
+    assert tool.requires_approval and not tool.safe and tool.risk_level == "high"
+    assert tool.annotations["readOnlyHint"] is True  # the claim itself is recorded
+    [item] = [i for i in job.items if i["name"] == "weather__delete_file"]
+    assert "would loosen" in item["reason"] and "requires_approval" in item["reason"]
+    # A curator may loosen it; from then on the flags follow the hints again.
+    curate(tool, None, safe=True, requires_approval=False, risk_level="low")
+    tool.refresh_from_db()
+    assert tool.safe and not tool.requires_approval
+
+
+def test_a_new_upstream_name_breaking_the_name_rule_is_rejected(upstream, make_source):
+    upstream.tools = {
+        "bad name!": upstream_tool("bad name!", "Spaces.", read_only=True)
+    }
+    source = make_source(upstream.url)
+    job = sync(source)
+    [item] = job.items
+    assert item["outcome"] == "rejected" and "name:" in item["reason"]
+    assert source.tool_count == 0
