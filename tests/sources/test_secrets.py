@@ -5,6 +5,7 @@ while the upstream does receive them."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 from django.db import connection
@@ -31,7 +32,8 @@ def raw_column(source_id: int) -> str:
         return str(cursor.fetchone()[0])
 
 
-def test_the_secret_reaches_the_upstream_and_nowhere_else(admin_api, upstream):
+def test_the_secret_reaches_the_upstream_and_nowhere_else(admin_api, upstream, caplog):
+    caplog.set_level(logging.DEBUG)
     upstream.required_headers = {"authorization": SECRET}
     created = admin_api.post(
         SOURCES,
@@ -59,6 +61,16 @@ def test_the_secret_reaches_the_upstream_and_nowhere_else(admin_api, upstream):
     for answer in answers:
         assert answer.status_code == 200
         assert secret not in answer.content.decode()
+    assert caplog.records and secret not in caplog.text
+
+
+def test_a_failing_sync_logs_no_secret(make_source, upstream, caplog):
+    caplog.set_level(logging.DEBUG)
+    upstream.required_headers = {"authorization": "Bearer the-right-one"}
+    source = make_source(upstream.url, headers={"Authorization": SECRET})
+    sync(source)
+    assert source.status == "error"
+    assert "sync failed" in caplog.text and "sk-upstream" not in caplog.text
 
 
 def test_the_column_is_authenticated_encryption_not_an_encoding():
