@@ -103,6 +103,12 @@ class Access:
         return self.scope == ApiScope.ADMIN
 
     @property
+    def manages_sources(self) -> bool:
+        """Sources (MCP servers a catalog syncs, with their secret headers) are
+        admins' only: a source decides which tools exist and where calls go."""
+        return self.scope == ApiScope.ADMIN
+
+    @property
     def sees_whole_catalog(self) -> bool:
         """Curators, compliance and admins see every tool of their catalogs."""
         return self.scope in WHOLE_CATALOG_SCOPES

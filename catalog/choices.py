@@ -39,6 +39,7 @@ class JobKind(models.TextChoices):
     IMPORT = "import", "Import"
     REINDEX = "reindex", "Re-index"
     BULK = "bulk", "Bulk edit"
+    SYNC = "sync", "Source sync"
 
 
 class JobState(models.TextChoices):

@@ -356,6 +356,20 @@ QUIVER_LLM = {
     "TIMEOUT_S": env_int("QUIVER_LLM_TIMEOUT_S", 20, minimum=1),
 }
 
+# Sources (issue 22): MCP servers a catalog syncs tools from (README "Sources").
+# Header values are encrypted with QUIVER_SOURCE_KEY (any long random text), else with a
+# key derived from SECRET_KEY; QUIVER_SOURCE_OLD_KEYS (comma-separated) still decrypt.
+QUIVER_SOURCE_KEY = env_str("QUIVER_SOURCE_KEY")
+QUIVER_SOURCE_OLD_KEYS = env_list("QUIVER_SOURCE_OLD_KEYS", [])
+# Hosts and networks added to the built-in deny-list (cloud metadata addresses).
+QUIVER_SOURCE_DENY = env_list("QUIVER_SOURCE_DENY", [])
+# Every this many minutes each source is synced again; 0 turns periodic sync off.
+QUIVER_SOURCE_SYNC_MINUTES = env_int(
+    "QUIVER_SOURCE_SYNC_MINUTES", 0, minimum=0, maximum=100_000
+)
+# Pages of tools/list read at most per sync (a cursor that never ends is an error).
+QUIVER_SOURCE_MAX_PAGES = env_int("QUIVER_SOURCE_MAX_PAGES", 100, minimum=1)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

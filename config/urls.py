@@ -16,6 +16,7 @@ api_v1 = [
     path("", include("catalog.api.urls")),
     path("", include("selection.api.urls")),
     path("", include("audit.api.urls")),
+    path("", include("sources.api.urls")),
 ]
 
 urlpatterns = [
@@ -39,6 +40,7 @@ urlpatterns = [
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
     path("", include("audit.urls")),
+    path("", include("sources.urls")),
 ]
 
 handler400 = "config.errors.bad_request"

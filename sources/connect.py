@@ -4,8 +4,10 @@
 with the source's headers (already decrypted by the caller) and a timeout on
 every HTTP exchange. The SDK follows a redirect only when it stays on the
 endpoint's origin and keeps the method; anything else fails with an error naming
-the location. Which addresses may be reached at all is decided before connecting
-(``check_url``)."""
+the location. Which addresses may be reached at all is decided on every connection
+(``sources.netguard.GuardedBackend``: resolved once, every address checked, the
+connection made to a checked address), and no proxy from the environment is used,
+so the check is of the address actually reached."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from contextlib import asynccontextmanager
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
+from sources.netguard import GuardedBackend
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -26,16 +30,36 @@ async def open_client(
     *,
     timeout: float = DEFAULT_TIMEOUT_S,
     mode: str = "auto",
+    http_errors: list[str] | None = None,
 ) -> AsyncIterator[Client]:
     """A connected client; ``mode="auto"`` speaks the 2026-07-28 protocol to a
-    server that has it and falls back to the initialize handshake otherwise."""
+    server that has it and falls back to the initialize handshake otherwise.
+
+    ``http_errors``, when given, gets one line per HTTP answer that was not a
+    success ("HTTP 401 Unauthorized"), which the SDK's errors do not name."""
+
+    async def note(response: httpx2.Response) -> None:
+        if http_errors is not None and response.status_code >= 300:
+            http_errors.append(f"HTTP {response.status_code} {response.reason_phrase}")
+
     http = httpx2.AsyncClient(
+        event_hooks={"response": [note]},
         headers=dict(headers or {}),
         timeout=httpx2.Timeout(timeout),
         follow_redirects=False,
+        transport=guarded_transport(),
+        trust_env=False,
     )
     async with (
         http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client
+
+
+def guarded_transport() -> httpx2.AsyncHTTPTransport:
+    """httpx's transport with its connection pool on the guarded network backend
+    (httpx takes no backend argument: the pool's attribute is set in its place)."""
+    transport = httpx2.AsyncHTTPTransport(trust_env=False)
+    transport._pool._network_backend = GuardedBackend()
+    return transport

@@ -50,6 +50,7 @@ JOB_TASKS = {
     JobKind.IMPORT: "catalog.tasks.run_import",
     JobKind.REINDEX: "catalog.tasks.run_reindex",
     JobKind.BULK: "catalog.tasks.run_bulk_edit",
+    JobKind.SYNC: "sources.tasks.run_sync",
 }
 DELAYED_WARNING = (
     "background work is delayed: the task queue is unreachable; the work is "

@@ -1,0 +1,154 @@
+"""An upstream MCP tool as a catalog tool: its name, its spec, and what a sync owns.
+
+Names: ``<source>__<upstream name>`` (a source's name holds no "_", so two sources
+never collide); the provider name is ``catalog.naming.provider_safe_name`` of it,
+deterministic, with the 64-character limit kept by its hashed suffix.
+
+What a sync owns (upstream fields): title, description, ``parameters`` (the
+``inputSchema`` verbatim, through the schema policy) and the annotation keys in
+``SYNC_ANNOTATIONS`` (the MCP hints and ``outputSchema``). Everything else is the
+curator's (roles, examples, avoid-when, category, keywords, other annotations).
+
+Flags derived from the hints (``derived``) are shared: a sync sets a flag to what
+the new hints give only while the tool still holds what the previous hints gave,
+i.e. the curator has not changed it since; a curator's value is kept. The same
+holds for each derived tag and capability, one at a time.
+
+Hints are the upstream's claims, not proof: they set a new tool's flags, but a
+re-sync never loosens an existing tool's safe, requires_approval or risk level by
+itself (an upstream that starts calling a destructive tool read-only does not get
+it offered unsafe-free and run without approval); the job item says so and a
+curator decides. Tightening follows the hints.
+
+Hints (MCP spec defaults: not read-only, destructive, not idempotent, open world):
+  * ``readOnlyHint`` -> safe, no approval, risk low, capability ``read-only``;
+  * destructive (``destructiveHint`` true, or absent on a tool not read-only) ->
+    ``requires_approval`` and also unsafe (fail closed: only keys allowed unsafe
+    tools are offered it), risk high;
+  * neither -> safe, no approval, risk medium;
+  * ``idempotentHint`` -> capability ``idempotent`` (and kept in annotations);
+  * ``openWorldHint`` (true by default) -> tag ``open-world``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from catalog.models import Tool
+from catalog.naming import provider_safe_name
+from catalog.services.tools import tool_to_spec
+from catalog.spec import ToolSpec
+
+SEPARATOR = "__"
+HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+SYNC_ANNOTATIONS = (*HINTS, "outputSchema")
+OPEN_WORLD_TAG = "open-world"
+SCALAR_FLAGS = ("safe", "requires_approval", "risk_level")
+MEMBER_FLAGS = ("tags", "capabilities")
+
+
+def tool_name(source_name: str, upstream_name: str) -> str:
+    return f"{source_name}{SEPARATOR}{upstream_name}"
+
+
+def upstream_hash(upstream: dict[str, Any]) -> str:
+    encoded = json.dumps(upstream, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def hints(upstream: dict[str, Any]) -> dict[str, Any]:
+    annotations = upstream.get("annotations")
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def derived(upstream: dict[str, Any]) -> dict[str, Any]:
+    """The flags the hints give (see the module's docstring)."""
+    given = hints(upstream)
+    read_only = given.get("readOnlyHint") is True
+    destructive = not read_only and given.get("destructiveHint") is not False
+    capabilities = set()
+    if read_only:
+        capabilities.add("read-only")
+    if given.get("idempotentHint") is True:
+        capabilities.add("idempotent")
+    tags = {OPEN_WORLD_TAG} if given.get("openWorldHint") is not False else set()
+    return {
+        "safe": not destructive,
+        "requires_approval": destructive,
+        "risk_level": "low" if read_only else "high" if destructive else "medium",
+        "tags": tags,
+        "capabilities": capabilities,
+    }
+
+
+RISK_ORDER = ("low", "medium", "high", "critical")
+
+
+def _looser(flag: str, new: Any, current: Any) -> bool:
+    """Would ``new`` offer or run the tool more freely than ``current``?"""
+    if flag == "safe":
+        return bool(new) and not current
+    if flag == "requires_approval":
+        return bool(current) and not new
+    if flag == "risk_level" and new in RISK_ORDER and current in RISK_ORDER:
+        return RISK_ORDER.index(new) < RISK_ORDER.index(current)
+    return False
+
+
+def _title(upstream: dict[str, Any]) -> str:
+    title = upstream.get("title") or hints(upstream).get("title") or ""
+    return str(title)[:200]
+
+
+def _annotations(current: dict[str, Any], upstream: dict[str, Any]) -> dict[str, Any]:
+    kept = {k: v for k, v in current.items() if k not in SYNC_ANNOTATIONS}
+    given = hints(upstream)
+    kept.update({key: given[key] for key in HINTS if key in given})
+    if "outputSchema" in upstream:
+        kept["outputSchema"] = upstream["outputSchema"]
+    return kept
+
+
+def synced_spec(
+    name: str,
+    upstream: dict[str, Any],
+    tool: Tool | None,
+    previous: dict[str, Any] | None,
+    held: list[str] | None = None,
+) -> ToolSpec:
+    """The spec a sync writes: ``tool`` (None: a new one) with the upstream
+    fields of ``upstream`` and the derived flags the curator has not changed
+    since ``previous`` (the upstream JSON of the last sync). A flag the new hints
+    would loosen on an existing tool is kept and its name added to ``held``."""
+    held = held if held is not None else []
+    spec = tool_to_spec(tool) if tool is not None else ToolSpec(name=name)
+    if tool is None:
+        spec.provider_name = provider_safe_name(name)
+    spec.title = _title(upstream)
+    description = upstream.get("description")
+    spec.description = description if isinstance(description, str) else ""
+    schema = upstream.get("inputSchema")
+    spec.parameters = schema if isinstance(schema, dict) else None
+    spec.annotations = _annotations(spec.annotations, upstream)
+    new = derived(upstream)
+    old = derived(previous) if tool is not None and previous is not None else None
+    for flag in SCALAR_FLAGS:
+        if old is None or getattr(spec, flag) == old[flag]:
+            if tool is not None and _looser(flag, new[flag], getattr(spec, flag)):
+                held.append(flag)
+                continue
+            setattr(spec, flag, new[flag])
+    for flag in MEMBER_FLAGS:
+        values = list(getattr(spec, flag))
+        for member in sorted(new[flag] | (old[flag] if old else set())):
+            untouched = old is None or (member in values) == (member in old[flag])
+            if not untouched:
+                continue
+            if member in new[flag] and member not in values:
+                values.append(member)
+            elif member not in new[flag] and member in values:
+                values.remove(member)
+        setattr(spec, flag, values)
+    return spec

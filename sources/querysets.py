@@ -1,0 +1,40 @@
+"""Reading sources within access: the lookup every API view and console page uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404
+
+from catalog.access import access_for, get_catalog_for_user
+from catalog.models import Catalog
+from sources.models import Source
+
+
+def sources_of(user: Any, slug: str) -> tuple[Catalog, QuerySet[Source]]:
+    """The catalog's sources: 404 for a catalog the caller cannot see, 403 for a
+    caller who sees it but does not manage sources (admins only)."""
+    catalog = get_catalog_for_user(user, slug)
+    if not access_for(user).manages_sources:
+        raise PermissionDenied("permission: sources need the admin scope")
+    return catalog, Source.objects.filter(catalog=catalog).select_related("catalog")
+
+
+def get_source_for_user(user: Any, source_id: int | str) -> Source:
+    """One source, by the same rule as ``sources_of``."""
+    access = access_for(user)
+    visible = Catalog.objects.visible_to(access)
+    source = (
+        Source.objects.filter(pk=source_id, catalog__in=visible)
+        .select_related("catalog")
+        .first()
+        if str(source_id).isdigit()
+        else None
+    )
+    if source is None:
+        raise Http404("source: no such source")
+    if not access.manages_sources:
+        raise PermissionDenied("permission: sources need the admin scope")
+    return source

@@ -1,0 +1,298 @@
+"""Writes to sources: add, edit, delete (admins only), and starting a sync.
+
+Each write is one ``source_changed`` audit event in its transaction. The event
+names the headers a source sends, never their values (``sources.secrets``).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+
+from audit.choices import EventType
+from audit.services import record_event
+from catalog.access import Actor, access_for, stored_user
+from catalog.choices import JobKind, JobState, ToolStatus
+from catalog.models import Catalog, Job
+from catalog.services import jobs
+from catalog.services.tools import set_tool_status
+from sources.models import Source, SourceKind, SourceStatus
+from sources.netguard import url_problem
+from sources.secrets import MASK, decrypt_headers, encrypt_headers
+
+# Letters, digits and hyphens: a source's name is its tools' namespace
+# ("<source>__<tool>"), so it may hold no "_" and two sources never overlap.
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+NAME_RULE = (
+    "name: 1 to 32 lower-case letters, digits and hyphens, starting with a letter "
+    "or digit (it prefixes its tools' names: <name>__<tool>)"
+)
+HEADER_NAME_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$")
+# Set by the HTTP client or the MCP transport itself; a source may not override them.
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "connection",
+        "upgrade",
+        "te",
+        "trailer",
+        "keep-alive",
+        "accept",
+        "mcp-session-id",
+        "mcp-protocol-version",
+    }
+)
+MAX_HEADERS = 20
+MAX_HEADER_VALUE = 8192
+STDIO_RULE = (
+    "kind: only 'mcp' (a streamable HTTP url) may be added over the API or the "
+    "console; a stdio command is configured in the server's settings file only"
+)
+
+
+def require_manager(actor: Actor, catalog: Catalog) -> None:
+    """Admins only (``catalog.access``); the caller has already made sure the
+    catalog is visible (404 otherwise)."""
+    access = access_for(actor)
+    if not access.may_see_catalog(catalog.slug) or not access.manages_sources:
+        raise PermissionDenied("permission: sources need the admin scope")
+
+
+def clean_headers(
+    headers: Any, previous: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Checked headers; a value equal to the mask keeps the stored one (so a form
+    or a PATCH showing the masked headers back changes nothing)."""
+    if headers is None:
+        return {}
+    if not isinstance(headers, dict):
+        raise ValidationError({"headers": ["headers: must be an object of strings"]})
+    if len(headers) > MAX_HEADERS:
+        raise ValidationError({"headers": [f"headers: at most {MAX_HEADERS}"]})
+    cleaned: dict[str, str] = {}
+    for name, value in headers.items():
+        problem = _header_problem(name, value)
+        if problem:
+            raise ValidationError({"headers": [problem]})
+        if value == MASK:
+            if previous is None or name not in previous:
+                raise ValidationError(
+                    {
+                        "headers": [
+                            f"headers: {name}: the masked value has no stored value"
+                        ]
+                    }
+                )
+            value = previous[name]
+        cleaned[name] = value
+    return cleaned
+
+
+def _header_problem(name: Any, value: Any) -> str:
+    if not isinstance(name, str) or not HEADER_NAME_RE.fullmatch(name):
+        return f"headers: {str(name)[:100]!r} is not a valid header name"
+    if name.lower() in RESERVED_HEADERS:
+        return f"headers: {name} is set by Quiver itself and may not be given"
+    if not isinstance(value, str) or not value:
+        return f"headers: {name}: the value must be a non-empty string"
+    if len(value) > MAX_HEADER_VALUE or any(c in value for c in "\r\n\0"):
+        return (
+            f"headers: {name}: the value must be at most {MAX_HEADER_VALUE} "
+            "characters, on one line"
+        )
+    return ""
+
+
+def _check(source: Source) -> None:
+    errors: dict[str, list[str]] = {}
+    if source.kind != SourceKind.MCP:
+        errors["kind"] = [STDIO_RULE]
+    if not NAME_RE.fullmatch(source.name or ""):
+        errors["name"] = [NAME_RULE]
+    problem = url_problem(source.url)
+    if problem:
+        errors["url"] = [problem]
+    if not 1 <= float(source.timeout_seconds) <= 300:
+        errors["timeout_seconds"] = ["timeout_seconds: between 1 and 300 seconds"]
+    if not 1 <= int(source.max_result_bytes) <= 10_000_000:
+        errors["max_result_bytes"] = ["max_result_bytes: between 1 and 10000000"]
+    if errors:
+        raise ValidationError(errors)
+
+
+def _event(
+    source: Source,
+    action: str,
+    actor: Actor,
+    request_id: uuid.UUID | None,
+    headers: dict[str, str],
+    changed: list[str] | None = None,
+) -> None:
+    record_event(
+        EventType.SOURCE_CHANGED,
+        actor=actor,
+        request_id=request_id,
+        catalog_slug=source.catalog.slug,
+        catalog_version=source.catalog.version,
+        summary=f"source {source.name!r}: {action}",
+        input={
+            "action": action,
+            "source": source.name,
+            "kind": source.kind,
+            "url": source.url,
+            "header_names": sorted(headers),
+            "changed": changed or [],
+        },
+        output={"source_id": source.pk},
+    )
+
+
+def create_source(
+    catalog: Catalog,
+    *,
+    name: str,
+    url: str,
+    headers: Any = None,
+    kind: str = SourceKind.MCP,
+    timeout_seconds: float = 30.0,
+    max_result_bytes: int = 100_000,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+) -> Source:
+    """A new source of ``catalog`` (never synced yet)."""
+    require_manager(actor, catalog)
+    clean = clean_headers(headers)
+    source = Source(
+        catalog=catalog,
+        name=name,
+        kind=kind,
+        url=url,
+        timeout_seconds=timeout_seconds,
+        max_result_bytes=max_result_bytes,
+        headers_encrypted=encrypt_headers(clean),
+        created_by=stored_user(actor),
+    )
+    _check(source)
+    with transaction.atomic():
+        if Source.objects.filter(catalog=catalog, name=name).exists():
+            raise ValidationError(
+                {"name": [f"name: a source named {name!r} already exists here"]}
+            )
+        try:
+            with transaction.atomic():
+                source.save()
+        except IntegrityError as exc:
+            raise ValidationError(
+                {"name": [f"name: a source named {name!r} already exists here"]}
+            ) from exc
+        _event(source, "create", actor, request_id, clean)
+    return source
+
+
+EDITABLE = ("url", "headers", "timeout_seconds", "max_result_bytes")
+
+
+def update_source(
+    source: Source,
+    changes: dict[str, Any],
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+) -> Source:
+    """Change a source's url, headers or limits; the name (its tools' namespace)
+    and the kind are fixed once made."""
+    require_manager(actor, source.catalog)
+    for field in ("name", "kind"):
+        if field in changes and changes[field] != getattr(source, field):
+            raise ValidationError(
+                {field: [f"{field}: cannot be changed; delete and add the source"]}
+            )
+    unknown = sorted(set(changes) - {*EDITABLE, "name", "kind"})
+    if unknown:
+        raise ValidationError({unknown[0]: [f"{unknown[0]}: not a source field"]})
+    with transaction.atomic():
+        source = (
+            Source.objects.select_for_update()
+            .select_related("catalog")
+            .get(pk=source.pk)
+        )
+        previous = decrypt_headers(source) if source.headers_encrypted else {}
+        headers = previous
+        changed = []
+        if "headers" in changes:
+            headers = clean_headers(changes["headers"], previous)
+            # Always with the current key: saving the headers is how a key rotates.
+            source.headers_encrypted = encrypt_headers(headers)
+            if headers != previous:
+                changed.append("headers")
+            else:
+                source.save(update_fields=["headers_encrypted"])
+        for field in ("url", "timeout_seconds", "max_result_bytes"):
+            if field in changes and changes[field] != getattr(source, field):
+                setattr(source, field, changes[field])
+                changed.append(field)
+        if not changed:
+            return source
+        _check(source)
+        fields = ["headers_encrypted" if f == "headers" else f for f in changed]
+        source.save(update_fields=[*fields, "updated"])
+        _event(source, "update", actor, request_id, headers, changed)
+    return source
+
+
+def delete_source(
+    source: Source, *, actor: Actor, request_id: uuid.UUID | None = None
+) -> None:
+    """Delete a source. The tools it brought stay in the catalog, disabled (each a
+    ``tool_changed`` event), for their history and audit trail."""
+    require_manager(actor, source.catalog)
+    with transaction.atomic():
+        source = (
+            Source.objects.select_for_update()
+            .select_related("catalog")
+            .get(pk=source.pk)
+        )
+        for link in source.links.select_related("tool"):
+            if link.tool.status == ToolStatus.ACTIVE:
+                set_tool_status(
+                    link.tool, ToolStatus.DISABLED, actor=actor, request_id=request_id
+                )
+        try:
+            headers = decrypt_headers(source)
+        except Exception:  # unreadable headers must not stop a delete
+            headers = {}
+        _event(source, "delete", actor, request_id, headers)
+        source.delete()
+
+
+def start_sync(source: Source, *, actor: Actor) -> Job:
+    """Queue a sync of ``source`` (a Job of kind ``sync``); a sync already queued
+    or running for it is returned instead of a second one."""
+    with transaction.atomic():
+        source = Source.objects.select_for_update().get(pk=source.pk)
+        waiting = Job.objects.filter(
+            kind=JobKind.SYNC,
+            catalog_id=source.catalog_id,
+            state__in=[JobState.QUEUED, JobState.RUNNING],
+            options__source_id=source.pk,
+        ).first()
+        if waiting is not None:
+            return waiting
+        job = Job.objects.create(
+            kind=JobKind.SYNC,
+            catalog_id=source.catalog_id,
+            options={"source_id": source.pk, "source": source.name},
+            created_by=stored_user(actor),
+        )
+        if source.status != SourceStatus.SYNCING:
+            source.status = SourceStatus.SYNCING
+            source.save(update_fields=["status", "updated"])
+        jobs.enqueue_job(job)
+    return job

@@ -1,0 +1,226 @@
+"""A source's sync: its ``tools/list`` (every page) becomes catalog tools, as a diff.
+
+Run by a Job of kind ``sync`` (progress like an import: one item per upstream tool,
+created / updated / unchanged / rejected / gone / back, with the reason). Every tool
+write goes through ``catalog.services.tools`` (a ToolChange and one ``tool_changed``
+audit event each, the embedding queued) together with its ``SourceTool`` link, in
+one transaction per tool:
+
+* a new upstream tool becomes ``<source>__<name>`` (``sources.mapping``);
+* an unchanged one (same upstream JSON hash) is not touched: no event;
+* a changed one gets its upstream fields, the curator's overrides kept;
+* one gone upstream is deprecated (no longer offered) and marked ``gone``, kept;
+* one back upstream is active again (if the sync had deprecated it).
+
+An unreachable upstream (or unreadable headers) sets the source's status to
+``error`` with the reason and changes no tool. Running the same sync twice gives
+the same catalog (a resumed job simply runs again).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from catalog.access import Actor
+from catalog.choices import ImportOutcome, ToolStatus
+from catalog.models import Job, Tool
+from catalog.services import jobs
+from catalog.services.tools import (
+    ToolConflict,
+    create_tool,
+    set_tool_status,
+    update_tool,
+)
+from sources.mapping import synced_spec, tool_name, upstream_hash
+from sources.models import Source, SourceStatus, SourceTool
+from sources.secrets import HeadersUnreadable
+from sources.upstream import UpstreamError, list_tools
+
+log = logging.getLogger(__name__)
+GONE, BACK, REJECTED = "gone", "back", ImportOutcome.REJECTED.value
+OUTCOMES = [*(o.value for o in ImportOutcome), GONE, BACK]
+
+
+def run_sync(job: Job) -> Job:
+    """Run (or run again) the sync ``job`` describes; the job is claimed."""
+    source = Source.objects.filter(pk=job.options.get("source_id")).first()
+    if source is None:
+        jobs.fail_job(job, "source: deleted before its sync ran")
+        return job
+    _set_status(source, SourceStatus.SYNCING)
+    try:
+        listing = list_tools(source)
+    except (UpstreamError, HeadersUnreadable) as exc:
+        _failed(source, job, str(exc))
+        return job
+    job.items, job.counts = [], dict.fromkeys(OUTCOMES, 0)
+    job.total, job.done = len(listing.tools), 0
+    with jobs.keep_alive(job):
+        apply_listing(source, listing.tools, job, job.created_by)
+    _succeeded(source, job, listing.server)
+    return jobs.finish_job(job, "items", "counts", "done", "total")
+
+
+def apply_listing(
+    source: Source, listed: list[dict[str, Any]], job: Job, actor: Actor
+) -> None:
+    """The diff between the source's links and ``listed``, written tool by tool."""
+    links = {
+        link.upstream_name: link
+        for link in SourceTool.objects.filter(source=source).select_related("tool")
+    }
+    seen: set[str] = set()
+    for index, upstream in enumerate(listed):
+        name = upstream.get("name")
+        if not isinstance(name, str) or not name or name in seen:
+            reason = "name: missing, or listed twice by the upstream"
+            _record(
+                job,
+                {"index": index, "name": None, "outcome": REJECTED, "reason": reason},
+            )
+            continue
+        seen.add(name)
+        _record(
+            job, {"index": index, **_sync_one(source, links.get(name), upstream, actor)}
+        )
+    gone = [link for name, link in links.items() if name not in seen and not link.gone]
+    job.total += len(gone)
+    for offset, link in enumerate(gone):
+        _mark_gone(link, actor)
+        entry = {"index": len(listed) + offset, "name": link.tool.name, "outcome": GONE}
+        _record(job, {**entry, "reason": f"{link.upstream_name} is no longer listed"})
+
+
+def _record(job: Job, entry: dict[str, Any]) -> None:
+    job.items.append(entry)
+    job.counts[entry["outcome"]] = job.counts.get(entry["outcome"], 0) + 1
+    job.done = len(job.items)
+    jobs.save_progress(job, "items", "counts", "done", "total")
+
+
+def _sync_one(
+    source: Source, link: SourceTool | None, upstream: dict[str, Any], actor: Actor
+) -> dict[str, Any]:
+    upstream_name = str(upstream["name"])
+    name = link.tool.name if link is not None else tool_name(source.name, upstream_name)
+    digest = upstream_hash(upstream)
+    try:
+        with transaction.atomic():
+            if link is None:
+                return _create(source, name, upstream, digest, actor)
+            return _update(link, upstream, digest, actor)
+    except (ValidationError, ToolConflict, IntegrityError) as exc:
+        return {"name": name, "outcome": REJECTED, "reason": _why(exc)}
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError) and hasattr(exc, "error_dict"):
+        return "; ".join(m for msgs in exc.message_dict.values() for m in msgs)
+    if isinstance(exc, IntegrityError):
+        return "name: another tool of the catalog holds this name or provider name"
+    return "; ".join(getattr(exc, "messages", [])) or str(exc)
+
+
+def _create(
+    source: Source, name: str, upstream: dict[str, Any], digest: str, actor: Actor
+) -> dict[str, Any]:
+    if Tool.objects.filter(catalog_id=source.catalog_id, name=name).exists():
+        raise ToolConflict(
+            "name",
+            f"name: the catalog already has a tool named {name!r} that did not "
+            f"come from source {source.name!r}",
+        )
+    tool = create_tool(
+        source.catalog, synced_spec(name, upstream, None, None), actor=actor
+    )
+    SourceTool.objects.create(
+        source=source,
+        tool=tool,
+        upstream_name=str(upstream["name"]),
+        upstream=upstream,
+        upstream_hash=digest,
+        synced=timezone.now(),
+    )
+    return {"name": name, "outcome": ImportOutcome.CREATED.value, "reason": ""}
+
+
+def _update(
+    link: SourceTool, upstream: dict[str, Any], digest: str, actor: Actor
+) -> dict[str, Any]:
+    tool, outcome = link.tool, ImportOutcome.UNCHANGED.value
+    held: list[str] = []
+    if digest != link.upstream_hash:
+        spec = synced_spec(tool.name, upstream, tool, link.upstream, held)
+        result = update_tool(tool, spec, actor=actor)
+        tool = result.tool or tool
+        outcome = result.outcome.value
+    back = link.gone
+    if back and tool.status == ToolStatus.DEPRECATED:
+        tool = set_tool_status(tool, ToolStatus.ACTIVE, actor=actor).tool or tool
+    link.tool = tool
+    if back or digest != link.upstream_hash:
+        link.gone, link.upstream, link.upstream_hash = False, upstream, digest
+        link.synced = timezone.now()
+        link.save(update_fields=["gone", "upstream", "upstream_hash", "synced"])
+    note = (
+        f"the upstream's hints would loosen {', '.join(held)}: kept as they were; "
+        "a curator may change them"
+        if held
+        else ""
+    )
+    if back:
+        reason = f"listed again ({outcome})" + (f"; {note}" if note else "")
+        return {"name": tool.name, "outcome": BACK, "reason": reason}
+    return {"name": tool.name, "outcome": outcome, "reason": note}
+
+
+def _mark_gone(link: SourceTool, actor: Actor) -> None:
+    """No longer offered (deprecated unless a curator already took it out of
+    service), kept for audit; a tool gone is never called."""
+    with transaction.atomic():
+        if link.tool.status == ToolStatus.ACTIVE:
+            set_tool_status(link.tool, ToolStatus.DEPRECATED, actor=actor)
+        link.gone = True
+        link.synced = timezone.now()
+        link.save(update_fields=["gone", "synced"])
+
+
+def _set_status(source: Source, status: str, **fields: Any) -> None:
+    source.status = status
+    for field, value in fields.items():
+        setattr(source, field, value)
+    source.save(update_fields=["status", *fields, "updated"])
+
+
+def _failed(source: Source, job: Job, why: str) -> None:
+    log.warning("source %s: sync failed: %s", source.pk, why)
+    _set_status(
+        source,
+        SourceStatus.ERROR,
+        last_synced=timezone.now(),
+        last_outcome="failed",
+        last_error=why,
+    )
+    jobs.fail_job(job, f"source {source.name!r}: {why}")
+
+
+def _succeeded(source: Source, job: Job, server: str) -> None:
+    counts = Counter({k: v for k, v in job.counts.items() if v})
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or "nothing listed"
+    rejected = [i["reason"] for i in job.items if i["outcome"] == REJECTED]
+    _set_status(
+        source,
+        SourceStatus.OK,
+        last_synced=timezone.now(),
+        last_outcome=(f"{server}: {summary}" if server else summary)[:200],
+        last_error=f"{len(rejected)} rejected; first: {rejected[0]}"
+        if rejected
+        else "",
+        tool_count=SourceTool.objects.filter(source=source, gone=False).count(),
+    )

@@ -1,0 +1,79 @@
+"""Celery tasks of sources: thin, take ids, idempotent, call a service."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from celery import bootsteps, shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.db.models import Q
+from django.utils import timezone
+
+from catalog.services import jobs
+from config.celery import app
+from sources import services, sync
+from sources.models import Source
+
+log = logging.getLogger(__name__)
+SYNC_DUE = "sources.tasks.sync_due_sources"
+CHECK_EVERY_S = 60.0
+
+
+@shared_task
+def run_sync(job_id: int) -> None:
+    """Run (or run again) a source's sync job; a job already taken does nothing."""
+    job = jobs.claim_job(job_id)
+    if job is None:
+        return
+    try:
+        sync.run_sync(job)
+    except jobs.JobLost:
+        log.warning("sync job %s was taken over by another worker", job_id)
+    except (OperationalError, InterfaceError) as exc:
+        log.warning("sync job %s paused, database unavailable: %s", job_id, exc)
+    except Exception as exc:
+        log.exception("sync job %s failed", job_id)
+        jobs.fail_job(job, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+@shared_task
+def sync_due_sources() -> int:
+    """Queue a sync of every source not synced for ``QUIVER_SOURCE_SYNC_MINUTES``
+    (0: periodic sync is off); a source with a sync waiting gets no second one."""
+    minutes = int(settings.QUIVER_SOURCE_SYNC_MINUTES)
+    if minutes <= 0:
+        return 0
+    cutoff = timezone.now() - timedelta(minutes=minutes)
+    due = Source.objects.filter(Q(last_synced__isnull=True) | Q(last_synced__lt=cutoff))
+    started = 0
+    for source in due.only("pk", "catalog_id", "status"):
+        services.start_sync(source, actor=None)
+        started += 1
+    return started
+
+
+class SourceSyncTimer(bootsteps.StartStopStep):
+    """Every minute the worker asks for the due syncs (when periodic sync is on)."""
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self.tref: Any = None
+
+    def start(self, worker: Any) -> None:
+        if settings.QUIVER_SOURCE_SYNC_MINUTES > 0:
+            self.tref = worker.timer.call_repeatedly(
+                CHECK_EVERY_S, jobs.send, (SYNC_DUE,), priority=10
+            )
+
+    def stop(self, worker: Any) -> None:
+        if self.tref is not None:
+            self.tref.cancel()
+
+
+app.steps["worker"].add(SourceSyncTimer)

@@ -1,0 +1,151 @@
+"""Talking to a source: list every page of its tools, or test the connection.
+
+The coroutines run on a loop of their own (``run``), in a thread of their own when
+the calling thread already runs one (a test's browser, an async view), so the
+synchronous services and Celery tasks can call them as plain functions. Errors
+come back as one line naming what failed, with the source's header values
+masked out of it (``sources.secrets.scrub``)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sources.connect import open_client
+from sources.models import Source
+from sources.secrets import decrypt_headers, scrub
+
+T = TypeVar("T")
+MAX_TOOLS = 5000
+
+
+class UpstreamError(Exception):
+    """The source could not be reached or answered badly; the message says why."""
+
+
+@dataclass
+class Listing:
+    tools: list[dict[str, Any]]
+    server: str
+    pages: int
+    more: bool = False
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to completion from synchronous code."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="source-client")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]  # type: ignore[no-any-return]
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def reason(exc: BaseException, headers: dict[str, str]) -> str:
+    """One line naming the failure (the innermost errors of the SDK's groups)."""
+    parts = []
+    for leaf in _leaves(exc):
+        text = str(leaf) or type(leaf).__name__
+        if leaf.__cause__ is not None and str(leaf.__cause__) not in text:
+            text = f"{text} ({leaf.__cause__})"
+        parts.append(f"{type(leaf).__name__}: {text}")
+    return scrub("; ".join(dict.fromkeys(parts)), headers)[:1000]
+
+
+async def _list(
+    source_url: str,
+    headers: dict[str, str],
+    timeout: float,
+    max_pages: int,
+    first_page_only: bool,
+    http_errors: list[str],
+) -> Listing:
+    async with open_client(
+        source_url, headers, timeout=timeout, http_errors=http_errors
+    ) as client:
+        info = client.server_info
+        server = f"{info.name} {info.version}".strip() if info is not None else ""
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for page_number in range(1, max_pages + 1):
+            page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            tools += [
+                tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for tool in page.tools
+            ]
+            cursor = page.next_cursor
+            if first_page_only:
+                return Listing(tools, server, page_number, more=bool(cursor))
+            if not cursor:
+                return Listing(tools, server, page_number)
+            if cursor in seen or len(tools) > MAX_TOOLS:
+                raise UpstreamError(
+                    "tools/list: the cursor repeats or the list passes "
+                    f"{MAX_TOOLS} tools"
+                )
+            seen.add(cursor)
+        raise UpstreamError(f"tools/list: more than {max_pages} pages")
+
+
+def list_tools(source: Source, *, first_page_only: bool = False) -> Listing:
+    """Every tool the source lists (all pages), as the JSON of the MCP spec."""
+    from django.conf import settings
+
+    headers = decrypt_headers(source)
+    http_errors: list[str] = []
+    try:
+        return run(
+            _list(
+                source.url,
+                headers,
+                float(source.timeout_seconds),
+                int(settings.QUIVER_SOURCE_MAX_PAGES),
+                first_page_only,
+                http_errors,
+            )
+        )
+    except Exception as exc:
+        why = reason(exc, headers)
+        if http_errors:
+            why = f"{', '.join(dict.fromkeys(http_errors))}: {why}"
+        raise UpstreamError(why[:1000]) from None
+
+
+def check_connection(source: Source) -> dict[str, Any]:
+    """Initialize and read the first page of tools: ok with what was seen, or the
+    reason it failed."""
+    try:
+        listing = list_tools(source, first_page_only=True)
+    except UpstreamError as exc:
+        return {"ok": False, "reason": str(exc)}
+    except Exception as exc:  # unreadable headers, for one
+        return {"ok": False, "reason": str(exc)}
+    return {
+        "ok": True,
+        "server": listing.server,
+        "tools_on_first_page": len(listing.tools),
+        "more_pages": listing.more,
+        "reason": "",
+    }
