@@ -109,7 +109,10 @@ class CatalogViewSet(
         page = self.paginate_queryset(changes)
         return self.get_paginated_response(s.ToolChangeSerializer(page, many=True).data)
 
-    @extend_schema(parameters=[s.ImportQuerySerializer], responses=s.JobSerializer)
+    @extend_schema(
+        parameters=[s.ImportQuerySerializer],
+        responses={202: s.JobSerializer, 200: s.ImportReportSerializer},
+    )
     @action(
         detail=True,
         methods=["post"],
@@ -118,7 +121,8 @@ class CatalogViewSet(
         throttle_classes=[ClientRateThrottle],
     )
     def import_tools(self, request: Request, slug: str) -> Response:
-        """Queue an import of a JSON body or an uploaded ``file``; 202 with the job."""
+        """Queue an import of a JSON body or an uploaded ``file``; 202 with the job.
+        ``?dry_run=true``: 200 with what each item would become, nothing written."""
         catalog = get_catalog_for_user(request.user, slug)
         fmt = request.query_params.get("format")
         if not fmt and request.content_type.startswith("multipart/"):
@@ -128,6 +132,14 @@ class CatalogViewSet(
         query = s.ImportQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
         document = _import_document(request)
+        if query.validated_data["dry_run"]:
+            report = services.preview_import(
+                catalog,
+                document,
+                query.validated_data.get("format"),
+                actor=request.user,
+            )
+            return Response(s.ImportReportSerializer(report).data)
         with jobs.watch_enqueues() as watch:
             job = services.start_import(
                 catalog,

@@ -84,6 +84,15 @@ def import_chunk(
     return entries
 
 
+def preview_items(
+    catalog: Catalog, items: list[ImportItem], actor: Actor
+) -> list[dict[str, Any]]:
+    """``import_chunk``'s entries for the whole document, without its writes: the
+    dry run. Call inside a transaction (the reads lock as the import's would)."""
+    chunk = _Chunk(catalog, actor, [item.spec for item in items if item.spec])
+    return [chunk.apply(item) for item in items]
+
+
 class _Chunk:
     """The catalog as the chunk's items have left it so far, and what to write."""
 

@@ -25,7 +25,7 @@ from catalog.choices import ImportOutcome, JobKind
 from catalog.formats import FormatError, ImportItem, detect_format, import_tools
 from catalog.models import Catalog, Job, Tool
 from catalog.services import jobs
-from catalog.services.bulk_import import import_chunk, rejection
+from catalog.services.bulk_import import import_chunk, preview_items, rejection
 from catalog.services.tools import ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
 
@@ -53,6 +53,35 @@ def start_import(
         )
         jobs.enqueue_job(job)
     return job
+
+
+def preview_import(
+    catalog: Catalog, document: Any, fmt: str | None, *, actor: Actor
+) -> dict[str, Any]:
+    """The dry run: what importing the document would do, and nothing written.
+
+    The items go through the bulk path's checks against an in-memory view of the
+    catalog (``bulk_import.preview_items``) whose writes never run; the
+    transaction is rolled back all the same, so not even a lock outlives it."""
+    try:
+        fmt = fmt or detect_format(document)
+        items = import_tools(document, fmt)
+    except FormatError as exc:
+        raise ValidationError({"document": [str(exc)]}) from exc
+    with transaction.atomic():
+        entries = preview_items(catalog, items, actor)
+        transaction.set_rollback(True)
+    counts = {outcome.value: 0 for outcome in ImportOutcome}
+    for entry in entries:
+        counts[entry["outcome"]] += 1
+    return {
+        "dry_run": True,
+        "catalog": catalog.slug,
+        "format": fmt,
+        "total": len(entries),
+        "counts": counts,
+        "items": entries,
+    }
 
 
 def run_import(job: Job, between: Callable[[Job], object] | None = None) -> Job:
