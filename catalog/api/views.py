@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -37,6 +37,15 @@ from config.ratelimit import ClientRateThrottle, WriteRateThrottle
 TRUE_VALUES = {"1", "true", "yes"}
 
 
+@extend_schema_view(
+    list=extend_schema(
+        description="The catalogs the caller may see, with their tool counts."
+    ),
+    retrieve=extend_schema(description="One catalog the caller may see."),
+    create=extend_schema(
+        description="Make a catalog: curators and admins who see every catalog."
+    ),
+)
 class CatalogViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -246,6 +255,16 @@ class ToolViewSet(viewsets.ModelViewSet):
         return dict(serializer.validated_data)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        description="Imports and re-indexes the caller may see, newest first "
+        "(``?catalog=``)."
+    ),
+    retrieve=extend_schema(
+        description="One job: state, progress, counts and the items the "
+        "caller may see."
+    ),
+)
 class JobViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = s.JobSerializer
     permission_classes = [CuratorWrites]
