@@ -224,7 +224,7 @@ class ImportReportSerializer(serializers.Serializer):
 
     dry_run = serializers.BooleanField()
     catalog = serializers.CharField()
-    format = serializers.ChoiceField(choices=FORMATS)
+    format = serializers.CharField(help_text="the format read (given or detected)")
     total = serializers.IntegerField()
     counts = serializers.DictField(child=serializers.IntegerField())
     items = ImportItemSerializer(many=True)
