@@ -8,6 +8,7 @@ other key is a 404; a key bigger than them is refused naming the field."""
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,6 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -122,8 +124,15 @@ def client_edit(request: HttpRequest, client_id: int) -> HttpResponse:
             status = 403
         else:
             messages.success(request, f"Saved the changes to {client.name}.")
-            return redirect("console:client-list")
+            return _back_to_list(request)
     return _page(request, ApiClientForm(), editing=client, edit_form=form, status=status)
+
+
+def _back_to_list(request: HttpRequest) -> HttpResponse:
+    """The list as it was searched when Edit was pressed."""
+    q = request.GET.get("q", "")
+    url = reverse("console:client-list")
+    return redirect(f"{url}?{urlencode({'q': q})}" if q else url)
 
 
 def _change(request: HttpRequest, client: ApiClient, form: ApiClientEditForm) -> None:

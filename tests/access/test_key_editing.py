@@ -187,3 +187,10 @@ def test_a_live_key_still_offers_rotation(as_admin, bot):
     page = as_admin.get("/keys/").content.decode()
     row = page.split('data-client="support-bot"')[1].split("</tr>")[0]
     assert "/rotate/" in row
+
+
+def test_saving_an_edit_goes_back_to_the_list_as_it_was_searched(as_admin, bot):
+    body = {"roles": "support", "all_catalogs": "on", "rate_limit_per_minute": "9"}
+    response = as_admin.post(f"/keys/{bot.pk}/edit/?q=supp", body)
+    assert response.status_code == 302
+    assert response["Location"] == "/keys/?q=supp"
