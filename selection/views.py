@@ -25,13 +25,13 @@ from selection.api.serializers import SelectInputSerializer, SelectOutputSeriali
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, TryItForm
 from selection.requests import build_request
-from selection.snippets import api_calls
 from selection.services.select import select_tools
 from selection.services.settings import (
     current_settings,
     refuse_unless_whole_catalog,
     update_selection_settings,
 )
+from selection.snippets import api_calls
 
 TRY_TEMPLATE = "selection/try_it.html"
 TRY_PARTIAL = "selection/partials/try_results.html"
@@ -61,7 +61,9 @@ def try_it(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"form": form, "catalog": catalog}
     if answer is not None:
         context.update(present(answer, engine_settings.get("core_tools", ())))
-        context["api_calls"] = api_calls(request.build_absolute_uri("/"), form.payload())
+        context["api_calls"] = api_calls(
+            request.build_absolute_uri("/"), form.payload()
+        )
     return render_page(request, TRY_TEMPLATE, context, partial=TRY_PARTIAL)
 
 

@@ -261,8 +261,7 @@ class ToolViewSet(viewsets.ModelViewSet):
         "(``?catalog=``)."
     ),
     retrieve=extend_schema(
-        description="One job: state, progress, counts and the items the "
-        "caller may see."
+        description="One job: state, progress, counts and the items the caller may see."
     ),
 )
 class JobViewSet(viewsets.ReadOnlyModelViewSet):

@@ -17,6 +17,6 @@ _BREAK_AFTER = re.compile(r"([_.\-/:]+)")
 @register.filter(is_safe=True)
 def wordbreaks(value: object) -> SafeString:
     """The escaped text with a ``<wbr>`` after every run of separators."""
-    escaped = str(conditional_escape(value))
+    escaped = str(conditional_escape(value if isinstance(value, str) else str(value)))
     # Escaping adds no separator but "&#x27;"/"&amp;": only ';' and '#', safe here.
     return mark_safe(_BREAK_AFTER.sub(r"\1<wbr>", escaped))  # noqa: S308

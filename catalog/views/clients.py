@@ -13,9 +13,8 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -125,7 +124,9 @@ def client_edit(request: HttpRequest, client_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Saved the changes to {client.name}.")
             return _back_to_list(request)
-    return _page(request, ApiClientForm(), editing=client, edit_form=form, status=status)
+    return _page(
+        request, ApiClientForm(), editing=client, edit_form=form, status=status
+    )
 
 
 def _back_to_list(request: HttpRequest) -> HttpResponse:

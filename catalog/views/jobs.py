@@ -81,7 +81,9 @@ def _confirm_import(request: HttpRequest, catalogs: Any) -> HttpResponse:
     """Import exactly the document the dry run showed, for the one who ran it."""
     text = request.POST.get("document", "")
     try:
-        slug, fmt = import_preview.check(request.POST.get("token", ""), request.user, text)
+        slug, fmt = import_preview.check(
+            request.POST.get("token", ""), request.user, text
+        )
         catalog = catalogs.get(slug=slug)
         with jobs.watch_enqueues() as watch:
             job = services.start_import(

@@ -21,7 +21,9 @@ def preview(client, document, **fields):
     body = {"catalog": "default", "format": "", "text": json.dumps(document)}
     response = client.post("/import/", {**body, **fields})
     page = response.content.decode()
-    posted = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
+    posted = dict(
+        re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page)
+    )
     return response, {k: html.unescape(v) for k, v in posted.items()}
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FilePayload, Page, expect
 
 from catalog.formats import FORMATS
 from catalog.models import ApiClient, Job, Tool, ToolChange
@@ -26,16 +26,12 @@ LONG_NAME = "billing.invoice_export-for_the_quarterly_finance_report_as_pdf_file
 
 
 def upload(page: Page, document: Any) -> None:
-    page.set_input_files(
-        "#id_file",
-        files=[
-            {
-                "name": "tools.json",
-                "mimeType": "application/json",
-                "buffer": json.dumps(document).encode(),
-            }
-        ],
-    )
+    payload: FilePayload = {
+        "name": "tools.json",
+        "mimeType": "application/json",
+        "buffer": json.dumps(document).encode(),
+    }
+    page.set_input_files("#id_file", files=[payload])
 
 
 # 4. Imports with a dry run ----------------------------------------------------------
@@ -50,7 +46,11 @@ def test_an_import_is_previewed_without_a_write_then_imported_in_one_click(
     same = {"description": "Send an email.", "parameters": weather_schema()}
     document = [
         {"name": "get_weather", "parameters": weather_schema()},
-        {"name": "get_time", "description": "Time now.", "parameters": weather_schema()},
+        {
+            "name": "get_time",
+            "description": "Time now.",
+            "parameters": weather_schema(),
+        },
         {"name": "send_email", **same},
         {"name": "broken_tool", "parameters": {"type": "strnig"}},
     ]
@@ -193,7 +193,7 @@ def test_try_it_copies_the_request_as_curl_and_as_python(
         expect(page.locator(".api-calls .copied")).to_have_text("Copied Python.")
         python = page.evaluate("navigator.clipboard.readText()")
         assert "from quiver_client import Quiver" in python
-        assert "\"what's the weather in Paris?\"," in python
+        assert '"what\'s the weather in Paris?",' in python
         page.get_by_test_id("api-calls").locator("summary > span").first.click()
         expect(page.locator("#try-python")).to_be_visible()
         screenshot(page, "curator-try-it-copy")

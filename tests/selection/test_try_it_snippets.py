@@ -10,13 +10,13 @@ import shlex
 from typing import Any
 
 import pytest
-
 import quiver_client
 from quiver_client.client import select_body as client_select_body
+
 from selection.snippets import as_curl, as_python
 from tests.selection.test_try_it_view import catalog, try_it  # noqa: F401
 
-NASTY = "it's \"quoted\" $HOME `ls` \\ and\nnewline — ünïcode"
+NASTY = 'it\'s "quoted" $HOME `ls` \\ and\nnewline — ünïcode'
 PAYLOAD = {
     "catalog": "default",
     "allow_unsafe": False,
@@ -32,7 +32,13 @@ EXPECTED = {**PAYLOAD, "max_candidates": 3, "min_score": 0.05}
 
 def test_the_curl_command_posts_the_body_and_reads_the_key_from_the_environment():
     words = shlex.split(as_curl("http://quiver.test/", PAYLOAD))
-    assert words[:5] == ["curl", "-sS", "-X", "POST", "http://quiver.test/api/v1/select"]
+    assert words[:5] == [
+        "curl",
+        "-sS",
+        "-X",
+        "POST",
+        "http://quiver.test/api/v1/select",
+    ]
     assert "Authorization: Bearer $QUIVER_KEY" in words
     body = words[words.index("--data-binary") + 1]
     assert json.loads(body) == EXPECTED
