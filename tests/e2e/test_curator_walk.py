@@ -263,14 +263,16 @@ def test_long_tool_names_on_the_dashboard_wrap_at_word_parts(
         assert breaks, "the name should need more than one line at 800 px"
         assert set(breaks) <= {"_", ".", "-"}, breaks
         assert page.evaluate("document.documentElement.scrollWidth") <= 800
+        screenshot(page, "curator-dashboard-long-names")
 
 
-def test_the_403_and_404_pages_keep_the_persons_navigation(page):
+def test_the_403_and_404_pages_keep_the_persons_navigation(page, screenshot):
     page.goto("/audit/")
     expect(page.get_by_test_id("error-page")).to_contain_text("403")
     nav = page.get_by_role("navigation", name="Main")
     expect(nav.get_by_role("link", name="Import")).to_be_visible()
     expect(nav.get_by_role("link", name="Audit")).to_have_count(0)
+    screenshot(page, "curator-403")
     page.goto("/tools/987654/")
     expect(page.get_by_test_id("error-page")).to_contain_text("404")
     expect(nav.get_by_role("link", name="Import")).to_be_visible()
@@ -295,7 +297,9 @@ def test_the_verify_page_shows_the_last_result_and_when_it_ran(
         )
 
 
-def test_the_api_docs_page_has_the_navigation_and_describes_each_endpoint(page):
+def test_the_api_docs_page_has_the_navigation_and_describes_each_endpoint(
+    page, screenshot
+):
     page.goto("/api/docs/")
     nav = page.get_by_role("navigation", name="Main")
     expect(nav.get_by_role("link", name="Tools")).to_be_visible()
@@ -306,6 +310,7 @@ def test_the_api_docs_page_has_the_navigation_and_describes_each_endpoint(page):
     expect(page.locator(".opblock-description-wrapper").first).to_contain_text(
         "dry_run"
     )
+    screenshot(page, "curator-api-docs")
     nav.get_by_role("link", name="Tools").click()
     expect(page.locator("h1")).to_have_text("Tools")
 
