@@ -13,6 +13,7 @@ keeps the one-transaction-per-tool path (``create_tool`` / ``update_tool``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,9 @@ from catalog.services.tools import ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
 
 PROGRESS_EVERY = 10
+# A dry run runs in the web request (gunicorn ends a worker at 60 s): it stops
+# here and says so rather than be killed mid-check.
+DRY_RUN_DEADLINE_S = 30.0
 
 
 def start_import(
@@ -61,16 +65,22 @@ def preview_import(
     """The dry run: what importing the document would do, and nothing written.
 
     The items go through the bulk path's checks against an in-memory view of the
-    catalog (``bulk_import.preview_items``) whose writes never run; the
-    transaction is rolled back all the same, so not even a lock outlives it."""
+    catalog (``bulk_import.preview_items``, no locks taken) whose writes never
+    run; the transaction is rolled back all the same. Past
+    ``DRY_RUN_DEADLINE_S`` it stops and says so (a 400 naming the document)."""
     try:
         fmt = fmt or detect_format(document)
         items = import_tools(document, fmt)
     except FormatError as exc:
         raise ValidationError({"document": [str(exc)]}) from exc
+    deadline = time.monotonic() + DRY_RUN_DEADLINE_S
     with transaction.atomic():
-        entries = preview_items(catalog, items, actor)
+        entries = preview_items(
+            catalog, items, actor, lambda done: time.monotonic() < deadline
+        )
         transaction.set_rollback(True)
+    if len(entries) < len(items):
+        raise ValidationError({"document": [_too_long(len(entries), len(items))]})
     counts = {outcome.value: 0 for outcome in ImportOutcome}
     for entry in entries:
         counts[entry["outcome"]] += 1
@@ -82,6 +92,14 @@ def preview_import(
         "counts": counts,
         "items": entries,
     }
+
+
+def _too_long(done: int, total: int) -> str:
+    return (
+        f"document: the dry run checked {done} of {total} items in "
+        f"{DRY_RUN_DEADLINE_S:g} s and stopped (nothing was written); split the "
+        "file, or import it without a dry run"
+    )
 
 
 def run_import(job: Job, between: Callable[[Job], object] | None = None) -> Job:

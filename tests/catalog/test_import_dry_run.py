@@ -135,3 +135,54 @@ def test_every_sample_file_imports_cleanly(
     job = run_import(claimed(job.pk))
     assert job.counts["created"] == 2
     assert Tool.objects.filter(catalog=catalog).count() == 2
+
+
+def test_a_dry_run_past_its_time_stops_and_says_so_writing_nothing(
+    with_key, monkeypatch
+):
+    api = with_key("curator")
+    monkeypatch.setattr("catalog.services.imports.DRY_RUN_DEADLINE_S", 0.0)
+    before = state()
+    response = api.post(
+        "/api/v1/catalogs/default/import?dry_run=true", mixed_document(), format="json"
+    )
+    assert response.status_code == 400
+    body = json.dumps(response.json())
+    assert "document: the dry run checked 0 of 15 items" in body
+    assert state() == before
+
+
+def test_a_dry_run_is_not_held_up_by_a_writer_holding_the_catalog(
+    transactional_db, settings
+):
+    import threading
+
+    from django.db import connection, transaction
+
+    from catalog.services.tools import lock_catalog
+
+    seed(create_catalog("busy", "busy"))
+    catalog = Catalog.objects.get(slug="busy")
+    locked, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with transaction.atomic():
+            lock_catalog(catalog.pk)
+            list(Tool.objects.select_for_update().filter(catalog=catalog))
+            locked.set()
+            release.wait(10)
+        connection.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '1s'")
+        report = preview_import(catalog, mixed_document(), "canonical", actor=None)
+        assert report["counts"]["created"] == 4
+    finally:
+        release.set()
+        thread.join()
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = 0")
