@@ -22,7 +22,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
-from audit import charts, display
+from audit import charts, display, last_verify
 from audit.changes import before_after, field_changes, settings_in_full
 from audit.choices import EventType
 from audit.dashboard import DashboardForm, reason_words
@@ -180,13 +180,16 @@ def why_not_box(request: HttpRequest, event_id: int) -> HttpResponse:
     return render_page(request, "audit/partials/why_not.html", context)
 
 
-def _verify_context() -> dict[str, Any]:
+def _verify_context(by: str) -> dict[str, Any]:
     """The chain check's result, or what stopped it (a 60 s worker timeout must
-    never be what ends a check: it stops at ``WEB_DEADLINE_S``)."""
+    never be what ends a check: it stops at ``WEB_DEADLINE_S``); either is kept
+    as the page's last check."""
     try:
         check = verify_chain(workers=2, deadline_s=WEB_DEADLINE_S)
     except VerifyTooSlow as exc:
+        last_verify.remember(None, by=by, stopped=str(exc))
         return {"check": None, "too_slow": str(exc)}
+    last_verify.remember(check, by=by)
     bad = None
     if check.first_bad_id is not None:
         bad = AuditEvent.objects.filter(pk=check.first_bad_id).first()
@@ -196,10 +199,12 @@ def _verify_context() -> dict[str, Any]:
 @require_http_methods(["GET", "POST"])
 @auditor_required
 def verify(request: HttpRequest) -> HttpResponse:
-    """GET: the page with its button; POST: seal, run the chain check, show it."""
+    """GET: the page with its button and the last check; POST: seal, run the
+    chain check, show it."""
     context: dict[str, Any] = {"check": None}
     if request.method == "POST":
-        context = _verify_context()
+        context = _verify_context(request.user.get_username())
+    context["last"] = last_verify.last_check()
     return render_page(
         request,
         "audit/verify.html",

@@ -407,15 +407,10 @@ class ToolFilterForm(forms.Form):
         return urlencode({name: value for name, value in wanted.items() if value})
 
 
-class ApiClientForm(forms.Form):
-    """A new API key: who it is for, what it may see, when it stops."""
+class ApiClientGrantForm(forms.Form):
+    """What a key may see and do; every catalog is an explicit box, never the
+    meaning of an empty list."""
 
-    name = forms.RegexField(
-        regex=r"^[A-Za-z0-9_.-]{1,100}$",
-        max_length=100,
-        error_messages={"invalid": "Letters, digits, dots, dashes and underscores."},
-    )
-    scope = forms.ChoiceField(choices=ApiScope.choices, initial=ApiScope.AGENT)
     roles = forms.CharField(
         required=False, help_text="Comma-separated, e.g. support, finance"
     )
@@ -426,11 +421,12 @@ class ApiClientForm(forms.Form):
     allow_unsafe = forms.BooleanField(
         required=False, label="May be offered tools marked unsafe"
     )
-    expires_days = forms.IntegerField(
-        required=False, min_value=1, max_value=3650, label="Expires after (days)"
-    )
     rate_limit_per_minute = forms.IntegerField(
-        required=False, min_value=1, max_value=1_000_000, label="Selections per minute"
+        required=False,
+        min_value=1,
+        max_value=1_000_000,
+        label="Selections per minute",
+        help_text="Blank: the site's default",
     )
 
     def clean_roles(self) -> list[str]:
@@ -459,6 +455,36 @@ class ApiClientForm(forms.Form):
     def add_service_error(self, exc: ValidationError) -> None:
         for field, messages in exc.message_dict.items():
             self.add_error(field if field in self.fields else None, messages)
+
+
+class ApiClientForm(ApiClientGrantForm):
+    """A new API key: who it is for, what it may see, when it stops."""
+
+    name = forms.RegexField(
+        regex=r"^[A-Za-z0-9_.-]{1,100}$",
+        max_length=100,
+        error_messages={"invalid": "Letters, digits, dots, dashes and underscores."},
+    )
+    scope = forms.ChoiceField(choices=ApiScope.choices, initial=ApiScope.AGENT)
+    expires_days = forms.IntegerField(
+        required=False, min_value=1, max_value=3650, label="Expires after (days)"
+    )
+
+
+class ApiClientEditForm(ApiClientGrantForm):
+    """A key's roles, catalogs, unsafe permission and rate limit, as they are now."""
+
+    @classmethod
+    def of(cls, client: Any) -> ApiClientEditForm:
+        return cls(
+            initial={
+                "roles": ", ".join(client.roles),
+                "catalogs": "" if client.all_catalogs else ", ".join(client.catalogs),
+                "all_catalogs": client.all_catalogs,
+                "allow_unsafe": client.allow_unsafe,
+                "rate_limit_per_minute": client.rate_limit_per_minute,
+            }
+        )
 
 
 def _comma_list(value: str) -> list[str]:

@@ -35,6 +35,7 @@ urlpatterns = [
         name="change-detail",
     ),
     path("keys/", clients.client_list, name="client-list"),
+    path("keys/<int:client_id>/edit/", clients.client_edit, name="client-edit"),
     path("keys/<int:client_id>/rotate/", clients.client_rotate, name="client-rotate"),
     path("keys/<int:client_id>/revoke/", clients.client_revoke, name="client-revoke"),
     path("people/", people.person_list, name="person-list"),

@@ -1,7 +1,8 @@
 """Error pages: styled HTML for people, the JSON error envelope under /api/.
 
 Django calls these for errors no view handled (``handler404`` and friends in
-``config/urls.py``). The 500 page renders without a request context, so it needs
+``config/urls.py``). The 403 and 404 pages keep the navigation the person has
+(``render_page``); the 500 page renders without a request context, so it needs
 neither the database nor a context processor.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+
+from config.pages import render_page
 
 API_PREFIX = "/api/"
 
@@ -24,13 +27,13 @@ def _envelope(code: str, detail: str, status: int) -> JsonResponse:
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
         return _envelope("not_found", f"path: no API endpoint at {request.path}", 404)
-    return defaults.page_not_found(request, exception)
+    return render_page(request, "404.html", {"request_path": request.path}, status=404)
 
 
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
         return _envelope("permission_denied", "permission: not allowed", 403)
-    return defaults.permission_denied(request, exception)
+    return render_page(request, "403.html", {"exception": str(exception)}, status=403)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -43,6 +43,19 @@ def visible_catalogs(request: HttpRequest) -> QuerySet[Catalog]:
     return Catalog.objects.visible_to(request.user).only("slug", "name")
 
 
+def nav_context(request: HttpRequest) -> dict[str, Any]:
+    """What the console's navigation (templates/partials/topbar.html) reads. Lazy:
+    the queries run only when a whole page renders the navigation."""
+    access = partial_call(access_for, request.user)
+    return {
+        "nav_catalogs": visible_catalogs(request),
+        "can_write": lambda: access().can_write,
+        "is_admin": lambda: access().is_admin,
+        "can_audit": lambda: access().can_audit,
+        "sees_whole_catalog": lambda: access().sees_whole_catalog,
+    }
+
+
 def render_page(
     request: HttpRequest,
     template: str,
@@ -57,16 +70,7 @@ def render_page(
     never show a cached fragment as a page.
     """
     chosen = partial if partial and is_htmx_partial(request) else template
-    access = partial_call(access_for, request.user)
-    # Lazy: the queries run only when a whole page renders the navigation.
-    full_context = {
-        "nav_catalogs": visible_catalogs(request),
-        "can_write": lambda: access().can_write,
-        "is_admin": lambda: access().is_admin,
-        "can_audit": lambda: access().can_audit,
-        "sees_whole_catalog": lambda: access().sees_whole_catalog,
-        **context,
-    }
+    full_context = {**nav_context(request), **context}
     response = render(request, chosen, full_context, status=status)
     patch_vary_headers(response, ["HX-Request"])
     return response

@@ -4,9 +4,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularAPIView
 
 import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
+from config.api_docs import ConsoleSwaggerView
 from config.health import healthz
 from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
 
@@ -28,7 +29,7 @@ urlpatterns = [
         # People sign in first; the init script is a separate request (no inline
         # script, so the Content-Security-Policy holds on this page too).
         login_required(
-            SpectacularSwaggerSplitView.as_view(
+            ConsoleSwaggerView.as_view(
                 url_name="api-schema", template_name="api_docs.html"
             )
         ),

@@ -48,6 +48,7 @@ from selection.services.settings import (
     update_selection_settings,
     version_changes,
 )
+from selection.snippets import api_calls
 
 TRY_TEMPLATE = "selection/try_it.html"
 TRY_PARTIAL = "selection/partials/try_results.html"
@@ -79,6 +80,9 @@ def try_it(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"form": form, "catalog": catalog}
     if answer is not None:
         context.update(present(answer, engine_settings.get("core_tools", ())))
+        context["api_calls"] = api_calls(
+            request.build_absolute_uri("/"), form.payload()
+        )
     return render_page(request, TRY_TEMPLATE, context, partial=TRY_PARTIAL)
 
 

@@ -129,7 +129,16 @@ class VerifyTooSlowError(APIException):
     default_code = "too_slow"
 
 
-@extend_schema_view(list=extend_schema(parameters=_filter_parameters()))
+@extend_schema_view(
+    list=extend_schema(
+        parameters=_filter_parameters(),
+        description="The audit log, newest first, filtered by the query "
+        "parameters: compliance and admins.",
+    ),
+    retrieve=extend_schema(
+        description="One audit event with its input and output snapshots."
+    ),
+)
 class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = AuditEventSerializer
     permission_classes = [ComplianceReads]

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from catalog.choices import EmbeddingStatus, ToolStatus
+from catalog.choices import EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import FORMATS
 from catalog.models import Catalog, Job, Tool, ToolChange
 from catalog.services import jobs
@@ -209,6 +209,29 @@ class ExportQuerySerializer(StrictFieldsMixin, serializers.Serializer):
 
 class ImportQuerySerializer(StrictFieldsMixin, serializers.Serializer):
     format = serializers.ChoiceField(choices=FORMATS, required=False)
+    dry_run = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="true: answer what the import would do and write nothing",
+    )
+
+
+class ImportItemSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    name = serializers.CharField(allow_null=True)
+    outcome = serializers.ChoiceField(choices=ImportOutcome.choices)
+    reason = serializers.CharField(allow_blank=True)
+
+
+class ImportReportSerializer(serializers.Serializer):
+    """A dry run's answer: what each item would become; nothing was written."""
+
+    dry_run = serializers.BooleanField()
+    catalog = serializers.CharField()
+    format = serializers.CharField(help_text="the format read (given or detected)")
+    total = serializers.IntegerField()
+    counts = serializers.DictField(child=serializers.IntegerField())
+    items = ImportItemSerializer(many=True)
 
 
 class ToolFilterSerializer(StrictFieldsMixin, serializers.Serializer):

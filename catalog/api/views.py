@@ -38,6 +38,15 @@ from config.ratelimit import ClientRateThrottle, WriteRateThrottle
 TRUE_VALUES = {"1", "true", "yes"}
 
 
+@extend_schema_view(
+    list=extend_schema(
+        description="The catalogs the caller may see, with their tool counts."
+    ),
+    retrieve=extend_schema(description="One catalog the caller may see."),
+    create=extend_schema(
+        description="Make a catalog: curators and admins who see every catalog."
+    ),
+)
 class CatalogViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -110,7 +119,10 @@ class CatalogViewSet(
         page = self.paginate_queryset(changes)
         return self.get_paginated_response(s.ToolChangeSerializer(page, many=True).data)
 
-    @extend_schema(parameters=[s.ImportQuerySerializer], responses=s.JobSerializer)
+    @extend_schema(
+        parameters=[s.ImportQuerySerializer],
+        responses={202: s.JobSerializer, 200: s.ImportReportSerializer},
+    )
     @action(
         detail=True,
         methods=["post"],
@@ -119,7 +131,8 @@ class CatalogViewSet(
         throttle_classes=[ClientRateThrottle],
     )
     def import_tools(self, request: Request, slug: str) -> Response:
-        """Queue an import of a JSON body or an uploaded ``file``; 202 with the job."""
+        """Queue an import of a JSON body or an uploaded ``file``; 202 with the job.
+        ``?dry_run=true``: 200 with what each item would become, nothing written."""
         catalog = get_catalog_for_user(request.user, slug)
         fmt = request.query_params.get("format")
         if not fmt and request.content_type.startswith("multipart/"):
@@ -129,6 +142,14 @@ class CatalogViewSet(
         query = s.ImportQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
         document = _import_document(request)
+        if query.validated_data["dry_run"]:
+            report = services.preview_import(
+                catalog,
+                document,
+                query.validated_data.get("format"),
+                actor=request.user,
+            )
+            return Response(s.ImportReportSerializer(report).data)
         with jobs.watch_enqueues() as watch:
             job = services.start_import(
                 catalog,
@@ -320,6 +341,15 @@ def _bulk_set(request: Request, data: dict[str, Any]) -> tuple[ToolQuerySet, str
     return managed.filtered(**wanted), "filter"
 
 
+@extend_schema_view(
+    list=extend_schema(
+        description="Imports and re-indexes the caller may see, newest first "
+        "(``?catalog=``)."
+    ),
+    retrieve=extend_schema(
+        description="One job: state, progress, counts and the items the caller may see."
+    ),
+)
 class JobViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = s.JobSerializer
     permission_classes = [CuratorWrites]

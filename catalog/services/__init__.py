@@ -2,7 +2,7 @@
 
 from catalog.services.catalogs import create_catalog, ensure_default_catalog
 from catalog.services.clients import create_api_client
-from catalog.services.imports import start_import
+from catalog.services.imports import preview_import, start_import
 from catalog.services.tools import (
     ToolConflict,
     create_tool,
@@ -20,6 +20,7 @@ __all__ = [
     "delete_tool",
     "ensure_default_catalog",
     "set_tool_status",
+    "preview_import",
     "start_import",
     "tool_to_spec",
     "update_tool",

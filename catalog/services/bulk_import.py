@@ -15,6 +15,7 @@ changes, as many as the one-by-one path makes) and one embedding task per
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -84,20 +85,45 @@ def import_chunk(
     return entries
 
 
+def preview_items(
+    catalog: Catalog,
+    items: list[ImportItem],
+    actor: Actor,
+    still_in_time: Callable[[int], bool] = lambda done: True,
+) -> list[dict[str, Any]]:
+    """``import_chunk``'s entries for the whole document, without its writes: the
+    dry run. It takes no lock (a dry run never holds up a writer; it reads the
+    catalog as it is). Stops, with the entries so far, once ``still_in_time(done)``
+    says no."""
+    specs = [item.spec for item in items if item.spec]
+    chunk = _Chunk(catalog, actor, specs, locking=False)
+    entries: list[dict[str, Any]] = []
+    for item in items:
+        if not still_in_time(len(entries)):
+            break
+        entries.append(chunk.apply(item))
+    return entries
+
+
 class _Chunk:
     """The catalog as the chunk's items have left it so far, and what to write."""
 
-    def __init__(self, catalog: Catalog, actor: Actor, specs: list[ToolSpec]):
+    def __init__(
+        self,
+        catalog: Catalog,
+        actor: Actor,
+        specs: list[ToolSpec],
+        *,
+        locking: bool = True,
+    ):
         self.catalog = catalog
+        self.locking = locking
         self.actor = actor
         self.user = stored_user(actor)
         self.actor_name = actor_name(actor)
         names = {spec.name for spec in specs}
-        existing = (
-            Tool.objects.select_for_update()
-            .filter(catalog=catalog, name__in=names)
-            .order_by("id")
-        )
+        tools = Tool.objects.select_for_update() if locking else Tool.objects.all()
+        existing = tools.filter(catalog=catalog, name__in=names).order_by("id")
         self.tools: dict[str, Tool] = {tool.name: tool for tool in existing}
         wanted = {spec.provider_name for spec in specs if spec.provider_name}
         wanted |= {provider_safe_name(spec.name) for spec in specs}
@@ -143,7 +169,8 @@ class _Chunk:
     def _lookalikes(self, name: str) -> list[str]:
         if self.skeletons is None:
             # The lock check_new_name takes, then every name once per chunk.
-            lock_catalog(self.catalog.pk)
+            if self.locking:
+                lock_catalog(self.catalog.pk)
             self.skeletons = {}
             names = Tool.objects.filter(catalog=self.catalog).values_list("name")
             for (stored,) in names.order_by().iterator(chunk_size=5000):
@@ -207,7 +234,8 @@ class _Chunk:
         """What ``tools._provider_name`` refuses: a given provider name confusable
         with one another tool holds (as the chunk has left them so far)."""
         if self.provider_owners is None:
-            lock_catalog(self.catalog.pk)
+            if self.locking:
+                lock_catalog(self.catalog.pk)
             rows = Tool.objects.filter(catalog=self.catalog).order_by()
             stored = rows.values_list("provider_name", "name")
             self.provider_owners = {p: n for p, n in stored if n not in self.tools}

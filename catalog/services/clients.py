@@ -18,6 +18,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from audit.choices import EventType
 from audit.services import record_event
@@ -29,6 +30,10 @@ KEY_PREFIX = "qv"
 CATALOGS_RULE = (
     "catalogs: name the catalogs the key may see, or '*' for every catalog "
     "(an empty list is not every catalog)"
+)
+EXPIRED_RULE = (
+    "expires: an expired key cannot be rotated; give it a later expiry first "
+    "(PATCH expires) or make a new key"
 )
 EDITABLE = ("roles", "catalogs", "allow_unsafe", "rate_limit_per_minute", "expires")
 
@@ -293,6 +298,8 @@ def rotate_api_client(
         require_within(actor, client)
         if client.revoked:
             raise ValidationError({"revoked": ["revoked: a revoked key stays revoked"]})
+        if client.expires is not None and client.expires <= timezone.now():
+            raise ValidationError({"expires": [EXPIRED_RULE]})
         before = describe(client)
         client.key_prefix, key = _new_key()
         client.key_hash = hash_key(key)

@@ -13,6 +13,7 @@ keeps the one-transaction-per-tool path (``create_tool`` / ``update_tool``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,11 +26,14 @@ from catalog.choices import ImportOutcome, JobKind
 from catalog.formats import FormatError, ImportItem, detect_format, import_tools
 from catalog.models import Catalog, Job, Tool
 from catalog.services import jobs
-from catalog.services.bulk_import import import_chunk, rejection
+from catalog.services.bulk_import import import_chunk, preview_items, rejection
 from catalog.services.tools import ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
 
 PROGRESS_EVERY = 10
+# A dry run runs in the web request (gunicorn ends a worker at 60 s): it stops
+# here and says so rather than be killed mid-check.
+DRY_RUN_DEADLINE_S = 30.0
 
 
 def start_import(
@@ -53,6 +57,49 @@ def start_import(
         )
         jobs.enqueue_job(job)
     return job
+
+
+def preview_import(
+    catalog: Catalog, document: Any, fmt: str | None, *, actor: Actor
+) -> dict[str, Any]:
+    """The dry run: what importing the document would do, and nothing written.
+
+    The items go through the bulk path's checks against an in-memory view of the
+    catalog (``bulk_import.preview_items``, no locks taken) whose writes never
+    run; the transaction is rolled back all the same. Past
+    ``DRY_RUN_DEADLINE_S`` it stops and says so (a 400 naming the document)."""
+    try:
+        fmt = fmt or detect_format(document)
+        items = import_tools(document, fmt)
+    except FormatError as exc:
+        raise ValidationError({"document": [str(exc)]}) from exc
+    deadline = time.monotonic() + DRY_RUN_DEADLINE_S
+    with transaction.atomic():
+        entries = preview_items(
+            catalog, items, actor, lambda done: time.monotonic() < deadline
+        )
+        transaction.set_rollback(True)
+    if len(entries) < len(items):
+        raise ValidationError({"document": [_too_long(len(entries), len(items))]})
+    counts = {outcome.value: 0 for outcome in ImportOutcome}
+    for entry in entries:
+        counts[entry["outcome"]] += 1
+    return {
+        "dry_run": True,
+        "catalog": catalog.slug,
+        "format": fmt,
+        "total": len(entries),
+        "counts": counts,
+        "items": entries,
+    }
+
+
+def _too_long(done: int, total: int) -> str:
+    return (
+        f"document: the dry run checked {done} of {total} items in "
+        f"{DRY_RUN_DEADLINE_S:g} s and stopped (nothing was written); split the "
+        "file, or import it without a dry run"
+    )
 
 
 def run_import(job: Job, between: Callable[[Job], object] | None = None) -> Job:

@@ -1,4 +1,5 @@
-"""API keys in the console (admins): list with last use, create, rotate, revoke.
+"""API keys in the console (admins): list (searched, paged) with last use, create,
+edit, rotate, revoke.
 
 The key is shown once, on the page that made it; only its hash is stored. A person
 sees and manages only the keys within their own access (``keys_within``): any
@@ -7,19 +8,23 @@ other key is a 404; a key bigger than them is refused naming the field."""
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from catalog.access import access_for, keys_within
-from catalog.forms import ApiClientForm
+from catalog.forms import ApiClientEditForm, ApiClientForm
 from catalog.models import ApiClient
 from catalog.services.clients import (
+    change_api_client,
     create_api_client,
     revoke_api_client,
     rotate_api_client,
@@ -40,6 +45,19 @@ def _keys(request: HttpRequest) -> QuerySet[ApiClient]:
     """The keys this person may see and manage."""
     keys = ApiClient.objects.select_related("owner").order_by("revoked", "name")
     return keys_within(access_for(request.user), keys)
+
+
+def _searched(request: HttpRequest) -> QuerySet[ApiClient]:
+    """``?q=``: a part of the key's name or prefix, or its scope or a role."""
+    keys, q = _keys(request), request.GET.get("q", "").strip()[:100]
+    if q:
+        keys = keys.filter(
+            Q(name__icontains=q)
+            | Q(key_prefix__istartswith=q.removeprefix("qv_"))
+            | Q(scope=q.lower())
+            | Q(roles__contains=[q])
+        )
+    return keys
 
 
 @login_required
@@ -84,6 +102,53 @@ def _create(request: HttpRequest, form: ApiClientForm) -> str:
     return key
 
 
+@login_required
+@rate_limited
+def client_edit(request: HttpRequest, client_id: int) -> HttpResponse:
+    """Change a key's roles, catalogs, unsafe permission or rate limit
+    (``change_api_client``: never bigger than the editor, audited as a change)."""
+    _require_admin(request)
+    client = get_object_or_404(_keys(request).filter(revoked=False), pk=client_id)
+    if request.method != "POST":
+        return _page(request, ApiClientForm(), editing=client)
+    form = ApiClientEditForm(request.POST)
+    status = 400
+    if form.is_valid():
+        try:
+            _change(request, client, form)
+        except ValidationError as exc:
+            form.add_service_error(exc)
+        except PermissionDenied as exc:
+            form.add_service_error(ValidationError({_field(exc): [str(exc)]}))
+            status = 403
+        else:
+            messages.success(request, f"Saved the changes to {client.name}.")
+            return _back_to_list(request)
+    return _page(
+        request, ApiClientForm(), editing=client, edit_form=form, status=status
+    )
+
+
+def _back_to_list(request: HttpRequest) -> HttpResponse:
+    """The list as it was searched when Edit was pressed."""
+    q = request.GET.get("q", "")
+    url = reverse("console:client-list")
+    return redirect(f"{url}?{urlencode({'q': q})}" if q else url)
+
+
+def _change(request: HttpRequest, client: ApiClient, form: ApiClientEditForm) -> None:
+    data = form.cleaned_data
+    change_api_client(
+        client,
+        actor=acting_user(request),
+        request_id=request_id(request),
+        roles=data["roles"],
+        catalogs=data["catalogs"],
+        allow_unsafe=data["allow_unsafe"],
+        rate_limit_per_minute=data.get("rate_limit_per_minute"),
+    )
+
+
 @require_POST
 @login_required
 @rate_limited
@@ -117,11 +182,18 @@ def _page(
     *,
     new_key: str = "",
     status: int = 200,
+    editing: ApiClient | None = None,
+    edit_form: ApiClientEditForm | None = None,
     **notes: str,
 ) -> HttpResponse:
+    if editing is not None and edit_form is None:
+        edit_form = ApiClientEditForm.of(editing)
     context = {
-        "page": paginate(request, _keys(request)),
+        "page": paginate(request, _searched(request)),
+        "q": request.GET.get("q", ""),
         "form": form,
+        "editing": editing,
+        "edit_form": edit_form,
         "new_key": new_key,
         "now": timezone.now(),
         **notes,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib import messages
@@ -10,10 +11,11 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from catalog import services
+from catalog import import_preview, services
 from catalog.choices import ImportOutcome, JobKind, JobState
+from catalog.formats import FORMATS
 from catalog.forms import ImportForm
-from catalog.models import Job
+from catalog.models import Catalog, Job
 from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import get_job_for_user, writer_required
@@ -30,29 +32,70 @@ MAX_ITEMS_SHOWN = 500
 @writer_required
 @rate_limited
 def import_tools(request: HttpRequest) -> HttpResponse:
-    """Upload or paste a document; start_import queues it; go watch the job."""
+    """Upload or paste a document and see the dry run (nothing written); the
+    report's button posts that same document back to start the import."""
     catalogs = visible_catalogs(request)
     if request.method != "POST":
         initial = {"catalog": request.GET.get("catalog") or DEFAULT_CATALOG}
         form = ImportForm(initial=initial, catalogs=catalogs)
-        return render_page(request, "catalog/import.html", {"form": form})
+        return _import_page(request, form)
+    if "confirm" in request.POST:
+        return _confirm_import(request, catalogs)
     form = ImportForm(request.POST, request.FILES, catalogs=catalogs)
     if form.is_valid():
+        data = form.cleaned_data
         try:
-            with jobs.watch_enqueues() as watch:
-                job = services.start_import(
-                    form.cleaned_data["catalog"],
-                    form.cleaned_data["document"],
-                    form.cleaned_data["format"] or None,
-                    actor=acting_user(request),
-                )
+            report = services.preview_import(
+                data["catalog"],
+                data["document"],
+                data["format"] or None,
+                actor=acting_user(request),
+            )
         except ValidationError as exc:
             form.add_service_error(exc)
         else:
-            if watch.warning:
-                messages.warning(request, f"Import saved; {watch.warning}.")
-            return redirect("console:job-detail", job_id=job.pk)
-    return render_page(request, "catalog/import.html", {"form": form})
+            return _import_page(request, form, report, data["document"])
+    return _import_page(request, form)
+
+
+def _import_page(
+    request: HttpRequest,
+    form: ImportForm,
+    report: dict[str, Any] | None = None,
+    document: Any = None,
+    *,
+    status: int = 200,
+    error: str = "",
+) -> HttpResponse:
+    context: dict[str, Any] = {"form": form, "report": report, "error": error}
+    context["samples"] = [(fmt, f"samples/import-{fmt}.json") for fmt in FORMATS]
+    if report is not None:
+        text = import_preview.document_text(document)
+        context["document_text"] = text
+        context["token"] = import_preview.sign(request.user, report, text)
+        context["items"] = report["items"][:MAX_ITEMS_SHOWN]
+        context["more_items"] = len(report["items"]) - len(context["items"])
+    return render_page(request, "catalog/import.html", context, status=status)
+
+
+def _confirm_import(request: HttpRequest, catalogs: Any) -> HttpResponse:
+    """Import exactly the document the dry run showed, for the one who ran it."""
+    text = request.POST.get("document", "")
+    try:
+        slug, fmt = import_preview.check(
+            request.POST.get("token", ""), request.user, text
+        )
+        catalog = catalogs.get(slug=slug)
+        with jobs.watch_enqueues() as watch:
+            job = services.start_import(
+                catalog, json.loads(text), fmt, actor=acting_user(request)
+            )
+    except (import_preview.PreviewRefused, Catalog.DoesNotExist, ValidationError):
+        form = ImportForm(initial={"catalog": DEFAULT_CATALOG}, catalogs=catalogs)
+        return _import_page(request, form, status=400, error=import_preview.AGAIN)
+    if watch.warning:
+        messages.warning(request, f"Import saved; {watch.warning}.")
+    return redirect("console:job-detail", job_id=job.pk)
 
 
 @login_required

@@ -21,4 +21,28 @@ document.addEventListener("change", (event) => {
   if (counter) counter.textContent = String(ticked);
   const scope = document.querySelector('#tool-bulk input[name="scope"][value="selected"]');
   if (scope && ticked) scope.checked = true;
+// <button data-copy="#id"> copies that element's text and says so next to itself.
+document.addEventListener("click", (event) => {
+  const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
+  if (!button) return;
+  event.preventDefault();
+  const source = document.querySelector(button.dataset.copy);
+  if (!source) return;
+  const text = source.textContent;
+  const note = button.parentElement.querySelector(".copied");
+  const done = (message) => { if (note) note.textContent = message; };
+  const fallback = () => {
+    const area = document.createElement("textarea");
+    area.value = text;
+    document.body.appendChild(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    done(ok ? "Copied." : "Select the text below and copy it.");
+  };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(() => done(`Copied ${button.textContent.replace("Copy as ", "")}.`), fallback);
+  } else {
+    fallback();
+  }
 });

@@ -137,6 +137,12 @@ CONSOLE = [
         "admin",
     ),
     Endpoint("post", "/people/{person}/active/", {"active": "0"}, "admin"),
+    Endpoint(
+        "post",
+        "/keys/{client}/edit/",
+        {"roles": "edited", "all_catalogs": "on", "rate_limit_per_minute": "1"},
+        "admin",
+    ),
     Endpoint("post", "/keys/{client}/rotate/", {}, "admin"),
     Endpoint("post", "/keys/{client}/revoke/", {}, "admin"),
 ]

@@ -11,6 +11,7 @@ import pytest
 from catalog.models import Job, Tool
 from catalog.services import ensure_default_catalog
 from catalog.services.jobs import DELAYED_WARNING
+from tests.catalog.test_import_page import preview
 from tests.conftest import start_worker, stop_worker, wait_until
 from tests.factories import weather_schema
 from tests.outages import RedisServer, celery_broker
@@ -90,10 +91,9 @@ def test_a_write_with_redis_up_carries_no_warning(own_redis, with_key):
 def test_the_console_import_form_says_the_work_is_delayed(own_redis, as_curator):
     ensure_default_catalog()
     own_redis.stop()
-    document = '[{"name": "imported_0", "description": "x", "parameters": {}}]'
-    response = as_curator.post(
-        "/import/", {"catalog": "default", "text": document}, follow=True
-    )
+    document = [{"name": "imported_0", "description": "x", "parameters": {}}]
+    _, posted = preview(as_curator, document)
+    response = as_curator.post("/import/", posted, follow=True)
     assert response.status_code == 200
     assert "background work is delayed" in response.content.decode()
     assert Job.objects.get().state == "queued"

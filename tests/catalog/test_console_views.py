@@ -376,17 +376,6 @@ def test_the_schema_check_lists_problems_by_pointer_and_rule_until_it_is_ok(
 # Import and jobs ------------------------------------------------------------------
 
 
-def test_pasting_a_document_starts_an_import_and_goes_to_its_job(as_curator):
-    document = [{"name": "get_weather", "parameters": weather_schema()}]
-    response = as_curator.post(
-        "/import/", {"catalog": "default", "format": "", "text": json.dumps(document)}
-    )
-    job = Job.objects.get()
-    assert response.status_code == 302
-    assert response["Location"] == f"/jobs/{job.pk}/"
-    assert (job.kind, job.total, job.options["format"]) == ("import", 1, "canonical")
-
-
 def test_an_unreadable_document_is_an_error_that_keeps_the_text(as_curator):
     response = as_curator.post(
         "/import/", {"catalog": "default", "text": '{"nothing": "here"}'}

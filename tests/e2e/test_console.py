@@ -115,7 +115,8 @@ def test_an_import_shows_its_progress_until_the_counts_are_final(
             }
         ],
     )
-    page.get_by_role("button", name="Start import").click()
+    page.get_by_role("button", name="Preview import (dry run)").click()
+    page.get_by_test_id("import-confirm").click()
     expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
 
     expect(page.get_by_test_id("job-percent")).to_have_text("100%", timeout=20000)

@@ -107,7 +107,7 @@ CONSOLE_PAGES: dict[str, list[str]] = {
     "/jobs/": ["page"],
     "/catalogs/": ["page"],
     "/catalogs/default/changes/": ["tool", "page"],
-    "/keys/": ["page"],
+    "/keys/": ["q", "page"],
     "/try/": ["catalog"],
 }
 
