@@ -115,9 +115,11 @@ def _selection_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any
     messages = request_data.get("messages") or []
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
     sid = str(event.selection_id) if event.selection_id else None
-    validations = _visible(request).none()
+    validations = calls = _visible(request).none()
     if sid:
         validations = _visible(request).validations_of(sid)
+        # A call comes after its selection: the (event_type, created) index.
+        calls = _visible(request).calls_of(sid).filter(created__gte=event.created)
     return {
         "request": request_data,
         "messages": messages,
@@ -137,6 +139,14 @@ def _selection_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any
         .values_list("name", flat=True)[:2000],
         "validations": [
             {"event": v, "line": display.describe(v)} for v in validations[:50]
+        ],
+        "calls": [
+            {
+                "event": c,
+                "outcome": (c.output or {}).get("outcome", ""),
+                "line": display.describe(c),
+            }
+            for c in calls.order_by("-id")[:50]
         ],
     }
 

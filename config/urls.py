@@ -7,6 +7,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
+from calls.urls import api_urlpatterns as approvals_api
 from config.health import healthz
 from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
 
@@ -16,6 +17,7 @@ api_v1 = [
     path("", include("catalog.api.urls")),
     path("", include("selection.api.urls")),
     path("", include("audit.api.urls")),
+    path("", include(approvals_api)),
 ]
 
 urlpatterns = [
@@ -39,6 +41,7 @@ urlpatterns = [
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
     path("", include("audit.urls")),
+    path("", include("calls.urls")),
 ]
 
 handler400 = "config.errors.bad_request"
