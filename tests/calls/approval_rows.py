@@ -100,3 +100,15 @@ def record_call(
             "is_error": outcome != "ran",
         },
     )
+
+
+def restore_approver_groups() -> None:
+    """A transactional test's flush empties the groups calls/migrations/0002 made
+    (the permission itself comes back with post_migrate): make them again."""
+    from django.contrib.auth.models import Group, Permission
+
+    decide = Permission.objects.get(
+        content_type__app_label="calls", codename="decide_approval"
+    )
+    for name in ("approver", "admin"):
+        Group.objects.get_or_create(name=name)[0].permissions.add(decide)
