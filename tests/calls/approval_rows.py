@@ -17,7 +17,7 @@ from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
 from calls.models import Approval
-from catalog.models import Catalog
+from catalog.models import Catalog, Tool
 from catalog.services import ensure_default_catalog
 from tests.factories import make_tool
 
@@ -43,7 +43,8 @@ def make_approval(
     """A pending approval of ``tool_name`` asked by ``requester`` (a person or a
     key's service user)."""
     catalog = catalog or ensure_default_catalog()
-    tool = make_tool(catalog, f"{tool_name}_{uuid.uuid4().hex[:6]}")
+    tool = Tool.objects.filter(catalog=catalog, name=tool_name).first()
+    tool = tool or make_tool(catalog, tool_name)
     arguments = {"path": "/tmp/report.txt"} if arguments is None else arguments
     return Approval.objects.create(
         catalog=catalog,
