@@ -106,12 +106,8 @@ class ApprovalViewSet(
 
     serializer_class = ApprovalSerializer
     permission_classes = [ApprovalReads]
+    throttle_classes = [WriteRateThrottle]  # a decision costs 1; reads nothing
     lookup_value_regex = UUID_PATTERN
-
-    def get_throttles(self) -> list[Any]:
-        if self.action in {"approve", "deny"}:
-            return [WriteRateThrottle()]
-        return super().get_throttles()
 
     def get_queryset(self) -> QuerySet[Approval]:
         rows = Approval.objects.select_related("catalog").order_by("-created", "id")
@@ -119,7 +115,7 @@ class ApprovalViewSet(
             return rows.none()
         return approvals_visible_to(self.request.user, rows)
 
-    def filter_queryset(self, queryset: QuerySet[Approval]) -> QuerySet[Approval]:
+    def filter_queryset(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.action != "list":
             return queryset
         params = self.request.query_params

@@ -78,8 +78,8 @@ def _decide(
     if problem:
         raise DecisionRefused(problem)
     with transaction.atomic():
-        row = Approval.objects.select_for_update().select_related("catalog")
-        row = row.get(pk=approval.pk)
+        locked = Approval.objects.select_for_update().select_related("catalog")
+        row = locked.get(pk=approval.pk)
         _must_be_pending(row)
         now = timezone.now()
         if row.expires > now:

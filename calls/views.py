@@ -129,7 +129,7 @@ def _rows(
 ) -> list[dict[str, Any]]:
     """Each approval with its pretty arguments, whether it is the reader's own
     request, and the audit page of the selection that offered the tool."""
-    selections = _selection_pages(request, approvals)
+    selections: dict[UUID, int] = _selection_pages(request, approvals)
     own: dict[Any, bool] = {}
     rows = []
     for approval in approvals:
@@ -145,7 +145,9 @@ def _rows(
                 "own": own[key],
                 "lapsed": approval.status == ApprovalStatus.PENDING
                 and approval.expires <= now,
-                "selection_event": selections.get(approval.selection_id),
+                "selection_event": selections.get(approval.selection_id)
+                if approval.selection_id
+                else None,
             }
         )
     return rows
