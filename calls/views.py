@@ -27,7 +27,7 @@ from catalog.access import (
     APPROVALS_PERMISSION_RULE,
     access_for,
     approvals_visible_to,
-    is_own_request,
+    own_requesters,
 )
 from config.exceptions import Conflict
 from config.htmx import is_htmx_partial
@@ -130,19 +130,22 @@ def _rows(
     """Each approval with its pretty arguments, whether it is the reader's own
     request, and the audit page of the selection that offered the tool."""
     selections: dict[UUID, int] = _selection_pages(request, approvals)
-    own: dict[Any, bool] = {}
+    mine = own_requesters(request.user)
+    name = request.user.get_username()
     rows = []
     for approval in approvals:
-        key = approval.requested_by_id or approval.requester_name
-        if key not in own:
-            own[key] = is_own_request(request.user, approval)
+        own = (
+            approval.requested_by_id in mine
+            if approval.requested_by_id is not None
+            else approval.requester_name == name
+        )
         rows.append(
             {
                 "approval": approval,
                 "arguments": json.dumps(
                     approval.arguments, indent=2, sort_keys=True, ensure_ascii=False
                 ),
-                "own": own[key],
+                "own": own,
                 "lapsed": approval.status == ApprovalStatus.PENDING
                 and approval.expires <= now,
                 "selection_event": selections.get(approval.selection_id)

@@ -418,3 +418,26 @@ def is_own_request(person: Any, approval: Any) -> bool:
     # A chain longer than key_chain reads fails closed: treat it as their own.
     chain = key_chain(key)
     return len(chain) >= MAX_CHAIN or any(row[5] == username for row in chain)
+
+
+OWN_KEYS_SQL = """
+WITH RECURSIVE mine (id, user_id, depth) AS (
+    SELECT id, user_id, 1 FROM {keys} WHERE owner_id = %s OR owner_name = %s
+    UNION ALL
+    SELECT k.id, k.user_id, mine.depth + 1
+    FROM {keys} k JOIN mine ON k.parent_id = mine.id
+    WHERE mine.depth < %s
+)
+SELECT DISTINCT user_id FROM mine
+"""
+
+
+def own_requesters(person: Any) -> set[int]:
+    """The users whose requests count as ``person``'s own, in one query: the
+    person and the service users of the keys they made and of the keys below
+    those (``MAX_CHAIN`` deep). For showing; a decision checks ``is_own_request``,
+    which fails closed on a longer chain."""
+    sql = OWN_KEYS_SQL.format(keys=connection.ops.quote_name(ApiClient._meta.db_table))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [person.pk, person.get_username(), MAX_CHAIN])
+        return {int(row[0]) for row in cursor.fetchall()} | {int(person.pk)}

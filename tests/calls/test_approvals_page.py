@@ -189,3 +189,58 @@ def test_an_unknown_decision_is_a_404(client, agent, approver):
 
     assert client.post(decide_url(approval, "maybe"), {}).status_code == 404
     assert client.get(decide_url(approval, "approve")).status_code == 405
+
+
+def test_a_request_of_a_key_one_made_has_no_buttons(client, approver):
+    first, _ = create_api_client("ann-key", "agent", catalogs="*", actor=approver)
+    child, _ = create_api_client("ann-child", "agent", catalogs="*", actor=first.user)
+    mine = make_approval(child.user)
+    client.force_login(approver)
+
+    page = client.get(URL).content.decode()
+
+    assert "Your own request" in page
+    assert f'id="decide-{mine.pk}"' not in page
+
+
+def requests_from_keys(count: int) -> None:
+    for _ in range(count):
+        key, _ = create_api_client(f"bot-{uuid.uuid4().hex[:8]}", "agent", catalogs="*")
+        make_approval(key.user, selection_id=uuid.uuid4())
+        make_approval(key.user, status=ApprovalStatus.DENIED)
+
+
+def test_the_page_costs_the_same_queries_for_three_or_twelve_agents(
+    client, approver, django_assert_max_num_queries
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(approver)
+    requests_from_keys(3)
+    with CaptureQueriesContext(connection) as few:
+        client.get(URL)
+    requests_from_keys(9)
+
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        page = client.get(URL)
+
+    assert page.content.decode().count('class="small primary"') == 12
+
+
+def test_the_api_list_costs_the_same_queries_for_three_or_twelve_agents(
+    as_user, approver, django_assert_max_num_queries
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    api = as_user(approver)
+    requests_from_keys(3)
+    with CaptureQueriesContext(connection) as few:
+        api.get("/api/v1/approvals/")
+    requests_from_keys(9)
+
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        body = api.get("/api/v1/approvals/").json()
+
+    assert body["count"] == 24
