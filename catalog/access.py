@@ -19,6 +19,11 @@ Rules (fail closed):
   audit the catalog); agents see only the tools their roles and unsafe permission
   would let a selection offer them.
 
+Approvals of tool calls (``approvals_visible_to``, ``approval_decision_problem``):
+only people with ``calls.decide_approval`` (the approver and admin groups) decide,
+within their catalogs, never on a request of their own or of a key in a chain they
+made; compliance people read them; a key reads only its own request's by id.
+
 Keys (``key_within``): whoever creates, lists, edits, rotates or revokes a key must
 hold everything the key holds: its scope (admin covers every scope, curator and
 compliance each cover themselves and agent, and neither covers the other), its

@@ -248,3 +248,53 @@ def test_a_reader_limited_to_one_catalog_sees_only_its_calls(client, bot):
     body = client.get(API, {"outcome": "ran"}).json()
 
     assert body["count"] == 1 and body["results"][0]["catalog_slug"] == "billing"
+
+
+def test_a_tool_call_and_an_approval_event_each_have_a_page(as_compliance, bot):
+    sid = uuid.uuid4()
+    offered = selection_event(bot, sid)
+    call = record_call(
+        bot,
+        outcome="refused",
+        reason="arguments: 'path' is required",
+        selection_id=str(sid),
+    )
+    approval = record_event(
+        EventType.APPROVAL,
+        actor=bot,
+        request_id=None,
+        catalog_slug="default",
+        summary="delete_file requested",
+        input={"tool": "delete_file", "requester": "api:files-bot"},
+        output={"status": "requested", "reason": ""},
+    )
+
+    call_page = as_compliance.get(f"/audit/{call.pk}/").content.decode()
+    approval_page = as_compliance.get(f"/audit/{approval.pk}/").content.decode()
+
+    assert "refused: arguments: &#x27;path&#x27; is required" in call_page
+    assert f'href="/audit/{offered.pk}/" data-testid="call-selection"' in call_page
+    assert "asked a person to approve delete_file" in approval_page
+
+
+def test_an_approval_step_links_the_other_steps_of_that_approval(as_compliance, bot):
+    from calls.decisions import approve
+    from tests.calls.approval_rows import make_approval
+
+    pending = make_approval(bot)
+    approve(pending, person=make_user("ann", groups=("approver",)), reason="ok")
+    decided = AuditEvent.objects.get(event_type=EventType.APPROVAL)
+    used = record_event(
+        EventType.APPROVAL,
+        actor=bot,
+        request_id=None,
+        catalog_slug="default",
+        summary="delete_file used",
+        input={"approval_id": str(pending.pk), "tool": "delete_file"},
+        output={"status": "used", "reason": ""},
+    )
+
+    page = as_compliance.get(f"/audit/{decided.pk}/").content.decode()
+
+    assert f'href="/audit/{used.pk}/"' in page
+    assert "used the approval of delete_file" in page
