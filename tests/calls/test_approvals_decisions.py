@@ -239,3 +239,53 @@ def test_the_event_rolls_back_with_the_decision(agent, approver):
 
     assert Approval.objects.get(pk=approval.pk).status == ApprovalStatus.PENDING
     assert approval_events() == []
+
+
+def test_an_approver_limited_to_no_catalog_decides_nothing(agent):
+    from catalog.models import UserCatalogAccess
+
+    person = make_user("nia", groups=("approver",))
+    UserCatalogAccess.objects.create(user=person, catalogs=[])
+
+    with pytest.raises(DecisionRefused, match="catalog"):
+        approve(make_approval(agent), person=person)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_people_deciding_at_once_get_one_decision_and_one_conflict():
+    import threading
+
+    from django.db import connection
+
+    from tests.calls.approval_rows import restore_approver_groups
+
+    restore_approver_groups()
+    agent = make_user("api:bot")
+    approval = make_approval(agent)
+    people = [make_user(name, groups=("approver",)) for name in ("ann", "ben")]
+    start = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def decide(person, verb):
+        try:
+            start.wait()
+            verb(Approval.objects.get(pk=approval.pk), person=person, reason="r")
+            outcomes.append("decided")
+        except Conflict:
+            outcomes.append("conflict")
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=decide, args=(people[0], approve)),
+        threading.Thread(target=decide, args=(people[1], deny)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert sorted(outcomes) == ["conflict", "decided"]
+    assert len(approval_events()) == 1
+    status = Approval.objects.get(pk=approval.pk).status
+    assert approval_events()[0].output["status"] == status
