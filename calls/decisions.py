@@ -78,7 +78,9 @@ def _decide(
     if problem:
         raise DecisionRefused(problem)
     with transaction.atomic():
-        locked = Approval.objects.select_for_update().select_related("catalog")
+        # Lock the approval only, not the catalog row the join reads.
+        locked = Approval.objects.select_for_update(of=("self",))
+        locked = locked.select_related("catalog")
         row = locked.get(pk=approval.pk)
         _must_be_pending(row)
         now = timezone.now()
@@ -93,7 +95,8 @@ def _decide(
             return row
         _expire(row, now)
     # The expiry is committed; the decision that came too late is a conflict.
-    raise Conflict("status", f"status: the approval expired at {row.expires:%c}")
+    expired = row.expires.isoformat(timespec="seconds")
+    raise Conflict("status", f"status: the approval expired at {expired}")
 
 
 def _must_be_pending(row: Approval) -> None:

@@ -289,3 +289,17 @@ def test_two_people_deciding_at_once_get_one_decision_and_one_conflict():
     assert len(approval_events()) == 1
     status = Approval.objects.get(pk=approval.pk).status
     assert approval_events()[0].output["status"] == status
+
+
+def test_a_decision_locks_the_approval_row_only(agent, approver):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    approval = make_approval(agent)
+
+    with CaptureQueriesContext(connection) as queries:
+        approve(approval, person=approver)
+
+    locks = [q["sql"] for q in queries.captured_queries if "FOR UPDATE" in q["sql"]]
+    assert len(locks) == 1
+    assert locks[0].endswith('FOR UPDATE OF "calls_approval"')
