@@ -298,3 +298,19 @@ def test_an_approval_step_links_the_other_steps_of_that_approval(as_compliance, 
 
     assert f'href="/audit/{used.pk}/"' in page
     assert "used the approval of delete_file" in page
+
+
+def test_audit_export_takes_the_outcome_filter(calls, tmp_path):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = tmp_path / "calls.jsonl"
+    call_command("audit_export", "--outcome", "timed_out", "--out", str(out))
+
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["output"]["outcome"] for row in rows] == ["timed_out"]
+    with pytest.raises(CommandError, match="--outcome"):
+        call_command("audit_export", "--outcome", "exploded", stdout=StringIO())
