@@ -135,11 +135,11 @@ class ApprovalViewSet(
     @extend_schema(request=DecisionSerializer, responses=ApprovalSerializer)
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: str) -> Response:
-        reason = self._reason(request)
+        approval = self._decidable()
         row = approve(
-            self._decidable(),
+            approval,
             person=request.user,
-            reason=reason,
+            reason=self._reason(request),
             request_id=request_id(request),
         )
         return Response(ApprovalSerializer(row).data)
@@ -147,11 +147,11 @@ class ApprovalViewSet(
     @extend_schema(request=DecisionSerializer, responses=ApprovalSerializer)
     @action(detail=True, methods=["post"])
     def deny(self, request: Request, pk: str) -> Response:
-        reason = self._reason(request)
+        approval = self._decidable()
         row = deny(
-            self._decidable(),
+            approval,
             person=request.user,
-            reason=reason,
+            reason=self._reason(request),
             request_id=request_id(request),
         )
         return Response(ApprovalSerializer(row).data)

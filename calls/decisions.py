@@ -39,9 +39,9 @@ def approve(
 ) -> Approval:
     """Approve a pending call: the agent may now re-send exactly that call, once,
     until the approval's original expiry."""
-    return _decide(
-        approval, ApprovalStatus.APPROVED, person, _reason(reason), request_id
-    )
+    _may_decide(approval, person)
+    text = _reason(reason)
+    return _decide(approval, ApprovalStatus.APPROVED, person, text, request_id)
 
 
 def deny(
@@ -52,10 +52,18 @@ def deny(
     request_id: uuid.UUID | None = None,
 ) -> Approval:
     """Deny a pending call; it never runs. A denial always says why."""
+    _may_decide(approval, person)
     text = _reason(reason)
     if not text:
         raise ValidationError({"reason": "a denial needs a reason"})
     return _decide(approval, ApprovalStatus.DENIED, person, text, request_id)
+
+
+def _may_decide(approval: Approval, person: Any) -> None:
+    """Who decides is checked before what they send (catalog.access's rule)."""
+    problem = approval_decision_problem(person, approval)
+    if problem:
+        raise DecisionRefused(problem)
 
 
 def _reason(reason: Any) -> str:
@@ -74,9 +82,6 @@ def _decide(
     reason: str,
     request_id: uuid.UUID | None,
 ) -> Approval:
-    problem = approval_decision_problem(person, approval)
-    if problem:
-        raise DecisionRefused(problem)
     with transaction.atomic():
         # Lock the approval only, not the catalog row the join reads.
         locked = Approval.objects.select_for_update(of=("self",))

@@ -227,3 +227,17 @@ def test_signed_out_callers_get_nothing(api, agent):
 
     assert api.get(URL).status_code in {401, 403}
     assert api.get(f"{URL}{approval.pk}/").status_code in {401, 403}
+
+
+def test_who_may_decide_is_checked_before_the_body(as_user, curator, approver, agent):
+    approval = make_approval(agent)
+    own = make_approval(approver)
+
+    refused = as_user(curator).post(f"{URL}{approval.pk}/deny", {}, format="json")
+    own_answer = as_user(approver).post(f"{URL}{own.pk}/deny", {}, format="json")
+    unknown = as_user(approver).post(f"{URL}{uuid.uuid4()}/deny", [], format="json")
+
+    assert refused.status_code == 403
+    assert own_answer.status_code == 403
+    assert "requested_by" in own_answer.json()["detail"]
+    assert unknown.status_code == 404
