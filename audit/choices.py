@@ -24,3 +24,7 @@ class RollupKind(models.TextChoices):
     OFFERED = "offered", "Tool offered"
     EXCLUDED = "excluded", "Tool left out"
     RULE = "rule", "Rule that left a tool out"
+
+
+# A ``tool_call`` event's ``output.outcome`` (the call path, calls/services.py).
+CALL_OUTCOMES = ("ran", "refused", "pending", "denied", "failed", "timed_out")

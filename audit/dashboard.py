@@ -21,7 +21,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.utils import timezone
 
-from audit.choices import EventType
+from audit.choices import CALL_OUTCOMES, EventType
 from audit.querysets import AuditEventQuerySet
 from config.params import DayField
 
@@ -164,13 +164,27 @@ class Dashboard:
     excluded: list[Count] = field(default_factory=list)
     reasons: list[Count] = field(default_factory=list)
     checks: dict[str, int] = field(default_factory=dict)
+    # Tool calls through Quiver by outcome, and ``total`` (``tool_calls``).
+    calls: dict[str, int] = field(default_factory=dict)
     # Read from the hourly summary plus the live tail (audit.dashboard_rollup):
     # p50/p95 then come from its latency histogram.
     summarised: bool = False
 
     @property
+    def call_rows(self) -> list[tuple[str, str, int]]:
+        """(outcome, its words, count) for each tool-call outcome, in order."""
+        return [
+            (name, name.replace("_", " "), self.calls.get(name, 0))
+            for name in CALL_OUTCOMES
+        ]
+
+    @property
     def empty(self) -> bool:
-        return not self.selections and not self.checks.get("events")
+        return (
+            not self.selections
+            and not self.checks.get("events")
+            and not self.calls.get("total")
+        )
 
 
 def _where(events: AuditEventQuerySet) -> tuple[str, list[Any]]:
@@ -206,6 +220,7 @@ def build_dashboard(events: AuditEventQuerySet, window: Window) -> Dashboard:
             excluded=excluded,
             reasons=reasons,
             checks=_checks(checks),
+            calls=tool_calls(events, window),
         )
     except EmptyResultSet:  # a reader who may see nothing
         return Dashboard(window=window, buckets=_zeros(window, {}))
@@ -348,6 +363,32 @@ def _checks(checks: AuditEventQuerySet) -> dict[str, int]:
     """Tool-call checks: events, invalid ones, and their calls by flag (the
     single-tool /validate endpoint's events have no calls)."""
     return dict(zip(CHECK_NAMES, _fetch(CHECKS_SQL, checks)[0], strict=True))
+
+
+CALLS_SQL = """
+SELECT output ->> 'outcome', count(*) FROM audit_auditevent
+WHERE WHERE_CLAUSE GROUP BY 1
+"""
+
+
+def tool_calls(events: AuditEventQuerySet, window: Window) -> dict[str, int]:
+    """Tool calls through Quiver in ``window`` by outcome (each outcome, zero when
+    none, an unknown one under ``other``) and their ``total``; read from the
+    events (the (event_type, created) index), not the hourly summary."""
+    calls = events.filter(
+        event_type=EventType.TOOL_CALL,
+        created__gte=window.start,
+        created__lt=window.end,
+    )
+    counts = dict.fromkeys((*CALL_OUTCOMES, "other", "total"), 0)
+    try:
+        rows = _fetch(CALLS_SQL, calls)
+    except EmptyResultSet:  # a reader who may see nothing
+        return counts
+    for outcome, n in rows:
+        counts[outcome if outcome in CALL_OUTCOMES else "other"] += int(n)
+        counts["total"] += int(n)
+    return counts
 
 
 # The exclusion rules in plain words (an unknown code is shown as it is).

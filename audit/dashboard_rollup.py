@@ -35,6 +35,7 @@ from audit.dashboard import (
     _fetch,
     _zeros,
     build_dashboard,
+    tool_calls,
 )
 from audit.models import AuditEvent
 from audit.querysets import AuditEventQuerySet
@@ -81,6 +82,7 @@ def summary_dashboard(catalogs: Collection[str] | None, window: Window) -> Dashb
         excluded=excluded,
         reasons=reasons,
         checks=part.checks(),
+        calls=tool_calls(events, window),
         summarised=True,
     )
 

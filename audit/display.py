@@ -44,7 +44,71 @@ def describe(event: AuditEvent) -> str:
         return f"{who(event)}: {_selection_line(event)}"
     if event.event_type == EventType.VALIDATION:
         return f"{who(event)}: {_validation_line(event)}"
+    if event.event_type == EventType.TOOL_CALL:
+        return f"{who(event)}: {call_line(event)}"
+    if event.event_type == EventType.APPROVAL:
+        return f"{who(event)}: {_approval_line(event)}"
     return f"{who(event)}: {event.summary}"
+
+
+REASON_CHARS = 120
+CALL_WORDS = {
+    "ran": "ran",
+    "refused": "refused",
+    "pending": "waits for a person's approval",
+    "denied": "denied by a person",
+    "failed": "failed upstream",
+    "timed_out": "timed out",
+}
+TIMED = frozenset({"ran", "failed", "timed_out"})
+
+
+def _short(text: Any) -> str:
+    text = str(text)
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+
+
+def call_line(event: AuditEvent) -> str:
+    """A ``tool_call``: the tool, its version and source, the outcome, why (when it
+    did not run) and how long it took."""
+    call, output = event.input or {}, event.output or {}
+    outcome = str(output.get("outcome") or "?")
+    line = f"call to {call.get('tool') or '?'}"
+    if call.get("tool_version"):
+        line += f" v{call['tool_version']}"
+    if call.get("source"):
+        line += f" via {call['source']}"
+    line += f" {CALL_WORDS.get(outcome, outcome)}"
+    if output.get("reason") and outcome != "ran":
+        line += f": {_short(output['reason'])}"
+    duration = output.get("duration_ms")
+    if outcome in TIMED and isinstance(duration, int | float):
+        line += f" ({duration:.0f} ms)"
+    return line
+
+
+APPROVAL_WORDS = {
+    "requested": "asked a person to approve",
+    "approved": "approved",
+    "denied": "denied",
+    "expired": "let expire, undecided:",
+    "used": "used the approval of",
+}
+
+
+def _approval_line(event: AuditEvent) -> str:
+    """An ``approval``: requested, approved, denied, expired or used, with the
+    tool, whose request it was and the reason given."""
+    asked, output = event.input or {}, event.output or {}
+    status = str(output.get("status") or "?")
+    line = f"{APPROVAL_WORDS.get(status, status)} {asked.get('tool') or '?'}"
+    requester = asked.get("requester")
+    if requester and status in {"approved", "denied", "expired"}:
+        name = f"agent {requester[4:]}" if requester.startswith("api:") else requester
+        line += f" (requested by {name})"
+    if output.get("reason") and status in {"approved", "denied"}:
+        line += f": {_short(output['reason'])}"
+    return line
 
 
 def _selection_line(event: AuditEvent) -> str:

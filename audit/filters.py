@@ -23,7 +23,7 @@ from django.db.models.functions import StrIndex, Upper
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
-from audit.choices import EventType
+from audit.choices import CALL_OUTCOMES, EventType
 from audit.querysets import AuditEventQuerySet, has_tokens, may_contain_text
 from config.params import DayField
 
@@ -64,6 +64,11 @@ class AuditFilterForm(forms.Form):
     cached = forms.ChoiceField(required=False, label="From cache", choices=YES_NO)
     no_tools = forms.BooleanField(required=False, label="No tool offered")
     invalid_calls = forms.BooleanField(required=False, label="Invalid tool calls")
+    outcome = forms.ChoiceField(
+        required=False,
+        label="Tool call outcome",
+        choices=_ANY + [(name, name.replace("_", " ")) for name in CALL_OUTCOMES],
+    )
     request_id = forms.UUIDField(required=False, label="Request id")
     selection_id = forms.UUIDField(required=False, label="Selection id")
 
@@ -166,4 +171,8 @@ def _selection_q(data: Mapping[str, Any]) -> Q:
         q &= selection & Q(output__tools=[])
     if data.get("invalid_calls"):
         q &= Q(event_type=EventType.VALIDATION, output__contains={"valid": False})
+    if "outcome" in data:
+        # Served by the (event_type, created) index: tool calls only, newest first.
+        outcome = {"outcome": data["outcome"]}
+        q &= Q(event_type=EventType.TOOL_CALL, output__contains=outcome)
     return q

@@ -107,3 +107,11 @@ class AuditEventQuerySet(models.QuerySet):
             Q(input__contains=link) | Q(output__contains=link),
             event_type=EventType.VALIDATION,
         )
+
+    def calls_of(self, selection_id: str) -> AuditEventQuerySet:
+        """The tool calls made through Quiver that name this selection (their
+        ``input.selection_id``; the column is the selection's own)."""
+        return self.filter(
+            event_type=EventType.TOOL_CALL,
+            input__contains={"selection_id": selection_id},
+        )

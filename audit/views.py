@@ -6,7 +6,9 @@ from ``AuditEvent.objects.visible_to``, as in the API.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from datetime import timedelta
 from functools import wraps
 from typing import Any
 
@@ -43,6 +45,9 @@ from config.params import PageForm
 from selection.services.why_not import why_not
 
 View = Callable[..., HttpResponseBase]
+# An approval's steps (request, decision, use) fall within a day of each other
+# (approvals expire within QUIVER_APPROVAL_TTL_SECONDS): bounds the index scan.
+APPROVAL_LOOKBACK = timedelta(days=2)
 
 
 def auditor_required(view: View) -> View:
@@ -105,6 +110,9 @@ def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     if event.event_type == EventType.VALIDATION:
         context |= _validation_context(request, event)
         return render_page(request, "audit/validation_detail.html", context)
+    if event.event_type in {EventType.TOOL_CALL, EventType.APPROVAL}:
+        context |= _call_context(request, event)
+        return render_page(request, "audit/call_detail.html", context)
     context |= _change_context(event)
     return render_page(request, "audit/change_detail.html", context)
 
@@ -115,9 +123,11 @@ def _selection_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any
     messages = request_data.get("messages") or []
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
     sid = str(event.selection_id) if event.selection_id else None
-    validations = _visible(request).none()
+    validations = calls = _visible(request).none()
     if sid:
         validations = _visible(request).validations_of(sid)
+        # A call comes after its selection: the (event_type, created) index.
+        calls = _visible(request).calls_of(sid).filter(created__gte=event.created)
     return {
         "request": request_data,
         "messages": messages,
@@ -138,6 +148,14 @@ def _selection_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any
         "validations": [
             {"event": v, "line": display.describe(v)} for v in validations[:50]
         ],
+        "calls": [
+            {
+                "event": c,
+                "outcome": (c.output or {}).get("outcome", ""),
+                "line": display.describe(c),
+            }
+            for c in calls.order_by("-id")[:50]
+        ],
     }
 
 
@@ -149,6 +167,35 @@ def _validation_context(request: HttpRequest, event: AuditEvent) -> dict[str, An
     return {
         "calls": (event.output or {}).get("calls"),
         "selection": selection,
+    }
+
+
+def _call_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any]:
+    """A tool call or an approval step: what was asked and what came of it, with
+    the selection that offered the tool and the approval's other steps."""
+    asked = event.input or {}
+    sid = asked.get("selection_id")
+    selection = _visible(request).filter(selection_id=sid).first() if sid else None
+    approval_id = asked.get("approval_id")
+    steps = _visible(request).none()
+    if approval_id:
+        link = {"approval_id": str(approval_id)}
+        steps = _visible(request).filter(
+            event_type__in=[EventType.TOOL_CALL, EventType.APPROVAL],
+            input__contains=link,
+            created__gte=event.created - APPROVAL_LOOKBACK,
+        )
+    return {
+        "asked": json.dumps(asked, indent=2, sort_keys=True, ensure_ascii=False),
+        "result": json.dumps(
+            event.output or {}, indent=2, sort_keys=True, ensure_ascii=False
+        ),
+        "selection": selection,
+        "approval_id": approval_id,
+        "steps": [
+            {"event": e, "line": display.describe(e)}
+            for e in steps.exclude(pk=event.pk).order_by("id")[:20]
+        ],
     }
 
 

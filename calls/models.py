@@ -51,6 +51,8 @@ class Approval(models.Model):
     class Meta:
         ordering = ["-created"]
         indexes = [models.Index(fields=["status", "created"])]
+        # Held by the ``approver`` and ``admin`` groups (calls/migrations/0002).
+        permissions = [("decide_approval", "Can approve or deny tool calls")]
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.status})"

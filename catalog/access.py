@@ -19,6 +19,11 @@ Rules (fail closed):
   audit the catalog); agents see only the tools their roles and unsafe permission
   would let a selection offer them.
 
+Approvals of tool calls (``approvals_visible_to``, ``approval_decision_problem``):
+only people with ``calls.decide_approval`` (the approver and admin groups) decide,
+within their catalogs, never on a request of their own or of a key in a chain they
+made; compliance people read them; a key reads only its own request's by id.
+
 Keys (``key_within``): whoever creates, lists, edits, rotates or revokes a key must
 hold everything the key holds: its scope (admin covers every scope, curator and
 compliance each cover themselves and agent, and neither covers the other), its
@@ -56,6 +61,7 @@ AUDIT_SCOPES = frozenset({ApiScope.COMPLIANCE.value, ApiScope.ADMIN.value})
 WHOLE_CATALOG_SCOPES = WRITE_SCOPES | AUDIT_SCOPES
 GROUP_SCOPES = (ApiScope.ADMIN, ApiScope.CURATOR, ApiScope.COMPLIANCE)
 UNSAFE_APP, UNSAFE_CODENAME = "catalog", "use_unsafe_tools"
+APPROVE_APP, APPROVE_CODENAME = "calls", "decide_approval"
 # The scopes a key may have when its maker has the scope on the left.
 SCOPE_COVERS = {
     ApiScope.ADMIN.value: frozenset(ApiScope.values),
@@ -81,6 +87,8 @@ class Access:
     rate_limit: int | None = None
     expires: datetime | None = None
     key_id: int | None = None
+    # People only: holds ``calls.decide_approval`` (the approver and admin groups).
+    decides_approvals: bool = False
 
     @property
     def is_key(self) -> bool:
@@ -298,16 +306,24 @@ def _person_access(user: Any) -> Access:
         content_type__app_label=UNSAFE_APP,
         codename=UNSAFE_CODENAME,
     )
-    rows = list(
-        user.groups.annotate(unsafe=Exists(unsafe_grant)).values_list("name", "unsafe")
+    approve_grant = Permission.objects.filter(
+        group=OuterRef("pk"),
+        content_type__app_label=APPROVE_APP,
+        codename=APPROVE_CODENAME,
     )
-    groups = tuple(sorted(name for name, _ in rows))
+    rows = list(
+        user.groups.annotate(
+            unsafe=Exists(unsafe_grant), approve=Exists(approve_grant)
+        ).values_list("name", "unsafe", "approve")
+    )
+    groups = tuple(sorted(name for name, _, _ in rows))
     scope = ApiScope.ADMIN.value if user.is_superuser else _group_scope(groups)
     return Access(
         scope=scope,
         catalogs=_person_catalogs(user),
         roles=None if scope == ApiScope.ADMIN else groups,
-        allow_unsafe=bool(user.is_superuser or any(flag for _, flag in rows)),
+        allow_unsafe=bool(user.is_superuser or any(row[1] for row in rows)),
+        decides_approvals=bool(user.is_superuser or any(row[2] for row in rows)),
     )
 
 
@@ -351,3 +367,88 @@ def stored_user(actor: Actor) -> Any:
     if actor is None or not getattr(actor, "pk", None):
         return None
     return actor
+
+
+# Approvals of tool calls (calls.Approval). Only people decide, with the
+# ``calls.decide_approval`` permission (the approver and admin groups), within
+# their catalogs, and never on a request of their own or of a key they made (or
+# of a key made by such a key). Compliance and admin people read them too. An
+# API key never lists approvals: it may read only its own request's, by id.
+APPROVALS_PERMISSION_RULE = (
+    "permission: approving or denying tool calls needs the approver or admin group"
+)
+
+
+def reads_approvals(access: Access) -> bool:
+    """May list approvals: people who decide them, and compliance or admins."""
+    return not access.is_key and (access.decides_approvals or access.can_audit)
+
+
+def approvals_visible_to(user: Any, approvals: QuerySet[Any]) -> QuerySet[Any]:
+    """The approvals ``user`` may see: a key only its own requests'; a person who
+    reads approvals those of their catalogs; anyone else none."""
+    access = access_for(user)
+    if access.is_key:
+        return approvals.filter(requested_by_id=user.pk)
+    if not reads_approvals(access):
+        return approvals.none()
+    if access.catalogs is None:
+        return approvals
+    return approvals.filter(catalog__slug__in=access.catalogs)
+
+
+def approval_decision_problem(user: Any, approval: Any) -> str:
+    """'' when ``user`` may approve or deny ``approval``, else "field: why"."""
+    access = access_for(user)
+    if not access.signed_in or access.is_key:
+        return "person: only a person approves or denies a call, never an API key"
+    if not access.decides_approvals:
+        return APPROVALS_PERMISSION_RULE
+    if not access.may_see_catalog(approval.catalog.slug):
+        return f"catalog: no catalog {approval.catalog.slug!r} among yours"
+    if is_own_request(user, approval):
+        return "requested_by: a person never decides a request of their own"
+    return ""
+
+
+def is_own_request(person: Any, approval: Any) -> bool:
+    """The request came from ``person``, or from a key whose chain (the key, the
+    key that made it, and so on) was made by ``person``."""
+    username = person.get_username()
+    if approval.requested_by_id is None:
+        return bool(approval.requester_name == username)
+    if approval.requested_by_id == person.pk:
+        return True
+    key = (
+        ApiClient.objects.filter(user_id=approval.requested_by_id)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if key is None:
+        return False
+    # A chain longer than key_chain reads fails closed: treat it as their own.
+    chain = key_chain(key)
+    return len(chain) >= MAX_CHAIN or any(row[5] == username for row in chain)
+
+
+OWN_KEYS_SQL = """
+WITH RECURSIVE mine (id, user_id, depth) AS (
+    SELECT id, user_id, 1 FROM {keys} WHERE owner_id = %s OR owner_name = %s
+    UNION ALL
+    SELECT k.id, k.user_id, mine.depth + 1
+    FROM {keys} k JOIN mine ON k.parent_id = mine.id
+    WHERE mine.depth < %s
+)
+SELECT DISTINCT user_id FROM mine
+"""
+
+
+def own_requesters(person: Any) -> set[int]:
+    """The users whose requests count as ``person``'s own, in one query: the
+    person and the service users of the keys they made and of the keys below
+    those (``MAX_CHAIN`` deep). For showing; a decision checks ``is_own_request``,
+    which fails closed on a longer chain."""
+    sql = OWN_KEYS_SQL.format(keys=connection.ops.quote_name(ApiClient._meta.db_table))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [person.pk, person.get_username(), MAX_CHAIN])
+        return {int(row[0]) for row in cursor.fetchall()} | {int(person.pk)}

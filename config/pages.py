@@ -52,6 +52,7 @@ def nav_context(request: HttpRequest) -> dict[str, Any]:
         "can_write": lambda: access().can_write,
         "is_admin": lambda: access().is_admin,
         "can_audit": lambda: access().can_audit,
+        "can_approve": lambda: access().decides_approvals,
         "sees_whole_catalog": lambda: access().sees_whole_catalog,
     }
 

@@ -349,6 +349,12 @@ QUIVER_AUDIT_RETENTION_DAYS = env_int(
     "QUIVER_AUDIT_RETENTION_DAYS", 400, minimum=1, maximum=100_000
 )
 
+# Pending approvals past their expiry become "expired" (calls/tasks.py), checked
+# this often by every worker.
+QUIVER_APPROVAL_EXPIRY_INTERVAL_S = env_int(
+    "QUIVER_APPROVAL_EXPIRY_INTERVAL_S", 30, minimum=1, maximum=3600
+)
+
 QUIVER_LLM = {
     "BASE_URL": env_str("QUIVER_LLM_BASE_URL", ""),
     "MODEL": env_str("QUIVER_LLM_MODEL", "gpt-4o-mini"),

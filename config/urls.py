@@ -7,6 +7,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
+from calls.urls import api_urlpatterns as approvals_api
 from config.api_docs import ConsoleSwaggerView
 from config.health import healthz
 from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
@@ -18,6 +19,7 @@ api_v1 = [
     path("", include("selection.api.urls")),
     path("", include("audit.api.urls")),
     path("", include("sources.api.urls")),
+    path("", include(approvals_api)),
 ]
 
 urlpatterns = [
@@ -42,6 +44,7 @@ urlpatterns = [
     path("", include("catalog.urls")),
     path("", include("audit.urls")),
     path("", include("sources.urls")),
+    path("", include("calls.urls")),
 ]
 
 handler400 = "config.errors.bad_request"

@@ -28,7 +28,7 @@ from catalog.access import Access, Actor, access_for
 from catalog.access_changes import SERVICE_USER_PREFIX, access_changes
 from catalog.models import Catalog, UserCatalogAccess
 
-STANDARD_GROUPS = ("admin", "curator", "compliance")
+STANDARD_GROUPS = ("admin", "curator", "compliance", "approver")
 
 
 class Refused(PermissionDenied):
@@ -183,8 +183,8 @@ def _groups(names: list[str]) -> list[Group]:
 
 
 def group_choices() -> list[str]:
-    """The groups a person may be given: admin, curator, compliance first, then
-    the role groups."""
+    """The groups a person may be given: admin, curator, compliance and approver
+    first, then the role groups."""
     names = list(Group.objects.order_by("name").values_list("name", flat=True))
     standard = [name for name in STANDARD_GROUPS if name in names]
     return standard + [name for name in names if name not in STANDARD_GROUPS]

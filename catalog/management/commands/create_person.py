@@ -1,9 +1,10 @@
 """python manage.py create_person NAME [--group G]... [--catalogs a,b]
 
-A person who signs in to the console: ``--group admin``, ``curator`` or
-``compliance`` (and any role group), repeatable; ``--catalogs`` limits them to those
-catalogs (without it: every catalog). Prints a one-time password alone on the last
-line of stdout. Audited (``access_changed``, actor system)."""
+A person who signs in to the console: ``--group admin``, ``curator``,
+``compliance`` or ``approver`` (and any role group), repeatable; ``--catalogs``
+limits them to those catalogs (without it: every catalog). Prints a one-time
+password alone on the last line of stdout. Audited (``access_changed``, actor
+system)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class Command(BaseCommand):
             action="append",
             default=[],
             dest="groups",
-            help="admin, curator, compliance or a role group; repeat for several",
+            help="admin, curator, compliance, approver or a role group; repeat",
         )
         parser.add_argument(
             "--catalogs",
