@@ -64,7 +64,10 @@ def test_misses_where_one_tool_beat_the_expected_one_are_counted_per_pair(catalo
     assert [r["text"] for r in first["requests"]] == [
         "rain tomorrow?", "weekend weather", "is it sunny"
     ]  # fmt: skip
-    assert {r["ranked_first"] for r in first["requests"]} == {"get_weather", "get_forecast"}
+    assert {r["ranked_first"] for r in first["requests"]} == {
+        "get_weather",
+        "get_forecast",
+    }
     assert all("send_email" not in p["tools"] for p in pairs)
 
 
@@ -84,7 +87,10 @@ def test_empty_fields_are_sharpened_first_else_the_most_similar_one(catalog):
     pairs = confusable_pairs(catalog, threshold=0.5)["pairs"]
     by_tools = {tuple(p["tools"]): p for p in pairs}
     both_full = by_tools[("current_weather", "get_weather")]["sharpen"]
-    assert both_full == {"current_weather": ["description"], "get_weather": ["description"]}
+    assert both_full == {
+        "current_weather": ["description"],
+        "get_weather": ["description"],
+    }
     forecast = by_tools[("get_forecast", "get_weather")]["sharpen"]
     assert forecast["get_forecast"] == ["examples", "avoid_when"]
 

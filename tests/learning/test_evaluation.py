@@ -49,7 +49,10 @@ TOOLS = {
 LABELS = [
     ("Will it rain in Paris tomorrow?", ["get_forecast"]),
     ("How warm is it in Oslo right now?", ["get_weather"]),
-    ("Mail the report to Dana. Then text her that it is sent.", ["send_email", "send_sms"]),
+    (
+        "Mail the report to Dana. Then text her that it is sent.",
+        ["send_email", "send_sms"],
+    ),
     ("Put a meeting with the design team on Friday", ["create_calendar_event"]),
     ("What is on my calendar today?", ["list_calendar_events"]),
     ("Give the customer their money back", ["refund_payment"]),
@@ -79,7 +82,9 @@ def labelled() -> list[LabelledRequest]:
 def bench_prepared(catalog, tmp_path) -> Prepared:
     """The catalog as bench/quality.py prepares a data set (its own snapshot,
     its own embeddings of the tools and queries)."""
-    specs = [tool_to_spec(t) for t in Tool.objects.filter(catalog=catalog).order_by("id")]
+    specs = [
+        tool_to_spec(t) for t in Tool.objects.filter(catalog=catalog).order_by("id")
+    ]
     queries = [
         Query(str(i), q, tuple(tools), "single_tool" if tools else "no_tool")
         for i, (q, tools) in enumerate(LABELS)
@@ -95,7 +100,10 @@ def bench_prepared(catalog, tmp_path) -> Prepared:
         peer_vecs=cache.get([f"{s.name}: {s.description}" for s in specs]),
         query_vecs=cache.get([q.text for q in queries], kind="query"),
         hybrid_vecs=cache.get([hybrid_text(s) for s in specs]),
-        sentence_vecs=[cache.get(g, kind="query") if g else cache.get([], kind="query")[:0] for g in sentences],
+        sentence_vecs=[
+            cache.get(g, kind="query") if g else cache.get([], kind="query")[:0]
+            for g in sentences
+        ],
     )
 
 
@@ -166,13 +174,17 @@ def test_an_inline_evaluation_is_queued_run_and_its_labels_never_stored(
             assert e["why_not_url"].startswith(
                 f"/catalogs/default/evaluation/{run.pk}/requests/{row['index']}/#"
             )
-            assert as_user(curator).get(e["why_not_url"].split("#")[0]).status_code == 200
+            assert (
+                as_user(curator).get(e["why_not_url"].split("#")[0]).status_code == 200
+            )
 
 
 def test_the_catalogs_accepted_labels_are_evaluated_not_the_proposals(
     as_user, curator, catalog
 ):
-    Label.objects.create(catalog=catalog, query="weather in Oslo", tools=["get_weather"])
+    Label.objects.create(
+        catalog=catalog, query="weather in Oslo", tools=["get_weather"]
+    )
     Label.objects.create(
         catalog=catalog, query="flights", tools=["search_flights"], status="proposed"
     )
@@ -187,7 +199,9 @@ def test_the_catalogs_accepted_labels_are_evaluated_not_the_proposals(
     assert listed["results"][0]["settings_version"] == 0
 
 
-def test_settings_are_validated_exactly_as_the_settings_api_does(as_user, curator, catalog):
+def test_settings_are_validated_exactly_as_the_settings_api_does(
+    as_user, curator, catalog
+):
     client = as_user(curator)
     bad = {"default_scorer": "nope", "bm25_k1": "high", "no_such_setting": 1}
     tried = client.post(URL, {"settings": bad}, format="json")
@@ -200,7 +214,10 @@ def test_settings_are_validated_exactly_as_the_settings_api_does(as_user, curato
 
 
 def test_inline_labels_with_a_bad_item_are_a_400_naming_it(as_user, curator, catalog):
-    items = [{"query": "weather", "tools": ["get_weather"]}, {"query": "x", "tools": ["nope"]}]
+    items = [
+        {"query": "weather", "tools": ["get_weather"]},
+        {"query": "x", "tools": ["nope"]},
+    ]
     response = as_user(curator).post(URL, {"labels": items}, format="json")
     assert response.status_code == 400
     assert "labels[1].tools" in response.json()["fields"]

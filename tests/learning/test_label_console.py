@@ -44,7 +44,9 @@ def test_the_sample_files_upload_whole(as_curator, tools, sample):
 
 
 def test_a_csv_row_names_several_tools_with_a_bar(tools):
-    items = read_label_file("x.csv", b"query,tools\nbook and mail,get_weather| send_email\n")
+    items = read_label_file(
+        "x.csv", b"query,tools\nbook and mail,get_weather| send_email\n"
+    )
     assert items == [{"query": "book and mail", "tools": ["get_weather", "send_email"]}]
 
 
@@ -65,7 +67,9 @@ def test_refused_lines_are_shown_with_their_reason(as_curator, tools):
         ("l.jsonl", b'{"query": "x", "tools": []}\n' * 10_001, "at most 10000"),
     ],
 )
-def test_a_file_that_cannot_be_read_is_refused_whole(as_curator, tools, name, data, words):
+def test_a_file_that_cannot_be_read_is_refused_whole(
+    as_curator, tools, name, data, words
+):
     with pytest.raises(UploadError, match=words):
         read_label_file(name, data)
     response = post_file(as_curator, name, data)

@@ -113,7 +113,9 @@ def test_a_refused_run_alone_proposes_nothing(agent, catalog):
 
 
 def test_a_request_already_labelled_is_not_proposed(agent, catalog):
-    Label.objects.create(catalog=catalog, query="weather in Paris", tools=["get_weather"])
+    Label.objects.create(
+        catalog=catalog, query="weather in Paris", tools=["get_weather"]
+    )
     validate(agent, select(agent))
     assert find_proposals(catalog) == 0
 
@@ -134,7 +136,9 @@ def test_proposals_count_only_once_accepted_on_the_review_page(
         "/catalogs/default/labels/review/", {"action": "accept", "ids": [label.pk]}
     )
     assert list(accepted) == [label]
-    events = AuditEvent.objects.filter(event_type=EventType.LABELS_CHANGED).order_by("id")
+    events = AuditEvent.objects.filter(event_type=EventType.LABELS_CHANGED).order_by(
+        "id"
+    )
     assert [e.input["action"] for e in events] == ["propose", "accept"]
     assert events[0].actor_name == curator.username
     assert events[1].output == {"accepted": 1}

@@ -25,7 +25,11 @@ READS = [
     ("get", f"{BASE}/confusable", None),
 ]
 WRITES = [
-    ("post", f"{BASE}/labels", {"labels": [{"query": "weather?", "tools": ["get_weather"]}]}),
+    (
+        "post",
+        f"{BASE}/labels",
+        {"labels": [{"query": "weather?", "tools": ["get_weather"]}]},
+    ),
     ("delete", f"{BASE}/labels?all=true", None),
     ("delete", f"{BASE}/labels/{{label}}", None),
     ("post", f"{BASE}/labels/review", {"ids": [1], "status": "accepted"}),
@@ -59,7 +63,10 @@ def call(client, method, url, body, world):
 def writes_nothing(world, before_events):
     assert Label.objects.count() == 1
     assert not Evaluation.objects.exists()
-    assert AuditEvent.objects.filter(event_type=EventType.LABELS_CHANGED).count() == before_events
+    assert (
+        AuditEvent.objects.filter(event_type=EventType.LABELS_CHANGED).count()
+        == before_events
+    )
 
 
 @pytest.mark.parametrize(("method", "url", "body"), READS)

@@ -43,7 +43,10 @@ def test_a_curator_uploads_labels_and_they_are_accepted(curator_api):
         curator_api,
         [
             {"query": "weather in Lisbon", "tools": ["get_weather"]},
-            {"messages": [{"role": "user", "content": "mail Dana"}], "tools": ["send_email"]},
+            {
+                "messages": [{"role": "user", "content": "mail Dana"}],
+                "tools": ["send_email"],
+            },
             {"query": "tell me a joke", "tools": []},
         ],
     )
@@ -57,7 +60,11 @@ def test_a_curator_uploads_labels_and_they_are_accepted(curator_api):
 
 BAD_ITEMS = [
     ({"query": "x", "tools": ["no_such_tool"]}, "tools", "no tool 'no_such_tool'"),
-    ({"query": "x", "messages": [{"role": "user"}], "tools": []}, "query", "exactly one"),
+    (
+        {"query": "x", "messages": [{"role": "user"}], "tools": []},
+        "query",
+        "exactly one",
+    ),
     ({"tools": ["get_weather"]}, "query", "exactly one"),
     ({"query": "x"}, "tools", "is required"),
     ({"query": "x", "tools": "get_weather"}, "tools", "list of tool names"),
@@ -89,7 +96,9 @@ def test_each_bad_item_is_refused_with_its_index_and_reason_and_the_rest_kept(
 
 
 def test_a_request_labelled_twice_is_refused_as_a_duplicate(curator_api):
-    first = upload(curator_api, [{"query": "weather in Rome", "tools": ["get_weather"]}])
+    first = upload(
+        curator_api, [{"query": "weather in Rome", "tools": ["get_weather"]}]
+    )
     assert first.json()["added"] == 1
     again = upload(
         curator_api,
@@ -130,7 +139,10 @@ def test_more_than_10000_labels_is_a_400_naming_labels_and_nothing_is_stored(
 def test_10000_labels_are_stored_in_bulk_in_a_few_queries(
     curator_api, django_assert_max_num_queries
 ):
-    items = [{"query": f"weather in town {i}", "tools": ["get_weather"]} for i in range(10_000)]
+    items = [
+        {"query": f"weather in town {i}", "tools": ["get_weather"]}
+        for i in range(10_000)
+    ]
     started = time.perf_counter()
     with django_assert_max_num_queries(30):
         response = upload(curator_api, items)
@@ -143,14 +155,19 @@ def test_10000_labels_are_stored_in_bulk_in_a_few_queries(
 def test_an_upload_is_one_audit_event_with_counts(curator_api, curator):
     upload(
         curator_api,
-        [{"query": "weather in Lima", "tools": ["get_weather"]}, {"query": "x", "tools": ["nope"]}],
+        [
+            {"query": "weather in Lima", "tools": ["get_weather"]},
+            {"query": "x", "tools": ["nope"]},
+        ],
     )
     [event] = label_events()
     assert event.actor_name == curator.username
     assert event.catalog_slug == "default"
     assert event.input["action"] == "upload"
     assert event.input["received"] == 2
-    assert event.input["labels"] == [{"query": "weather in Lima", "tools": ["get_weather"]}]
+    assert event.input["labels"] == [
+        {"query": "weather in Lima", "tools": ["get_weather"]}
+    ]
     assert event.input["refused"][0]["index"] == 1
     assert event.output["added"] == 1
     assert event.output["refused"] == 1
@@ -212,7 +229,9 @@ def test_deleting_all_needs_all_true_or_a_filter(curator_api):
 
 def test_reviewing_accepts_or_rejects_only_proposals_in_one_event(curator_api):
     proposed = [
-        Label.objects.create(catalog_id=1, query=f"p{i}", status="proposed", origin="use")
+        Label.objects.create(
+            catalog_id=1, query=f"p{i}", status="proposed", origin="use"
+        )
         for i in range(3)
     ]
     uploaded = Label.objects.create(catalog_id=1, query="u")
@@ -222,7 +241,12 @@ def test_reviewing_accepts_or_rejects_only_proposals_in_one_event(curator_api):
     )
     assert review.json() == {"changed": 2}
     statuses = dict(Label.objects.values_list("query", "status"))
-    assert statuses == {"p0": "accepted", "p1": "accepted", "p2": "proposed", "u": "accepted"}
+    assert statuses == {
+        "p0": "accepted",
+        "p1": "accepted",
+        "p2": "proposed",
+        "u": "accepted",
+    }
     event = label_events().last()
     assert event.input == {"action": "accept", "label_ids": ids[:2]}
     reject = curator_api.post(
