@@ -107,10 +107,11 @@ def _near_duplicates(
     model = catalog.active_embedding_model
     if not model:
         return {}
-    rows = ToolEmbedding.objects.filter(
-        catalog=catalog, model_id=model, tool__status="active"
-    ).values_list("tool__name", "embedding")[: MAX_PAIRWISE + 1]
-    rows = list(rows)
+    rows = list(
+        ToolEmbedding.objects.filter(
+            catalog=catalog, model_id=model, tool__status="active"
+        ).values_list("tool__name", "embedding")[: MAX_PAIRWISE + 1]
+    )
     if len(rows) < 2 or len(rows) > MAX_PAIRWISE:
         return {}
     names = [name for name, _ in rows]

@@ -24,6 +24,7 @@ from catalog.access import (
 from catalog.models import Catalog
 from config.pages import acting_user, paginate, render_page
 from config.params import MAX_ID
+from config.ratelimit import rate_limited
 from learning.charts import run_chart
 from learning.confusable import confusable_pairs
 from learning.models import Evaluation, EvaluationState, LabelOrigin, LabelStatus
@@ -78,6 +79,7 @@ def label_list(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@rate_limited
 @require_POST
 def label_upload(request: HttpRequest, slug: str) -> HttpResponse:
     """A JSONL or CSV file of labels (learning.uploads): the good ones kept, each
@@ -102,6 +104,7 @@ def label_upload(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@rate_limited
 @require_POST
 def label_delete(request: HttpRequest, slug: str) -> HttpResponse:
     """One label (``id``), or every label of the filter shown (``scope=all``)."""
@@ -127,6 +130,7 @@ def label_delete(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@rate_limited
 @require_http_methods(["GET", "POST"])
 def label_review(request: HttpRequest, slug: str) -> HttpResponse:
     """Labels proposed from use: find more, accept or reject them."""
@@ -181,6 +185,7 @@ def _compare(
 
 
 @login_required
+@rate_limited
 @require_http_methods(["GET", "POST"])
 def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
     """The latest run, the runs over time, two runs side by side, the misses and

@@ -39,7 +39,7 @@ class EvaluationInputError(ValueError):
 
 def max_labels() -> int:
     """The accepted labels one run evaluates (the oldest first)."""
-    return int(getattr(settings, "QUIVER_EVALUATION_MAX_LABELS", 20_000))
+    return int(settings.QUIVER_EVALUATION_MAX_LABELS)
 
 
 def start_evaluation(

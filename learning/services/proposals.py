@@ -98,7 +98,7 @@ def find_proposals(
 ) -> int:
     """Propose labels from recent use (idempotent); one audit event when any
     were proposed. Returns how many new proposals."""
-    days = int(getattr(settings, "QUIVER_LABEL_PROPOSAL_DAYS", 30))
+    days = int(settings.QUIVER_LABEL_PROPOSAL_DAYS)
     since = timezone.now() - timedelta(days=days)
     found = _proposals(catalog, called_tools(catalog, since))
     with transaction.atomic():

@@ -51,7 +51,10 @@ def test_a_csv_row_names_several_tools_with_a_bar(tools):
 
 
 def test_refused_lines_are_shown_with_their_reason(as_curator, tools):
-    data = b'{"query": "weather", "tools": ["get_weather"]}\nnot json\n\n{"query": "x", "tools": ["nope"]}\n'
+    data = (
+        b'{"query": "weather", "tools": ["get_weather"]}\nnot json\n\n'
+        b'{"query": "x", "tools": ["nope"]}\n'
+    )
     body = post_file(as_curator, "l.jsonl", data).content.decode()
     assert Label.objects.count() == 1
     assert "labels[1]: must be an object" in body

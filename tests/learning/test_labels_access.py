@@ -6,6 +6,8 @@ call writes nothing."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from audit.choices import EventType
@@ -18,13 +20,13 @@ from tests.factories import make_tool, make_user
 pytestmark = pytest.mark.django_db
 
 BASE = "/api/v1/catalogs/default"
-READS = [
+READS: list[tuple[str, str, Any]] = [
     ("get", f"{BASE}/labels", None),
     ("get", f"{BASE}/labels/{{label}}", None),
     ("get", f"{BASE}/evaluations", None),
     ("get", f"{BASE}/confusable", None),
 ]
-WRITES = [
+WRITES: list[tuple[str, str, Any]] = [
     (
         "post",
         f"{BASE}/labels",

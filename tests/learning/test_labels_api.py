@@ -254,4 +254,4 @@ def test_reviewing_accepts_or_rejects_only_proposals_in_one_event(curator_api):
     )
     assert reject.json() == {"changed": 1}
     assert Label.objects.get(query="p2").status == LabelStatus.REJECTED
-    assert LabelOrigin.USE == Label.objects.get(query="p2").origin
+    assert Label.objects.get(query="p2").origin == LabelOrigin.USE
