@@ -11,7 +11,13 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import generics, permissions, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -54,6 +60,30 @@ def choice_param(request: Request, name: str, choices: list[str]) -> str:
     return value
 
 
+def paged(name: str, item: Any) -> Any:
+    """The schema of a page of ``item`` (BoundedPagination's shape)."""
+    return inline_serializer(
+        name,
+        {
+            "count": serializers.IntegerField(),
+            "next": serializers.CharField(allow_null=True),
+            "previous": serializers.CharField(allow_null=True),
+            "results": item,
+        },
+    )
+
+
+def counted(name: str, key: str) -> Any:
+    return inline_serializer(name, {key: serializers.IntegerField()})
+
+
+LABEL_FILTERS = [
+    OpenApiParameter("status", str, enum=LabelStatus.values),
+    OpenApiParameter("origin", str, enum=LabelOrigin.values),
+]
+PAGE = OpenApiParameter("page", int)
+
+
 class LabelSerializer(serializers.ModelSerializer):
     class Meta:
         model = Label
@@ -92,12 +122,28 @@ class LabelListView(generics.GenericAPIView):
             "origin": choice_param(self.request, "origin", LabelOrigin.values),
         }
 
+    @extend_schema(
+        parameters=[*LABEL_FILTERS, PAGE],
+        responses=paged("LabelPage", LabelSerializer(many=True)),
+    )
     def get(self, request: Request, slug: str) -> Response:
         catalog = catalog_for(request, slug, manage=False)
         page = self.paginate_queryset(labels.labels_of(catalog, **self.filters()))
         return self.get_paginated_response(LabelSerializer(page, many=True).data)
 
-    @extend_schema(request=LabelUploadSerializer)
+    @extend_schema(
+        request=LabelUploadSerializer,
+        responses={
+            201: inline_serializer(
+                "LabelUpload",
+                {
+                    "added": serializers.IntegerField(),
+                    "refused_count": serializers.IntegerField(),
+                    "refused": serializers.ListField(child=serializers.DictField()),
+                },
+            )
+        },
+    )
     def post(self, request: Request, slug: str) -> Response:
         catalog = catalog_for(request, slug, manage=True)
         body = LabelUploadSerializer(data=request.data)
@@ -110,6 +156,10 @@ class LabelListView(generics.GenericAPIView):
         )
         return Response(upload.to_dict(), status=status.HTTP_201_CREATED)
 
+    @extend_schema(
+        parameters=[*LABEL_FILTERS, OpenApiParameter("all", bool)],
+        responses=counted("LabelsDeleted", "deleted"),
+    )
     def delete(self, request: Request, slug: str) -> Response:
         catalog = catalog_for(request, slug, manage=True)
         found = self.filters()
@@ -142,6 +192,7 @@ class LabelDetailView(generics.GenericAPIView):
             raise Http404(f"label: no label {label_id} in {slug!r}")
         return Response(LabelSerializer(label).data)
 
+    @extend_schema(responses={204: None})
     def delete(self, request: Request, slug: str, label_id: int) -> Response:
         catalog = catalog_for(request, slug, manage=True)
         if label_id > MAX_ID or not labels.delete_labels(
@@ -171,6 +222,7 @@ class LabelReviewView(generics.GenericAPIView):
     permission_classes = [permissions.IsAuthenticated]
     throttle_classes = [WriteRateThrottle]
 
+    @extend_schema(responses=counted("LabelsReviewed", "changed"))
     def post(self, request: Request, slug: str) -> Response:
         catalog = catalog_for(request, slug, manage=True)
         body = self.get_serializer(data=request.data)
@@ -192,6 +244,7 @@ class LabelProposalsView(generics.GenericAPIView):
     permission_classes = [permissions.IsAuthenticated]
     throttle_classes = [WriteRateThrottle]
 
+    @extend_schema(request=None, responses=counted("LabelsProposed", "proposed"))
     def post(self, request: Request, slug: str) -> Response:
         catalog = catalog_for(request, slug, manage=True)
         found = proposals.find_proposals(
@@ -202,7 +255,9 @@ class LabelProposalsView(generics.GenericAPIView):
 
 class EvaluationSerializer(serializers.ModelSerializer):
     progress = serializers.IntegerField(source="percent", read_only=True)
-    created_by: serializers.StringRelatedField = serializers.StringRelatedField()
+    created_by = serializers.CharField(
+        source="created_by.username", read_only=True, allow_null=True
+    )
     misses = serializers.SerializerMethodField()
 
     class Meta:
@@ -212,8 +267,19 @@ class EvaluationSerializer(serializers.ModelSerializer):
                   "error", "created_by", "created", "started", "finished",
                   "misses"]  # fmt: skip
 
+    @extend_schema_field(OpenApiTypes.INT)
     def get_misses(self, run: Evaluation) -> int:
         return sum(1 for row in run.rows if row.get("miss"))
+
+
+class EvaluationDetailSerializer(EvaluationSerializer):
+    """(schema only) a run with a page of its requests."""
+
+    rows_count = serializers.IntegerField()
+    rows = serializers.ListField(child=serializers.DictField())
+
+    class Meta(EvaluationSerializer.Meta):
+        fields = [*EvaluationSerializer.Meta.fields, "rows_count", "rows"]
 
 
 class EvaluationInputSerializer(StrictFieldsMixin, serializers.Serializer):
@@ -235,13 +301,19 @@ class EvaluationListView(generics.GenericAPIView):
     permission_classes = [permissions.IsAuthenticated]
     throttle_classes = [WriteRateThrottle]
 
+    @extend_schema(
+        parameters=[PAGE],
+        responses=paged("EvaluationPage", EvaluationSerializer(many=True)),
+    )
     def get(self, request: Request, slug: str) -> Response:
         catalog = catalog_for(request, slug, manage=False)
         runs = Evaluation.objects.filter(catalog=catalog).order_by("-id")
         page = self.paginate_queryset(runs.select_related("created_by"))
         return self.get_paginated_response(EvaluationSerializer(page, many=True).data)
 
-    @extend_schema(request=EvaluationInputSerializer)
+    @extend_schema(
+        request=EvaluationInputSerializer, responses={202: EvaluationSerializer}
+    )
     def post(self, request: Request, slug: str) -> Response:
         catalog = catalog_for(request, slug, manage=True)
         body = EvaluationInputSerializer(data=request.data)
@@ -286,6 +358,10 @@ class EvaluationDetailView(generics.GenericAPIView):
     serializer_class = EvaluationSerializer
     permission_classes = [permissions.IsAuthenticated]
 
+    @extend_schema(
+        parameters=[PAGE, OpenApiParameter("misses", bool)],
+        responses=EvaluationDetailSerializer,
+    )
     def get(self, request: Request, slug: str, run_id: int) -> Response:
         run = evaluation_for(request, slug, run_id)
         rows = run.rows
@@ -307,6 +383,17 @@ class ConfusableView(generics.GenericAPIView):
     serializer_class = serializers.Serializer
     permission_classes = [permissions.IsAuthenticated]
 
+    @extend_schema(
+        parameters=[OpenApiParameter("threshold", float)],
+        responses=inline_serializer(
+            "ConfusablePairs",
+            {
+                "evaluation": serializers.IntegerField(allow_null=True),
+                "threshold": serializers.FloatField(),
+                "pairs": serializers.ListField(child=serializers.DictField()),
+            },
+        ),
+    )
     def get(self, request: Request, slug: str) -> Response:
         catalog = catalog_for(request, slug, manage=False)
         return Response(confusable_pairs(catalog, threshold=threshold_param(request)))
