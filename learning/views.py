@@ -184,30 +184,14 @@ def _compare(
     return {"a": a, "b": b, "rows": rows}
 
 
-@login_required
-@rate_limited
-@require_http_methods(["GET", "POST"])
-def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
-    """The latest run, the runs over time, two runs side by side, the misses and
-    the confusable tools; POST starts a run (current settings, or JSON tried)."""
-    catalog = _catalog(request, slug, manage=request.method == "POST")
-    form_error = ""
-    if request.method == "POST":
-        tried = request.POST.get("settings", "").strip()
-        try:
-            data = json.loads(tried) if tried else None
-            evaluations.start_evaluation(
-                catalog, actor=acting_user(request), settings_data=data
-            )
-        except (ValueError, ValidationError) as exc:
-            form_error = _message(exc)
-        else:
-            return redirect("learning:evaluation", slug=catalog.slug)
+def _evaluation_context(request: HttpRequest, catalog: Catalog) -> dict[str, Any]:
+    """The latest runs, the newest finished one's metrics and misses, the chart,
+    the comparison and the confusable pairs."""
     runs = list(Evaluation.objects.filter(catalog=catalog).order_by("-id")[:50])
     finished = [r for r in runs if r.state == EvaluationState.SUCCEEDED]
     latest = finished[0] if finished else None
     misses = [row for row in latest.rows if row.get("miss")] if latest else []
-    context = {
+    return {
         "catalog": catalog,
         "current": "catalog-evaluation",
         "runs": runs,
@@ -227,9 +211,31 @@ def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
         "miss_count": len(misses),
         "confusable": confusable_pairs(catalog, evaluation=latest)["pairs"][:20],
         "can_manage": may_manage_labels(access_for(request.user), catalog.slug),
-        "form_error": form_error,
         "accepted": catalog.labels.filter(status=LabelStatus.ACCEPTED).count(),
     }
+
+
+@login_required
+@rate_limited
+@require_http_methods(["GET", "POST"])
+def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The latest run, the runs over time, two runs side by side, the misses and
+    the confusable tools; POST starts a run (current settings, or JSON tried)."""
+    catalog = _catalog(request, slug, manage=request.method == "POST")
+    form_error = ""
+    if request.method == "POST":
+        tried = request.POST.get("settings", "").strip()
+        try:
+            data = json.loads(tried) if tried else None
+            evaluations.start_evaluation(
+                catalog, actor=acting_user(request), settings_data=data
+            )
+        except (ValueError, ValidationError) as exc:
+            form_error = _message(exc)
+        else:
+            return redirect("learning:evaluation", slug=catalog.slug)
+    context = _evaluation_context(request, catalog)
+    context["form_error"] = form_error
     return render_page(
         request,
         "learning/evaluation.html",
@@ -242,6 +248,8 @@ def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
 def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError) and hasattr(exc, "message_dict"):
         return "; ".join(m for ms in exc.message_dict.values() for m in ms)
+    if isinstance(exc, evaluations.EvaluationInputError):
+        return str(exc)
     return f"settings: not valid JSON ({exc})"
 
 

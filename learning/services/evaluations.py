@@ -27,6 +27,10 @@ from selection.services.settings import current_settings
 
 RUN_TASK = "learning.tasks.run_evaluation"
 PROGRESS_EVERY = 25
+NO_LABELS = (
+    "labels: the catalog has no accepted labels; upload some (or accept "
+    "proposals), or give labels inline"
+)
 
 
 class EvaluationInputError(ValueError):
@@ -61,6 +65,8 @@ def start_evaluation(
     else:
         accepted = Label.objects.filter(catalog=catalog, status=LabelStatus.ACCEPTED)
         total = min(accepted.count(), max_labels())
+        if not total:
+            raise EvaluationInputError({"labels": [NO_LABELS]})
     _, version = current_settings(catalog)
     with transaction.atomic():
         run = Evaluation.objects.create(

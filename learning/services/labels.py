@@ -219,33 +219,12 @@ def add_labels(
         raise ValueError(f"labels: at most {MAX_LABELS} a request")
     checked = check_items(items, visible_tool_names(catalog, actor), catalog.slug)
     with transaction.atomic():
-        known = existing_keys(catalog, (c.key for c in checked.good))
-        good = []
-        for clean in checked.good:
-            if clean.key in known:
-                reason = (
-                    f"labels[{clean.index}]: already labelled "
-                    f"(label {known[clean.key]})"
-                )
-                checked.refused.append(Refusal(clean.index, "query", reason))
-            else:
-                good.append(clean)
-        checked.refused.sort(key=lambda r: r.index)
-        user = stored_user(actor)
+        # One upload of a catalog at a time, so two cannot add the same request.
+        list(Catalog.objects.select_for_update().filter(pk=catalog.pk).values("pk"))
+        good = _not_yet_labelled(catalog, checked)
+        rows = [_new_label(catalog, clean, actor) for clean in good]
         # COPY, not bulk_create: psycopg's quoting of bulk_create's arrays was
         # most of an upload's time (config.copy_rows).
-        rows = [
-            Label(
-                catalog=catalog,
-                query=c.query,
-                messages=c.messages,
-                tools=c.tools,
-                origin=LabelOrigin.UPLOAD,
-                status=LabelStatus.ACCEPTED,
-                created_by=user,
-            )
-            for c in good
-        ]
         copy_insert(rows, with_ids=True)
         upload = Upload(len(rows), checked.refused, [r.pk for r in rows])
         record_labels_changed(
@@ -266,6 +245,35 @@ def add_labels(
             },
         )
     return upload
+
+
+def _not_yet_labelled(catalog: Catalog, checked: Checked) -> list[CleanLabel]:
+    """The good items whose request the catalog has no label for; the others
+    join the refusals (kept in item order)."""
+    known = existing_keys(catalog, (c.key for c in checked.good))
+    good = []
+    for clean in checked.good:
+        if clean.key in known:
+            reason = (
+                f"labels[{clean.index}]: already labelled (label {known[clean.key]})"
+            )
+            checked.refused.append(Refusal(clean.index, "query", reason))
+        else:
+            good.append(clean)
+    checked.refused.sort(key=lambda r: r.index)
+    return good
+
+
+def _new_label(catalog: Catalog, clean: CleanLabel, actor: Actor) -> Label:
+    return Label(
+        catalog=catalog,
+        query=clean.query,
+        messages=clean.messages,
+        tools=clean.tools,
+        origin=LabelOrigin.UPLOAD,
+        status=LabelStatus.ACCEPTED,
+        created_by=stored_user(actor),
+    )
 
 
 def _kept(good: list[CleanLabel]) -> dict[str, Any]:

@@ -226,3 +226,13 @@ def test_inline_labels_with_a_bad_item_are_a_400_naming_it(as_user, curator, cat
 
 def test_an_unknown_evaluation_is_a_404(as_user, curator, catalog):
     assert as_user(curator).get(f"{URL}/12345").status_code == 404
+
+
+def test_a_catalog_without_accepted_labels_is_a_400_naming_labels(
+    as_user, curator, catalog
+):
+    Label.objects.create(catalog=catalog, query="x", tools=[], status="proposed")
+    response = as_user(curator).post(URL, {}, format="json")
+    assert response.status_code == 400
+    assert "no accepted labels" in response.json()["fields"]["labels"][0]
+    assert not Evaluation.objects.exists()

@@ -92,6 +92,10 @@ def test_deleting_from_the_page_one_or_all_of_a_filter(as_curator, tools):
 
 def test_the_evaluation_page_refuses_bad_settings_and_queues_a_run(as_curator, tools):
     page = "/catalogs/default/evaluation/"
+    empty = as_curator.post(page, {})
+    assert empty.status_code == 400
+    assert "no accepted labels" in empty.content.decode()
+    Label.objects.create(catalog_id=1, query="weather in Oslo", tools=["get_weather"])
     bad = as_curator.post(page, {"settings": '{"default_scorer": "nope"}'})
     assert bad.status_code == 400
     assert "settings.default_scorer" in bad.content.decode()
