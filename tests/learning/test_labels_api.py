@@ -255,3 +255,21 @@ def test_reviewing_accepts_or_rejects_only_proposals_in_one_event(curator_api):
     assert reject.json() == {"changed": 1}
     assert Label.objects.get(query="p2").status == LabelStatus.REJECTED
     assert Label.objects.get(query="p2").origin == LabelOrigin.USE
+
+
+def test_labels_and_their_audit_event_commit_together_or_not_at_all(
+    curator_api, monkeypatch
+):
+    from learning.services import labels as service
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the audit log is down")
+
+    monkeypatch.setattr(service, "record_event", broken)
+    with pytest.raises(RuntimeError):
+        upload(curator_api, [{"query": "weather in Bonn", "tools": ["get_weather"]}])
+    assert not Label.objects.exists()
+    Label.objects.create(catalog_id=1, query="kept")
+    with pytest.raises(RuntimeError):
+        curator_api.delete(URL + "?all=true")
+    assert Label.objects.filter(query="kept").exists()
