@@ -23,7 +23,7 @@ from catalog.access import (
 )
 from catalog.models import Catalog
 from config.pages import acting_user, paginate, render_page
-from config.params import MAX_ID
+from config.params import MAX_ID, whole_number
 from config.ratelimit import rate_limited
 from learning.charts import run_chart
 from learning.confusable import confusable_pairs
@@ -112,7 +112,7 @@ def label_delete(request: HttpRequest, slug: str) -> HttpResponse:
     actor = acting_user(request)
     label_id = request.POST.get("id", "")
     if label_id:
-        number = int(label_id) if label_id.isdigit() else 0
+        number = whole_number(label_id, MAX_ID) or 0
         deleted = labels.delete_labels(
             catalog, actor=actor, label_id=min(number, MAX_ID)
         )
@@ -142,7 +142,8 @@ def label_review(request: HttpRequest, slug: str) -> HttpResponse:
             found = proposals.find_proposals(catalog, actor=actor)
             messages.success(request, f"Found {found} new proposal(s).")
         elif action in ("accept", "reject"):
-            ids = [int(i) for i in request.POST.getlist("ids") if i.isdigit()]
+            found = (whole_number(i, MAX_ID) for i in request.POST.getlist("ids"))
+            ids = [i for i in found if i is not None]
             decision = (
                 LabelStatus.ACCEPTED if action == "accept" else LabelStatus.REJECTED
             )
@@ -162,7 +163,7 @@ def label_review(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _run(catalog: Catalog, text: str) -> Evaluation | None:
-    pk = int(text) if text.isdigit() and int(text) <= MAX_ID else 0
+    pk = whole_number(text, MAX_ID) or 0
     return Evaluation.objects.filter(catalog=catalog, pk=pk).first()
 
 

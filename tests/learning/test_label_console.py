@@ -107,3 +107,13 @@ def test_the_evaluation_page_refuses_bad_settings_and_queues_a_run(as_curator, t
     run = Evaluation.objects.get()
     assert run.settings_data == {"default_scorer": "keyword"}
     assert "queued" in as_curator.get(page).content.decode()
+
+
+def test_huge_or_odd_numbers_in_the_pages_are_not_an_error(as_curator, tools):
+    huge = "9" * 5000
+    page = as_curator.get(f"/catalogs/default/evaluation/?a={huge}&b=x")
+    assert page.status_code == 200
+    assert as_curator.post(PAGE + "delete/", {"id": huge}).status_code == 302
+    review = "/catalogs/default/labels/review/"
+    answer = as_curator.post(review, {"action": "accept", "ids": [huge, "²", "-1"]})
+    assert answer.status_code == 302

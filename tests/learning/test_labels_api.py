@@ -4,8 +4,6 @@ change one labels_changed audit event."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from audit.choices import EventType
@@ -143,13 +141,10 @@ def test_10000_labels_are_stored_in_bulk_in_a_few_queries(
         {"query": f"weather in town {i}", "tools": ["get_weather"]}
         for i in range(10_000)
     ]
-    started = time.perf_counter()
     with django_assert_max_num_queries(30):
         response = upload(curator_api, items)
-    elapsed = time.perf_counter() - started
     assert response.json()["added"] == 10_000
     assert Label.objects.count() == 10_000
-    assert elapsed < 10, f"10,000 labels took {elapsed:.1f} s"
 
 
 def test_an_upload_is_one_audit_event_with_counts(curator_api, curator):
