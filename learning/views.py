@@ -142,14 +142,12 @@ def label_review(request: HttpRequest, slug: str) -> HttpResponse:
             found = proposals.find_proposals(catalog, actor=actor)
             messages.success(request, f"Found {found} new proposal(s).")
         elif action in ("accept", "reject"):
-            found = (whole_number(i, MAX_ID) for i in request.POST.getlist("ids"))
-            ids = [i for i in found if i is not None]
+            given = (whole_number(i, MAX_ID) for i in request.POST.getlist("ids"))
+            ids = [i for i in given if i is not None]
             decision = (
                 LabelStatus.ACCEPTED if action == "accept" else LabelStatus.REJECTED
             )
-            changed = labels.review_labels(
-                catalog, [min(i, MAX_ID) for i in ids], decision, actor=actor
-            )
+            changed = labels.review_labels(catalog, ids, decision, actor=actor)
             messages.success(request, f"{action.title()}ed {changed} label(s).")
         return redirect("learning:label-review", slug=catalog.slug)
     proposed = labels.labels_of(catalog, status=LabelStatus.PROPOSED)
