@@ -452,3 +452,27 @@ def own_requesters(person: Any) -> set[int]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [person.pk, person.get_username(), MAX_CHAIN])
         return {int(row[0]) for row in cursor.fetchall()} | {int(person.pk)}
+
+
+LABEL_MANAGERS = (
+    "permission: labels and evaluations are managed by the catalog's curators "
+    "and admins"
+)
+LABEL_READERS = (
+    "permission: labels, evaluations and confusable tools are read by the "
+    "catalog's curators, compliance and admins (they name tools an agent may not "
+    "know of)"
+)
+
+
+def may_read_labels(access: Access, slug: str) -> bool:
+    """Curators, compliance and admins of the catalog read its labels, its
+    evaluations and its confusable tools: like selection settings, they name
+    tools an agent's roles may hide from it."""
+    return access.sees_whole_catalog and access.may_see_catalog(slug)
+
+
+def may_manage_labels(access: Access, slug: str) -> bool:
+    """Curators and admins of the catalog upload, review and delete its labels
+    and run its evaluations."""
+    return access.can_write and access.may_see_catalog(slug)

@@ -385,3 +385,9 @@ LOGGING = {
     # A refused request is one warning line, not a traceback.
     "loggers": {"django.request": {"filters": ["one_line_403"]}},
 }
+# Labels and evaluations (learning): how far back labels are proposed from use, and
+# the accepted labels one evaluation runs.
+QUIVER_LABEL_PROPOSAL_DAYS = env_int("QUIVER_LABEL_PROPOSAL_DAYS", 30, minimum=1)
+QUIVER_EVALUATION_MAX_LABELS = env_int(
+    "QUIVER_EVALUATION_MAX_LABELS", 20_000, minimum=1
+)

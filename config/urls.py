@@ -45,6 +45,7 @@ urlpatterns = [
     path("", include("audit.urls")),
     path("", include("sources.urls")),
     path("", include("calls.urls")),
+    path("", include("learning.urls")),
 ]
 
 handler400 = "config.errors.bad_request"

@@ -44,6 +44,79 @@ class Label(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["catalog", "status"])]
+        constraints = [
+            # A selection is proposed once, whatever became of the proposal.
+            models.UniqueConstraint(
+                fields=["catalog", "selection_id"],
+                condition=models.Q(selection_id__isnull=False),
+                name="one_label_per_selection",
+            )
+        ]
 
     def __str__(self) -> str:
         return (self.query or "(messages)")[:60]
+
+
+class EvaluationState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class Evaluation(models.Model):
+    """One run of a catalog's labelled requests through the real selection path:
+    the metrics of shared/bench/README.md (learning.metrics) and, per request
+    (at most ``learning.evaluation.MAX_ROWS``), the rank of each expected tool.
+
+    ``settings_data`` is set when other settings were tried (never saved as the
+    catalog's); ``payload`` holds inline labels until the run ends, then is
+    cleared (inline labels are never stored as labels)."""
+
+    catalog = models.ForeignKey(
+        Catalog, on_delete=models.CASCADE, related_name="evaluations"
+    )
+    state = models.CharField(
+        max_length=10, choices=EvaluationState.choices, default=EvaluationState.QUEUED
+    )
+    source = models.CharField(max_length=10, default="labels")  # labels | inline
+    settings_version = models.PositiveIntegerField(default=0)
+    settings_data = models.JSONField(null=True, blank=True)
+    catalog_version = models.PositiveBigIntegerField(default=0)
+    payload = models.JSONField(null=True, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    metrics = models.JSONField(default=dict, blank=True)
+    rows = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["catalog", "-id"])]
+
+    def __str__(self) -> str:
+        return f"evaluation {self.pk} of {self.catalog_id} ({self.state})"
+
+    @property
+    def percent(self) -> int:
+        if self.total == 0:
+            return 100 if self.state == EvaluationState.SUCCEEDED else 0
+        return min(100, round(100 * self.done / self.total))
+
+    @property
+    def headline(self) -> dict[str, float | None]:
+        """NDCG@10 and R@3 for lists (template names cannot hold "@")."""
+        return {"ndcg": self.metrics.get("NDCG@10"), "r3": self.metrics.get("R@3")}
+
+    @property
+    def settings_label(self) -> str:
+        """Which settings ran: the catalog's version, or the ones tried."""
+        if self.settings_data is not None:
+            return f"tried (on v{self.settings_version})"
+        return f"v{self.settings_version}"

@@ -1,0 +1,204 @@
+"""Evaluating a catalog on labelled requests: the real selection path, in process.
+
+Each request runs as the bench runs it (bench/quality.py ``run_engine``): the
+catalog's snapshot (or a copy with the settings tried), the semantic pool exactly
+as /select builds it (selection.services.select), and the engine with
+``max_candidates`` 10 and ``min_score`` 0, every tool allowed (no role, unsafe
+tools included: the ranking is measured, not a caller's view). Never over HTTP,
+never audited as a selection, never cached.
+
+Metrics (shared/bench/README.md, computed by learning.metrics): R@1/3/5/10,
+NDCG@10 and MRR, means over requests with at least one expected tool. For the
+requests labelled "no tool fits": the answer at the defaults an agent gets (the
+first ``DEFAULT.max_candidates`` of that ranking with a score of at least
+``DEFAULT.min_score``); ``no_tool_fp_rate`` is the share answered with at least
+one tool, ``no_tool_recall`` the share answered with none (1 - the rate; both
+None without such requests).
+
+Per request (the first ``MAX_ROWS``): the rank of each expected tool (1-based,
+None past 10) and, for a miss (an expected tool not in the top 3), where it fell
+out (selection.services.why_not's locating, on an explained run).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from catalog.models import Catalog
+from learning.metrics import mean_metrics, query_metrics
+from selection.adapters.snapshots import get_snapshot
+from selection.engine.engine import select
+from selection.engine.settings import EngineSettings, SettingsError
+from selection.engine.snapshot import CatalogSnapshot
+from selection.engine.types import SelectionRequest, SelectionResult
+from selection.services.select import SEMANTIC_SCORERS, _semantic
+from selection.services.timings import Stopwatch
+from selection.services.why_not import _locate as locate_tool
+
+TOP = 10
+MISS_RANK = 3  # an expected tool below this rank is a miss
+MAX_ROWS = 10_000
+ROW_TEXT = 300
+DEFAULT = SelectionRequest()
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class LabelledRequest:
+    """One request to evaluate: a label of the catalog (``label_id``) or inline."""
+
+    query: str
+    messages: list[dict[str, Any]] | None
+    tools: list[str]
+    label_id: int | None = None
+
+
+def parse_settings(data: Any) -> EngineSettings:
+    """Settings to try, validated exactly as the selection-settings API does
+    (selection.services.settings.update_selection_settings): each bad field is
+    named ``settings.<field>``."""
+    if not isinstance(data, dict):
+        raise ValidationError({"settings": ["settings: must be an object"]})
+    try:
+        engine_settings = EngineSettings.from_dict(data)
+    except SettingsError as exc:
+        raise ValidationError(
+            {f"settings.{k}": [f"settings.{k}: {v}"] for k, v in exc.errors.items()}
+        ) from exc
+    problems = engine_settings.validate()
+    if problems:
+        raise ValidationError(
+            {f"settings.{k}": [f"settings.{k}: {v}"] for k, v in problems.items()}
+        )
+    return engine_settings
+
+
+class Ranker:
+    """The catalog's selection path, kept open for many requests."""
+
+    def __init__(self, catalog: Catalog, settings_data: dict[str, Any] | None) -> None:
+        snapshot, names = get_snapshot(catalog)
+        if settings_data is not None:
+            snapshot = replace(snapshot, settings=parse_settings(settings_data)).warm()
+        self.catalog = catalog
+        self.snapshot: CatalogSnapshot = snapshot
+        self.names = names
+
+    def request(self, item: LabelledRequest, *, explain: bool = False) -> Any:
+        return SelectionRequest(
+            query=item.query if item.messages is None else None,
+            messages=item.messages,
+            max_candidates=TOP,
+            min_score=0.0,
+            allow_unsafe=True,
+            explain=explain,
+        )
+
+    def run(self, request: SelectionRequest) -> SelectionResult:
+        scorer = request.scorer or self.snapshot.settings.default_scorer
+        semantic = None
+        if scorer in SEMANTIC_SCORERS:
+            watch = Stopwatch(time.perf_counter())
+            semantic, _ = _semantic(
+                self.catalog, (self.snapshot, self.names), request, watch
+            )
+        return select(self.snapshot, request, semantic=semantic)
+
+
+def answered_at_defaults(result: SelectionResult) -> list[str]:
+    """What an agent asking with the default request would be offered."""
+    top = result.tools[: DEFAULT.max_candidates]
+    return [pick.name for pick in top if pick.score >= DEFAULT.min_score]
+
+
+def evaluate(
+    catalog: Catalog,
+    labels: Sequence[LabelledRequest],
+    settings_data: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The report: ``metrics`` and ``rows`` (see the module's docstring)."""
+    ranker = Ranker(catalog, settings_data)
+    per_query: list[dict[str, float]] = []
+    no_tool: list[bool] = []
+    rows: list[dict[str, Any]] = []
+    for index, item in enumerate(labels):
+        result = ranker.run(ranker.request(item))
+        names = result.names
+        row = _row(index, item, names)
+        if item.tools:
+            scores = query_metrics(names, item.tools)
+            per_query.append(scores)
+            row["ndcg"] = scores["NDCG@10"]
+            row["miss"] = any(
+                e["rank"] is None or e["rank"] > MISS_RANK for e in row["expected"]
+            )
+            if row["miss"] and index < MAX_ROWS:
+                _why_not(ranker, item, row)
+        else:
+            answered = answered_at_defaults(result)
+            no_tool.append(bool(answered))
+            row["answered"] = answered
+            row["miss"] = bool(answered)
+        if index < MAX_ROWS:
+            rows.append(row)
+        if progress is not None:
+            progress(index + 1)
+    return {"metrics": summarise(per_query, no_tool, len(labels)), "rows": rows}
+
+
+def summarise(
+    per_query: list[dict[str, float]], no_tool: list[bool], total: int
+) -> dict[str, Any]:
+    """Means of learning.metrics over labelled requests, and the no-tool rates."""
+    metrics: dict[str, Any] = dict(mean_metrics(per_query))
+    metrics["requests"] = total
+    metrics["with_tools"] = len(per_query)
+    metrics["no_tool_requests"] = len(no_tool)
+    rate = sum(no_tool) / len(no_tool) if no_tool else None
+    metrics["no_tool_fp_rate"] = rate
+    metrics["no_tool_recall"] = None if rate is None else 1 - rate
+    return metrics
+
+
+def _row(index: int, item: LabelledRequest, names: list[str]) -> dict[str, Any]:
+    text = item.query if item.messages is None else _last_text(item.messages)
+    return {
+        "index": index,
+        "label_id": item.label_id,
+        "text": text[:ROW_TEXT],
+        "expected": [
+            {"tool": tool, "rank": names.index(tool) + 1 if tool in names else None}
+            for tool in item.tools
+        ],
+        "top": names[:MISS_RANK],
+    }
+
+
+def _last_text(messages: list[dict[str, Any]]) -> str:
+    """The last message's text, for showing a conversation in one line."""
+    content = messages[-1].get("content") if messages else ""
+    return content if isinstance(content, str) else "(conversation)"
+
+
+def _why_not(ranker: Ranker, item: LabelledRequest, row: dict[str, Any]) -> None:
+    """Where each missed expected tool fell out, from an explained run."""
+    request = ranker.request(item, explain=True)
+    result = ranker.run(request)
+    for expected in row["expected"]:
+        if expected["rank"] is not None and expected["rank"] <= MISS_RANK:
+            continue
+        if expected["tool"] not in ranker.snapshot.by_name:
+            expected["why_not"] = {
+                "outcome": "not_in_catalog",
+                "detail": "The catalog has no tool of this name now.",
+            }
+            continue
+        found = asdict(locate_tool(ranker.snapshot, request, result, expected["tool"]))
+        found["source"] = "evaluation"
+        expected["why_not"] = {k: v for k, v in found.items() if v not in (None, [])}

@@ -1,0 +1,27 @@
+"""Celery tasks of learning: thin, take ids, idempotent, call a service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from catalog.models import Catalog
+from learning.services import evaluations, proposals
+
+
+@shared_task
+def run_evaluation(evaluation_id: int) -> str | None:
+    """Run one queued evaluation (a run already taken or gone is left alone)."""
+    claimed = evaluations.claim_evaluation(evaluation_id)
+    if claimed is None:
+        return None
+    return evaluations.run_evaluation(claimed).state
+
+
+@shared_task
+def find_label_proposals(catalog_id: int | None = None) -> int:
+    """Propose labels from recent use for one catalog, or for every catalog (run
+    it periodically, e.g. hourly from celery beat); idempotent."""
+    catalogs = Catalog.objects.all()
+    if catalog_id is not None:
+        catalogs = catalogs.filter(pk=catalog_id)
+    return sum(proposals.find_proposals(catalog) for catalog in catalogs)
