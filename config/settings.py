@@ -365,3 +365,10 @@ LOGGING = {
     # A refused request is one warning line, not a traceback.
     "loggers": {"django.request": {"filters": ["one_line_403"]}},
 }
+
+# Calls through Quiver (issue 22): how long a person's approval may wait, and
+# whether tool_call audit rows keep only the arguments' hash (not the arguments).
+QUIVER_APPROVAL_TTL_SECONDS = env_int(
+    "QUIVER_APPROVAL_TTL_SECONDS", 3600, minimum=60, maximum=30 * 86_400
+)
+QUIVER_CALL_ARGUMENTS_HASH_ONLY = env_bool("QUIVER_CALL_ARGUMENTS_HASH_ONLY", False)

@@ -16,6 +16,7 @@ api_v1 = [
     path("", include("catalog.api.urls")),
     path("", include("selection.api.urls")),
     path("", include("audit.api.urls")),
+    path("", include("calls.urls_execute")),
 ]
 
 urlpatterns = [

@@ -405,6 +405,26 @@ def _audit_input(
     }
 
 
+def decide_call(
+    catalog: Catalog,
+    access: Access,
+    selection: LinkedSelection | None,
+    name: str,
+    arguments: dict[str, Any],
+) -> tuple[Tool | None, dict[str, Any]]:
+    """One call decided exactly as tool-calls/validate decides it (flags, errors,
+    repair hint), without its audit row: the caller records its own. The tool is
+    None when the caller may not know of it."""
+    call = ToolCall(0, name, None, arguments, arguments, "", "canonical")
+    tools = _lookup(catalog, access, [name])
+    context = _Context(
+        catalog, selection, tools, _not_allowed(catalog, access, selection, tools)
+    )
+    result = _decide(call, context)
+    known = "unknown_tool" not in result["flags"]
+    return (tools.get(name) if known else None), result
+
+
 def not_allowed_reason(catalog: Catalog, access: Access, tool: Tool) -> str:
     """The policy rule that keeps a visible ``tool`` from ever being called by
     this caller (``""`` when none): the one rule of ``not_allowed``, shared by
