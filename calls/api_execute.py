@@ -66,8 +66,8 @@ class ExecuteCallView(generics.GenericAPIView):
                 channel="api",
             )
         except CallNotRecorded as exc:
-            body = {"error": "unavailable", "detail": str(exc), "service": "audit"}
-            return Response(body, status=503)
+            down = {"error": "unavailable", "detail": str(exc), "service": "audit"}
+            return Response(down, status=503)
         body = answer.as_dict()
         if answer.status >= 400:
             code = REFUSAL_CODES.get(answer.status, "conflict")

@@ -316,8 +316,8 @@ def _finish(
     body: dict[str, Any] | None = None,
 ) -> CallAnswer:
     try:
-        with transaction.atomic():
-            event = _record(call, outcome, reason, size=size, body=body)
+        # One INSERT (autocommit), or a part of the approval's transaction.
+        event = _record(call, outcome, reason, size=size, body=body)
     except DatabaseError as exc:
         _not_recorded(call, outcome, exc)
     return CallAnswer(
