@@ -183,7 +183,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--fresh", type=int, default=20)
     args = parser.parse_args(argv)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    for name in ("httpx", "httpx2", "mcp"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     call_command("migrate", verbosity=0, interactive=False)
     log_dir = Path(tempfile.mkdtemp(prefix="bench-calls-"))
     upstream, url = start_upstream()
