@@ -129,7 +129,9 @@ def execute_call(
     call = _Call(
         user, found, name, arguments, selection_id, approval_id, request_id, channel
     )
-    tool, decided = decide_call(found, access, selection, name, arguments)
+    tool, decided = decide_call(
+        found, access, selection, name, arguments, ("source_link__source",)
+    )
     if tool is None:
         rule = f"name: no tool {name!r} in {found.slug!r}"
         return _refuse(call, rule, status=404, field="name")
@@ -137,7 +139,8 @@ def execute_call(
     blocking = BLOCKING_FLAGS & set(decided["flags"])
     if blocking or not decided["valid"]:
         return _refuse_invalid(call, decided, bool(blocking))
-    call.link = SourceTool.objects.select_related("source").filter(tool=tool).first()
+    # Fetched with the tool; a tool without a source has no ``source_link``.
+    call.link = getattr(tool, "source_link", None)
     if call.link is None:
         return _refuse(call, "name: no source to run it", status=409, field="name")
     if call.link.gone:

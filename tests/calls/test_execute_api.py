@@ -14,10 +14,12 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from calls.hashing import arguments_hash
 from calls.models import Approval
+from calls.services import execute_call
+from catalog.models import ApiClient
 from catalog.services import ensure_default_catalog
 from sources.models import Source, SourceTool
 from tests.calls.conftest import link_source
-from tests.factories import make_tool
+from tests.factories import make_client_key, make_tool
 from tests.upstream import free_port, running_upstream
 
 URL = "/api/v1/tool-calls/execute"
@@ -437,3 +439,17 @@ def test_a_malformed_request_is_a_400_naming_the_field(
 def test_an_anonymous_caller_is_refused(api, linked, upstream):
     assert execute(api, FORECAST, {"city": "Paris"}).status_code in (401, 403)
     assert upstream.calls == []
+
+
+def test_a_call_costs_four_queries_beside_the_upstream(
+    linked, upstream, django_assert_num_queries
+):
+    """The catalog, the tool with its source (one query), the selection settings
+    (the snapshot's freshness) and the audit row's INSERT."""
+    make_client_key("agent-count", "agent")
+    user = ApiClient.objects.select_related("user").get(name="agent-count").user
+    user = type(user).objects.select_related("api_client").get(pk=user.pk)
+    execute_call(user, name=FORECAST, arguments={"city": "Oslo"})  # warm caches
+    with django_assert_num_queries(4):
+        answer = execute_call(user, name=FORECAST, arguments={"city": "Oslo"})
+    assert answer.outcome == "ran"
