@@ -7,7 +7,9 @@ Run (one line; ``make bench-calls``):
     .venv/bin/python -m config.devstack test -- .venv/bin/python bench/call_overhead.py
 
 Options: ``--requests N`` (200), ``--warmup N`` (10), ``--fresh N`` (20: direct
-calls that open a new SDK client each, for scale).
+calls that open a new SDK client each, for scale), ``--tool-ms N`` (0: call
+``get_forecast``, which answers at once; N > 0: ``slow_echo``, which answers after
+N ms, as a tool doing real work does).
 
 The upstream is the tests' real MCP server (tests/upstream.py, the official SDK's
 server) in a process of its own; Quiver is gunicorn serving ``config.wsgi`` (one
@@ -50,8 +52,34 @@ from catalog.spec import ToolSpec  # noqa: E402
 from sources.models import Source, SourceTool  # noqa: E402
 
 SLUG = f"{speed.PREFIX}-calls"
-TOOL = "get_forecast"
-ARGUMENTS = {"city": "Paris", "days": 2}
+FORECAST = (
+    "get_forecast",
+    {"city": "Paris", "days": 2},
+    {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "minLength": 1},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7},
+        },
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+)
+ECHO_SCHEMA = {
+    "type": "object",
+    "properties": {"text": {"type": "string"}, "seconds": {"type": "number"}},
+    "required": ["text"],
+    "additionalProperties": False,
+}
+
+
+def the_call(tool_ms: int) -> tuple[str, dict[str, object], dict[str, object]]:
+    """The upstream tool, its arguments and its input schema."""
+    if tool_ms <= 0:
+        return FORECAST
+    return "slow_echo", {"text": "hi", "seconds": tool_ms / 1000}, ECHO_SCHEMA
+
+
 Timed = Callable[[], Awaitable[float]]
 
 
@@ -69,31 +97,24 @@ def start_upstream() -> tuple[subprocess.Popen[str], str]:
     return process, url
 
 
-def build(url: str) -> str:
+def build(url: str, tool_ms: int) -> str:
     """The catalog, its source and tool, and an agent key without a rate limit."""
+    name, _, schema = the_call(tool_ms)
     Source.objects.filter(catalog__slug=SLUG).delete()
     speed.clean_up()
     catalog = create_catalog(SLUG, "Bench calls", "bench/call_overhead.py")
     tool = create_tool(
         catalog,
         ToolSpec(
-            name=f"weather.{TOOL}",
-            description="Weather forecast for a city.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string", "minLength": 1},
-                    "days": {"type": "integer", "minimum": 1, "maximum": 7},
-                },
-                "required": ["city"],
-                "additionalProperties": False,
-            },
+            name=f"weather.{name}",
+            description=f"The test upstream's {name}.",
+            parameters=schema,
             annotations={"readOnlyHint": True},
         ),
         actor=None,
     )
     source = Source.objects.create(catalog=catalog, name="weather", url=url)
-    SourceTool.objects.create(source=source, tool=tool, upstream_name=TOOL)
+    SourceTool.objects.create(source=source, tool=tool, upstream_name=name)
     _, key = create_api_client(
         speed.CLIENT_NAME, "agent", catalogs=[SLUG], rate_limit_per_minute=0
     )
@@ -111,7 +132,8 @@ async def measure(
 ) -> tuple[dict[str, list[float]], list[float]]:
     bearer = {"Authorization": f"Bearer {key}"}
     samples: dict[str, list[float]] = {"direct": [], "rest": [], "mcp": []}
-    call = {"name": f"weather.{TOOL}", "arguments": ARGUMENTS, "catalog": SLUG}
+    tool, arguments, _ = the_call(args.tool_ms)
+    call = {"name": f"weather.{tool}", "arguments": arguments, "catalog": SLUG}
     async with (
         Client(upstream) as direct,
         httpx.AsyncClient(headers=bearer, timeout=60) as rest,
@@ -130,7 +152,7 @@ async def measure(
                 raise SystemExit(f"call_tool: {result.content}")
 
         ways: dict[str, Callable[[], Awaitable[object]]] = {
-            "direct": lambda: direct.call_tool(TOOL, ARGUMENTS),
+            "direct": lambda: direct.call_tool(tool, arguments),
             "rest": by_rest,
             "mcp": by_mcp,
         }
@@ -145,12 +167,12 @@ async def measure(
     for _ in range(args.fresh):
         started = time.perf_counter()
         async with Client(upstream) as client:
-            await client.call_tool(TOOL, ARGUMENTS)
+            await client.call_tool(tool, arguments)
         fresh.append((time.perf_counter() - started) * 1000)
     return samples, fresh
 
 
-def report(samples: dict[str, list[float]], fresh: list[float]) -> None:
+def report(samples: dict[str, list[float]], fresh: list[float], tool_ms: int) -> None:
     def p(values: list[float], q: float) -> float:
         return float(np.percentile(values, q))
 
@@ -161,7 +183,8 @@ def report(samples: dict[str, list[float]], fresh: list[float]) -> None:
         ("Quiver: /mcp call_tool", samples["mcp"]),
         ("direct SDK call, new client each time", fresh),
     ]
-    print("\n### A tool call through Quiver vs a direct SDK call\n")
+    what = f"a tool taking {tool_ms} ms" if tool_ms else "a tool answering at once"
+    print(f"\n### A tool call through Quiver vs a direct SDK call ({what})\n")
     print("| | calls | p50 ms | p95 ms | p50 / direct |\n|---|---:|---:|---:|---:|")
     for label, values in rows:
         if values:
@@ -169,11 +192,12 @@ def report(samples: dict[str, list[float]], fresh: list[float]) -> None:
                 f"| {label} | {len(values)} | {p(values, 50):.1f} | "
                 f"{p(values, 95):.1f} | {p(values, 50) / base:.2f}x |"
             )
-    worst = max(p(samples["rest"], 50), p(samples["mcp"], 50)) / base
+    slowest = max(p(samples["rest"], 50), p(samples["mcp"], 50))
+    worst = slowest / base
     verdict = "ok" if worst <= 1.5 else "OVER"
     print(
-        f"\nthrough Quiver / direct at p50: {worst:.2f}x (target <= 1.5x: {verdict}); "
-        f"load avg {os.getloadavg()[0]:.1f}"
+        f"\nthrough Quiver / direct at p50: {worst:.2f}x (target <= 1.5x: {verdict}), "
+        f"+{slowest - base:.1f} ms; load avg {os.getloadavg()[0]:.1f}"
     )
 
 
@@ -182,6 +206,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--fresh", type=int, default=20)
+    parser.add_argument("--tool-ms", type=int, default=0)
     args = parser.parse_args(argv)
     for name in ("httpx", "httpx2", "mcp"):
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -189,7 +214,7 @@ def main(argv: list[str]) -> int:
     log_dir = Path(tempfile.mkdtemp(prefix="bench-calls-"))
     upstream, url = start_upstream()
     try:
-        key = build(url)
+        key = build(url, args.tool_ms)
         with speed.server(log_dir) as quiver:
             samples, fresh = asyncio.run(measure(args, url, quiver.url, key))
     finally:
@@ -199,7 +224,7 @@ def main(argv: list[str]) -> int:
         Source.objects.filter(catalog__slug=SLUG).delete()
         speed.clean_up()
         shutil.rmtree(log_dir, ignore_errors=True)
-    report(samples, fresh)
+    report(samples, fresh, args.tool_ms)
     return 0
 
 
