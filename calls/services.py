@@ -136,9 +136,8 @@ def execute_call(
         rule = f"name: no tool {name!r} in {found.slug!r}"
         return _refuse(call, rule, status=404, field="name")
     call.tool = tool
-    blocking = BLOCKING_FLAGS & set(decided["flags"])
-    if blocking or not decided["valid"]:
-        return _refuse_invalid(call, decided, bool(blocking))
+    if BLOCKING_FLAGS & set(decided["flags"]) or not decided["valid"]:
+        return _refuse_invalid(call, decided)
     # Fetched with the tool; a tool without a source has no ``source_link``.
     call.link = getattr(tool, "source_link", None)
     if call.link is None:
@@ -165,7 +164,9 @@ def _catalog_slug(asked: str | None, selection: LinkedSelection | None) -> str:
     return selection.catalog_slug
 
 
-def _refuse_invalid(call: _Call, decided: dict[str, Any], blocking: bool) -> CallAnswer:
+def _refuse_invalid(call: _Call, decided: dict[str, Any]) -> CallAnswer:
+    """Not allowed or not offered (403, the validator's hint), else bad
+    arguments (400 naming the first, with every error and the repair hint)."""
     flags = decided["flags"]
     if "not_offered" in flags or "not_allowed" in flags:
         field_name = "selection_id" if "not_offered" in flags else "name"
