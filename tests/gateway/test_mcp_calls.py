@@ -191,3 +191,27 @@ def test_call_tool_with_an_unknown_argument_names_it(server_url, upstream):
     assert result.is_error is True
     assert "extra" in result.content[0].text
     assert upstream.calls == []
+
+
+def test_a_direct_call_carries_its_approval_in_meta(server_url, upstream):
+    key = make_client_key("agent-mcp-meta", "agent")
+    arguments = {"path": "/srv/direct.log"}
+
+    async def ask(client):
+        return await client.call_tool("weather.delete_file", arguments)
+
+    pending = run_client(server_url, key, "legacy", ask)
+    assert pending.is_error is True
+    approval_id = pending.structured_content["approval_id"]
+    Approval.objects.filter(pk=approval_id).update(
+        status="approved", decided=timezone.now()
+    )
+
+    async def again(client):
+        meta = {"approval_id": approval_id}
+        return await client.call_tool("weather.delete_file", arguments, meta=meta)
+
+    ran = run_client(server_url, key, "legacy", again)
+    assert ran.is_error is False, ran.content
+    assert [call.arguments for call in upstream.calls] == [arguments]
+    assert recorded()[-1].input["approval_id"] == approval_id
