@@ -262,6 +262,9 @@ async def _attempt(
     except MCPError as exc:
         if exc.code == CONNECTION_CLOSED:
             raise _BrokenConnection(_describe(exc)) from exc
+        # A protocol error (a session the server forgot, say): the next call
+        # opens a new connection, and this one is not retried.
+        connection.close()
         reason = f"source {connection.target.source_name!r}: {_describe(exc)}"
         raise UpstreamFailure(reason) from exc
     except CONNECTION_ERRORS as exc:
