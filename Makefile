@@ -77,5 +77,10 @@ bench-audit-backlog: $(STAMP)
 bench-mcp: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/mcp_overhead.py $(ARGS)
 
+# A tool call through Quiver against a direct SDK call: same run (bench/README.md).
+.PHONY: bench-calls
+bench-calls: $(STAMP)
+	$(PY) -m config.devstack test -- $(PY) bench/call_overhead.py $(ARGS)
+
 clean-test:
 	$(PY) -m config.devstack clean-test

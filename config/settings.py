@@ -391,3 +391,10 @@ QUIVER_LABEL_PROPOSAL_DAYS = env_int("QUIVER_LABEL_PROPOSAL_DAYS", 30, minimum=1
 QUIVER_EVALUATION_MAX_LABELS = env_int(
     "QUIVER_EVALUATION_MAX_LABELS", 20_000, minimum=1
 )
+
+# Calls through Quiver (issue 22): how long a person's approval may wait, and
+# whether tool_call audit rows keep only the arguments' hash (not the arguments).
+QUIVER_APPROVAL_TTL_SECONDS = env_int(
+    "QUIVER_APPROVAL_TTL_SECONDS", 3600, minimum=60, maximum=30 * 86_400
+)
+QUIVER_CALL_ARGUMENTS_HASH_ONLY = env_bool("QUIVER_CALL_ARGUMENTS_HASH_ONLY", False)

@@ -20,6 +20,7 @@ api_v1 = [
     path("", include("audit.api.urls")),
     path("", include("sources.api.urls")),
     path("", include(approvals_api)),
+    path("", include("calls.urls_execute")),
 ]
 
 urlpatterns = [

@@ -1,6 +1,8 @@
-"""The MCP server: two tools, ``search_tools`` and ``get_tool_details``, over
-streamable HTTP (stateless, JSON answers), for the 2026-07-28 protocol and the
-handshake-era clients alike (the SDK serves both).
+"""The MCP server: three tools, ``search_tools``, ``get_tool_details`` and
+``call_tool``, over streamable HTTP (stateless, JSON answers), for the 2026-07-28
+protocol and the handshake-era clients alike (the SDK serves both). A
+``tools/call`` of any other name is a call of the catalog tool of that name, as
+``call_tool`` would make it (``_meta.approval_id`` carries an approval).
 
 The caller was authenticated before any MCP work (``gateway.wsgi``), which puts
 it in the ASGI scope's state; the handlers run the Django work in a thread."""
@@ -19,6 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from gateway import services
 
+META_TOOLS = frozenset({"search_tools", "get_tool_details", "call_tool"})
 CALLER = "quiver_caller"  # scope["state"] keys set by gateway.wsgi
 REQUEST_ID = "quiver_request_id"
 
@@ -63,11 +66,34 @@ TOOLS = [
             open_world_hint=False,
         ),
     ),
+    types.Tool(
+        name="call_tool",
+        title="Call a tool",
+        description=(
+            "Run a tool search_tools found: its name and arguments. Quiver checks "
+            "access and the arguments, asks a person when the tool needs approval "
+            "(then answers status pending_approval with an approval_id: send the "
+            "same call again with approval_id once approved), calls the tool's "
+            "server and answers its result as it was."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": services.CALL_ARGUMENTS,
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+        annotations=types.ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,  # it runs whatever tool it is given
+            idempotent_hint=False,
+            open_world_hint=True,
+        ),
+    ),
 ]
 
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    """The same two tools for every key, in this order."""
+    """The same three tools for every key, in this order."""
     return types.ListToolsResult(tools=TOOLS)
 
 
@@ -76,23 +102,57 @@ async def call_tool(
 ) -> types.CallToolResult:
     user, request_id = _caller(ctx)
     arguments = dict(params.arguments or {})
+    if params.name not in META_TOOLS:  # a catalog tool, called by its own name
+        direct = {"name": params.name, "arguments": arguments}
+        approval = (params.meta or {}).get("approval_id")
+        arguments = {**direct, "approval_id": approval} if approval else direct
     try:
+        if params.name not in {"search_tools", "get_tool_details"}:
+            answer = await anyio.to_thread.run_sync(
+                services.call, user, arguments, request_id
+            )
+            return _call_result(answer)
         if params.name == "search_tools":
             found = await anyio.to_thread.run_sync(
                 services.search, user, arguments, request_id
             )
             text = _search_text(found)
-        elif params.name == "get_tool_details":
+        else:
             found = await anyio.to_thread.run_sync(services.details, user, arguments)
             text = json.dumps(found, indent=1)
-        else:
-            raise services.ToolFailure(f"name: no tool {params.name!r}")
     except services.ToolFailure as exc:
         return types.CallToolResult(
             content=[types.TextContent(text=str(exc))], is_error=True
         )
     return types.CallToolResult(
         content=[types.TextContent(text=text)], structured_content=found
+    )
+
+
+def _call_result(answer: services.CallAnswer) -> types.CallToolResult:
+    """The upstream's result as it was when it was tried; otherwise an error
+    result the model cannot take for done (pending: status pending_approval)."""
+    meta = {"quiver/outcome": answer.outcome, "quiver/call_id": answer.call_id}
+    if answer.outcome in ("ran", "failed", "timed_out") and answer.content:
+        found = {
+            "content": answer.content,
+            "structuredContent": answer.structured_content,
+            "isError": answer.is_error,
+        }
+        return types.CallToolResult.model_validate({**found, "_meta": meta})
+    text = answer.reason + (f"; {answer.hint}" if answer.hint else "")
+    structured = answer.structured_content or {
+        "status": answer.outcome,
+        "reason": answer.reason,
+        "call_id": answer.call_id,
+        **({"errors": answer.errors, "hint": answer.hint} if answer.errors else {}),
+        **({"approval_id": answer.approval_id} if answer.approval_id else {}),
+    }
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)],
+        structured_content=structured,
+        is_error=True,
+        _meta=meta,
     )
 
 

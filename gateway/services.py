@@ -1,5 +1,6 @@
 """What the MCP tools do, in Django terms: one selection (exactly POST
-/api/v1/select's service call) and tool details, for an authenticated caller.
+/api/v1/select's service call), tool details, and a tool call (exactly POST
+/api/v1/tool-calls/execute's service call), for an authenticated caller.
 
 Sync code run in a worker thread of the MCP server (``gateway.server``); every
 call closes stale database connections before and after, as Django's request
@@ -11,13 +12,17 @@ import logging
 import uuid
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
+from django.db.models import Q
 from django.http import Http404
 from rest_framework.exceptions import APIException, ValidationError
 
 from audit.writer import PendingEvent, wait_all
+from calls.api_execute import CallInputSerializer
+from calls.services import CallAnswer, CallNotRecorded, execute_call
 from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
+from catalog.models import Tool
 from catalog.services.tools import tool_to_spec
 from config.api_errors import first_message
 from config.ratelimit import charge_caller
@@ -30,6 +35,7 @@ from selection.services.validate import find_tool
 log = logging.getLogger(__name__)
 CHANNEL = "mcp"
 NOT_RECORDED = "audit: the answer could not be recorded, so it was not given; try again"
+DATABASE_DOWN = "database: unavailable, nothing was called; try again shortly"
 MAX_NAMES = 50
 # The argument names of search_tools, as the select API calls them.
 RENAMED = {"max_results": "max_candidates"}
@@ -136,6 +142,62 @@ def _details(user: Any, arguments: dict[str, Any]) -> dict:
     return {"catalog": catalog.slug, "tools": tools, "not_found": not_found}
 
 
+def call(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> CallAnswer:
+    """One tool call, as POST /api/v1/tool-calls/execute runs it (same order,
+    approval and audit row, its channel ``mcp``), costing 1 of the budget."""
+    close_old_connections()
+    try:
+        return _call(user, arguments, request_id)
+    finally:
+        close_old_connections()
+
+
+def _call(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> CallAnswer:
+    serializer = CallInputSerializer(data=arguments)
+    if not serializer.is_valid():
+        raise ToolFailure(first_message(serializer.errors))
+    valid = serializer.validated_data
+    approval = valid.get("approval_id")
+    catalog = valid.get("catalog")
+    try:
+        charge_caller(user, 1)
+        if not catalog and valid.get("selection_id") is None:
+            catalog = _catalog_of(user, valid["name"])
+        return execute_call(
+            user,
+            name=valid["name"],
+            arguments=valid["arguments"],
+            catalog=catalog,
+            selection_id=valid.get("selection_id"),
+            approval_id=str(approval) if approval else None,
+            request_id=request_id,
+            channel=CHANNEL,
+        )
+    except Http404 as exc:
+        raise ToolFailure(str(exc)) from exc
+    except APIException as exc:  # 429 and the like: the API's own words
+        raise ToolFailure(str(exc.detail)) from exc
+    except CallNotRecorded as exc:
+        raise ToolFailure(str(exc)) from exc
+    except DatabaseError as exc:
+        log.warning("MCP call refused, database unavailable: %s", exc)
+        raise ToolFailure(DATABASE_DOWN) from exc
+
+
+def _catalog_of(user: Any, name: str) -> str | None:
+    """The one catalog where the caller may see a tool of this name (None:
+    ``default``); a name in several is for call_tool's ``catalog`` to settle."""
+    slugs = list(
+        Tool.objects.visible_to(access_for(user))
+        .filter(Q(name=name) | Q(provider_name=name))
+        .values_list("catalog__slug", flat=True)
+        .distinct()[:2]
+    )
+    if len(slugs) > 1:
+        raise ToolFailure(f"catalog: {name!r} is in several catalogs; name one")
+    return slugs[0] if slugs else None
+
+
 def mcp_tool(definition: dict[str, Any]) -> dict[str, Any]:
     """An MCP Tool object with all four hints set from the tool's flags: read-only
     (the ``read-only`` capability or a stored hint), destructive (unsafe tools
@@ -193,4 +255,22 @@ DETAILS_ARGUMENTS = {
         "maxItems": MAX_NAMES,
     },
     "catalog": {"description": "Catalog slug (default: default)", "type": "string"},
+}
+CALL_ARGUMENTS = {
+    "name": {
+        "description": "The tool's name, as search_tools answered it",
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+    },
+    "arguments": {"description": "The tool's arguments", "type": "object"},
+    "catalog": {"description": "Catalog slug (default: the tool's)", "type": "string"},
+    "selection_id": {
+        "description": "The search_tools answer that offered the tool",
+        "type": "string",
+    },
+    "approval_id": {
+        "description": "The approval a person gave this exact call",
+        "type": "string",
+    },
 }

@@ -9,6 +9,7 @@ from quiver_client.errors import (
     Conflict,
     NotFound,
     PayloadTooLarge,
+    PendingApproval,
     PermissionDenied,
     QuiverConnectionError,
     QuiverError,
@@ -23,6 +24,7 @@ from quiver_client.types import (
     Exclusion,
     Pick,
     Selection,
+    ToolCallResult,
     ToolCallsValidation,
 )
 
@@ -37,6 +39,7 @@ __all__ = [
     "Exclusion",
     "NotFound",
     "PayloadTooLarge",
+    "PendingApproval",
     "PermissionDenied",
     "Pick",
     "Quiver",
@@ -49,6 +52,7 @@ __all__ = [
     "SearchArgumentsError",
     "Selection",
     "ServerError",
+    "ToolCallResult",
     "ToolCallsValidation",
     "Unavailable",
 ]

@@ -16,11 +16,17 @@ import httpx
 from quiver_client import adapters
 from quiver_client.errors import (
     APIError,
+    PendingApproval,
     QuiverConnectionError,
     QuiverTimeout,
     error_class,
 )
-from quiver_client.types import BatchError, Selection, ToolCallsValidation
+from quiver_client.types import (
+    BatchError,
+    Selection,
+    ToolCallResult,
+    ToolCallsValidation,
+)
 
 API = "/api/v1/"
 RETRY_STATUSES = frozenset({429, 503})
@@ -117,6 +123,31 @@ def validate_body(
         if value is not None:
             body[key] = str(value)
     return body
+
+
+def call_body(
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    catalog: str | None,
+    selection_id: str | None,
+    approval_id: str | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+    for key, value in (
+        ("catalog", catalog),
+        ("selection_id", selection_id),
+        ("approval_id", approval_id),
+    ):
+        if value is not None:
+            body[key] = str(value)
+    return body
+
+
+def call_answer(answer: Any) -> ToolCallResult:
+    """The typed result, or ``PendingApproval`` when a person must approve."""
+    if isinstance(answer, dict) and answer.get("status") == "pending_approval":
+        raise PendingApproval(answer)
+    return cast(ToolCallResult, answer)
 
 
 def export_params(catalog: str | None) -> tuple[str, dict[str, str]]:
@@ -297,6 +328,24 @@ class Quiver(_Base):
         return cast(
             ToolCallsValidation, self.request("POST", "tool-calls/validate", json=body)
         )
+
+    def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        catalog: str | None = None,
+        selection_id: str | None = None,
+        approval_id: str | None = None,
+    ) -> ToolCallResult:
+        """``POST /api/v1/tool-calls/execute``: run the tool through Quiver. A
+        result when its server was tried (check ``outcome`` and ``is_error``);
+        ``PendingApproval`` when a person must approve it first (call again
+        with ``approval_id``); a refusal raises the API's error (400 bad
+        arguments, 403 not allowed or denied, 404 unknown, 409 no source or an
+        approval that does not cover the call)."""
+        body = call_body(name, arguments, catalog, selection_id, approval_id)
+        return call_answer(self.request("POST", "tool-calls/execute", json=body))
 
     def list_tools(self, **filters: Any) -> list[dict[str, Any]]:
         """``GET /api/v1/tools/``, every page: the tools this key can read."""
@@ -492,6 +541,20 @@ class AsyncQuiver(_Base):
         body = validate_body(_plain(output), selection_id, format, catalog)
         answer = await self.request("POST", "tool-calls/validate", json=body)
         return cast(ToolCallsValidation, answer)
+
+    async def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        catalog: str | None = None,
+        selection_id: str | None = None,
+        approval_id: str | None = None,
+    ) -> ToolCallResult:
+        """See ``Quiver.call``."""
+        body = call_body(name, arguments, catalog, selection_id, approval_id)
+        answer = await self.request("POST", "tool-calls/execute", json=body)
+        return call_answer(answer)
 
     async def list_tools(self, **filters: Any) -> list[dict[str, Any]]:
         """See ``Quiver.list_tools``."""

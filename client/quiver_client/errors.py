@@ -18,6 +18,20 @@ class QuiverTimeout(QuiverConnectionError):
     """The request took longer than the client's ``timeout``."""
 
 
+class PendingApproval(QuiverError):
+    """``call()`` of a tool that needs a person's approval: nothing ran. Send the
+    same call again with ``approval_id`` once a person approved it. ``answer`` is
+    the server's whole answer (``status`` ``pending_approval``)."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer = answer
+        self.approval_id = str(answer.get("approval_id") or "")
+        self.tool = str(answer.get("tool") or "")
+        super().__init__(
+            f"pending_approval {self.approval_id}: {answer.get('reason') or ''}"
+        )
+
+
 class APIError(QuiverError):
     """A 4xx or 5xx answer.
 

@@ -87,3 +87,19 @@ class ToolCallsValidation(TypedDict):
     format: str
     valid: bool
     calls: list[CheckedCall]
+
+
+class ToolCallResult(TypedDict):
+    """The answer of ``POST /api/v1/tool-calls/execute`` when the tool's server
+    was tried: ``outcome`` ``ran``, ``failed`` (the upstream's error result, or no
+    result: ``reason`` says why) or ``timed_out``; ``content`` and
+    ``structured_content`` are the upstream's result as it was."""
+
+    outcome: Literal["ran", "failed", "timed_out"]
+    tool: str
+    reason: str
+    content: list[dict[str, Any]]
+    structured_content: dict[str, Any] | None
+    is_error: bool
+    approval_id: str | None
+    call_id: str | None

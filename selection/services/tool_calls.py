@@ -187,15 +187,19 @@ def validate_tool_calls(
     return {"validation_id": str(event.request_id), **answer}
 
 
-def _lookup(catalog: Catalog, access: Access, names: list[str]) -> dict[str, Tool]:
+def _lookup(
+    catalog: Catalog, access: Access, names: list[str], related: tuple[str, ...] = ()
+) -> dict[str, Tool]:
     """Called name -> tool the caller may see, by canonical name first, then by
-    the provider-safe name the model was shown (seed 003)."""
+    the provider-safe name the model was shown (seed 003); ``related``: relations
+    to fetch in the same query."""
     if not names:
         return {}
     rows = list(
         Tool.objects.visible_to(access)
         .filter(catalog=catalog)
         .filter(Q(name__in=names) | Q(provider_name__in=names))
+        .select_related(*related)
     )
     by_name = {tool.name: tool for tool in rows}
     by_provider = {tool.provider_name: tool for tool in rows}
@@ -403,6 +407,27 @@ def _audit_input(
             for call in parsed.calls
         ],
     }
+
+
+def decide_call(
+    catalog: Catalog,
+    access: Access,
+    selection: LinkedSelection | None,
+    name: str,
+    arguments: dict[str, Any],
+    related: tuple[str, ...] = (),
+) -> tuple[Tool | None, dict[str, Any]]:
+    """One call decided exactly as tool-calls/validate decides it (flags, errors,
+    repair hint), without its audit row: the caller records its own. The tool is
+    None when the caller may not know of it; ``related`` relations come with it."""
+    call = ToolCall(0, name, None, arguments, arguments, "", "canonical")
+    tools = _lookup(catalog, access, [name], related)
+    context = _Context(
+        catalog, selection, tools, _not_allowed(catalog, access, selection, tools)
+    )
+    result = _decide(call, context)
+    known = "unknown_tool" not in result["flags"]
+    return (tools.get(name) if known else None), result
 
 
 def not_allowed_reason(catalog: Catalog, access: Access, tool: Tool) -> str:

@@ -85,13 +85,17 @@ def test_each_mode_gets_its_own_era_of_the_protocol(url, mode, era):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_tools_list_names_search_tools_and_get_tool_details(url, mode):
+def test_tools_list_names_search_tools_get_tool_details_and_call_tool(url, mode):
     key = make_client_key("agent-a", "agent")
 
     async def work(client):
         return [tool.name for tool in (await client.list_tools()).tools]
 
-    assert run_client(url, key, mode, work) == ["search_tools", "get_tool_details"]
+    assert run_client(url, key, mode, work) == [
+        "search_tools",
+        "get_tool_details",
+        "call_tool",
+    ]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -1,0 +1,78 @@
+"""POST /api/v1/tool-calls/execute: run one tool call through Quiver.
+
+200 when the upstream was tried (``outcome`` ran, failed or timed_out; the
+upstream's result as it was), 202 while a person must approve the call, 4xx for
+a refusal naming the field and the rule (404 an unknown or hidden tool, 400 bad
+arguments, 403 not allowed or denied, 409 no source or an approval that does
+not cover the call), 503 when the call could not be recorded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, permissions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from calls.services import CallNotRecorded, execute_call
+from catalog.api.serializers import check_stored_size
+from config.http import request_id
+from config.ratelimit import ClientRateThrottle
+from config.strict import StrictFieldsMixin
+
+REFUSAL_CODES = {400: "invalid", 403: "permission_denied", 404: "not_found"}
+
+
+class CallInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    """One call: the tool's name (as offered), its arguments, and optionally the
+    catalog, the selection that offered it and the approval that covers it."""
+
+    name = serializers.CharField(max_length=200)
+    arguments = serializers.JSONField(default=dict)
+    catalog = serializers.SlugField(required=False)
+    selection_id = serializers.UUIDField(required=False, allow_null=True)
+    approval_id = serializers.UUIDField(required=False, allow_null=True)
+
+    def validate_arguments(self, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("arguments: must be a JSON object")
+        check_stored_size("arguments", value)
+        return value
+
+
+class ExecuteCallView(generics.GenericAPIView):
+    """Run a tool call: access, validation, approval, the upstream, the audit row."""
+
+    serializer_class = CallInputSerializer
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [ClientRateThrottle]
+
+    @extend_schema(request=CallInputSerializer, responses={200: dict, 202: dict})
+    def post(self, request: Request) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        approval = data.get("approval_id")
+        try:
+            answer = execute_call(
+                request.user,
+                name=data["name"],
+                arguments=data["arguments"],
+                catalog=data.get("catalog"),
+                selection_id=data.get("selection_id"),
+                approval_id=str(approval) if approval else None,
+                request_id=request_id(request),
+                channel="api",
+            )
+        except CallNotRecorded as exc:
+            down = {"error": "unavailable", "detail": str(exc), "service": "audit"}
+            return Response(down, status=503)
+        body = answer.as_dict()
+        if answer.status >= 400:
+            code = REFUSAL_CODES.get(answer.status, "conflict")
+            fields = (
+                {answer.refused_field: [answer.reason]} if answer.refused_field else {}
+            )
+            body = {"error": code, "detail": answer.reason, "fields": fields, **body}
+        return Response(body, status=answer.status)

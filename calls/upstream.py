@@ -1,0 +1,292 @@
+"""Calling a tool on a source's MCP server, with the official SDK client.
+
+Opening an SDK client costs round trips (the handshake or ``server/discover``,
+then ``tools/list`` for the output schemas the SDK checks results against), so
+each process keeps one connected client per source in a pool, on one event loop
+in a thread of its own (started on the first call, so after gunicorn's fork).
+A pooled client is keyed by everything that shapes the connection (the source,
+its url, its encrypted headers, its timeout): editing a source or its headers
+makes a new key, and the old client is closed. A client whose connection broke
+is dropped and the next call opens a new one.
+
+The whole call, a retry included, stays within the source's timeout. A call is
+retried only when the tool says it is idempotent (``idempotentHint``), at most
+once, and only after a connection failure while time remains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx2
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from sources.connect import open_client
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+CONNECTION_CLOSED = -32000  # the SDK's code when the transport went away
+LIST_PAGE_CAP = 100
+CONNECTION_ERRORS = (httpx2.TransportError, OSError, ConnectionError)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a call goes: a source's url, headers (decrypted) and timeout."""
+
+    source_id: int
+    source_name: str
+    url: str
+    headers: dict[str, str] = field(hash=False, compare=False)
+    headers_fingerprint: str = ""
+    timeout: float = 30.0
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.source_id, self.url, self.headers_fingerprint, self.timeout)
+
+
+def fingerprint(secret_text: str) -> str:
+    return hashlib.sha256(secret_text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class UpstreamResult:
+    """The upstream's answer as it was: its content blocks and structured content."""
+
+    content: list[dict[str, Any]]
+    structured_content: dict[str, Any] | None
+    is_error: bool
+    attempts: int
+
+
+class UpstreamFailure(Exception):
+    """No result from the upstream: it could not be reached, broke, was too slow,
+    or answered something that is not a tool result."""
+
+    def __init__(self, reason: str, *, timed_out: bool = False, attempts: int = 1):
+        super().__init__(reason)
+        self.reason = reason
+        self.timed_out = timed_out
+        self.attempts = attempts
+
+
+class _BrokenConnection(Exception):
+    """The connection failed: the call may be retried if the tool is idempotent."""
+
+
+class _Connection:
+    """One connected client, held open by a task of the pool's loop."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.client: Client | None = None
+        self.error: BaseException | None = None
+        self.ready = asyncio.Event()
+        self.stop = asyncio.Event()
+        self.task = asyncio.get_running_loop().create_task(self._hold())
+
+    @property
+    def alive(self) -> bool:
+        return not self.task.done() and not self.stop.is_set()
+
+    async def _hold(self) -> None:
+        target = self.target
+        try:
+            async with open_client(
+                target.url, target.headers, timeout=target.timeout
+            ) as client:
+                await _list_every_page(client)
+                self.client = client
+                self.ready.set()
+                await self.stop.wait()
+        except Exception as exc:  # reported to the callers waiting on ready
+            self.error = exc
+        finally:
+            self.client = None
+            self.ready.set()
+
+    async def connected(self) -> Client:
+        await self.ready.wait()
+        if self.client is None:
+            raise _BrokenConnection(_describe(self.error) or "connection closed")
+        return self.client
+
+    def close(self) -> None:
+        self.stop.set()
+
+
+async def _list_every_page(client: Client) -> None:
+    """The SDK keeps each listed tool's output schema (to check results) and, on
+    2026-07-28 connections, its header mirroring: list every page once."""
+    cursor: str | None = None
+    for _ in range(LIST_PAGE_CAP):
+        page = await client.list_tools(cursor=cursor)
+        cursor = page.next_cursor
+        if not cursor:
+            return
+
+
+class _Pool:
+    """The process's event loop thread and its connected clients."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.connections: dict[tuple[Any, ...], _Connection] = {}
+        started = threading.Event()
+        thread = threading.Thread(
+            target=self._run, args=(started,), name="quiver-upstream", daemon=True
+        )
+        thread.start()
+        started.wait(10)
+
+    def _run(self, started: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(started.set)
+        self.loop.run_forever()
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return future.result(timeout)
+
+    def connection(self, target: Target) -> _Connection:
+        """The pooled connection for ``target`` (on the loop), opening one when
+        there is none or it broke; other keys of the same source are closed."""
+        found = self.connections.get(target.key)
+        if found is not None and found.alive:
+            return found
+        for key, other in list(self.connections.items()):
+            if key[0] == target.source_id or not other.alive:
+                other.close()
+                del self.connections[key]
+        made = _Connection(target)
+        self.connections[target.key] = made
+        return made
+
+    def drop(self, connection: _Connection) -> None:
+        connection.close()
+        if self.connections.get(connection.target.key) is connection:
+            del self.connections[connection.target.key]
+
+    async def close_all(self) -> None:
+        for connection in list(self.connections.values()):
+            self.drop(connection)
+
+
+_lock = threading.Lock()
+_pools: dict[str, _Pool] = {}
+
+
+def pool() -> _Pool:
+    """This process's pool (a new one after a fork: threads do not survive it)."""
+    with _lock:
+        found = _pools.get("pool")
+        if found is None or found.pid != os.getpid():
+            found = _pools["pool"] = _Pool()
+        return found
+
+
+def call_upstream(
+    target: Target, name: str, arguments: dict[str, Any], *, idempotent: bool
+) -> UpstreamResult:
+    """Call ``name`` upstream within the target's timeout; ``UpstreamFailure``
+    when no result came back."""
+    deadline = time.monotonic() + target.timeout
+    work = pool()
+    coroutine = _call(work, target, name, arguments, idempotent, deadline)
+    try:
+        return work.run(coroutine, target.timeout + 5)
+    except TimeoutError as exc:  # the loop itself did not answer in time
+        raise UpstreamFailure(_timed_out(target), timed_out=True) from exc
+
+
+async def _call(
+    work: _Pool,
+    target: Target,
+    name: str,
+    arguments: dict[str, Any],
+    idempotent: bool,
+    deadline: float,
+) -> UpstreamResult:
+    attempts = 0
+    while True:
+        attempts += 1
+        remaining = deadline - time.monotonic()
+        connection = work.connection(target)
+        try:
+            result = await asyncio.wait_for(
+                _attempt(connection, name, arguments), max(remaining, 0.001)
+            )
+        except TimeoutError as exc:
+            raise UpstreamFailure(
+                _timed_out(target), timed_out=True, attempts=attempts
+            ) from exc
+        except _BrokenConnection as exc:
+            work.drop(connection)
+            retry = idempotent and attempts == 1 and deadline > time.monotonic()
+            if retry:
+                log.info("retrying idempotent %s on %s: %s", name, target.url, exc)
+                continue
+            reason = f"source {target.source_name!r}: {exc}"
+            raise UpstreamFailure(_tried(reason, attempts), attempts=attempts) from exc
+        except UpstreamFailure as exc:
+            exc.attempts = attempts
+            raise
+        return UpstreamResult(
+            content=[
+                block.model_dump(by_alias=True, exclude_none=True, mode="json")
+                for block in result.content
+            ],
+            structured_content=result.structured_content,
+            is_error=bool(result.is_error),
+            attempts=attempts,
+        )
+
+
+async def _attempt(
+    connection: _Connection, name: str, arguments: dict[str, Any]
+) -> Any:
+    client = await connection.connected()
+    try:
+        return await client.call_tool(name, arguments)
+    except MCPError as exc:
+        if exc.code == CONNECTION_CLOSED:
+            raise _BrokenConnection(_describe(exc)) from exc
+        # A protocol error (a session the server forgot, say): the next call
+        # opens a new connection, and this one is not retried.
+        connection.close()
+        reason = f"source {connection.target.source_name!r}: {_describe(exc)}"
+        raise UpstreamFailure(reason) from exc
+    except CONNECTION_ERRORS as exc:
+        raise _BrokenConnection(_describe(exc)) from exc
+    except (RuntimeError, ValueError) as exc:  # e.g. structured content off schema
+        reason = f"source {connection.target.source_name!r}: {_describe(exc)}"
+        raise UpstreamFailure(reason) from exc
+
+
+def _describe(exc: BaseException | None) -> str:
+    """One line for an exception, its first leaf when it is a group."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if exc is None:
+        return ""
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:300]
+
+
+def _timed_out(target: Target) -> str:
+    return f"source {target.source_name!r}: no answer within {target.timeout:g} s"
+
+
+def _tried(reason: str, attempts: int) -> str:
+    return reason if attempts == 1 else f"{reason} (after {attempts} attempts)"
