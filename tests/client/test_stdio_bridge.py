@@ -82,7 +82,7 @@ def refusal(server: StdioServerParameters, mode: str) -> MCPError:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_bridge_lists_quivers_two_tools(url, mode):
+def test_the_bridge_lists_quivers_three_tools(url, mode):
     key = make_client_key("bridge-a", "agent")
 
     async def work(client):
@@ -90,7 +90,7 @@ def test_the_bridge_lists_quivers_two_tools(url, mode):
         return client.protocol_version, [tool.name for tool in tools]
 
     era, names = run(bridge("--url", url, "--key", key), mode, work)
-    assert names == ["search_tools", "get_tool_details"]
+    assert names == ["search_tools", "get_tool_details", "call_tool"]
     # auto speaks 2026-07-28 through the bridge (no fallback to the handshake)
     assert (era == "2026-07-28") == (mode == "auto")
 
@@ -168,7 +168,7 @@ def test_notifications_get_no_output_and_stdout_is_only_json_rpc(url):
     assert by_id[1]["result"]["protocolVersion"] == "2025-06-18"
     assert by_id[None]["error"]["code"] == -32700
     names = [tool["name"] for tool in by_id["two"]["result"]["tools"]]
-    assert names == ["search_tools", "get_tool_details"]
+    assert names == ["search_tools", "get_tool_details", "call_tool"]
     assert "not JSON" in stderr and "Traceback" not in stderr
     assert key not in stderr
 
