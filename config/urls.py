@@ -39,6 +39,7 @@ urlpatterns = [
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
     path("", include("audit.urls")),
+    path("", include("learning.urls_learn")),
 ]
 
 handler400 = "config.errors.bad_request"

@@ -169,6 +169,11 @@ class SelectOutputSerializer(serializers.Serializer):
     fallback_reason = serializers.CharField(
         allow_blank=True, help_text="why the scorer differs from the one asked for"
     )
+    no_tool = serializers.DictField(
+        allow_null=True,
+        help_text="when no tool fits (tools is empty): reason (below_no_tool_"
+        "threshold, below_min_score or no_candidates), best_score and threshold",
+    )
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         data = dict(super().to_representation(instance))
@@ -179,4 +184,10 @@ class SelectOutputSerializer(serializers.Serializer):
 
 class SelectionSettingsSerializer(StrictFieldsMixin, serializers.Serializer):
     settings = serializers.DictField()
+    accept_regression = serializers.CharField(
+        required=False,
+        write_only=True,
+        max_length=1000,
+        help_text="a reason to accept a drop of the labelled NDCG@10 (audited)",
+    )
     version = serializers.IntegerField(read_only=True)

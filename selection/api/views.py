@@ -28,6 +28,7 @@ from config.ratelimit import (
     ClientRateThrottle,
     WriteRateThrottle,
 )
+from learning.gate import RegressionRefused
 from selection.api import serializers as s
 from selection.engine import RequestError
 from selection.requests import build_request
@@ -199,12 +200,17 @@ class SelectionSettingsView(generics.GenericAPIView):
         catalog = get_catalog_for_user(request.user, slug)
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data, version = update_selection_settings(
-            catalog,
-            serializer.validated_data["settings"],
-            actor=request.user,
-            request_id=request_id(request),
-        )
+        try:
+            data, version = update_selection_settings(
+                catalog,
+                serializer.validated_data["settings"],
+                actor=request.user,
+                request_id=request_id(request),
+                accept_regression=serializer.validated_data.get("accept_regression"),
+            )
+        except RegressionRefused as exc:
+            body = {"detail": str(exc), **exc.report}
+            return Response(body, status=status.HTTP_409_CONFLICT)
         return Response(
             {"settings": data, "version": version}, status=status.HTTP_200_OK
         )

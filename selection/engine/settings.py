@@ -101,6 +101,11 @@ class EngineSettings:
     semantic_ceiling: float = 0.41
     lexical_confidence_floor: float = 0.35
     lexical_confidence_ceiling: float = 0.80
+    # No tool fits a request whose best score is under this (0: off); learning
+    # calibrates it from the catalog's labelled no-tool requests.
+    no_tool_threshold: float = 0.0
+    # The applied learnt model (learning.models.LearntModel id), if any.
+    learnt_model: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> EngineSettings:
@@ -175,6 +180,12 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
 
 def _coerce_scalar(key: str, value: Any, default: Any) -> Any:
     """Numbers, booleans and strings; ``None`` only where the default allows it."""
+    if key == "learnt_model":
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError("expected an integer id or null")
+        return value
     if value is None:
         if key == "category_confidence_threshold":
             return None
@@ -292,6 +303,7 @@ def _scalars(errors: dict[str, str], s: EngineSettings) -> None:
     _in_range(errors, "exploration_depth", s.exploration_depth, 2, 200)
     _in_range(errors, "llm_shortlist", s.llm_shortlist, 1, 500)
     _in_range(errors, "lexical_floor", s.lexical_floor, 0.0, 1.0)
+    _in_range(errors, "no_tool_threshold", s.no_tool_threshold, 0.0, 1.0)
     _in_range(errors, "semantic_floor", s.semantic_floor, -1.0, 1.0)
     _in_range(errors, "semantic_ceiling", s.semantic_ceiling, -1.0, 1.0)
     _in_range(errors, "lexical_confidence_floor", s.lexical_confidence_floor, 0.0, 1.0)

@@ -43,8 +43,14 @@ def update_selection_settings(
     *,
     actor: Actor,
     request_id: uuid.UUID | None = None,
+    accept_regression: str | None = None,
+    note: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], int]:
-    """Replace the catalog's settings; every bad field is named, nothing saved."""
+    """Replace the catalog's settings; every bad field is named, nothing saved.
+
+    A catalog with labels passes learning.gate first (a drop of its labelled
+    NDCG@10 is refused unless ``accept_regression`` gives a reason); the gate's
+    report and ``note`` (e.g. the learnt model applied) go into the audit event."""
     try:
         engine_settings = EngineSettings.from_dict(data)
     except SettingsError as exc:
@@ -56,6 +62,9 @@ def update_selection_settings(
         raise ValidationError(
             {f"settings.{k}": [f"settings.{k}: {v}"] for k, v in problems.items()}
         )
+    from learning.gate import check_change
+
+    gate = check_change(catalog, data, accept_regression_reason=accept_regression)
     with transaction.atomic():
         row, _ = SelectionSettings.objects.select_for_update().get_or_create(
             catalog=catalog, defaults={"version": 0}
@@ -81,7 +90,7 @@ def update_selection_settings(
             catalog_slug=catalog.slug,
             catalog_version=catalog.version,
             summary=f"selection settings of {catalog.slug} -> version {row.version}",
-            input={"before": before, "after": data},
+            input={"before": before, "after": data, "gate": gate, **(note or {})},
             output={"settings_version": row.version},
         )
     return engine_settings.to_dict(), row.version
