@@ -129,7 +129,7 @@ class _Named:
         self.description = ""
 
 
-# --- label-free rankers --------------------------------------------------------------
+# --- label-free rankers -------------------------------------------------------
 
 
 def engine_matrix(
@@ -164,7 +164,7 @@ def label_free(data: Prepared, base: Matrix) -> dict[str, Matrix]:
     }
 
 
-# --- same-history peers ---------------------------------------------------------------
+# --- same-history peers -------------------------------------------------------
 
 
 Parts = tuple[Matrix, ...]
@@ -255,7 +255,7 @@ def nearest_labelled(data: Prepared, hyb: Matrix) -> Peer:
     return build, combine
 
 
-# --- Quiver with learning ---------------------------------------------------------------
+# --- Quiver with learning ----------------------------------------------------
 
 
 def quiver_learnt(
@@ -281,7 +281,7 @@ def quiver_learnt(
     return engine_matrix(sub, snap, vectors=True), result.cv, (result, snap)
 
 
-# --- report --------------------------------------------------------------------------------
+# --- report -----------------------------------------------------------------
 
 
 def run_dataset(data: Prepared, folds: int) -> dict:
@@ -390,15 +390,135 @@ def no_tool_report(data: Prepared, state: dict) -> None:
         print(f"  {key:<11} FP rate {fp:.3f}  single-tool R@1 {r1:.3f}")
 
 
+# --- speed: learn time and selection latency, 4,000 tools / 10,000 labels
+
+SPEED_LABELS = 10_000
+ENGINE_PROBE = 200
+
+
+def perturbed_labels(
+    data: Prepared, labels: list[Labelled], count: int
+) -> list[Labelled]:
+    """``count`` labels cycling through the dev queries: copy 0 is the query
+    itself; copy c > 0 drops one random word from its text and adds Gaussian noise
+    (sigma 0.05 per dimension) to its vector, renormalised."""
+    rng = np.random.default_rng(SEED)
+    out = []
+    for n in range(count):
+        lab = labels[n % len(labels)]
+        if n < len(labels):
+            out.append(lab)
+            continue
+        words = lab.text.split()
+        if len(words) > 2:
+            del words[int(rng.integers(len(words)))]
+        text = " ".join(words)
+        vec = lab.vector + rng.normal(0, 0.05, size=lab.vector.shape)
+        vec = (vec / np.linalg.norm(vec)).astype(np.float32)
+        terms = normalize(SelectionRequest(query=text)).terms
+        out.append(Labelled(vec, terms, text, lab.tools))
+    return out
+
+
+def speed_report(data: Prepared, state: dict) -> None:
+    """Learn time and in-process selection latency with 10,000 labels."""
+    from learning.fit import FOLDS  # noqa: F401
+    from learning.services.learn import FIT_SAMPLE
+
+    labels = [lab for lab in state["labels"] if lab.tools]
+    many = perturbed_labels(data, labels, SPEED_LABELS)
+    sample = np.sort(np.random.default_rng(11).permutation(len(many))[:FIT_SAMPLE])
+    probe = sample[:ENGINE_PROBE]
+    started = time.perf_counter()
+    probe_base = label_engine_scores(data, many, probe)
+    engine_s = (time.perf_counter() - started) * len(sample) / len(probe)
+    base = np.vstack([probe_base] * (len(sample) // len(probe) + 1))[: len(sample)]
+    names = [s.name for s in data.specs]
+    started = time.perf_counter()
+    result = fit(names, many, base, sample)
+    fit_s = time.perf_counter() - started
+    started = time.perf_counter()
+    signal = build_signal("speed", "", names, many, result.weights or {"knn": 1.0}, 10)
+    build_s = time.perf_counter() - started
+    print(
+        f"\n{data.name}: learn time, {len(names)} tools, {len(many)} labels "
+        "(dev queries repeated: each copy drops one word and adds N(0, 0.05) noise "
+        "to the vector)"
+    )
+    print(
+        f"  engine scores for the {len(sample)}-label fit sample: {engine_s:.1f} s "
+        f"(measured on {len(probe)}, scaled)"
+    )
+    print(
+        f"  fit (3-fold CV, weights, threshold): {fit_s:.1f} s; "
+        f"signal build at snapshot load: {build_s:.1f} s"
+    )
+    print(
+        f"  total {engine_s + fit_s + build_s:.1f} s (goal < 60 s); label embedding "
+        "not included (the query cache / stored vectors)"
+    )
+    latency(data, signal)
+
+
+def label_engine_scores(
+    data: Prepared, labels: list[Labelled], rows: np.ndarray
+) -> Matrix:
+    """Engine scores for labels (semantic pool by cosine over the tool vectors)."""
+    out = np.zeros((len(rows), len(data.specs)))
+    at = {s.name: i for i, s in enumerate(data.specs)}
+    pool_size = data.snapshot.settings.candidate_pool
+    for j, i in enumerate(rows):
+        lab = labels[int(i)]
+        cos = data.tool_vecs @ lab.vector
+        top = np.argpartition(-cos, pool_size)[:pool_size]
+        pool = {data.specs[int(t)].name: float(cos[t]) for t in top}
+        req = SelectionRequest(query=lab.text, max_candidates=50, min_score=0)
+        for pick in select(data.snapshot, req, semantic=pool).tools:
+            out[j, at[pick.name]] = max(pick.score, 1e-9)
+    return out
+
+
+def latency(data: Prepared, signal) -> None:
+    """Median in-process selection (vector search + engine) with and without the
+    learnt signal, default request, the same 300 queries, interleaved."""
+    from selection.engine.vectors import VectorTable
+
+    table = VectorTable.build(
+        "bench", data.tool_vecs.shape[1], len(data.specs),
+        dict(enumerate(data.tool_vecs)),
+    )  # fmt: skip
+    plain = replace(data.snapshot, vectors=table).warm()
+    learnt = replace(plain, learnt=signal).warm()
+    times: dict[str, list[float]] = {"without": [], "with": []}
+    for i, q in enumerate(data.queries[:300] * 2):
+        vec = data.query_vecs[i % len(data.queries[:300])]
+        for key, snap in (("without", plain), ("with", learnt)):
+            t0 = time.perf_counter()
+            rows = snap.vectors.nearest(vec, snap.settings.candidate_pool)
+            pool = {snap.tools[r].name: s for r, s in rows.items()}
+            select(snap, SelectionRequest(query=q.text), semantic=pool, vector=vec)
+            times[key].append((time.perf_counter() - t0) * 1000)
+    a, b = np.median(times["without"]), np.median(times["with"])
+    print(
+        f"  in-process select p50: without {a:.2f} ms, with learnt model {b:.2f} ms "
+        f"({(b / a - 1) * 100:+.0f}%; goal within 10% of /select)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=[*DATASETS, "all"], default="all")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--speed-only", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     cache = EmbeddingCache(get_embedder())
+    if args.speed_only:
+        data = prepare("sealtools", None, cache)
+        speed_report(data, {"labels": labelled(data)})
+        return
     names = DATASETS if args.data == "all" else (args.data,)
     for name in names:
         print(f"{name}: preparing", flush=True)
@@ -406,6 +526,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         state = run_dataset(data, args.folds)
         if any(not q.relevant for q in data.queries):
             no_tool_report(data, state)
+        if name == "sealtools" and not args.skip_speed:
+            speed_report(data, state)
 
 
 if __name__ == "__main__":

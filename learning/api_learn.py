@@ -12,6 +12,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from rest_framework import generics, permissions, serializers, status
 from rest_framework.exceptions import ValidationError
@@ -53,6 +54,16 @@ def _catalog(request: Request, slug: str, *, write: bool) -> Catalog:
     if not access.sees_whole_catalog:
         raise PermissionDenied(READERS)
     return catalog
+
+
+MAX_VERSION = 2**31 - 1  # a PositiveIntegerField
+
+
+def learn_for(catalog: Catalog, version: int) -> LearntModel:
+    """The catalog's learn of that version, else 404 (any number is safe)."""
+    if not 1 <= version <= MAX_VERSION:
+        raise Http404(f"learn: no learn {version} of this catalog")
+    return get_object_or_404(LearntModel, catalog=catalog, version=version)
 
 
 def render(model: LearntModel) -> dict[str, Any]:
@@ -101,7 +112,7 @@ class LearnDetailView(generics.GenericAPIView):
 
     def get(self, request: Request, slug: str, version: int) -> Response:
         catalog = _catalog(request, slug, write=False)
-        model = get_object_or_404(LearntModel, catalog=catalog, version=version)
+        model = learn_for(catalog, version)
         return Response(render(model))
 
 
@@ -115,7 +126,7 @@ class LearnApplyView(generics.GenericAPIView):
 
     def post(self, request: Request, slug: str, version: int) -> Response:
         catalog = _catalog(request, slug, write=True)
-        model = get_object_or_404(LearntModel, catalog=catalog, version=version)
+        model = learn_for(catalog, version)
         serializer = self.get_serializer(data=request.data or {})
         serializer.is_valid(raise_exception=True)
         try:

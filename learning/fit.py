@@ -112,7 +112,7 @@ def held_out_signals(
     """Each signal for the labels ``rows``, from a signal built without their fold."""
     out = {name: np.zeros((len(rows), len(tools))) for name in SIGNALS}
     for fold in np.unique(folds[rows]):
-        train = [labels[i] for i in np.flatnonzero(folds != fold)]
+        train = [labels[int(i)] for i in np.flatnonzero(folds != fold)]
         signal = build_signal("cv", "", tools, train, k=k)
         for j, i in enumerate(rows):
             if folds[i] != fold:
@@ -179,7 +179,7 @@ def fit(
     when ``sample`` is None); only those labels are scored, every label is an
     example."""
     rows = np.arange(len(labels)) if sample is None else np.asarray(sample)
-    named = np.array([bool(labels[i].tools) for i in rows], dtype=bool)
+    named = np.array([bool(labels[int(i)].tools) for i in rows])
     if int(named.sum()) < MIN_LABELS:
         return FitResult({}, 0, None, False, {"reason": "too few labels"})
     fold_of = folds_of(len(labels), folds)

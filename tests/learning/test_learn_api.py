@@ -136,3 +136,19 @@ def test_a_learn_on_labels_that_do_not_help_proposes_no_change(db):
     assert model.state == LearnState.SUCCEEDED
     assert model.proposed_settings is None
     assert not AuditEvent.objects.filter(event_type="settings").exists()
+
+
+@pytest.mark.parametrize("version", [0, 2**31, 2**70])
+def test_a_learn_number_out_of_range_is_a_404(catalog, as_user, curator, version):
+    response = as_user(curator).get(LEARN.format(slug="default") + f"/{version}")
+    assert response.status_code == 404
+
+
+def test_applying_a_learn_that_proposes_nothing_is_a_400(db, as_user, curator):
+    found = ensure_default_catalog()
+    make_tool(found, "get_weather", description="Current weather for a city.")
+    model = learn.request_learn(found, actor=None, apply=False)
+    response = as_user(curator).post(LEARN.format(slug="default") + "/1/apply")
+    assert response.status_code == 400
+    assert "apply" in response.content.decode()
+    assert model.pk
