@@ -110,16 +110,34 @@ def held_out_signals(
     k: int,
 ) -> dict[str, np.ndarray]:
     """Each signal for the labels ``rows``, from a signal built without their fold."""
-    out = {name: np.zeros((len(rows), len(tools))) for name in SIGNALS}
+    return held_out_by_k(tools, labels, folds, rows, (k,))[k]
+
+
+def held_out_by_k(
+    tools: Sequence[str],
+    labels: Sequence[Labelled],
+    folds: np.ndarray,
+    rows: np.ndarray,
+    ks: Sequence[int],
+) -> dict[int, dict[str, np.ndarray]]:
+    """``held_out_signals`` for several neighbour counts, each fold's signal built
+    once (only ``knn`` depends on the count)."""
+    shape = (len(rows), len(tools))
+    out = {k: {name: np.zeros(shape) for name in SIGNALS} for k in ks}
     for fold in np.unique(folds[rows]):
         train = [labels[int(i)] for i in np.flatnonzero(folds != fold)]
-        signal = build_signal("cv", "", tools, train, k=k)
+        signal = build_signal("cv", "", tools, train, k=ks[0])
+        others = {k: signal.with_weights({}, k) for k in ks[1:]}
         for j, i in enumerate(rows):
             if folds[i] != fold:
                 continue
-            found = signal.scores(labels[i].vector, labels[i].terms)
-            for name in SIGNALS:
-                out[name][j] = found[name]
+            lab = labels[int(i)]
+            found = signal.scores(lab.vector, lab.terms)
+            for k in ks:
+                for name in SIGNALS:
+                    out[k][name][j] = found[name]
+            for k, other in others.items():
+                out[k]["knn"][j] = other.scores(lab.vector, lab.terms, ("knn",))["knn"]
     return out
 
 
@@ -186,8 +204,9 @@ def fit(
     rel = relevance(labels, rows[named], len(tools))
     before = float(ndcg_at_10(base[named], rel).mean())
     best: tuple[float, dict[str, float], int, dict[str, np.ndarray]] = (-1, {}, 0, {})
+    by_k = held_out_by_k(tools, labels, fold_of, rows, K_CHOICES)
     for k in K_CHOICES:
-        signals = held_out_signals(tools, labels, fold_of, rows, k)
+        signals = by_k[k]
         named_signals = {name: s[named] for name, s in signals.items()}
         weights, score = search_weights(base[named], named_signals, rel)
         if score > best[0]:

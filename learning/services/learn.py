@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 RUN_LEARN = "learning.learn_tasks.run_learn"
 # The engine ranks at most this many labels for the weight search (a fixed
 # sample); every label is still an example of the learnt signal.
-FIT_SAMPLE = 2000
+FIT_SAMPLE = 1000
 
 
 def request_learn(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,21 +65,33 @@ class LearntSignal:
         return copy
 
     def scores(
-        self, vector: np.ndarray | None, terms: Mapping[str, float]
+        self,
+        vector: np.ndarray | None,
+        terms: Mapping[str, float],
+        only: Collection[str] = SIGNALS,
     ) -> dict[str, np.ndarray]:
-        """Each signal over ``tools`` for a request (its unit vector and terms)."""
+        """Each signal over ``tools`` for a request (its unit vector and terms);
+        signals not in ``only`` stay 0 (not computed)."""
         n = len(self.tools)
         out = {name: np.zeros(n) for name in SIGNALS}
         b = self.built
         if self._comparable(vector):
             assert vector is not None
-            sims = np.einsum("ij,j->i", self.examples, vector.astype(np.float32))
-            out["knn"] = self._knn(sims)
-            if b.centroids.shape[0]:
-                cent = np.einsum("ij,j->i", b.centroids, vector.astype(np.float32))
+            query = vector.astype(np.float32)
+            if "knn" in only:
+                sims = np.einsum("ij,j->i", b.tool_examples, query)
+                out["knn"] = self._knn(sims)
+            if "centroid" in only and b.centroids.shape[0]:
+                cent = np.einsum("ij,j->i", b.centroids, query)
                 out["centroid"][b.centroid_rows] = np.clip(cent, 0.0, 1.0)
-        out["expansion"] = b.expansion(terms, n)
+        if "expansion" in only:
+            out["expansion"] = b.expansion(terms, n)
         return out
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        """The signals with a weight above 0."""
+        return tuple(s for s in SIGNALS if self.weights.get(s, 0.0) > 0)
 
     def _comparable(self, vector: np.ndarray | None) -> bool:
         """Whether ``vector`` lives in the examples' space."""
@@ -90,11 +102,11 @@ class LearntSignal:
             and self.examples.shape[1] == np.shape(vector)[-1]
         )
 
-    def _knn(self, sims: np.ndarray) -> np.ndarray:
-        """Per tool, the best cosine among the ``k`` nearest tool examples."""
+    def _knn(self, tool_sims: np.ndarray) -> np.ndarray:
+        """Per tool, the best cosine among the ``k`` nearest tool examples
+        (``tool_sims``: the cosines of the examples that name tools)."""
         out = np.zeros(len(self.tools))
         b = self.built
-        tool_sims = sims[b.with_tools]
         if not len(tool_sims):
             return out
         k = min(self.k, len(tool_sims))
@@ -132,6 +144,7 @@ class _Built:
     """Arrays derived once from the examples."""
 
     with_tools: np.ndarray
+    tool_examples: np.ndarray
     no_tool: np.ndarray
     centroids: np.ndarray
     centroid_rows: np.ndarray
@@ -151,8 +164,12 @@ class _Built:
         for j, row in enumerate(rows):
             mean = signal.examples[members[int(row)]].mean(axis=0)
             cents[j] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        with_tools = np.array(named, dtype=np.int64)
         return _Built(
-            with_tools=np.array(named, dtype=np.int64),
+            with_tools=with_tools,
+            tool_examples=np.ascontiguousarray(signal.examples[with_tools])
+            if signal.examples.ndim == 2 and len(signal.examples)
+            else np.zeros((0, dim), dtype=np.float32),
             no_tool=np.array(empty, dtype=np.int64),
             centroids=cents,
             centroid_rows=rows,

@@ -21,7 +21,7 @@ def apply_learnt(ctx: ScoreContext, scored: Scored) -> Scored:
     signal = ctx.snapshot.learnt
     if signal is None or not any(signal.weights.get(s, 0) > 0 for s in SIGNALS):
         return scored
-    found = signal.scores(ctx.vector, ctx.query.terms)
+    found = signal.scores(ctx.vector, ctx.query.terms, signal.active)
     rows = ctx.snapshot.learnt_rows
     here = rows >= 0
     dense = {}
