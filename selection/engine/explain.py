@@ -95,8 +95,7 @@ def reason(
         parts.append(f"semantic similarity {signals['cosine']:.2f}")
     if signals.get("learnt", 0) > 0:
         parts.append(
-            "learnt from this catalog's labelled requests "
-            f"(+{signals['learnt']:.2f})"
+            f"learnt from this catalog's labelled requests (+{signals['learnt']:.2f})"
         )
     parts.extend(_context_parts(signals, query.last_tool))
     if not parts:
