@@ -90,7 +90,12 @@ def update_selection_settings(
             catalog_slug=catalog.slug,
             catalog_version=catalog.version,
             summary=f"selection settings of {catalog.slug} -> version {row.version}",
-            input={"before": before, "after": data, "gate": gate, **(note or {})},
+            input={
+                "before": before,
+                "after": data,
+                **({"gate": gate} if gate is not None else {}),
+                **(note or {}),
+            },
             output={"settings_version": row.version},
         )
     return engine_settings.to_dict(), row.version
