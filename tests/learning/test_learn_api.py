@@ -152,3 +152,20 @@ def test_applying_a_learn_that_proposes_nothing_is_a_400(db, as_user, curator):
     assert response.status_code == 400
     assert "apply" in response.content.decode()
     assert model.pk
+
+
+def test_the_why_not_of_a_recorded_selection_names_the_learnt_signal(
+    catalog, as_user, curator
+):
+    from selection.services.why_not import why_not
+
+    run(learn.request_learn(catalog, actor=curator, apply=True))
+    answer = as_user(curator).post(
+        "/api/v1/select",
+        {"query": "zorp 9 blargs", "min_score": 0, "max_candidates": 1},
+        format="json",
+    )
+    event = AuditEvent.objects.get(selection_id=answer.json()["selection_id"])
+    picked = why_not(event, "convert_currency")
+    assert picked.outcome == "picked"
+    assert "learnt" in picked.detail.lower()
