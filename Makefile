@@ -62,6 +62,11 @@ bench-speed: $(STAMP)
 bench-embeddings: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/embeddings.py
 
+# Learning from labelled history on folds of the dev sets (bench/README.md).
+.PHONY: bench-learning
+bench-learning: $(STAMP)
+	$(PY) bench/learning.py $(ARGS)
+
 .PHONY: bench-load
 bench-load: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/load.py $(ARGS)

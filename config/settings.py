@@ -207,6 +207,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"] = 2
 QUIVER_JOB_LEASE_S = env_int("QUIVER_JOB_LEASE_S", 6, minimum=2)
 # Every worker sends queued jobs and pending embeddings older than this again.
 QUIVER_SWEEP_S = env_int("QUIVER_SWEEP_S", 10, minimum=1, maximum=3600)
+# Issue 23: re-learn a catalog with an applied learnt model when its labels or
+# tools change (learning.services.learn.relearn_on_change; off by default).
+QUIVER_RELEARN_ON_CHANGE = env_bool("QUIVER_RELEARN_ON_CHANGE", False)
 
 QUIVER_EMBEDDINGS = {
     "BACKEND": env_str("QUIVER_EMBEDDING_BACKEND", "local"),

@@ -47,6 +47,7 @@ urlpatterns = [
     path("", include("sources.urls")),
     path("", include("calls.urls")),
     path("", include("learning.urls")),
+    path("", include("learning.urls_learn")),
 ]
 
 handler400 = "config.errors.bad_request"

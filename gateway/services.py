@@ -95,11 +95,10 @@ def _search(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> dict
     except Exception as exc:
         log.warning("MCP search not recorded, answer withheld: %s", exc)
         raise ToolFailure(NOT_RECORDED) from exc
-    return {
-        "selection_id": answer.selection_id,
-        "catalog": answer.catalog,
-        "tools": tools,
-    }
+    found = {"selection_id": answer.selection_id, "catalog": answer.catalog}
+    if answer.no_tool is not None:  # issue 23: say why no tool fits
+        return {**found, "tools": tools, "no_tool": answer.no_tool}
+    return {**found, "tools": tools}
 
 
 def details(user: Any, arguments: dict[str, Any]) -> dict:

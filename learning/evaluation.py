@@ -22,7 +22,6 @@ out (selection.services.why_not's locating, on an explained run).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -36,8 +35,7 @@ from selection.engine.engine import select
 from selection.engine.settings import EngineSettings, SettingsError
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest, SelectionResult
-from selection.services.select import SEMANTIC_SCORERS, _semantic
-from selection.services.timings import Stopwatch
+from selection.services.select import SEMANTIC_SCORERS, semantic_for
 from selection.services.why_not import _locate as locate_tool
 
 TOP = 10
@@ -101,19 +99,25 @@ class Ranker:
 
     def run(self, request: SelectionRequest) -> SelectionResult:
         scorer = request.scorer or self.snapshot.settings.default_scorer
-        semantic = None
+        semantic, vector = None, None
         if scorer in SEMANTIC_SCORERS:
-            watch = Stopwatch(time.perf_counter())
-            semantic, _ = _semantic(
-                self.catalog, (self.snapshot, self.names), request, watch
+            semantic, vector = semantic_for(
+                self.catalog, (self.snapshot, self.names), request
             )
-        return select(self.snapshot, request, semantic=semantic)
+        return select(self.snapshot, request, semantic=semantic, vector=vector)
 
 
-def answered_at_defaults(result: SelectionResult) -> list[str]:
-    """What an agent asking with the default request would be offered."""
-    top = result.tools[: DEFAULT.max_candidates]
-    return [pick.name for pick in top if pick.score >= DEFAULT.min_score]
+def answered_at_defaults(
+    result: SelectionResult, no_tool_threshold: float = 0.0
+) -> list[str]:
+    """What an agent asking with the default request would be offered: nothing
+    when the best passing score is under the catalog's no-tool threshold (the
+    engine's own gate, selection.engine.engine._no_tool_gate)."""
+    passing = [pick for pick in result.tools if pick.score >= DEFAULT.min_score]
+    best = max((pick.score for pick in passing), default=0.0)
+    if no_tool_threshold > 0 and passing and best < no_tool_threshold:
+        return []
+    return [pick.name for pick in passing[: DEFAULT.max_candidates]]
 
 
 def evaluate(
@@ -141,7 +145,9 @@ def evaluate(
             if row["miss"] and index < MAX_ROWS:
                 _why_not(ranker, item, row)
         else:
-            answered = answered_at_defaults(result)
+            answered = answered_at_defaults(
+                result, ranker.snapshot.settings.no_tool_threshold
+            )
             no_tool.append(bool(answered))
             row["answered"] = answered
             row["miss"] = bool(answered)

@@ -40,6 +40,8 @@ class SelectionAnswer:
     excluded: tuple[Exclusion, ...] | None = None
     selection_id: str = ""
     request_id: str | None = None
+    # When no tool fits: {"reason", "best_score", "threshold"} (else None).
+    no_tool: dict[str, Any] | None = None
     # For the audit record only (never rendered): every exclusion the engine named,
     # whether or not the caller asked for explain.
     audit_exclusions: tuple[Exclusion, ...] = field(
@@ -136,6 +138,7 @@ def build_answer(
         degraded=result.degraded,
         fallback_reason=result.fallback_reason,
         excluded=tuple(result.excluded) if request.explain else None,
+        no_tool=result.no_tool,
         audit_exclusions=tuple(result.excluded),
     )
 

@@ -29,6 +29,7 @@ from config.pages import (
     visible_catalogs,
 )
 from config.ratelimit import rate_limited, rate_limited_by
+from learning.gate import RegressionRefused
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, SettingsFieldsForm, TryItForm
@@ -204,6 +205,13 @@ def posted_settings_form(
     return settings_fields_form(catalog, data, request.POST)
 
 
+def accepted_regression(request: HttpRequest) -> str | None:
+    """The curator's reason to accept a drop of the labelled NDCG@10, if given
+    (bounded like the API's)."""
+    reason = request.POST.get("accept_regression", "").strip()[:1000]
+    return reason or None
+
+
 def _save(request: HttpRequest, catalog: Catalog, form: SettingsForm) -> bool:
     """Save a valid form as a new version; False with the service's refusal on
     the form otherwise."""
@@ -216,9 +224,13 @@ def _save(request: HttpRequest, catalog: Catalog, form: SettingsForm) -> bool:
             actor=acting_user(request),
             request_id=request_id(request),
             reason=form.cleaned_data.get("reason") or "",
+            accept_regression=accepted_regression(request),
         )
     except ValidationError as exc:
         form.add_service_error(exc)
+        return False
+    except RegressionRefused as exc:
+        form.add_error(None, f'{exc}. To save anyway, say why in "Accept a drop".')
         return False
     messages.success(request, f"Saved selection settings v{version}.")
     return True
@@ -339,9 +351,12 @@ def restore_settings(request: HttpRequest, slug: str, version: int) -> HttpRespo
             version,
             actor=acting_user(request),
             request_id=request_id(request),
+            accept_regression=accepted_regression(request),
         )
     except ValidationError as exc:
         messages.error(request, f"Version {version} was not restored: {exc.messages}")
+    except RegressionRefused as exc:
+        messages.error(request, f"Version {version} was not restored: {exc}")
     else:
         messages.success(request, f"Restored version {version} as v{new}.")
     return redirect("selection:settings-history", slug=catalog.slug)

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
@@ -267,6 +268,11 @@ def _record(
         },
         output={"change_id": change.pk, "version": tool.version, "after": after},
     )
+    if settings.QUIVER_RELEARN_ON_CHANGE:  # issue 23: re-learn after tool edits
+        jobs.enqueue(RELEARN_TASK, tool.catalog_id)
+
+
+RELEARN_TASK = "learning.learn_tasks.relearn_if_due"
 
 
 def _enqueue_embedding(tool_id: int) -> None:

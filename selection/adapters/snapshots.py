@@ -32,6 +32,7 @@ from django.db.models import Count, Max, Sum
 
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.spec import ToolSpec
+from learning.signal import signal_for
 from selection.engine.patch import Change, patch, rebuild_index, with_caches
 from selection.engine.records import record_from_dict
 from selection.engine.settings import EngineSettings
@@ -165,6 +166,7 @@ def _build(
         tools=tools,
         settings=engine_settings,
         vectors=vectors,
+        learnt=signal_for(catalog, engine_settings.learnt_model),
     )
     feed = Feed(change_id, _checksum_of(versions), versions, seen)
     model = catalog.active_embedding_model

@@ -170,6 +170,11 @@ class SelectOutputSerializer(serializers.Serializer):
     fallback_reason = serializers.CharField(
         allow_blank=True, help_text="why the scorer differs from the one asked for"
     )
+    no_tool = serializers.DictField(
+        allow_null=True,
+        help_text="when no tool fits (tools is empty): reason (below_no_tool_"
+        "threshold, below_min_score or no_candidates), best_score and threshold",
+    )
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         data = dict(super().to_representation(instance))
@@ -180,6 +185,12 @@ class SelectOutputSerializer(serializers.Serializer):
 
 class SelectionSettingsSerializer(StrictFieldsMixin, serializers.Serializer):
     settings = serializers.DictField()
+    accept_regression = serializers.CharField(
+        required=False,
+        write_only=True,
+        max_length=1000,
+        help_text="a reason to accept a drop of the labelled NDCG@10 (audited)",
+    )
     version = serializers.IntegerField(read_only=True)
     reason = serializers.CharField(
         required=False, allow_blank=True, max_length=500, default="", write_only=True
@@ -202,4 +213,11 @@ class SettingsChangeSerializer(serializers.Serializer):
 
 
 class SettingsRestoreSerializer(StrictFieldsMixin, serializers.Serializer):
-    """POST .../versions/{n}/restore takes no body fields."""
+    """POST .../versions/{n}/restore: an optional reason to accept a drop of the
+    labelled NDCG@10 (the regression gate, learning.gate)."""
+
+    accept_regression = serializers.CharField(
+        required=False,
+        max_length=1000,
+        help_text="a reason to accept a drop of the labelled NDCG@10 (audited)",
+    )

@@ -29,6 +29,7 @@ from config.ratelimit import (
     ClientRateThrottle,
     WriteRateThrottle,
 )
+from learning.gate import RegressionRefused
 from selection.api import serializers as s
 from selection.engine import RequestError
 from selection.models import SelectionSettingsChange
@@ -202,13 +203,18 @@ class SelectionSettingsView(generics.GenericAPIView):
         catalog = get_catalog_for_user(request.user, slug)
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data, version = update_selection_settings(
-            catalog,
-            serializer.validated_data["settings"],
-            actor=request.user,
-            request_id=request_id(request),
-            reason=serializer.validated_data.get("reason", ""),
-        )
+        try:
+            data, version = update_selection_settings(
+                catalog,
+                serializer.validated_data["settings"],
+                actor=request.user,
+                request_id=request_id(request),
+                reason=serializer.validated_data.get("reason", ""),
+                accept_regression=serializer.validated_data.get("accept_regression"),
+            )
+        except RegressionRefused as exc:
+            body = {"detail": str(exc), **exc.report}
+            return Response(body, status=status.HTTP_409_CONFLICT)
         return Response(
             {"settings": data, "version": version}, status=status.HTTP_200_OK
         )
@@ -239,10 +245,19 @@ class SettingsRestoreView(generics.GenericAPIView):
     )
     def post(self, request: Request, slug: str, version: int) -> Response:
         catalog = get_catalog_for_user(request.user, slug)
-        self.get_serializer(data=request.data).is_valid(raise_exception=True)
-        data, new_version = restore_selection_settings(
-            catalog, version, actor=request.user, request_id=request_id(request)
-        )
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            data, new_version = restore_selection_settings(
+                catalog,
+                version,
+                actor=request.user,
+                request_id=request_id(request),
+                accept_regression=serializer.validated_data.get("accept_regression"),
+            )
+        except RegressionRefused as exc:
+            body = {"detail": str(exc), **exc.report}
+            return Response(body, status=status.HTTP_409_CONFLICT)
         return Response({"settings": data, "version": new_version})
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from selection.engine.ranking import (
     ordered,
 )
 from selection.engine.scorers import SCORERS, ScoreContext, Scored
+from selection.engine.scorers.learnt import apply_learnt
 from selection.engine.scorers.simple import bm25f
 from selection.engine.settings import SCORERS as SCORER_NAMES
 from selection.engine.snapshot import CatalogSnapshot
@@ -69,7 +71,7 @@ def _score(ctx: ScoreContext, name: str) -> tuple[Scored | None, bool]:
     if ctx.deadline.expired():
         lexical.notes.append("Time ran out after lexical scoring; ranked by BM25F.")
         return lexical, True
-    return SCORERS[name](ctx), False
+    return apply_learnt(ctx, SCORERS[name](ctx)), False
 
 
 def select(
@@ -78,13 +80,17 @@ def select(
     semantic: Mapping[str, float] | None = None,
     llm: LLMCallable | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    vector: np.ndarray | None = None,
 ) -> SelectionResult:
-    """Pick at most ``request.max_candidates`` tools (plus core tools) and explain."""
+    """Pick at most ``request.max_candidates`` tools (plus core tools) and explain.
+
+    ``vector``: the request's unit vector, for a learnt signal (optional)."""
     name = _check(snapshot, request)
     deadline = Deadline(request.timeout_ms, clock)
     query = normalize(request)
     codes = policy_codes(snapshot, request)
     ctx = ScoreContext(snapshot, query, request, codes == 0, deadline, semantic, llm)
+    ctx.vector = vector
     scored, degraded = _score(ctx, name)
     if scored is None:
         return _registration_order(ctx, codes, name)
@@ -133,6 +139,8 @@ def _finish(
     before_gate = eligible
     eligible, gated = gate_category(snap, eligible, inferred)
     below = eligible & (scored.scores < req.min_score)
+    no_tool, unfit = _no_tool_gate(ctx, scored, eligible & ~below)
+    below |= unfit
     ranked = ordered(snap, scored.scores, eligible & ~below, _rank_depth(ctx))
     explore = snap.settings.exploration and scored.scorer == "ensemble"
     ranking = cut(snap, req, ctx.query, ranked, _core_rows(ctx), explore)
@@ -141,8 +149,10 @@ def _finish(
     cut_rows = np.array([r for r in head if r not in skip], dtype=np.int64)
     excluded = policy_exclusions(snap, req, codes, scored.scores, EXCLUSION_LIMIT)
     excluded += gated + ranking.excluded + _scorer_exclusions(ctx, scored)
-    excluded += _rank_rows(ctx, cut_rows, scored, "cut")
-    below_rows = ordered(snap, scored.scores, below, _rank_limit(ctx))
+    excluded += _rank_rows(ctx, cut_rows, scored, "cut", ranking.rows)
+    unfit_rows = ordered(snap, scored.scores, unfit, _rank_limit(ctx))
+    excluded += _rank_rows(ctx, unfit_rows, scored, "no_tool_fits")
+    below_rows = ordered(snap, scored.scores, below & ~unfit, _rank_limit(ctx))
     excluded += _rank_rows(ctx, below_rows, scored, "below_min_score")
     policy = (codes != 0) | (before_gate & ~eligible)
     policy[[snap.by_name[e.name] for e in ranking.excluded]] = True
@@ -150,8 +160,14 @@ def _finish(
     # A picked tool (a core tool, say) is never also reported as excluded.
     picked = {snap.tools[r].name for r in ranking.rows}
     excluded = [e for e in excluded if e.name not in picked]
+    picks = _picks(ctx, scored, ranking)
+    if any(not p.core for p in picks):
+        no_tool = None
+    elif no_tool is None:
+        no_tool = _no_tool_answer(ctx, scored, eligible)
     return SelectionResult(
-        tools=_picks(ctx, scored, ranking),
+        tools=picks,
+        no_tool=no_tool,
         excluded=excluded,
         stats=_stats(ctx, scored, account, codes),
         scorer=scored.scorer,
@@ -223,26 +239,91 @@ def _rank_depth(ctx: ScoreContext) -> int | None:
 RANK_DETAILS = {
     "cut": "Scored high enough but ranked below the top {k}.",
     "below_min_score": "Its score is under the request's minimum of {m:g}.",
+    "no_tool_fits": "No tool fits the request: the best score is under the "
+    "catalog's no-tool threshold of {t:g}.",
 }
 
 
+def _no_tool_gate(
+    ctx: ScoreContext, scored: Scored, passing: np.ndarray
+) -> tuple[dict[str, Any] | None, np.ndarray]:
+    """When the best passing score is under the catalog's ``no_tool_threshold``,
+    no tool fits: the answer and the rows it removes. A request with ``min_score``
+    0 asks for the ranking whatever the scores, so it is never gated."""
+    threshold = ctx.snapshot.settings.no_tool_threshold
+    none = np.zeros(ctx.n, dtype=bool)
+    if threshold <= 0 or ctx.request.min_score <= 0:
+        return None, none
+    best = float(scored.scores[passing].max(initial=0.0))
+    if best >= threshold or not passing.any():
+        return None, none
+    answer = {
+        "reason": "below_no_tool_threshold",
+        "best_score": round(best, 4),
+        "threshold": threshold,
+    }
+    return answer, passing.copy()
+
+
+def _no_tool_answer(
+    ctx: ScoreContext, scored: Scored, eligible: np.ndarray
+) -> dict[str, Any]:
+    """Why an answer without tools has none: no candidate, or all under the
+    request's ``min_score``."""
+    best = float(scored.scores[eligible].max(initial=0.0))
+    if not eligible.any():
+        return {"reason": "no_candidates", "best_score": 0.0, "threshold": None}
+    return {
+        "reason": "below_min_score",
+        "best_score": round(best, 4),
+        "threshold": ctx.request.min_score,
+    }
+
+
 def _rank_rows(
-    ctx: ScoreContext, rows: np.ndarray, scored: Scored, code: str
+    ctx: ScoreContext,
+    rows: np.ndarray,
+    scored: Scored,
+    code: str,
+    picked: list[int] | None = None,
 ) -> list[Exclusion]:
     """Rank-stage exclusions for ``rows`` (10, or 50 with ``explain``)."""
     detail = RANK_DETAILS[code].format(
-        k=ctx.request.max_candidates, m=ctx.request.min_score
+        k=ctx.request.max_candidates,
+        m=ctx.request.min_score,
+        t=ctx.snapshot.settings.no_tool_threshold,
     )
     return [
         Exclusion(
             ctx.snapshot.tools[int(r)].name,
             "rank",
             code,
-            detail,
+            detail + _learnt_detail(ctx, scored, int(r), picked or []),
             round(float(scored.scores[int(r)]), 4),
         )
         for r in rows[: _rank_limit(ctx)]
     ]
+
+
+def _learnt_detail(
+    ctx: ScoreContext, scored: Scored, row: int, picked: list[int]
+) -> str:
+    """What the learnt signal did to an excluded tool, when there is one; it
+    decided when, without it, the tool would have outscored the last pick."""
+    learnt = scored.signals.get("learnt")
+    if learnt is None:
+        return ""
+    given = float(learnt[row])
+    text = f" The learnt signal (labelled requests) gave it {given:+.3f}."
+    if picked:
+        base = scored.scores - learnt
+        last = min(picked, key=lambda r: float(scored.scores[r]))
+        if base[row] > base[last]:
+            text += (
+                " The learnt signal decided: without it this tool would have "
+                f"outranked {ctx.snapshot.tools[last].name}."
+            )
+    return text
 
 
 def _rank_limit(ctx: ScoreContext) -> int:

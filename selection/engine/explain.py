@@ -93,6 +93,10 @@ def reason(
         parts.append(match)
     if signals.get("cosine", 0) > 0:
         parts.append(f"semantic similarity {signals['cosine']:.2f}")
+    if signals.get("learnt", 0) > 0:
+        parts.append(
+            f"learnt from this catalog's labelled requests (+{signals['learnt']:.2f})"
+        )
     parts.extend(_context_parts(signals, query.last_tool))
     if not parts:
         return "No direct evidence; ranked by its overall score."

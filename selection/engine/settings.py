@@ -101,6 +101,11 @@ class EngineSettings:
     semantic_ceiling: float = 0.41
     lexical_confidence_floor: float = 0.35
     lexical_confidence_ceiling: float = 0.80
+    # No tool fits a request whose best score is under this (0: off); learning
+    # calibrates it from the catalog's labelled no-tool requests.
+    no_tool_threshold: float = 0.0
+    # The applied learnt model (learning.models.LearntModel id), if any.
+    learnt_model: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> EngineSettings:
@@ -175,6 +180,12 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
 
 def _coerce_scalar(key: str, value: Any, default: Any) -> Any:
     """Numbers, booleans and strings; ``None`` only where the default allows it."""
+    if key == "learnt_model":
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError("expected an integer id or null")
+        return value
     if value is None:
         if key == "category_confidence_threshold":
             return None
@@ -291,6 +302,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "exploration_depth": (2, 200),
     "llm_shortlist": (1, 500),
     "lexical_floor": (0.0, 1.0),
+    "no_tool_threshold": (0.0, 1.0),
     "semantic_floor": (-1.0, 1.0),
     "semantic_ceiling": (-1.0, 1.0),
     "lexical_confidence_floor": (0.0, 1.0),

@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from selection.engine.index import LexicalIndex
+from selection.engine.learnt import LearntSignal
 from selection.engine.settings import EngineSettings
 from selection.engine.types import ToolRecord
 from selection.engine.vectors import VectorTable
@@ -29,6 +30,8 @@ class CatalogSnapshot:
     # The active model's tool vectors, for in-process semantic search (small
     # catalogs only; None: the app asks pgvector).
     vectors: VectorTable | None = None
+    # The applied learnt model's signal (learning.fit), when the settings name one.
+    learnt: LearntSignal | None = None
 
     @cached_property
     def index(self) -> LexicalIndex:
@@ -61,6 +64,12 @@ class CatalogSnapshot:
     def arrays(self) -> PolicyArrays:
         """Column arrays of the facts policy checks, for vectorised filtering."""
         return PolicyArrays.build(self.tools, self.settings)
+
+    @cached_property
+    def learnt_rows(self) -> np.ndarray:
+        """Row of each of the learnt signal's tools (-1: no longer here)."""
+        names = self.learnt.tools if self.learnt is not None else ()
+        return np.array([self.by_name.get(n, -1) for n in names], dtype=np.int64)
 
     def rows(self, names: tuple[str, ...] | list[str]) -> list[int]:
         """Rows of the named tools that exist in this snapshot."""

@@ -172,6 +172,8 @@ class SelectionResult:
     fallback_reason: str = ""
     notes: list[str] = field(default_factory=list)
     debug: dict[str, Any] = field(default_factory=dict)
+    # Set when the answer offers no tool: {"reason", "best_score", "threshold"}.
+    no_tool: dict[str, Any] | None = None
 
     @property
     def names(self) -> list[str]:

@@ -47,6 +47,7 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "semantic_ceiling",
             "lexical_confidence_floor",
             "lexical_confidence_ceiling",
+            "no_tool_threshold",
         ),
     ),
     (
@@ -76,6 +77,9 @@ HELP = {
     "category_confidence_threshold": "Confidence at which a request's category "
     "narrows the tools; empty turns the gate off.",
     "lexical_floor": "BM25F coverage under which the best match still counts as weak.",
+    "no_tool_threshold": (
+        "Best score under which the answer is no tool (0: off); a learn fits it."
+    ),
     "semantic_floor": "Best cosine at which a request starts to look like it "
     "needs a tool.",
     "semantic_ceiling": "Best cosine at which a request surely needs a tool.",

@@ -268,7 +268,12 @@ class SettingsFieldsForm(forms.Form):
                 self.add_error(None, f"{name}: at most {ROWS_MAX} rows")
         if self.errors:
             return data
-        out: dict[str, Any] = {}
+        # Settings the form does not show (the applied learnt model) are kept.
+        out: dict[str, Any] = {
+            name: value
+            for name, value in self.current.items()
+            if name not in self.fields and name not in WEIGHT_KEYS
+        }
         for name in self._defaults:
             if name in self.fields:
                 out[name] = self._scalar(name, data.get(name))

@@ -214,9 +214,9 @@ def _compute(
     """The answer and each pick's version and content hash."""
     snapshot, names = snapshot_and_names
     scorer = request.scorer or snapshot.settings.default_scorer
-    semantic, sentence_encoder_id = None, None
+    semantic, sentence_encoder_id, vector = None, None, None
     if scorer in SEMANTIC_SCORERS:
-        semantic, sentence_encoder_id = _semantic(
+        semantic, sentence_encoder_id, vector = _semantic(
             catalog, snapshot_and_names, request, watch
         )
     if request.timeout_ms is not None:
@@ -224,7 +224,7 @@ def _compute(
         request = replace(request, timeout_ms=max(0.0, request.timeout_ms - spent))
     llm = llm_callable() if scorer == "llm" else None
     with watch.stage("engine"):
-        result = select(snapshot, request, semantic=semantic, llm=llm)
+        result = select(snapshot, request, semantic=semantic, llm=llm, vector=vector)
     with watch.stage("definitions"):
         picked = _picked(catalog, result.names, fmt)
     answer = build_answer(
@@ -251,7 +251,7 @@ def _semantic(
     snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
     request: SelectionRequest,
     watch: Stopwatch,
-) -> tuple[dict[str, float] | None, str | None]:
+) -> tuple[dict[str, float] | None, str | None, Any]:
     """Tool name -> semantic score for the semantic pool: in process from the
     snapshot's vectors when it holds the active model's, else from pgvector;
     and the id of the static encoder that embedded the sentences, if one did.
@@ -266,7 +266,7 @@ def _semantic(
     with watch.stage("embed_query"):
         found = query_vector(catalog, text)
     if found is None:
-        return None, None
+        return None, None, None
     vector, backend = found
     parts = split_sentences(text)
     sentences, fast = embed_sentences([], backend), None
@@ -279,10 +279,21 @@ def _semantic(
     with watch.stage("vector_search"):
         if table is not None and table.model_id == backend.model_id:
             rows = table.nearest_mixed(vector, sentences, pool)
-            return _named(rows, lambda r: snapshot.tools[r].name), used
+            return _named(rows, lambda r: snapshot.tools[r].name), used, vector
         count = len(snapshot.tools)
         hits = search_mixed(catalog, (vector, sentences), backend, pool, count)
-    return _named(hits, names.get), used
+    return _named(hits, names.get), used, vector
+
+
+def semantic_for(
+    catalog: Catalog,
+    snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
+    request: SelectionRequest,
+) -> tuple[dict[str, float] | None, Any]:
+    """The semantic pool and request vector exactly as /select computes them (for
+    in-process evaluations: learning's cross-validation and its gate)."""
+    pool, _, vector = _semantic(catalog, snapshot_and_names, request, Stopwatch(0.0))
+    return pool, vector
 
 
 def _named(

@@ -69,17 +69,25 @@ def update_selection_settings(
     request_id: uuid.UUID | None = None,
     reason: str = "",
     restored_from: int | None = None,
+    accept_regression: str | None = None,
+    note: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], int]:
     """Replace the catalog's settings; every bad field is named, nothing saved.
 
     ``reason``: the curator's note, kept with the version and in the audit row;
     ``restored_from``: the version a restore brings back (recorded the same way).
+    A catalog with labels passes learning.gate first (a drop of its labelled
+    NDCG@10 is refused unless ``accept_regression`` gives a reason); the gate's
+    report and ``note`` (e.g. the learnt model applied) go into the audit event.
     """
     engine_settings = checked_settings(data)
     if len(reason) > REASON_MAX:
         raise ValidationError(
             {"reason": [f"reason: must be at most {REASON_MAX} characters"]}
         )
+    from learning.gate import check_change
+
+    gate = check_change(catalog, data, accept_regression_reason=accept_regression)
     with transaction.atomic():
         row, _ = SelectionSettings.objects.select_for_update().get_or_create(
             catalog=catalog, defaults={"version": 0}
@@ -112,6 +120,8 @@ def update_selection_settings(
                 "after": data,
                 **({"reason": reason} if reason else {}),
                 **({"restored_from": restored_from} if restored_from else {}),
+                **({"gate": gate} if gate is not None else {}),
+                **(note or {}),
             },
             output={"settings_version": row.version},
         )
@@ -134,9 +144,11 @@ def restore_selection_settings(
     *,
     actor: Actor,
     request_id: uuid.UUID | None = None,
+    accept_regression: str | None = None,
 ) -> tuple[dict[str, Any], int]:
     """A NEW version whose settings equal version ``version``'s (history is never
-    rewritten), audited as a settings change like any save."""
+    rewritten), audited as a settings change like any save (the regression gate
+    included)."""
     change = get_settings_version(catalog, version)
     return update_selection_settings(
         catalog,
@@ -145,6 +157,7 @@ def restore_selection_settings(
         request_id=request_id,
         reason=f"restored version {version}",
         restored_from=version,
+        accept_regression=accept_regression,
     )
 
 

@@ -22,6 +22,7 @@ from catalog.embeddings.text import embedding_text, text_hash
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, ToolChange, ToolEmbedding
 from catalog.spec import SpecError, spec_from_dict
+from learning.signal import signal_for
 from selection.adapters.pgvector import backend_for, embed_query, sentence_vectors
 from selection.engine.engine import select
 from selection.engine.normalize import normalize
@@ -136,18 +137,33 @@ def _replay(event: AuditEvent, tool: str, specs: dict[str, Any]) -> WhyNot:
         for position, spec in enumerate(specs.values())
     )
     snapshot = CatalogSnapshot(
-        catalog=catalog.slug, version="replay", tools=records, settings=settings
+        catalog=catalog.slug,
+        version="replay",
+        tools=records,
+        settings=settings,
+        learnt=signal_for(catalog, settings.learnt_model),
     ).warm()
     request = _request_of(event)
     encoder = event.output.get("stats", {}).get("sentence_encoder")
     semantic, missing = _semantic(catalog, specs, request, settings, encoder)
-    result = select(snapshot, request, semantic=semantic)
+    vector = _learnt_vector(catalog, snapshot, request)
+    result = select(snapshot, request, semantic=semantic, vector=vector)
     recorded = [pick["name"] for pick in event.output.get("tools", [])]
     answer = _locate(snapshot, request, result, tool)
     answer.source = "replay"
     answer.reproduces = result.names == recorded and not missing
     answer.missing = missing
     return answer
+
+
+def _learnt_vector(
+    catalog: Catalog, snapshot: CatalogSnapshot, request: SelectionRequest
+) -> np.ndarray | None:
+    """The request's vector, for a replay whose settings applied a learnt model."""
+    backend = backend_for(catalog.active_embedding_model)
+    if snapshot.learnt is None or backend is None:
+        return None
+    return embed_query(normalize(request).embed_text, backend)
 
 
 def _with_tokens(spec: dict[str, Any]) -> dict[str, Any]:

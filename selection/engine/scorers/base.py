@@ -32,6 +32,8 @@ class ScoreContext:
     deadline: Deadline
     semantic: Mapping[str, float] | None = None
     llm: LLM | None = None
+    # The request's unit vector (for the learnt signal), when the caller has it.
+    vector: np.ndarray | None = None
     cache: dict[str, Any] = field(default_factory=dict)
 
     @property

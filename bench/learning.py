@@ -1,0 +1,531 @@
+"""Learning from labelled history: Quiver's learnt ranking against label-free and
+same-history peers, on folds of the dev sets (never scored on what was learnt).
+
+    .venv/bin/python bench/learning.py [--data metatool|sealtools|all] [--folds 5]
+        [--limit N] [--skip-speed]
+
+For each data set the dev queries are cut into ``--folds`` folds (fixed seed).
+For each fold the other folds' queries are the labels (history) and the fold is
+scored. Rows of the table:
+
+* label-free peers: BM25 and cosine over name + description, the plain hybrid
+  0.7 x z(cosine) + 0.3 x z(BM25), and Quiver's engine at its defaults;
+* same-history peers, each with its weight tuned by 3-fold CV on the labels only:
+  doc expansion (the labelled queries appended to the tool's BM25 text, fused
+  a x z(cosine) + (1 - a) x z(BM25)), centroid (the tool vector moved towards
+  its labelled queries' centroid, in the plain hybrid) and nearest labelled
+  request (the plain hybrid + g x the best cosine to a labelled query of the
+  tool, z-scored);
+* Quiver with learning: learning.fit on the labels, the learnt signal applied
+  through the real engine (selection.engine.select with the snapshot's learnt
+  signal).
+
+Then, on MetaTool, the no-tool false-positive rate at the default request (3
+candidates, min_score 0.05) and single-tool R@1, without and with the calibrated
+threshold; and on Seal-Tools' 4,076 tools with 10,000 labels, learn time and the
+in-process selection latency with and without the learnt signal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._data import DATASETS, EmbeddingCache, get_embedder  # noqa: E402
+from bench.quality import (  # noqa: E402
+    PlainBM25,
+    Prepared,
+    hybrid_text,
+    prepare,
+    semantic_pool,
+)
+from learning.fit import Labelled, build_signal, fit, folds_of  # noqa: E402
+from learning.metrics import mean_metrics, query_metrics  # noqa: E402
+from selection.engine import SelectionRequest, select  # noqa: E402
+from selection.engine.normalize import normalize  # noqa: E402
+
+SEED = 20261126
+INNER = 3
+COLUMNS = ("NDCG@10", "R@1", "MRR")
+ALPHAS = (0.3, 0.5, 0.7, 0.9)
+BETAS = (0.25, 0.5, 1.0, 2.0, 4.0)
+GAMMAS = (0.25, 0.5, 1.0, 2.0, 4.0)
+Matrix = np.ndarray
+
+
+# --- shared pieces -------------------------------------------------------------------
+
+
+def labelled(data: Prepared) -> list[Labelled]:
+    """Every dev query as a label (vector, terms, text, tool rows)."""
+    at = {s.name: i for i, s in enumerate(data.specs)}
+    out = []
+    for i, q in enumerate(data.queries):
+        terms = normalize(SelectionRequest(query=q.text)).terms
+        rows = tuple(at[t] for t in q.relevant if t in at)
+        out.append(Labelled(data.query_vecs[i], terms, q.text, rows))
+    return out
+
+
+def rel_matrix(labels: Sequence[Labelled], rows: np.ndarray, n: int) -> Matrix:
+    rel = np.zeros((len(rows), n), dtype=bool)
+    for j, i in enumerate(rows):
+        rel[j, list(labels[i].tools)] = True
+    return rel
+
+
+def ranked_names(scores: np.ndarray, names: Sequence[str], k: int = 10) -> list[str]:
+    """Top ``k`` names by score (positive only), ties by catalog order."""
+    rows = np.flatnonzero(scores > 0)
+    rows = rows[np.lexsort((rows, -scores[rows]))][:k]
+    return [names[int(r)] for r in rows]
+
+
+def metrics_of(
+    matrix: Matrix, rows: np.ndarray, data: Prepared
+) -> list[dict[str, float]]:
+    """Per-query metrics of a score matrix (rows = dev query indexes)."""
+    names = [s.name for s in data.specs]
+    return [
+        query_metrics(ranked_names(matrix[j], names), data.queries[i].relevant)
+        for j, i in enumerate(rows)
+        if data.queries[i].relevant
+    ]
+
+
+def ndcg(matrix: Matrix, rows: np.ndarray, data: Prepared) -> float:
+    return float(np.mean([m["NDCG@10"] for m in metrics_of(matrix, rows, data)]))
+
+
+def zrows(matrix: Matrix) -> Matrix:
+    """Each row z-scored (0 where a row is constant)."""
+    spread = matrix.std(axis=1, keepdims=True)
+    centred = matrix - matrix.mean(axis=1, keepdims=True)
+    return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 0)
+
+
+def positive(matrix: Matrix) -> Matrix:
+    """Shifted so every score is > 0 (rankers rank only positive scores)."""
+    return matrix - matrix.min(axis=1, keepdims=True) + 1.0
+
+
+def bm25_matrix(texts: Sequence[str], queries: Sequence[str]) -> Matrix:
+    index = PlainBM25([_Named(str(i)) for i in range(len(texts))], texts=texts)
+    return np.stack([index.scores(q) for q in queries])
+
+
+class _Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.description = ""
+
+
+# --- label-free rankers -------------------------------------------------------
+
+
+def engine_matrix(
+    data: Prepared, snapshot=None, vectors: bool = False, request=None
+) -> Matrix:
+    """Engine scores (top 50, min_score 0) for every dev query, one row each."""
+    snap = snapshot or data.snapshot
+    at = {s.name: i for i, s in enumerate(data.specs)}
+    out = np.zeros((len(data.queries), len(data.specs)))
+    for i, q in enumerate(data.queries):
+        req = request or SelectionRequest(query=q.text, max_candidates=50, min_score=0)
+        req = replace(req, query=q.text)
+        pool = semantic_pool(data, i, snap.settings.candidate_pool)
+        vec = data.query_vecs[i] if vectors else None
+        result = select(snap, req, semantic=pool, vector=vec)
+        for pick in result.tools:
+            out[i, at[pick.name]] = max(pick.score, 1e-9)
+    return out
+
+
+def label_free(data: Prepared, base: Matrix) -> dict[str, Matrix]:
+    texts = [q.text for q in data.queries]
+    bm25 = bm25_matrix([f"{s.name} {s.description}" for s in data.specs], texts)
+    rich = bm25_matrix([hybrid_text(s) for s in data.specs], texts)
+    cos = data.query_vecs @ data.peer_vecs.T
+    hyb = 0.7 * zrows(data.query_vecs @ data.hybrid_vecs.T) + 0.3 * zrows(rich)
+    return {
+        "peer: BM25": bm25,
+        "peer: cosine": cos + 2.0,
+        "peer: plain hybrid": positive(hyb),
+        "quiver: engine default": base,
+    }
+
+
+# --- same-history peers -------------------------------------------------------
+
+
+Parts = tuple[Matrix, ...]
+Peer = tuple[
+    Callable[[np.ndarray, np.ndarray], Parts], Callable[[Parts, float], Matrix]
+]
+
+
+def tune(
+    labels_rows: np.ndarray, data: Prepared, peer: Peer, grid: Sequence[float]
+) -> float:
+    """The grid value with the best inner-CV NDCG@10 over ``labels_rows``."""
+    build, combine = peer
+    inner = folds_of(len(labels_rows), INNER, SEED + 1)
+    totals = dict.fromkeys(grid, 0.0)
+    for f in range(INNER):
+        train, test = labels_rows[inner != f], labels_rows[inner == f]
+        parts = build(train, test)
+        for value in grid:
+            totals[value] += ndcg(combine(parts, value), test, data) * len(test)
+    return max(grid, key=lambda v: (totals[v], -grid.index(v)))
+
+
+def tool_queries(data: Prepared, train: np.ndarray) -> list[list[int]]:
+    at = {s.name: i for i, s in enumerate(data.specs)}
+    out: list[list[int]] = [[] for _ in data.specs]
+    for i in train:
+        for name in data.queries[i].relevant:
+            if name in at:
+                out[at[name]].append(int(i))
+    return out
+
+
+def doc_expansion(data: Prepared) -> Peer:
+    """a x z(cosine) + (1 - a) x z(BM25 over the tool text + its labelled queries)."""
+    cos = zrows(data.query_vecs @ data.hybrid_vecs.T)
+
+    def build(train: np.ndarray, test: np.ndarray) -> Parts:
+        per_tool = tool_queries(data, train)
+        texts = [
+            hybrid_text(s) + " " + " ".join(data.queries[i].text for i in per_tool[t])
+            for t, s in enumerate(data.specs)
+        ]
+        bm = bm25_matrix(texts, [data.queries[i].text for i in test])
+        return cos[test], zrows(bm)
+
+    def combine(parts: Parts, alpha: float) -> Matrix:
+        return positive(alpha * parts[0] + (1 - alpha) * parts[1])
+
+    return build, combine
+
+
+def centroid(data: Prepared, rich: Matrix) -> Peer:
+    """The plain hybrid with each tool vector moved b towards its labels' centroid."""
+
+    def build(train: np.ndarray, test: np.ndarray) -> Parts:
+        cents = np.zeros_like(data.hybrid_vecs)
+        for t, qs in enumerate(tool_queries(data, train)):
+            if qs:
+                c = data.query_vecs[qs].mean(axis=0)
+                cents[t] = c / max(float(np.linalg.norm(c)), 1e-12)
+        return data.query_vecs[test], cents, zrows(rich[test])
+
+    def combine(parts: Parts, beta: float) -> Matrix:
+        queries, cents, lexical = parts
+        vecs = data.hybrid_vecs + beta * cents
+        vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+        return positive(0.7 * zrows(queries @ vecs.T) + 0.3 * lexical)
+
+    return build, combine
+
+
+def nearest_labelled(data: Prepared, hyb: Matrix) -> Peer:
+    """z(plain hybrid) + g x z(best cosine to a labelled query of the tool)."""
+
+    def build(train: np.ndarray, test: np.ndarray) -> Parts:
+        nearest = np.zeros((len(test), len(data.specs)))
+        sims = data.query_vecs[test] @ data.query_vecs[train].T
+        for t, qs in enumerate(tool_queries(data, train)):
+            if qs:
+                cols = np.searchsorted(train, qs)
+                nearest[:, t] = sims[:, cols].max(axis=1)
+        return zrows(hyb[test]), zrows(nearest)
+
+    def combine(parts: Parts, gamma: float) -> Matrix:
+        return positive(parts[0] + gamma * parts[1])
+
+    return build, combine
+
+
+# --- Quiver with learning ----------------------------------------------------
+
+
+def quiver_learnt(
+    data: Prepared,
+    labels: list[Labelled],
+    base: Matrix,
+    train: np.ndarray,
+    test: np.ndarray,
+) -> tuple[Matrix, dict, object]:
+    """Fit on ``train``, apply through the real engine, score ``test``."""
+    names = [s.name for s in data.specs]
+    train_labels = [labels[i] for i in train]
+    result = fit(names, train_labels, base[train])
+    signal = build_signal("bench", "", names, train_labels, result.weights, result.k)
+    snap = replace(data.snapshot, learnt=signal if result.improves else None)
+    snap = snap.warm()
+    sub = replace(data, queries=[data.queries[i] for i in test])
+    sub = replace(
+        sub,
+        query_vecs=data.query_vecs[test],
+        sentence_vecs=[data.sentence_vecs[i] for i in test],
+    )
+    return engine_matrix(sub, snap, vectors=True), result.cv, (result, snap)
+
+
+# --- report -----------------------------------------------------------------
+
+
+def run_dataset(data: Prepared, folds: int) -> dict:
+    labels = labelled(data)
+    started = time.perf_counter()
+    base = engine_matrix(data)
+    print(f"  engine pass: {time.perf_counter() - started:.1f} s", flush=True)
+    fold_of = folds_of(len(data.queries), folds, SEED)
+    everything = label_free(data, base)
+    texts = [q.text for q in data.queries]
+    rich = bm25_matrix([hybrid_text(s) for s in data.specs], texts)
+    hyb = everything["peer: plain hybrid"]
+    makers = {
+        "same: doc expansion": (doc_expansion(data), ALPHAS),
+        "same: centroid": (centroid(data, rich), BETAS),
+        "same: nearest labelled": (nearest_labelled(data, hyb), GAMMAS),
+    }
+    rows: dict[str, list[dict[str, float]]] = {k: [] for k in everything}
+    rows.update({k: [] for k in makers})
+    rows["quiver: with learning"] = []
+    tuned: dict[str, list[float]] = {k: [] for k in makers}
+    fits, applied = [], []
+    for f in range(folds):
+        train = np.flatnonzero(fold_of != f)
+        test = np.flatnonzero(fold_of == f)
+        for label, matrix in everything.items():
+            rows[label] += metrics_of(matrix[test], test, data)
+        named_train = np.array([i for i in train if data.queries[i].relevant])
+        for label, (peer, grid) in makers.items():
+            value = tune(named_train, data, peer, grid)
+            tuned[label].append(value)
+            matrix = peer[1](peer[0](named_train, test), value)
+            rows[label] += metrics_of(matrix, test, data)
+        t0 = time.perf_counter()
+        matrix, cv, fitted = quiver_learnt(data, labels, base, train, test)
+        fits.append(time.perf_counter() - t0)
+        applied.append(fitted)
+        rows["quiver: with learning"] += metrics_of(matrix, test, data)
+        print(f"  fold {f}: fit {cv} ({fits[-1]:.1f} s)", flush=True)
+    print_table(data, rows, tuned, folds)
+    return {"fold_of": fold_of, "applied": applied, "labels": labels, "base": base}
+
+
+def print_table(data: Prepared, rows: dict, tuned: dict, folds: int) -> None:
+    labelled_count = sum(1 for q in data.queries if q.relevant)
+    print(
+        f"\n{data.name}: {len(data.specs)} tools, {labelled_count} labelled queries, "
+        f"{folds} folds (train on {folds - 1}, score the other)"
+    )
+    header = f"{'ranker':<28}" + "".join(f"{c:>9}" for c in COLUMNS) + "  notes"
+    print(header)
+    print("-" * len(header))
+    means = {k: mean_metrics(v) for k, v in rows.items()}
+    for label, m in means.items():
+        note = ""
+        if label in tuned:
+            note = "tuned per fold: " + ", ".join(f"{v:g}" for v in tuned[label])
+        print(f"{label:<28}" + "".join(f"{m[c]:>9.3f}" for c in COLUMNS) + f"  {note}")
+    mine = means["quiver: with learning"]["NDCG@10"]
+    free = max(v["NDCG@10"] for k, v in means.items() if k.startswith("peer"))
+    own = means["quiver: engine default"]["NDCG@10"]
+    same = max(v["NDCG@10"] for k, v in means.items() if k.startswith("same"))
+    print(f"NDCG@10 delta vs best label-free peer: {mine - free:+.3f} (goal >= +0.050)")
+    print(f"NDCG@10 delta vs Quiver without labels: {mine - own:+.3f}")
+    print(
+        f"NDCG@10 delta vs best same-history peer: {mine - same:+.3f} (goal >= +0.020)"
+    )
+
+
+def no_tool_report(data: Prepared, state: dict) -> None:
+    """FP rate and single-tool R@1 at the default request, per fold's fit."""
+    fold_of = state["fold_of"]
+    names = [s.name for s in data.specs]
+    out = {"default": [], "calibrated": []}
+    for f, (result, snap) in enumerate(state["applied"]):
+        test = np.flatnonzero(fold_of == f)
+        sub = replace(
+            data,
+            queries=[data.queries[i] for i in test],
+            query_vecs=data.query_vecs[test],
+            sentence_vecs=[data.sentence_vecs[i] for i in test],
+        )
+        plain = engine_matrix(sub, data.snapshot, request=SelectionRequest(query=""))
+        threshold = result.no_tool_threshold or 0.0
+        learnt_snap = replace(
+            snap, settings=replace(snap.settings, no_tool_threshold=threshold)
+        ).warm()
+        learnt = engine_matrix(
+            sub, learnt_snap, vectors=True, request=SelectionRequest(query="")
+        )
+        for key, matrix in (("default", plain), ("calibrated", learnt)):
+            for j, q in enumerate(sub.queries):
+                top = ranked_names(matrix[j], names, 3)
+                if not q.relevant:
+                    out[key].append(("fp", bool(top)))
+                elif q.subset == "single_tool":
+                    out[key].append(("r1", top[:1] == list(q.relevant)))
+    print(
+        f"\n{data.name}: no-tool at the default request (3 candidates, min_score 0.05)"
+    )
+    for key, items in out.items():
+        fp = np.mean([v for k, v in items if k == "fp"])
+        r1 = np.mean([v for k, v in items if k == "r1"])
+        print(f"  {key:<11} FP rate {fp:.3f}  single-tool R@1 {r1:.3f}")
+
+
+# --- speed: learn time and selection latency, 4,000 tools / 10,000 labels
+
+SPEED_LABELS = 10_000
+ENGINE_PROBE = 200
+
+
+def perturbed_labels(
+    data: Prepared, labels: list[Labelled], count: int
+) -> list[Labelled]:
+    """``count`` labels cycling through the dev queries: copy 0 is the query
+    itself; copy c > 0 drops one random word from its text and adds Gaussian noise
+    (sigma 0.05 per dimension) to its vector, renormalised."""
+    rng = np.random.default_rng(SEED)
+    out = []
+    for n in range(count):
+        lab = labels[n % len(labels)]
+        if n < len(labels):
+            out.append(lab)
+            continue
+        words = lab.text.split()
+        if len(words) > 2:
+            del words[int(rng.integers(len(words)))]
+        text = " ".join(words)
+        vec = lab.vector + rng.normal(0, 0.05, size=lab.vector.shape)
+        vec = (vec / np.linalg.norm(vec)).astype(np.float32)
+        terms = normalize(SelectionRequest(query=text)).terms
+        out.append(Labelled(vec, terms, text, lab.tools))
+    return out
+
+
+def speed_report(data: Prepared, state: dict) -> None:
+    """Learn time and in-process selection latency with 10,000 labels."""
+    # learning.services.learn.FIT_SAMPLE (that module needs Django).
+    fit_sample = 1000
+    labels = [lab for lab in state["labels"] if lab.tools]
+    many = perturbed_labels(data, labels, SPEED_LABELS)
+    sample = np.sort(np.random.default_rng(11).permutation(len(many))[:fit_sample])
+    probe = sample[:ENGINE_PROBE]
+    started = time.perf_counter()
+    probe_base = label_engine_scores(data, many, probe)
+    engine_s = (time.perf_counter() - started) * len(sample) / len(probe)
+    base = np.vstack([probe_base] * (len(sample) // len(probe) + 1))[: len(sample)]
+    names = [s.name for s in data.specs]
+    started = time.perf_counter()
+    result = fit(names, many, base, sample)
+    fit_s = time.perf_counter() - started
+    started = time.perf_counter()
+    signal = build_signal("speed", "", names, many, result.weights or {"knn": 1.0}, 10)
+    build_s = time.perf_counter() - started
+    print(
+        f"\n{data.name}: learn time, {len(names)} tools, {len(many)} labels "
+        "(dev queries repeated: each copy drops one word and adds N(0, 0.05) noise "
+        "to the vector)"
+    )
+    print(
+        f"  engine scores for the {len(sample)}-label fit sample: {engine_s:.1f} s "
+        f"(measured on {len(probe)}, scaled)"
+    )
+    print(
+        f"  fit (3-fold CV, weights, threshold): {fit_s:.1f} s; "
+        f"signal build at snapshot load: {build_s:.1f} s"
+    )
+    print(
+        f"  total {engine_s + fit_s + build_s:.1f} s (goal < 60 s); label embedding "
+        "not included (the query cache / stored vectors)"
+    )
+    latency(data, signal)
+
+
+def label_engine_scores(
+    data: Prepared, labels: list[Labelled], rows: np.ndarray
+) -> Matrix:
+    """Engine scores for labels (semantic pool by cosine over the tool vectors)."""
+    out = np.zeros((len(rows), len(data.specs)))
+    at = {s.name: i for i, s in enumerate(data.specs)}
+    pool_size = data.snapshot.settings.candidate_pool
+    for j, i in enumerate(rows):
+        lab = labels[int(i)]
+        cos = data.tool_vecs @ lab.vector
+        top = np.argpartition(-cos, pool_size)[:pool_size]
+        pool = {data.specs[int(t)].name: float(cos[t]) for t in top}
+        req = SelectionRequest(query=lab.text, max_candidates=50, min_score=0)
+        for pick in select(data.snapshot, req, semantic=pool).tools:
+            out[j, at[pick.name]] = max(pick.score, 1e-9)
+    return out
+
+
+def latency(data: Prepared, signal) -> None:
+    """Median in-process selection (vector search + engine) with and without the
+    learnt signal, default request, the same 300 queries, interleaved."""
+    from selection.engine.vectors import VectorTable
+
+    table = VectorTable.build(
+        "bench", data.tool_vecs.shape[1], len(data.specs),
+        dict(enumerate(data.tool_vecs)),
+    )  # fmt: skip
+    plain = replace(data.snapshot, vectors=table).warm()
+    learnt = replace(plain, learnt=signal).warm()
+    times: dict[str, list[float]] = {"without": [], "with": []}
+    for i, q in enumerate(data.queries[:300] * 2):
+        vec = data.query_vecs[i % len(data.queries[:300])]
+        for key, snap in (("without", plain), ("with", learnt)):
+            t0 = time.perf_counter()
+            rows = snap.vectors.nearest(vec, snap.settings.candidate_pool)
+            pool = {snap.tools[r].name: s for r, s in rows.items()}
+            select(snap, SelectionRequest(query=q.text), semantic=pool, vector=vec)
+            times[key].append((time.perf_counter() - t0) * 1000)
+    a, b = np.median(times["without"]), np.median(times["with"])
+    print(
+        f"  in-process select p50: without {a:.2f} ms, with learnt model {b:.2f} ms "
+        f"({(b / a - 1) * 100:+.0f}%; goal within 10% of /select)"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", choices=[*DATASETS, "all"], default="all")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--speed-only", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    cache = EmbeddingCache(get_embedder())
+    if args.speed_only:
+        data = prepare("sealtools", None, cache)
+        speed_report(data, {"labels": labelled(data)})
+        return
+    names = DATASETS if args.data == "all" else (args.data,)
+    for name in names:
+        print(f"{name}: preparing", flush=True)
+        data = prepare(name, args.limit, cache)
+        state = run_dataset(data, args.folds)
+        if any(not q.relevant for q in data.queries):
+            no_tool_report(data, state)
+        if name == "sealtools" and not args.skip_speed:
+            speed_report(data, state)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Learning a catalog's ranking from its accepted labels (pure numpy, no Django).
+
+``fit`` turns labelled requests into a learnt model: the examples behind the
+engine's learnt signal (selection.engine.learnt: nearest labelled requests,
+lexical expansion, centroid), fusion weights and a "no tool fits" threshold.
+Every number it reports is cross-validated: the labels are cut into folds, each
+fold is scored by a signal built from the other folds only, and the weights are
+chosen on those held-out scores. If the learnt ranking is not better than the
+engine alone on held-out labels, the fit proposes no change (``improves`` is
+False): learning never makes a catalog worse.
+
+The engine's own scores for the labelled requests (``base``: one row per label,
+one column per tool, 0 where the engine gave nothing) come from the caller, so
+this module stays pure and the bench and the app fit the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from selection.engine.learnt import SIGNALS, LearntSignal, fuse
+
+FOLDS = 3
+SEED = 20261126
+GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+K_CHOICES = (5, 20)
+# Below this many labels with tools a fit is too noisy to trust.
+MIN_LABELS = 8
+# "No tool fits": the highest false-positive rate to aim for, and how much of
+# the single-tool R@1 the threshold may cost.
+FP_TARGET = 0.15
+MAX_R1_LOSS = 0.015
+NEVER_WORSE_MARGIN = 0.0
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """One labelled request: its unit vector, weighted terms, text and tool rows
+    (empty: no tool fits)."""
+
+    vector: np.ndarray
+    terms: Mapping[str, float]
+    text: str
+    tools: tuple[int, ...]
+
+
+@dataclass
+class FitResult:
+    """What a fit found, all measured on held-out folds of the labels."""
+
+    weights: dict[str, float]
+    k: int
+    no_tool_threshold: float | None
+    improves: bool
+    cv: dict[str, Any] = field(default_factory=dict)
+
+    def params(self) -> dict[str, Any]:
+        """The JSON a learnt model stores."""
+        return {
+            "weights": self.weights,
+            "k": self.k,
+            "no_tool_threshold": self.no_tool_threshold,
+        }
+
+
+def build_signal(
+    model_id: str,
+    embedding_model: str,
+    tools: Sequence[str],
+    labels: Sequence[Labelled],
+    weights: Mapping[str, float] | None = None,
+    k: int = 10,
+) -> LearntSignal:
+    """The engine's learnt signal from ``labels`` (tool rows index ``tools``)."""
+    dim = len(labels[0].vector) if labels else 0
+    matrix = (
+        np.stack([lab.vector for lab in labels]).astype(np.float32)
+        if labels
+        else np.zeros((0, dim), dtype=np.float32)
+    )
+    return LearntSignal(
+        model_id=model_id,
+        embedding_model=embedding_model,
+        tools=tuple(tools),
+        examples=matrix,
+        example_tools=tuple(tuple(lab.tools) for lab in labels),
+        texts=tuple(lab.text for lab in labels),
+        weights=dict(weights or {}),
+        k=k,
+    )
+
+
+def folds_of(count: int, folds: int, seed: int = SEED) -> np.ndarray:
+    """A fold number per item, fixed by ``seed``."""
+    order = np.random.default_rng(seed).permutation(count)
+    out = np.empty(count, dtype=np.int64)
+    out[order] = np.arange(count) % folds
+    return out
+
+
+def held_out_signals(
+    tools: Sequence[str],
+    labels: Sequence[Labelled],
+    folds: np.ndarray,
+    rows: np.ndarray,
+    k: int,
+) -> dict[str, np.ndarray]:
+    """Each signal for the labels ``rows``, from a signal built without their fold."""
+    return held_out_by_k(tools, labels, folds, rows, (k,))[k]
+
+
+def held_out_by_k(
+    tools: Sequence[str],
+    labels: Sequence[Labelled],
+    folds: np.ndarray,
+    rows: np.ndarray,
+    ks: Sequence[int],
+) -> dict[int, dict[str, np.ndarray]]:
+    """``held_out_signals`` for several neighbour counts, each fold's signal built
+    once (only ``knn`` depends on the count)."""
+    shape = (len(rows), len(tools))
+    out = {k: {name: np.zeros(shape) for name in SIGNALS} for k in ks}
+    for fold in np.unique(folds[rows]):
+        train = [labels[int(i)] for i in np.flatnonzero(folds != fold)]
+        signal = build_signal("cv", "", tools, train, k=ks[0])
+        others = {k: signal.with_weights({}, k) for k in ks[1:]}
+        for j, i in enumerate(rows):
+            if folds[i] != fold:
+                continue
+            lab = labels[int(i)]
+            found = signal.scores(lab.vector, lab.terms)
+            for k in ks:
+                for name in SIGNALS:
+                    out[k][name][j] = found[name]
+            for k, other in others.items():
+                out[k]["knn"][j] = other.scores(lab.vector, lab.terms, ("knn",))["knn"]
+    return out
+
+
+def relevance(labels: Sequence[Labelled], rows: np.ndarray, n: int) -> np.ndarray:
+    """A (labels x tools) boolean matrix of the expected tools."""
+    rel = np.zeros((len(rows), n), dtype=bool)
+    for j, i in enumerate(rows):
+        rel[j, list(labels[i].tools)] = True
+    return rel
+
+
+def ndcg_at_10(scores: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """NDCG@10 per row (learning.metrics' definition; zero scores never rank)."""
+    k = min(10, scores.shape[1])
+    top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
+    top = np.take_along_axis(top, order, axis=1)
+    hits = np.take_along_axis(rel, top, axis=1) & (
+        np.take_along_axis(scores, top, axis=1) > 0
+    )
+    discount = 1.0 / np.log2(np.arange(k) + 2)
+    dcg = (hits * discount).sum(axis=1)
+    ideal = np.cumsum(discount)[np.minimum(rel.sum(axis=1), k) - 1]
+    return np.asarray(dcg / ideal)
+
+
+def search_weights(
+    base: np.ndarray, signals: Mapping[str, np.ndarray], rel: np.ndarray
+) -> tuple[dict[str, float], float]:
+    """Coordinate ascent over ``GRID`` per signal (two passes): the weights with
+    the best mean held-out NDCG@10."""
+    weights = dict.fromkeys(SIGNALS, 0.0)
+    best = float(ndcg_at_10(base, rel).mean())
+    for _ in range(2):
+        moved = False
+        for name in SIGNALS:
+            for value in GRID:
+                trial = {**weights, name: value}
+                score = float(ndcg_at_10(fuse(base, signals, trial), rel).mean())
+                if score > best + 1e-6:
+                    best, weights, moved = score, trial, True
+        if not moved:
+            break
+    return weights, best
+
+
+def fit(
+    tools: Sequence[str],
+    labels: Sequence[Labelled],
+    base: np.ndarray,
+    sample: np.ndarray | None = None,
+    folds: int = FOLDS,
+) -> FitResult:
+    """Fusion weights, neighbour count and no-tool threshold for ``labels``.
+
+    ``base[j]`` holds the engine's scores for label ``sample[j]`` (all labels
+    when ``sample`` is None); only those labels are scored, every label is an
+    example."""
+    rows = np.arange(len(labels)) if sample is None else np.asarray(sample)
+    named = np.array([bool(labels[int(i)].tools) for i in rows])
+    if int(named.sum()) < MIN_LABELS:
+        return FitResult({}, 0, None, False, {"reason": "too few labels"})
+    fold_of = folds_of(len(labels), folds)
+    rel = relevance(labels, rows[named], len(tools))
+    before = float(ndcg_at_10(base[named], rel).mean())
+    best: tuple[float, dict[str, float], int, dict[str, np.ndarray]] = (-1, {}, 0, {})
+    by_k = held_out_by_k(tools, labels, fold_of, rows, K_CHOICES)
+    for k in K_CHOICES:
+        signals = by_k[k]
+        named_signals = {name: s[named] for name, s in signals.items()}
+        weights, score = search_weights(base[named], named_signals, rel)
+        if score > best[0]:
+            best = (score, weights, k, signals)
+    after, weights, k, signals = best
+    improves = after > before + NEVER_WORSE_MARGIN
+    fused = fuse(base, signals, weights) if improves else base
+    threshold, no_tool = calibrate_threshold(fused, labels, rows)
+    cv = {
+        "folds": folds,
+        "labels": len(labels),
+        "scored": int(named.sum()),
+        "ndcg_before": round(before, 4),
+        "ndcg_after": round(after if improves else before, 4),
+        "ndcg_learnt": round(after, 4),
+        "delta": round((after - before) if improves else 0.0, 4),
+        "no_tool": no_tool,
+    }
+    return FitResult(weights if improves else {}, k, threshold, improves, cv)
+
+
+def calibrate_threshold(
+    fused: np.ndarray, labels: Sequence[Labelled], rows: np.ndarray
+) -> tuple[float | None, dict[str, Any]]:
+    """The lowest top-score threshold whose held-out no-tool false-positive rate
+    is at most ``FP_TARGET`` and that keeps single-tool R@1 within
+    ``MAX_R1_LOSS``; when both cannot hold, the highest threshold within the
+    loss. None without labelled no-tool requests (the catalog's default holds)."""
+    none = np.array([not labels[i].tools for i in rows], dtype=bool)
+    single = np.array([len(labels[i].tools) == 1 for i in rows], dtype=bool)
+    if not none.any() or not single.any():
+        return None, {"reason": "no labelled no-tool requests"}
+    top = fused.max(axis=1)
+    right = np.array(
+        [
+            int(np.argmax(fused[j])) in labels[i].tools and fused[j].max() > 0
+            for j, i in enumerate(rows)
+        ]
+    )
+    r1 = float(right[single].mean())
+    best: tuple[float, float, float] = (0.0, float((top[none] > 0).mean()), r1)
+    for t in np.unique(np.round(top[none | single], 4)):
+        fp = float((top[none] >= t).mean())
+        kept = float((right[single] & (top[single] >= t)).mean())
+        if r1 - kept > MAX_R1_LOSS:
+            break
+        best = (float(t), fp, kept)
+        if fp <= FP_TARGET:
+            break
+    report = {
+        "threshold": round(best[0], 4),
+        "fp": round(best[1], 4),
+        "r1_before": round(r1, 4),
+        "r1_after": round(best[2], 4),
+    }
+    return round(best[0], 4), report

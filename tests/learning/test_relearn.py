@@ -1,0 +1,57 @@
+"""QUIVER_RELEARN_ON_CHANGE: a tool edit in a catalog sends the re-learn task,
+which queues one applied learn of a catalog whose settings apply a learnt model,
+and none while one is already waiting (the queue is the debounce)."""
+
+from __future__ import annotations
+
+import pytest
+
+from catalog.services.catalogs import ensure_default_catalog
+from learning.models import LearnState, LearntModel
+from learning.services import learn
+from selection.services.settings import update_selection_settings
+from tests.factories import make_tool
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    names: list[tuple[str, tuple]] = []
+    monkeypatch.setattr(
+        "catalog.services.jobs.send",
+        lambda name, *args, priority=None: names.append((name, args)) or True,
+    )
+    return names
+
+
+def test_a_tool_edit_sends_the_relearn_task_when_the_setting_is_on(
+    settings, sent, django_capture_on_commit_callbacks
+):
+    settings.QUIVER_RELEARN_ON_CHANGE = True
+    with django_capture_on_commit_callbacks(execute=True):
+        tool = make_tool(ensure_default_catalog(), "get_weather")
+    assert ("learning.learn_tasks.relearn_if_due", (tool.catalog_id,)) in sent
+
+
+def test_no_relearn_task_when_the_setting_is_off(
+    settings, sent, django_capture_on_commit_callbacks
+):
+    settings.QUIVER_RELEARN_ON_CHANGE = False
+    with django_capture_on_commit_callbacks(execute=True):
+        make_tool(ensure_default_catalog(), "get_weather")
+    assert not [name for name, _ in sent if "relearn" in name]
+
+
+def test_a_catalog_with_an_applied_model_is_relearnt_once(settings, sent):
+    settings.QUIVER_RELEARN_ON_CHANGE = True
+    catalog = ensure_default_catalog()
+    make_tool(catalog, "get_weather")
+    assert learn.relearn_on_change(catalog) is None  # nothing applied yet
+    done = LearntModel.objects.create(
+        catalog=catalog, version=1, state=LearnState.SUCCEEDED
+    )
+    update_selection_settings(catalog, {"learnt_model": done.pk}, actor=None)
+    queued = learn.relearn_on_change(catalog)
+    assert queued is not None and queued.apply and queued.version == 2
+    assert learn.relearn_on_change(catalog) is None
