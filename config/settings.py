@@ -176,6 +176,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several models have a "status" field with choices of their own.
+    "ENUM_NAME_OVERRIDES": {
+        "ApprovalStatusEnum": "calls.models.ApprovalStatus",
+        "ToolStatusEnum": "catalog.choices.ToolStatus",
+        "LabelStatusEnum": "learning.models.LabelStatus",
+        "SourceStatusEnum": "sources.models.SourceStatus",
+        "ReviewStatusEnum": [("accepted", "Accepted"), ("rejected", "Rejected")],
+    },
 }
 
 # Selections a minute per API client (batch items count one each; /validate and

@@ -123,6 +123,7 @@ class LabelListView(generics.GenericAPIView):
         }
 
     @extend_schema(
+        operation_id="v1_catalogs_labels_list",
         parameters=[*LABEL_FILTERS, PAGE],
         responses=paged("LabelPage", LabelSerializer(many=True)),
     )
@@ -135,7 +136,7 @@ class LabelListView(generics.GenericAPIView):
         request=LabelUploadSerializer,
         responses={
             201: inline_serializer(
-                "LabelUpload",
+                "LabelUploadResult",
                 {
                     "added": serializers.IntegerField(),
                     "refused_count": serializers.IntegerField(),
@@ -157,6 +158,7 @@ class LabelListView(generics.GenericAPIView):
         return Response(upload.to_dict(), status=status.HTTP_201_CREATED)
 
     @extend_schema(
+        operation_id="v1_catalogs_labels_bulk_destroy",
         parameters=[*LABEL_FILTERS, OpenApiParameter("all", bool)],
         responses=counted("LabelsDeleted", "deleted"),
     )
@@ -302,6 +304,7 @@ class EvaluationListView(generics.GenericAPIView):
     throttle_classes = [WriteRateThrottle]
 
     @extend_schema(
+        operation_id="v1_catalogs_evaluations_list",
         parameters=[PAGE],
         responses=paged("EvaluationPage", EvaluationSerializer(many=True)),
     )

@@ -21,6 +21,8 @@ document.addEventListener("change", (event) => {
   if (counter) counter.textContent = String(ticked);
   const scope = document.querySelector('#tool-bulk input[name="scope"][value="selected"]');
   if (scope && ticked) scope.checked = true;
+});
+
 // <button data-copy="#id"> copies that element's text and says so next to itself.
 document.addEventListener("click", (event) => {
   const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
