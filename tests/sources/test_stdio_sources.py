@@ -21,6 +21,7 @@ from audit.models import AuditEvent
 from calls.upstream import pool
 from catalog.choices import JobState
 from sources.models import Source, SourceKind, SourceStatus
+from sources.secrets import decrypt_headers
 from tests.sources.conftest import sync
 
 pytestmark = pytest.mark.django_db
@@ -320,3 +321,31 @@ def test_an_unreadable_settings_file_is_a_clear_error(catalog, settings, tmp_pat
 
 def test_the_kind_is_stdio(configured):
     assert SourceKind.STDIO == "stdio"
+
+
+def test_the_console_shows_a_stdio_source_and_edits_only_its_limits(
+    configured, client, admin_user
+):
+    add()
+    source = Source.objects.get()
+    client.force_login(admin_user)
+    page = f"/sources/{source.pk}/"
+
+    shown = client.get(page)
+    saved = client.post(
+        page,
+        {
+            "url": "http://127.0.0.1:9/mcp",
+            "headers": "X-Key: value",
+            "timeout_seconds": "12",
+        },
+    )
+
+    assert shown.status_code == 200
+    assert "stdio <code>local</code>" in shown.content.decode()
+    assert TOKEN not in shown.content.decode()
+    assert saved.status_code == 302
+    source.refresh_from_db()
+    assert source.timeout_seconds == 12 and source.url == ""
+    assert decrypt_headers(source) == {}
+    assert (source.kind, source.stdio_name) == ("stdio", "local")
