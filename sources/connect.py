@@ -11,6 +11,7 @@ so the check is of the address actually reached."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -23,6 +24,24 @@ from sources.netguard import GuardedBackend
 from sources.stdio import StdioSpec
 
 DEFAULT_TIMEOUT_S = 30.0
+
+
+class _NoStdioOutput(logging.Filter):
+    """The SDK's stdio client logs a line it cannot parse with the exception, whose
+    text holds the line itself: whatever a command printed (its env's secrets, if
+    it printed them) would reach Quiver's logs. Keep the message and the
+    exception's type only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()} ({type(record.exc_info[1]).__name__})"
+            record.args = None
+        record.exc_info = None
+        record.exc_text = None
+        return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoStdioOutput())
 
 
 @asynccontextmanager

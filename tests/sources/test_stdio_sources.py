@@ -349,3 +349,47 @@ def test_the_console_shows_a_stdio_source_and_edits_only_its_limits(
     assert source.timeout_seconds == 12 and source.url == ""
     assert decrypt_headers(source) == {}
     assert (source.kind, source.stdio_name) == ("stdio", "local")
+
+
+def test_testing_the_connection_starts_the_command_and_lists_a_page(
+    configured, admin_api
+):
+    add()
+    source = Source.objects.get()
+
+    answer = admin_api.post(f"/api/v1/sources/{source.pk}/test")
+
+    assert answer.status_code == 200
+    assert answer.json()["ok"] is True
+    assert answer.json()["server"] == "test-stdio-upstream 1"
+    assert answer.json()["tools_on_first_page"] == 3
+    assert answer.json()["more_pages"] is True
+
+
+ECHO_SECRET = (
+    "import os, sys, time; sys.stdout.write(os.environ['LEAK'] + '\\n'); "
+    "sys.stdout.flush(); time.sleep(0.5)"
+)
+
+
+def test_a_command_that_prints_its_secret_env_never_gets_it_into_a_record(
+    configured, catalog, caplog
+):
+    leaky = {
+        "command": sys.executable,
+        "args": ["-c", ECHO_SECRET],
+        "env": {"LEAK": TOKEN},
+    }
+    write(configured.file, {"stdio": {"local": entry(configured.log), "leaky": leaky}})
+    add("leaky")
+    source = Source.objects.get()
+
+    job = sync(source)
+
+    assert job.state != JobState.SUCCEEDED
+    assert source.status == SourceStatus.ERROR and source.last_error
+    assert TOKEN not in source.last_error
+    assert TOKEN not in json.dumps([job.errors, job.items], default=str)
+    assert TOKEN not in everything_recorded()
+    assert "Failed to parse JSONRPC message" in caplog.text  # logged, but not the line
+    assert TOKEN not in caplog.text
