@@ -281,6 +281,8 @@ def _run(call: _Call) -> CallAnswer:
         headers=decrypt_headers(source),
         headers_fingerprint=fingerprint(source.headers_encrypted),
         timeout=float(source.timeout_seconds or 30.0),
+        kind=source.kind,
+        stdio_name=source.stdio_name,
     )
     call.upstream_tried = True
     try:

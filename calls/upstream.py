@@ -17,6 +17,7 @@ once, and only after a connection failure while time remains.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import os
@@ -30,7 +31,9 @@ import httpx2
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from sources.connect import open_client
+from sources.connect import open_client, open_stdio_client
+from sources.secrets import scrub
+from sources.stdio import StdioConfigError, StdioSpec, stdio_spec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -41,7 +44,10 @@ CONNECTION_ERRORS = (httpx2.TransportError, OSError, ConnectionError)
 
 @dataclass(frozen=True)
 class Target:
-    """Where a call goes: a source's url, headers (decrypted) and timeout."""
+    """Where a call goes: a source's url, headers (decrypted) and timeout; for a
+    stdio source (``kind`` "stdio") the settings file's entry ``stdio_name``,
+    read at every call (``stdio``, with a fingerprint of it in the key, so a
+    changed command replaces the pooled process)."""
 
     source_id: int
     source_name: str
@@ -49,10 +55,33 @@ class Target:
     headers: dict[str, str] = field(hash=False, compare=False)
     headers_fingerprint: str = ""
     timeout: float = 30.0
+    kind: str = "mcp"
+    stdio_name: str = ""
+    stdio: StdioSpec | None = field(default=None, hash=False, compare=False)
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return (self.source_id, self.url, self.headers_fingerprint, self.timeout)
+        stdio = self.stdio.fingerprint if self.stdio is not None else ""
+        return (
+            self.source_id,
+            self.kind,
+            self.url,
+            self.stdio_name,
+            stdio,
+            self.headers_fingerprint,
+            self.timeout,
+        )
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        """The values no error may show: the headers, or the command's env."""
+        return dict(self.stdio.env) if self.stdio is not None else self.headers
+
+    def opened(self) -> Any:
+        """The SDK client's context manager for this target."""
+        if self.stdio is not None:
+            return open_stdio_client(self.stdio, timeout=self.timeout)
+        return open_client(self.url, self.headers, timeout=self.timeout)
 
 
 def fingerprint(secret_text: str) -> str:
@@ -102,9 +131,7 @@ class _Connection:
     async def _hold(self) -> None:
         target = self.target
         try:
-            async with open_client(
-                target.url, target.headers, timeout=target.timeout
-            ) as client:
+            async with target.opened() as client:
                 await _list_every_page(client)
                 self.client = client
                 self.ready.set()
@@ -202,12 +229,22 @@ def call_upstream(
     """Call ``name`` upstream within the target's timeout; ``UpstreamFailure``
     when no result came back."""
     deadline = time.monotonic() + target.timeout
+    if target.kind == "stdio":
+        try:
+            spec = stdio_spec(target.stdio_name)
+        except StdioConfigError as exc:
+            raise UpstreamFailure(f"source {target.source_name!r}: {exc}") from None
+        target = dataclasses.replace(target, stdio=spec)
     work = pool()
     coroutine = _call(work, target, name, arguments, idempotent, deadline)
     try:
         return work.run(coroutine, target.timeout + 5)
     except TimeoutError as exc:  # the loop itself did not answer in time
         raise UpstreamFailure(_timed_out(target), timed_out=True) from exc
+    except UpstreamFailure as exc:  # no header value or stdio env in a reason
+        exc.reason = scrub(exc.reason, target.secrets)
+        exc.args = (exc.reason,)
+        raise
 
 
 async def _call(

@@ -386,6 +386,9 @@ QUIVER_SOURCE_SYNC_MINUTES = env_int(
 )
 # Pages of tools/list read at most per sync (a cursor that never ends is an error).
 QUIVER_SOURCE_MAX_PAGES = env_int("QUIVER_SOURCE_MAX_PAGES", 100, minimum=1)
+# A JSON file of stdio sources' commands ({"stdio": {name: {command, args, env, cwd}}}),
+# read at every use; the only place a stdio command can be configured (sources.stdio).
+QUIVER_SOURCES_FILE = env_str("QUIVER_SOURCES_FILE", "")
 
 LOGGING = {
     "version": 1,

@@ -11,16 +11,37 @@ so the check is of the address actually reached."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx2
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from sources.netguard import GuardedBackend
+from sources.stdio import StdioSpec
 
 DEFAULT_TIMEOUT_S = 30.0
+
+
+class _NoStdioOutput(logging.Filter):
+    """The SDK's stdio client logs a line it cannot parse with the exception, whose
+    text holds the line itself: whatever a command printed (its env's secrets, if
+    it printed them) would reach Quiver's logs. Keep the message and the
+    exception's type only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()} ({type(record.exc_info[1]).__name__})"
+            record.args = None
+        record.exc_info = None
+        record.exc_text = None
+        return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoStdioOutput())
 
 
 @asynccontextmanager
@@ -54,6 +75,27 @@ async def open_client(
         http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
+        yield client
+
+
+@asynccontextmanager
+async def open_stdio_client(
+    spec: StdioSpec, *, timeout: float = DEFAULT_TIMEOUT_S, mode: str = "auto"
+) -> AsyncIterator[Client]:
+    """A connected client to the command of a stdio entry of the settings file,
+    started as a child process of Quiver (with the SDK's safe inherited
+    environment plus the entry's ``env``) and stopped when the block ends. Every
+    request waits at most ``timeout`` seconds. No network address is involved, so
+    the deny-list of ``sources.netguard`` has nothing to check."""
+    params = StdioServerParameters(
+        command=spec.command,
+        args=list(spec.args),
+        env=dict(spec.env),
+        cwd=spec.cwd,
+    )
+    async with Client(
+        stdio_client(params), mode=mode, read_timeout_seconds=timeout
+    ) as client:
         yield client
 
 

@@ -66,3 +66,11 @@ class SourceEditForm(SourceForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["name"].disabled = True
+        if self.initial.get("kind") == "stdio":
+            # Its command is the settings file's: no url or headers to edit here.
+            for field in ("url", "headers"):
+                self.fields[field].disabled = True
+                self.fields[field].required = False
+            self.fields[
+                "url"
+            ].help_text = "A stdio source: its command is in the server's settings file"

@@ -11,6 +11,8 @@ from catalog.models import Catalog, Tool
 
 class SourceKind(models.TextChoices):
     MCP = "mcp", "MCP server (streamable HTTP)"
+    # A command named in the server's settings file (sources.stdio), never the API.
+    STDIO = "stdio", "MCP server (stdio command from the settings file)"
 
 
 class SourceStatus(models.TextChoices):

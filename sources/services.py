@@ -23,6 +23,7 @@ from catalog.services.tools import set_tool_status
 from sources.models import Source, SourceKind, SourceStatus
 from sources.netguard import url_problem
 from sources.secrets import MASK, decrypt_headers, encrypt_headers
+from sources.stdio import StdioConfigError, stdio_spec
 
 # Letters, digits and hyphens: a source's name is its tools' namespace
 # ("<source>__<tool>"), so it may hold no "_" and two sources never overlap.
@@ -54,6 +55,15 @@ MAX_HEADER_VALUE = 8192
 STDIO_RULE = (
     "kind: only 'mcp' (a streamable HTTP url) may be added over the API or the "
     "console; a stdio command is configured in the server's settings file only"
+)
+STDIO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+STDIO_NAME_RULE = (
+    "stdio_name: 1 to 64 letters, digits, '_', '.' and '-', starting with a "
+    "letter or digit"
+)
+STDIO_FIXED = (
+    "{field}: a stdio source has none; its command, arguments and environment "
+    "are in the server's settings file (QUIVER_SOURCES_FILE)"
 )
 
 
@@ -112,13 +122,21 @@ def _header_problem(name: Any, value: Any) -> str:
 
 def _check(source: Source) -> None:
     errors: dict[str, list[str]] = {}
-    if source.kind != SourceKind.MCP:
+    if source.kind == SourceKind.STDIO:
+        # No network target: the deny-list does not apply; the command is the
+        # settings file's (checked when the source is added and at every use).
+        if source.url:
+            errors["url"] = [STDIO_FIXED.format(field="url")]
+        if not STDIO_NAME_RE.fullmatch(source.stdio_name or ""):
+            errors["stdio_name"] = [STDIO_NAME_RULE]
+    elif source.kind != SourceKind.MCP:
         errors["kind"] = [STDIO_RULE]
+    else:
+        problem = url_problem(source.url)
+        if problem:
+            errors["url"] = [problem]
     if not NAME_RE.fullmatch(source.name or ""):
         errors["name"] = [NAME_RULE]
-    problem = url_problem(source.url)
-    if problem:
-        errors["url"] = [problem]
     if not 1 <= float(source.timeout_seconds) <= 300:
         errors["timeout_seconds"] = ["timeout_seconds: between 1 and 300 seconds"]
     if not 1 <= int(source.max_result_bytes) <= 10_000_000:
@@ -135,6 +153,10 @@ def _event(
     headers: dict[str, str],
     changed: list[str] | None = None,
 ) -> None:
+    where: dict[str, Any] = {"url": source.url}
+    if source.kind == SourceKind.STDIO:
+        # The entry's name and its command's basename: never its env or arguments.
+        where = {"stdio_name": source.stdio_name, "command": _command_name(source)}
     record_event(
         EventType.SOURCE_CHANGED,
         actor=actor,
@@ -146,7 +168,7 @@ def _event(
             "action": action,
             "source": source.name,
             "kind": source.kind,
-            "url": source.url,
+            **where,
             "header_names": sorted(headers),
             "changed": changed or [],
         },
@@ -166,8 +188,11 @@ def create_source(
     actor: Actor,
     request_id: uuid.UUID | None = None,
 ) -> Source:
-    """A new source of ``catalog`` (never synced yet)."""
+    """A new source of ``catalog`` (never synced yet): a streamable HTTP one
+    only (``add_stdio_source`` is the settings file's way)."""
     require_manager(actor, catalog)
+    if kind != SourceKind.MCP:
+        raise ValidationError({"kind": [STDIO_RULE]})
     clean = clean_headers(headers)
     source = Source(
         catalog=catalog,
@@ -180,6 +205,55 @@ def create_source(
         created_by=stored_user(actor),
     )
     _check(source)
+    return _save_new(source, actor, request_id, clean)
+
+
+def _command_name(source: Source) -> str:
+    try:
+        return stdio_spec(source.stdio_name).describe()["command"]
+    except StdioConfigError:
+        return "(not configured)"
+
+
+def add_stdio_source(
+    catalog: Catalog,
+    *,
+    name: str,
+    stdio_name: str,
+    timeout_seconds: float = 30.0,
+    max_result_bytes: int = 100_000,
+    actor: Actor = None,
+    request_id: uuid.UUID | None = None,
+) -> Source:
+    """A new stdio source of ``catalog``: the command of entry ``stdio_name`` of
+    the server's settings file (``sources.stdio``), which must be there and well
+    formed. Only the ``add_stdio_source`` management command calls this (as the
+    system: whoever runs it holds the server's files); no view or API does."""
+    if actor is not None:
+        require_manager(actor, catalog)
+    try:
+        stdio_spec(stdio_name)
+    except StdioConfigError as exc:
+        raise ValidationError({"stdio_name": [str(exc)]}) from None
+    source = Source(
+        catalog=catalog,
+        name=name,
+        kind=SourceKind.STDIO,
+        url="",
+        stdio_name=stdio_name,
+        timeout_seconds=timeout_seconds,
+        max_result_bytes=max_result_bytes,
+        headers_encrypted=encrypt_headers({}),
+        created_by=stored_user(actor),
+    )
+    _check(source)
+    return _save_new(source, actor, request_id, {})
+
+
+def _save_new(
+    source: Source, actor: Actor, request_id: uuid.UUID | None, headers: dict[str, str]
+) -> Source:
+    catalog, name = source.catalog, source.name
     with transaction.atomic():
         if Source.objects.filter(catalog=catalog, name=name).exists():
             raise ValidationError(
@@ -192,7 +266,7 @@ def create_source(
             raise ValidationError(
                 {"name": [f"name: a source named {name!r} already exists here"]}
             ) from exc
-        _event(source, "create", actor, request_id, clean)
+        _event(source, "create", actor, request_id, headers)
     return source
 
 
@@ -217,6 +291,10 @@ def update_source(
     unknown = sorted(set(changes) - {*EDITABLE, "name", "kind"})
     if unknown:
         raise ValidationError({unknown[0]: [f"{unknown[0]}: not a source field"]})
+    if source.kind == SourceKind.STDIO:
+        for field in ("url", "headers"):
+            if changes.get(field):
+                raise ValidationError({field: [STDIO_FIXED.format(field=field)]})
     with transaction.atomic():
         source = (
             Source.objects.select_for_update()

@@ -11,12 +11,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sources.connect import open_client
-from sources.models import Source
+from mcp import Client
+
+from sources.connect import open_client, open_stdio_client
+from sources.models import Source, SourceKind
 from sources.secrets import decrypt_headers, scrub
+from sources.stdio import StdioConfigError, stdio_spec
 
 T = TypeVar("T")
 MAX_TOOLS = 5000
@@ -74,16 +78,11 @@ def reason(exc: BaseException, headers: dict[str, str]) -> str:
 
 
 async def _list(
-    source_url: str,
-    headers: dict[str, str],
-    timeout: float,
+    opened: AbstractAsyncContextManager[Client],
     max_pages: int,
     first_page_only: bool,
-    http_errors: list[str],
 ) -> Listing:
-    async with open_client(
-        source_url, headers, timeout=timeout, http_errors=http_errors
-    ) as client:
+    async with opened as client:
         info = client.server_info
         server = f"{info.name} {info.version}".strip() if info is not None else ""
         tools: list[dict[str, Any]] = []
@@ -110,21 +109,30 @@ async def _list(
 
 
 def list_tools(source: Source, *, first_page_only: bool = False) -> Listing:
-    """Every tool the source lists (all pages), as the JSON of the MCP spec."""
+    """Every tool the source lists (all pages), as the JSON of the MCP spec.
+
+    A stdio source's command comes from the settings file, read now; its env
+    values are masked out of any error like header values are."""
     from django.conf import settings
 
-    headers = decrypt_headers(source)
+    timeout = float(source.timeout_seconds)
     http_errors: list[str] = []
+    opened: AbstractAsyncContextManager[Client]
+    if source.kind == SourceKind.STDIO:
+        try:
+            spec = stdio_spec(source.stdio_name)
+        except StdioConfigError as exc:
+            raise UpstreamError(str(exc)) from None
+        headers = spec.env
+        opened = open_stdio_client(spec, timeout=timeout)
+    else:
+        headers = decrypt_headers(source)
+        opened = open_client(
+            source.url, headers, timeout=timeout, http_errors=http_errors
+        )
     try:
         return run(
-            _list(
-                source.url,
-                headers,
-                float(source.timeout_seconds),
-                int(settings.QUIVER_SOURCE_MAX_PAGES),
-                first_page_only,
-                http_errors,
-            )
+            _list(opened, int(settings.QUIVER_SOURCE_MAX_PAGES), first_page_only)
         )
     except Exception as exc:
         why = reason(exc, headers)

@@ -54,6 +54,7 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
     source = get_source_for_user(request.user, source_id)
     initial = {
         "name": source.name,
+        "kind": source.kind,
         "url": source.url,
         "headers": header_lines(masked(source)),
         "timeout_seconds": source.timeout_seconds,

@@ -35,7 +35,8 @@ class SourceInputSerializer(serializers.Serializer):
 
 
 class SourceSerializer(serializers.ModelSerializer):
-    """A source as admins see it: header names with masked values, never clear."""
+    """A source as admins see it: header names with masked values, never clear;
+    a stdio source shows only its settings file entry's name (``stdio_name``)."""
 
     catalog: serializers.SlugRelatedField = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
@@ -53,6 +54,7 @@ class SourceSerializer(serializers.ModelSerializer):
             "name",
             "kind",
             "url",
+            "stdio_name",
             "headers",
             "timeout_seconds",
             "max_result_bytes",
