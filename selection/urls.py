@@ -19,6 +19,11 @@ urlpatterns = [
         name="settings-try",
     ),
     path(
+        "catalogs/<slug:slug>/selection-settings/evaluate/",
+        views.evaluate_settings_view,
+        name="settings-evaluate",
+    ),
+    path(
         "catalogs/<slug:slug>/selection-settings/history/",
         views.settings_history,
         name="settings-history",

@@ -17,7 +17,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from catalog.access import access_for, get_catalog_for_user
+from catalog.access import (
+    LABEL_MANAGERS,
+    access_for,
+    get_catalog_for_user,
+    may_manage_labels,
+)
 from catalog.models import Catalog
 from catalog.services.catalogs import DEFAULT_CATALOG
 from config.http import request_id
@@ -30,6 +35,7 @@ from config.pages import (
 )
 from config.ratelimit import rate_limited, rate_limited_by
 from learning.gate import RegressionRefused
+from learning.services import evaluations
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, SettingsFieldsForm, TryItForm
@@ -255,6 +261,40 @@ def try_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
         problems = _compare(request, catalog, form, query, context)
     context["problems"] = problems
     return render_page(request, TRY_SETTINGS_PARTIAL, context)
+
+
+EVALUATE_SETTINGS_PARTIAL = "selection/partials/settings_evaluate.html"
+
+
+@login_required
+@require_POST
+@rate_limited_by(2)
+def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """The catalog's labelled requests (its evaluation set) under the saved and
+    the proposed settings: two evaluation runs (learning), compared side by side
+    on the Evaluation page. Nothing is saved to the settings."""
+    catalog = get_catalog_for_user(request.user, slug)
+    if not may_manage_labels(access_for(request.user), catalog.slug):
+        raise PermissionDenied(LABEL_MANAGERS)
+    data, version = current_settings(catalog)
+    form = posted_settings_form(request, catalog, data)
+    context: dict[str, Any] = {"catalog": catalog, "version": version}
+    problems = [] if form.is_valid() else _form_problems(form)
+    if not problems:
+        try:
+            proposed = checked_settings(form.settings_data()).to_dict()
+            saved = evaluations.start_evaluation(catalog, actor=acting_user(request))
+            tried = evaluations.start_evaluation(
+                catalog, actor=acting_user(request), settings_data=proposed
+            )
+        except evaluations.EvaluationInputError as exc:
+            problems = [str(exc)]
+        except ValidationError as exc:
+            problems = list(exc.messages)
+        else:
+            context |= {"saved": saved, "tried": tried}
+    context["problems"] = problems
+    return render_page(request, EVALUATE_SETTINGS_PARTIAL, context)
 
 
 def _form_problems(form: SettingsForm) -> list[str]:

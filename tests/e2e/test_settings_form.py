@@ -10,6 +10,8 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
+from learning.models import Evaluation, Label
+from learning.services.evaluations import run_now
 from selection.models import SelectionSettings
 from tests.factories import make_sample_catalog
 
@@ -112,3 +114,28 @@ def test_a_curator_edits_tries_saves_and_rolls_back_the_settings(
 
     page.goto("/catalogs/default/selection-settings/")
     expect(page.locator("#id_candidate_pool")).to_have_value("40")
+
+
+def test_a_curator_evaluates_proposed_settings_on_the_labelled_requests(page, catalog):
+    """With labelled requests, the settings page starts two evaluation runs (the
+    saved and the proposed settings) and links to them side by side."""
+    Label.objects.create(
+        catalog=catalog, query="is it raining in Oslo?", tools=["get_weather"]
+    )
+    Label.objects.create(
+        catalog=catalog, query="refund order 1234", tools=["refund_payment"]
+    )
+    page.goto("/catalogs/default/selection-settings/")
+    page.locator("#id_candidate_pool").fill("3")
+    page.get_by_test_id("evaluate-settings").click()
+    link = page.get_by_test_id("settings-evaluations-compare")
+    expect(link).to_be_visible()
+    for run in Evaluation.objects.filter(catalog=catalog).order_by("id"):
+        run_now(run)  # what the worker does, here in the test's process
+    saved, tried = Evaluation.objects.filter(catalog=catalog).order_by("id")
+    assert saved.settings_data is None and tried.settings_data["candidate_pool"] == 3
+    link.click()
+    compare = page.get_by_test_id("compare")
+    expect(compare).to_contain_text(f"#{saved.pk}")
+    expect(compare).to_contain_text(f"#{tried.pk}")
+    assert not SelectionSettings.objects.filter(catalog=catalog).exists()
