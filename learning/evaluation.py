@@ -32,10 +32,11 @@ from catalog.models import Catalog
 from learning.metrics import mean_metrics, query_metrics
 from selection.adapters.snapshots import get_snapshot
 from selection.engine.engine import select
-from selection.engine.settings import EngineSettings, SettingsError
+from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest, SelectionResult
 from selection.services.select import SEMANTIC_SCORERS, semantic_for
+from selection.services.settings import checked_settings
 from selection.services.why_not import _locate as locate_tool
 
 TOP = 10
@@ -58,22 +59,11 @@ class LabelledRequest:
 
 def parse_settings(data: Any) -> EngineSettings:
     """Settings to try, validated exactly as the selection-settings API does
-    (selection.services.settings.update_selection_settings): each bad field is
-    named ``settings.<field>``."""
+    (selection.services.settings.checked_settings): each bad field is named
+    ``settings.<field>``."""
     if not isinstance(data, dict):
         raise ValidationError({"settings": ["settings: must be an object"]})
-    try:
-        engine_settings = EngineSettings.from_dict(data)
-    except SettingsError as exc:
-        raise ValidationError(
-            {f"settings.{k}": [f"settings.{k}: {v}"] for k, v in exc.errors.items()}
-        ) from exc
-    problems = engine_settings.validate()
-    if problems:
-        raise ValidationError(
-            {f"settings.{k}": [f"settings.{k}: {v}"] for k, v in problems.items()}
-        )
-    return engine_settings
+    return checked_settings(data)
 
 
 class Ranker:
