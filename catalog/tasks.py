@@ -8,7 +8,7 @@ from typing import Any
 from celery import bootsteps, shared_task
 from celery.signals import worker_ready
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import OperationalError
 
 from catalog.choices import EmbeddingStatus, JobKind, JobState
 from catalog.embeddings.backends import EmbeddingError
@@ -68,40 +68,18 @@ class EmbeddingsInStep:
 @shared_task
 def run_import(job_id: int) -> None:
     """Run (or resume) an import job."""
-    job = jobs.claim_job(job_id)
-    if job is None:
-        return
-    try:
+
+    def work(job: Job) -> None:
         imports.run_import(job, EmbeddingsInStep())
         jobs.send(TASK_QUERY_ENCODER, priority=jobs.EMBED_PRIORITY + 1)
-    except jobs.JobLost:
-        log.warning("import job %s was taken over by another worker", job_id)
-    except (OperationalError, InterfaceError) as exc:
-        # The database went away: the job is not at fault. Its heartbeat has
-        # stopped, so a sweeper puts it back in the queue once the lease is out.
-        log.warning("import job %s paused, database unavailable: %s", job_id, exc)
-    except Exception as exc:
-        log.exception("import job %s failed", job_id)
-        jobs.fail_job(job, f"{type(exc).__name__}: {exc}")
-        raise
+
+    jobs.run_claimed(job_id, "import", work)
 
 
 @shared_task
 def run_bulk_edit(job_id: int) -> None:
     """Run (or resume) a bulk edit job from the tools it has not reached yet."""
-    job = jobs.claim_job(job_id)
-    if job is None:
-        return
-    try:
-        bulk_edit.run_bulk_job(job)
-    except jobs.JobLost:
-        log.warning("bulk edit job %s was taken over by another worker", job_id)
-    except (OperationalError, InterfaceError) as exc:
-        log.warning("bulk edit job %s paused, database unavailable: %s", job_id, exc)
-    except Exception as exc:
-        log.exception("bulk edit job %s failed", job_id)
-        jobs.fail_job(job, f"{type(exc).__name__}: {exc}")
-        raise
+    jobs.run_claimed(job_id, "bulk edit", bulk_edit.run_bulk_job)
 
 
 TASK_QUERY_ENCODER = "catalog.tasks.build_query_encoder_if_due"

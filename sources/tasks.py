@@ -8,7 +8,6 @@ from typing import Any
 
 from celery import bootsteps, shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -25,19 +24,7 @@ CHECK_EVERY_S = 60.0
 @shared_task
 def run_sync(job_id: int) -> None:
     """Run (or run again) a source's sync job; a job already taken does nothing."""
-    job = jobs.claim_job(job_id)
-    if job is None:
-        return
-    try:
-        sync.run_sync(job)
-    except jobs.JobLost:
-        log.warning("sync job %s was taken over by another worker", job_id)
-    except (OperationalError, InterfaceError) as exc:
-        log.warning("sync job %s paused, database unavailable: %s", job_id, exc)
-    except Exception as exc:
-        log.exception("sync job %s failed", job_id)
-        jobs.fail_job(job, f"{type(exc).__name__}: {exc}")
-        raise
+    jobs.run_claimed(job_id, "sync", sync.run_sync)
 
 
 @shared_task

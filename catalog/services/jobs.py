@@ -21,14 +21,20 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
 from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -203,6 +209,26 @@ def fail_job(job: Job, message: str) -> None:
     job.finished = timezone.now()
     job.errors = [*job.errors, message]
     job.save(update_fields=["state", "finished", "errors"])
+
+
+def run_claimed(job_id: int, what: str, work: Callable[[Job], object]) -> None:
+    """A job task's body: claim job ``job_id`` and run ``work`` on it. Taken over
+    by another worker: a warning. The database went away: the job is not at
+    fault; its heartbeat has stopped, so a sweeper puts it back in the queue once
+    the lease is out. Anything else fails the job and is raised."""
+    job = claim_job(job_id)
+    if job is None:
+        return
+    try:
+        work(job)
+    except JobLost:
+        log.warning("%s job %s was taken over by another worker", what, job_id)
+    except (OperationalError, InterfaceError) as exc:
+        log.warning("%s job %s paused, database unavailable: %s", what, job_id, exc)
+    except Exception as exc:
+        log.exception("%s job %s failed", what, job_id)
+        fail_job(job, f"{type(exc).__name__}: {exc}")
+        raise
 
 
 @contextmanager
