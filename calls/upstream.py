@@ -20,23 +20,20 @@ import asyncio
 import dataclasses
 import hashlib
 import logging
-import os
-import threading
 import time
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx2
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from config.aio import LoopThread, per_process
 from sources.connect import open_client, open_stdio_client
 from sources.secrets import scrub
 from sources.stdio import StdioConfigError, StdioSpec, stdio_spec
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 CONNECTION_CLOSED = -32000  # the SDK's code when the transport went away
 LIST_PAGE_CAP = 100
 CONNECTION_ERRORS = (httpx2.TransportError, OSError, ConnectionError)
@@ -163,28 +160,12 @@ async def _list_every_page(client: Client) -> None:
             return
 
 
-class _Pool:
+class _Pool(LoopThread):
     """The process's event loop thread and its connected clients."""
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.loop = asyncio.new_event_loop()
         self.connections: dict[tuple[Any, ...], _Connection] = {}
-        started = threading.Event()
-        thread = threading.Thread(
-            target=self._run, args=(started,), name="quiver-upstream", daemon=True
-        )
-        thread.start()
-        started.wait(10)
-
-    def _run(self, started: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.call_soon(started.set)
-        self.loop.run_forever()
-
-    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        return future.result(timeout)
+        super().__init__("quiver-upstream")
 
     def connection(self, target: Target) -> _Connection:
         """The pooled connection for ``target`` (on the loop), opening one when
@@ -210,17 +191,9 @@ class _Pool:
             self.drop(connection)
 
 
-_lock = threading.Lock()
-_pools: dict[str, _Pool] = {}
-
-
 def pool() -> _Pool:
     """This process's pool (a new one after a fork: threads do not survive it)."""
-    with _lock:
-        found = _pools.get("pool")
-        if found is None or found.pid != os.getpid():
-            found = _pools["pool"] = _Pool()
-        return found
+    return per_process("upstream-pool", _Pool)
 
 
 def call_upstream(
@@ -238,7 +211,7 @@ def call_upstream(
     work = pool()
     coroutine = _call(work, target, name, arguments, idempotent, deadline)
     try:
-        return work.run(coroutine, target.timeout + 5)
+        return work.submit(coroutine, target.timeout + 5)
     except TimeoutError as exc:  # the loop itself did not answer in time
         raise UpstreamFailure(_timed_out(target), timed_out=True) from exc
     except UpstreamFailure as exc:  # no header value or stdio env in a reason

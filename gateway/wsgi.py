@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import uuid
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
@@ -33,6 +32,7 @@ from django.http.request import split_domain_port, validate_host
 from rest_framework.exceptions import APIException
 
 from catalog.auth import ApiKeyAuthentication
+from config.aio import LoopThread, per_process
 from config.bodies import Refusal, read_body
 from gateway.server import CALLER, REQUEST_ID, build_manager
 
@@ -150,42 +150,17 @@ def _scope(environ: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Loop:
+class _Loop(LoopThread):
     """One event loop thread per process, with the session manager running."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
         self.manager = build_manager()
-        self.ready = threading.Event()
-        self.failed: BaseException | None = None
-        thread = threading.Thread(target=self._run, name="quiver-mcp", daemon=True)
-        thread.start()
-        self.ready.wait(30)
-        if self.failed is not None or not self.ready.is_set():
-            raise RuntimeError("the MCP session manager did not start") from self.failed
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_until_complete(self._main())
-        except BaseException as exc:  # reported to the waiting request
-            self.failed = exc
-            self.ready.set()
-
-    async def _main(self) -> None:
-        async with self.manager.run():
-            self.ready.set()
-            await asyncio.Event().wait()  # for the life of the process
+        super().__init__("quiver-mcp", lifespan=self.manager.run)
 
     def call(
         self, scope: dict[str, Any], body: bytes
     ) -> tuple[int, list[tuple[str, str]], list[bytes]]:
-        future = asyncio.run_coroutine_threadsafe(self._call(scope, body), self.loop)
-        try:
-            return future.result(ANSWER_TIMEOUT_S)
-        except TimeoutError:
-            future.cancel()
-            raise
+        return self.submit(self._call(scope, body), ANSWER_TIMEOUT_S)
 
     async def _call(
         self, scope: dict[str, Any], body: bytes
@@ -220,15 +195,8 @@ class _Loop:
         return answer["status"], answer["headers"], answer["chunks"]
 
 
-_lock = threading.Lock()
-_state: dict[str, _Loop] = {}
-
-
 def _loop() -> _Loop:
-    with _lock:
-        if "loop" not in _state:
-            _state["loop"] = _Loop()
-        return _state["loop"]
+    return per_process("mcp", _Loop)
 
 
 def _status_line(status: int) -> str:

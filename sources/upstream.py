@@ -8,15 +8,13 @@ masked out of it (``sources.secrets.scrub``)."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mcp import Client
 
+from config.aio import run_sync
 from sources.connect import open_client, open_stdio_client
 from sources.models import Source, SourceKind
 from sources.secrets import decrypt_headers, scrub
@@ -36,28 +34,6 @@ class Listing:
     server: str
     pages: int
     more: bool = False
-
-
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run ``coroutine`` to completion from synchronous code."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = asyncio.run(coroutine)
-        except BaseException as exc:  # re-raised in the caller's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, name="source-client")
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]  # type: ignore[no-any-return]
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -131,7 +107,7 @@ def list_tools(source: Source, *, first_page_only: bool = False) -> Listing:
             source.url, headers, timeout=timeout, http_errors=http_errors
         )
     try:
-        return run(
+        return run_sync(
             _list(opened, int(settings.QUIVER_SOURCE_MAX_PAGES), first_page_only)
         )
     except Exception as exc:

@@ -63,7 +63,7 @@ def configured(tmp_path: Path, settings: Any) -> Any:
     settings.QUIVER_SOURCES_FILE = str(setup.file)
     yield setup
     work = pool()
-    work.run(work.close_all(), 10)  # stop the pooled stdio processes
+    work.submit(work.close_all(), 10)  # stop the pooled stdio processes
 
 
 def add(name: str = "local", *more: str) -> str:

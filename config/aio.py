@@ -1,0 +1,117 @@
+"""Async code from Quiver's synchronous processes, in one place.
+
+Django views, Celery tasks and management commands are synchronous; the MCP SDK
+is asyncio. Two shapes are needed:
+
+* ``run_sync``: run one coroutine to completion and return its value (a sync or
+  a test). ``asyncio.run`` refuses to start where a loop already runs in the
+  thread (Playwright's sync API keeps one in the test session's main thread), so
+  then it runs in a short-lived thread of its own.
+* ``LoopThread``: one long-lived event loop on a daemon thread per process, for
+  work that keeps connections or a session manager between requests (the /mcp
+  endpoint's session manager, the pooled upstream clients). ``submit`` runs a
+  coroutine there and waits for its value. Threads do not survive a fork, so
+  ``per_process`` hands each process its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+START_TIMEOUT_S = 30.0
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to completion from synchronous code."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="quiver-run-sync")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]  # type: ignore[no-any-return]
+
+
+class LoopThread:
+    """An event loop running on its own daemon thread for the process's life.
+
+    ``lifespan``, when given, is entered on the loop before the thread counts as
+    started and stays open for the loop's life (a session manager's ``run()``);
+    if entering it fails, the constructor raises with that failure."""
+
+    def __init__(
+        self,
+        name: str,
+        lifespan: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+    ) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self._lifespan = lifespan
+        self._ready = threading.Event()
+        self._failed: BaseException | None = None
+        thread = threading.Thread(target=self._run, name=name, daemon=True)
+        thread.start()
+        self._ready.wait(START_TIMEOUT_S)
+        if self._failed is not None or not self._ready.is_set():
+            raise RuntimeError(f"the {name} event loop did not start") from self._failed
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            if self._lifespan is None:
+                self.loop.call_soon(self._ready.set)
+                self.loop.run_forever()
+            else:
+                self.loop.run_until_complete(self._hold(self._lifespan))
+        except BaseException as exc:  # reported to the constructor
+            self._failed = exc
+            self._ready.set()
+
+    async def _hold(
+        self, lifespan: Callable[[], AbstractAsyncContextManager[Any]]
+    ) -> None:
+        async with lifespan():
+            self._ready.set()
+            await asyncio.Event().wait()  # for the life of the process
+
+    def submit(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
+        """Run ``coroutine`` on the loop; its value, or TimeoutError after
+        ``timeout`` seconds (the coroutine is then cancelled)."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+
+_lock = threading.Lock()
+_made: dict[str, Any] = {}
+
+L = TypeVar("L", bound=LoopThread)
+
+
+def per_process(key: str, make: Callable[[], L]) -> L:
+    """The process's ``key`` loop thread, made on first use and again after a fork."""
+    with _lock:
+        found = _made.get(key)
+        if found is None or found.pid != os.getpid():
+            found = _made[key] = make()
+        return found  # type: ignore[no-any-return]
