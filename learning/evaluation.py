@@ -37,7 +37,7 @@ from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest, SelectionResult
 from selection.services.select import SEMANTIC_SCORERS, semantic_for
 from selection.services.settings import checked_settings
-from selection.services.why_not import _locate as locate_tool
+from selection.services.why_not import locate as locate_tool
 
 TOP = 10
 MISS_RANK = 3  # an expected tool below this rank is a miss

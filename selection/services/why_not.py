@@ -149,7 +149,7 @@ def _replay(event: AuditEvent, tool: str, specs: dict[str, Any]) -> WhyNot:
     vector = _learnt_vector(catalog, snapshot, request)
     result = select(snapshot, request, semantic=semantic, vector=vector)
     recorded = [pick["name"] for pick in event.output.get("tools", [])]
-    answer = _locate(snapshot, request, result, tool)
+    answer = locate(snapshot, request, result, tool)
     answer.source = "replay"
     answer.reproduces = result.names == recorded and not missing
     answer.missing = missing
@@ -228,10 +228,11 @@ def _vectors(catalog: Catalog, backend: Any, texts: dict[str, str]) -> dict[str,
     return out
 
 
-def _locate(
+def locate(
     snapshot: CatalogSnapshot, request: SelectionRequest, result: Any, tool: str
 ) -> WhyNot:
-    """Where ``tool`` fell out of the replayed selection."""
+    """Where ``tool`` fell out of a selection ``result`` replayed on ``snapshot``
+    (public: the evaluation explains its misses with it)."""
     if tool in result.names:
         return WhyNot(tool, "picked", rank=result.names.index(tool) + 1)
     row = snapshot.by_name[tool]
