@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
@@ -28,6 +29,8 @@ from audit.choices import EventType
 from audit.services import record_event
 from catalog.access import Actor, stored_user
 from catalog.models import Catalog, Tool
+from catalog.services import jobs
+from catalog.services.tools import RELEARN_TASK
 from catalog.sizes import MAX_STORED_CHARS, size_problem
 from config.copy_rows import copy_insert
 from learning.models import Label, LabelOrigin, LabelStatus
@@ -39,6 +42,14 @@ AUDIT_ITEMS = 100
 AUDIT_TEXT = 200
 AUDIT_REFUSALS = 50
 ITEM_KEYS = frozenset({"query", "messages", "tools"})
+# The actions that change the accepted labels a learn reads, and the count in
+# their result saying by how many (a proposal changes none: it awaits review).
+RELEARN_ACTIONS = {
+    "upload": "added",
+    "delete": "deleted",
+    "accept": "accepted",
+    "reject": "rejected",
+}
 
 
 @dataclass(frozen=True)
@@ -314,6 +325,9 @@ def record_labels_changed(
         input={"action": action, **given},
         output=result,
     )
+    changed = result.get(RELEARN_ACTIONS.get(action, ""), 0)
+    if changed and settings.QUIVER_RELEARN_ON_CHANGE:
+        jobs.enqueue(RELEARN_TASK, catalog.pk)  # after commit; the task debounces
 
 
 def labels_of(

@@ -8,11 +8,12 @@ import pytest
 
 from catalog.services.catalogs import ensure_default_catalog
 from learning.models import LearnState, LearntModel
-from learning.services import learn
+from learning.services import labels, learn
 from selection.services.settings import update_selection_settings
 from tests.factories import make_tool
 
 pytestmark = pytest.mark.django_db
+ADMIN = None  # a system change (a command), which sees every tool
 
 
 @pytest.fixture
@@ -55,3 +56,64 @@ def test_a_catalog_with_an_applied_model_is_relearnt_once(settings, sent):
     queued = learn.relearn_on_change(catalog)
     assert queued is not None and queued.apply and queued.version == 2
     assert learn.relearn_on_change(catalog) is None
+
+
+def _relearns(sent) -> list[tuple]:
+    return [
+        args for name, args in sent if name == "learning.learn_tasks.relearn_if_due"
+    ]
+
+
+def test_a_label_upload_that_adds_labels_sends_the_relearn_task(
+    settings, sent, django_capture_on_commit_callbacks
+):
+    settings.QUIVER_RELEARN_ON_CHANGE = True
+    catalog = ensure_default_catalog()
+    make_tool(catalog, "get_weather")
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        labels.add_labels(
+            catalog,
+            [{"query": "weather in Oslo", "tools": ["get_weather"]}],
+            actor=ADMIN,
+        )
+    assert _relearns(sent) == [(catalog.pk,)]
+
+
+def test_an_upload_that_adds_nothing_and_a_proposal_send_no_relearn(
+    settings, sent, django_capture_on_commit_callbacks
+):
+    settings.QUIVER_RELEARN_ON_CHANGE = True
+    catalog = ensure_default_catalog()
+    make_tool(catalog, "get_weather")
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        labels.add_labels(
+            catalog, [{"query": "x", "tools": ["no_such_tool"]}], actor=ADMIN
+        )
+        labels.record_labels_changed(
+            catalog, "propose", ADMIN, None, {}, {"proposed": 3}
+        )
+    assert _relearns(sent) == []
+
+
+def test_deleting_labels_sends_the_relearn_task_and_none_when_the_setting_is_off(
+    settings, sent, django_capture_on_commit_callbacks
+):
+    catalog = ensure_default_catalog()
+    make_tool(catalog, "get_weather")
+    labels.add_labels(
+        catalog, [{"query": "weather in Oslo", "tools": ["get_weather"]}], actor=ADMIN
+    )
+    settings.QUIVER_RELEARN_ON_CHANGE = False
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        labels.delete_labels(catalog, actor=ADMIN)
+    assert _relearns(sent) == []
+    labels.add_labels(
+        catalog, [{"query": "rain in Bergen", "tools": ["get_weather"]}], actor=ADMIN
+    )
+    settings.QUIVER_RELEARN_ON_CHANGE = True
+    with django_capture_on_commit_callbacks(execute=True):
+        assert labels.delete_labels(catalog, actor=ADMIN) == 1
+    assert _relearns(sent) == [(catalog.pk,)]
