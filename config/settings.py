@@ -218,6 +218,14 @@ QUIVER_SWEEP_S = env_int("QUIVER_SWEEP_S", 10, minimum=1, maximum=3600)
 # Issue 23: re-learn a catalog with an applied learnt model when its labels or
 # tools change (learning.services.learn.relearn_on_change; off by default).
 QUIVER_RELEARN_ON_CHANGE = env_bool("QUIVER_RELEARN_ON_CHANGE", False)
+# Evaluations and learns (learning.services.stalled): one still queued after
+# RESEND_S is sent again; one running without progress for STALE_S is failed.
+QUIVER_LEARNING_RESEND_S = env_int(
+    "QUIVER_LEARNING_RESEND_S", 60, minimum=5, maximum=86_400
+)
+QUIVER_LEARNING_STALE_S = env_int(
+    "QUIVER_LEARNING_STALE_S", 900, minimum=60, maximum=7 * 86_400
+)
 
 QUIVER_EMBEDDINGS = {
     "BACKEND": env_str("QUIVER_EMBEDDING_BACKEND", "local"),

@@ -95,6 +95,9 @@ class Evaluation(models.Model):
     created = models.DateTimeField(auto_now_add=True, db_index=True)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
+    # Set on claim and with each progress update; a running row whose heartbeat
+    # stopped is failed by learning.services.stalled.
+    heartbeat = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -166,6 +169,8 @@ class LearntModel(models.Model):
     )
     created = models.DateTimeField(auto_now_add=True, db_index=True)
     finished = models.DateTimeField(null=True, blank=True)
+    # As Evaluation.heartbeat.
+    heartbeat = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from typing import Any
+
+from celery import bootsteps, shared_task
 
 from catalog.models import Catalog
-from learning.services import evaluations, proposals
+from catalog.services import jobs
+from config.celery import app
+from learning.services import evaluations, proposals, stalled
+
+SWEEP_STALLED = "learning.tasks.sweep_stalled_runs"
+CHECK_EVERY_S = 60.0
 
 
 @shared_task
@@ -25,3 +32,32 @@ def find_label_proposals(catalog_id: int | None = None) -> int:
     if catalog_id is not None:
         catalogs = catalogs.filter(pk=catalog_id)
     return sum(proposals.find_proposals(catalog) for catalog in catalogs)
+
+
+@shared_task
+def sweep_stalled_runs() -> dict[str, int]:
+    """Send again the evaluations and learns left queued; fail those whose worker
+    stopped (learning.services.stalled); idempotent."""
+    return stalled.sweep()
+
+
+class StalledRunTimer(bootsteps.StartStopStep):
+    """Every minute the worker asks for the stalled-run sweep."""
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self.tref: Any = None
+
+    def start(self, worker: Any) -> None:
+        self.tref = worker.timer.call_repeatedly(
+            CHECK_EVERY_S, jobs.send, (SWEEP_STALLED,), priority=10
+        )
+
+    def stop(self, worker: Any) -> None:
+        if self.tref is not None:
+            self.tref.cancel()
+
+
+app.steps["worker"].add(StalledRunTimer)

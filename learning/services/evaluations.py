@@ -117,7 +117,7 @@ def _requests(run: Evaluation) -> list[LabelledRequest]:
 def claim_evaluation(run_id: int) -> Evaluation | None:
     """The run, now ours (queued -> running), or None if another took it."""
     changed = Evaluation.objects.filter(pk=run_id, state=EvaluationState.QUEUED).update(
-        state=EvaluationState.RUNNING, started=timezone.now()
+        state=EvaluationState.RUNNING, started=timezone.now(), heartbeat=timezone.now()
     )
     if changed != 1:
         return None
@@ -130,20 +130,23 @@ def run_evaluation(run: Evaluation) -> Evaluation:
 
     def progress(done: int) -> None:
         if done % PROGRESS_EVERY == 0:
-            Evaluation.objects.filter(pk=run.pk).update(done=done)
+            Evaluation.objects.filter(pk=run.pk).update(
+                done=done, heartbeat=timezone.now()
+            )
 
     Evaluation.objects.filter(pk=run.pk).update(total=len(requests))
     try:
         report = evaluate(run.catalog, requests, run.settings_data, progress)
     except Exception as exc:
-        Evaluation.objects.filter(pk=run.pk).update(
+        Evaluation.objects.filter(pk=run.pk, state=EvaluationState.RUNNING).update(
             state=EvaluationState.FAILED,
             error=f"{type(exc).__name__}: {exc}"[:2000],
             payload=None,
             finished=timezone.now(),
         )
         raise
-    Evaluation.objects.filter(pk=run.pk).update(
+    # Only a run still ours: one the stalled-run sweep failed stays failed.
+    Evaluation.objects.filter(pk=run.pk, state=EvaluationState.RUNNING).update(
         state=EvaluationState.SUCCEEDED,
         done=F("total"),
         metrics=report["metrics"],

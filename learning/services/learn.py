@@ -66,7 +66,7 @@ def claim(model_id: int) -> LearntModel | None:
     """The queued model, now running; None when another worker has it or it is
     gone (exactly one claim succeeds)."""
     changed = LearntModel.objects.filter(pk=model_id, state=LearnState.QUEUED).update(
-        state=LearnState.RUNNING
+        state=LearnState.RUNNING, heartbeat=timezone.now()
     )
     if changed != 1:
         return None
@@ -154,8 +154,8 @@ def _proposal(
 
 
 def _progress(model: LearntModel, percent: int) -> None:
-    model.progress = percent
-    model.save(update_fields=["progress"])
+    model.progress, model.heartbeat = percent, timezone.now()
+    model.save(update_fields=["progress", "heartbeat"])
 
 
 def apply_model(
