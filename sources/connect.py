@@ -12,8 +12,11 @@ so the check is of the address actually reached."""
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TextIO
 
 import httpx2
 from mcp import Client
@@ -21,9 +24,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from sources.netguard import GuardedBackend
+from sources.secrets import scrub
 from sources.stdio import StdioSpec
 
 DEFAULT_TIMEOUT_S = 30.0
+STDERR_LINE_CHARS = 2000
+STDERR_LINES = 1000
+stderr_log = logging.getLogger("sources.stdio.stderr")
 
 
 class _NoStdioOutput(logging.Filter):
@@ -93,10 +100,49 @@ async def open_stdio_client(
         env=dict(spec.env),
         cwd=spec.cwd,
     )
-    async with Client(
-        stdio_client(params), mode=mode, read_timeout_seconds=timeout
-    ) as client:
-        yield client
+    with ScrubbedStderr(spec) as errlog:
+        async with Client(
+            stdio_client(params, errlog=errlog), mode=mode, read_timeout_seconds=timeout
+        ) as client:
+            yield client
+
+
+class ScrubbedStderr:
+    """The stdio command's stderr, through a pipe: each line is logged (at most
+    ``STDERR_LINE_CHARS`` characters, ``STDERR_LINES`` lines a process) under
+    ``sources.stdio.stderr`` with the entry's env values masked, instead of the
+    child writing straight into Quiver's own stderr, where a command that prints
+    its token would put it into the worker's log."""
+
+    def __init__(self, spec: StdioSpec) -> None:
+        self.spec = spec
+        self._read, write = os.pipe()
+        self.errlog = os.fdopen(write, "w")
+        self._thread = threading.Thread(
+            target=self._drain, name=f"stdio-stderr-{spec.name}", daemon=True
+        )
+
+    def __enter__(self) -> TextIO:
+        self._thread.start()
+        return self.errlog
+
+    def __exit__(self, *exc: object) -> None:
+        self.errlog.close()  # the child's copy closes when it exits: EOF
+
+    def _drain(self) -> None:
+        logged = 0
+        with os.fdopen(self._read, "r", errors="replace") as lines:
+            for line in lines:
+                if logged < STDERR_LINES:
+                    text = scrub(line.rstrip("\n")[:STDERR_LINE_CHARS], self.spec.env)
+                    stderr_log.warning("stdio source %s: %s", self.spec.name, text)
+                logged += 1
+        if logged > STDERR_LINES:
+            stderr_log.warning(
+                "stdio source %s: %d more stderr lines not logged",
+                self.spec.name,
+                logged - STDERR_LINES,
+            )
 
 
 def guarded_transport() -> httpx2.AsyncHTTPTransport:

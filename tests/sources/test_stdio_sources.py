@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -393,3 +394,39 @@ def test_a_command_that_prints_its_secret_env_never_gets_it_into_a_record(
     assert TOKEN not in everything_recorded()
     assert "Failed to parse JSONRPC message" in caplog.text  # logged, but not the line
     assert TOKEN not in caplog.text
+
+
+STDERR_SECRET = (
+    "import os, sys; "
+    "sys.stderr.write('starting with token ' + os.environ['LEAK'] + '\\n'); "
+    "sys.stderr.write('second line\\n'); sys.stderr.flush()"
+)
+
+
+def _wait_for(condition, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_command_that_prints_its_secret_env_on_stderr_is_logged_masked(
+    configured, catalog, caplog, capfd
+):
+    leaky = {
+        "command": sys.executable,
+        "args": ["-c", STDERR_SECRET],
+        "env": {"LEAK": TOKEN},
+    }
+    write(configured.file, {"stdio": {"local": entry(configured.log), "leaky": leaky}})
+    add("leaky")
+    caplog.set_level("WARNING", logger="sources.stdio.stderr")
+
+    sync(Source.objects.get())
+
+    assert _wait_for(lambda: "second line" in caplog.text)
+    assert "stdio source leaky: starting with token ••••••" in caplog.text
+    assert TOKEN not in caplog.text
+    assert TOKEN not in capfd.readouterr().err  # the child's stderr is ours no more
