@@ -191,6 +191,36 @@ class _Base:
         # Anthropic names offered per catalog slug, from the last anthropic_tools().
         self._offered: dict[str, frozenset[str]] = {}
 
+    def _settle(
+        self,
+        attempt: int,
+        call: str,
+        response: httpx.Response | None,
+        failure: httpx.HTTPError | None,
+    ) -> tuple[float | None, Any]:
+        """After one attempt of ``call``: ``(seconds, None)`` to wait and try again,
+        or ``(None, answer)`` with the decoded JSON answer; raises the error to
+        give up with. A connection not made (refused, or its connect timed out)
+        and a 429 or 503 answer are retried as ``retry`` allows; any other
+        timeout or transport failure is not (the request may have run)."""
+        if failure is not None:
+            if isinstance(failure, httpx.ConnectTimeout | httpx.ConnectError):
+                wait = self.retry.delay(attempt, None)
+                if wait is not None:
+                    return wait, None
+            if isinstance(failure, httpx.TimeoutException):
+                raise QuiverTimeout(f"{call}: {failure}") from failure
+            raise QuiverConnectionError(f"{call}: {failure}") from failure
+        assert response is not None
+        if response.status_code < 400:
+            return None, (response.json() if response.content else None)
+        error = api_error(response)
+        if response.status_code in RETRY_STATUSES:
+            wait = self.retry.delay(attempt, error.retry_after)
+            if wait is not None:
+                return wait, None
+        raise error
+
     def _remember(self, catalog: str | None, tools: list[Any]) -> None:
         self._offered[catalog or DEFAULT_CATALOG] = offered_names(tools)
 
@@ -262,33 +292,14 @@ class Quiver(_Base):
         while True:
             try:
                 response = self._http.request(method, path, json=json, params=params)
-            except httpx.TimeoutException as exc:
-                if isinstance(exc, httpx.ConnectTimeout):
-                    wait = self.retry.delay(attempt, None)
-                    if wait is not None:
-                        self._sleep(wait)
-                        attempt += 1
-                        continue
-                raise QuiverTimeout(f"{method} {path}: {exc}") from exc
-            except httpx.ConnectError as exc:
-                wait = self.retry.delay(attempt, None)
-                if wait is None:
-                    raise QuiverConnectionError(f"{method} {path}: {exc}") from exc
-                self._sleep(wait)
-                attempt += 1
-                continue
             except httpx.HTTPError as exc:
-                raise QuiverConnectionError(f"{method} {path}: {exc}") from exc
-            if response.status_code < 400:
-                return response.json() if response.content else None
-            error = api_error(response)
-            if response.status_code in RETRY_STATUSES:
-                wait = self.retry.delay(attempt, error.retry_after)
-                if wait is not None:
-                    self._sleep(wait)
-                    attempt += 1
-                    continue
-            raise error
+                wait, answer = self._settle(attempt, f"{method} {path}", None, exc)
+            else:
+                wait, answer = self._settle(attempt, f"{method} {path}", response, None)
+            if wait is None:
+                return answer
+            self._sleep(wait)
+            attempt += 1
 
     # The API ------------------------------------------------------------------------
 
@@ -482,33 +493,14 @@ class AsyncQuiver(_Base):
                 response = await self._http.request(
                     method, path, json=json, params=params
                 )
-            except httpx.TimeoutException as exc:
-                if isinstance(exc, httpx.ConnectTimeout):
-                    wait = self.retry.delay(attempt, None)
-                    if wait is not None:
-                        await self._sleep(wait)
-                        attempt += 1
-                        continue
-                raise QuiverTimeout(f"{method} {path}: {exc}") from exc
-            except httpx.ConnectError as exc:
-                wait = self.retry.delay(attempt, None)
-                if wait is None:
-                    raise QuiverConnectionError(f"{method} {path}: {exc}") from exc
-                await self._sleep(wait)
-                attempt += 1
-                continue
             except httpx.HTTPError as exc:
-                raise QuiverConnectionError(f"{method} {path}: {exc}") from exc
-            if response.status_code < 400:
-                return response.json() if response.content else None
-            error = api_error(response)
-            if response.status_code in RETRY_STATUSES:
-                wait = self.retry.delay(attempt, error.retry_after)
-                if wait is not None:
-                    await self._sleep(wait)
-                    attempt += 1
-                    continue
-            raise error
+                wait, answer = self._settle(attempt, f"{method} {path}", None, exc)
+            else:
+                wait, answer = self._settle(attempt, f"{method} {path}", response, None)
+            if wait is None:
+                return answer
+            await self._sleep(wait)
+            attempt += 1
 
     async def select(
         self,
