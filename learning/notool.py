@@ -61,8 +61,13 @@ def folds_of(count: int, folds: int, seed: int = 20261127) -> np.ndarray:
 
 
 class _Label(Protocol):
-    vector: np.ndarray
-    tools: tuple[int, ...]
+    """A labelled request (learning.fit.Labelled): its vector and tool rows."""
+
+    @property
+    def vector(self) -> np.ndarray: ...
+
+    @property
+    def tools(self) -> tuple[int, ...]: ...
 
 
 def fit_logistic(
@@ -91,6 +96,8 @@ def fit_logistic(
             break
     return {
         "features": list(features),
+        "low": [float(v) for v in x.min(axis=0)],
+        "high": [float(v) for v in x.max(axis=0)],
         "mean": [float(v) for v in mean],
         "scale": [float(v) for v in scale],
         "coef": [float(v) for v in beta[:-1]],

@@ -12,7 +12,8 @@ request, after scoring, with the scores of the tools that passed. Features:
   requests.
 
 The request pays one product of its vector with the labelled requests' vectors
-(skipped when the catalog has no decision). Pure numpy.
+(as the ``knn`` signal does), only when the catalog's learnt model has a
+decision and the request has a ``min_score`` and a passing tool. Pure numpy.
 """
 
 from __future__ import annotations
@@ -57,14 +58,23 @@ def stack(top: np.ndarray, margin: np.ndarray, similar: np.ndarray) -> np.ndarra
     return np.column_stack([top, margin, similar])
 
 
+def _logit(decision: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
+    """The decision's logit for each row of its own features (clipped to the
+    range it was fitted on)."""
+    low = np.asarray(decision.get("low", [-np.inf] * x.shape[1]), dtype=np.float64)
+    high = np.asarray(decision.get("high", [np.inf] * x.shape[1]), dtype=np.float64)
+    mean = np.asarray(decision["mean"], dtype=np.float64)
+    scale = np.asarray(decision["scale"], dtype=np.float64)
+    coef = np.asarray(decision["coef"], dtype=np.float64)
+    z = (np.clip(x, low, high) - mean) / scale
+    return np.asarray(z @ coef + float(decision["intercept"]))
+
+
 def probability(decision: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
     """P(no tool fits) for each row of a feature matrix (all ``FEATURES``; the
     decision uses the ones it names)."""
     x = np.atleast_2d(x)[:, [FEATURES.index(f) for f in decision["features"]]]
-    mean = np.asarray(decision["mean"], dtype=np.float64)
-    scale = np.asarray(decision["scale"], dtype=np.float64)
-    coef = np.asarray(decision["coef"], dtype=np.float64)
-    z = (x - mean) / scale @ coef + float(decision["intercept"])
+    z = _logit(decision, x)
     return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -50, 50))))
 
 
@@ -88,9 +98,9 @@ def decide(
         or not len(scores)
     ):
         return None
-    sims = examples @ np.asarray(vector, dtype=np.float32)
-    similar = similarity_features(sims[None, :], none, int(decision["k"]))
     top, margin = score_features(np.asarray(scores, dtype=np.float64)[None, :])
+    sims = np.einsum("ij,j->i", examples, np.asarray(vector, dtype=np.float32))
+    similar = similarity_features(sims[None, :], none, int(decision["k"]))
     x = stack(top, margin, similar)
     p = float(probability(decision, x)[0])
     cut = float(decision["cut"])

@@ -2,13 +2,16 @@
 decision and, once applied, /select (real engine, real database) answers
 ``tools: []`` with the learnt reason for a request close to those labels, and
 the right tool for a request close to a tool's labels; a request with
-``min_score`` 0 still gets its ranking."""
+``min_score`` 0 still gets its ranking. The MCP search answers the same."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
 from catalog.services.catalogs import ensure_default_catalog
+from gateway.services import _search
 from learning.models import Label, LabelStatus, LearnState
 from learning.services import learn
 from tests.factories import embed_now, make_tool
@@ -83,6 +86,9 @@ def test_select_answers_no_tool_for_a_request_like_the_no_tool_labels(
     assert body["no_tool"]["reason"] == "learnt_no_tool"
     assert body["no_tool"]["best_score"] >= 0.05  # a tool passed min_score
     assert body["no_tool"]["probability"] >= body["no_tool"]["threshold"]
+    found = _search(curator, {"query": POEM, "catalog": "default"}, uuid.uuid4())
+    assert found["tools"] == []  # the MCP search says the same
+    assert found["no_tool"]["reason"] == "learnt_no_tool"
 
 
 def test_select_offers_the_tool_for_a_request_like_its_labels(
