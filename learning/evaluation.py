@@ -11,9 +11,9 @@ Metrics (shared/bench/README.md, computed by learning.metrics): R@1/3/5/10,
 NDCG@10 and MRR, means over requests with at least one expected tool. For the
 requests labelled "no tool fits": the answer an agent gets with the default
 request (``DEFAULT.max_candidates``, ``DEFAULT.min_score``), the catalog's
-no-tool threshold and learnt no-tool decision applied; ``no_tool_fp_rate`` is the share answered with at least
-one tool, ``no_tool_recall`` the share answered with none (1 - the rate; both
-None without such requests).
+no-tool threshold and learnt no-tool decision applied; ``no_tool_fp_rate`` is
+the share answered with at least one tool, ``no_tool_recall`` the share answered
+with none (1 - the rate; both None without such requests).
 
 Per request (the first ``MAX_ROWS``): the rank of each expected tool (1-based,
 None past 10) and, for a miss (an expected tool not in the top 3), where it fell

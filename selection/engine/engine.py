@@ -269,7 +269,9 @@ def _no_tool_gate(
     learnt = ctx.snapshot.learnt  # the learnt decision (selection.engine.notool)
     found = None
     if learnt is not None and learnt.no_tool_decision:
-        found = learnt.decide_no_tool(ctx.vector, scored.scores[ctx.allowed])
+        knn = scored.signals.get("learnt_knn")  # its best: the nearest tool label
+        near = float(knn.max(initial=0.0)) if knn is not None else None
+        found = learnt.decide_no_tool(ctx.vector, scored.scores[ctx.allowed], near)
     return (found, passing.copy()) if found is not None else (None, none)
 
 

@@ -121,10 +121,14 @@ class LearntSignal:
         return out
 
     def decide_no_tool(
-        self, vector: np.ndarray | None, scores: np.ndarray
+        self,
+        vector: np.ndarray | None,
+        scores: np.ndarray,
+        tool_sim: float | None = None,
     ) -> dict[str, Any] | None:
         """The learnt "no tool fits" answer for a request (None: a tool fits, or
-        there is no decision); ``scores``: the fused scores of the candidates."""
+        there is no decision); ``scores``: the fused scores of the candidates,
+        ``tool_sim``: the best ``knn`` cosine when the request computed it."""
         if not self.no_tool_decision or not len(self.built.no_tool):
             return None
         if "_none_mask" not in self.__dict__:
@@ -132,7 +136,9 @@ class LearntSignal:
             mask[self.built.no_tool] = True
             self.__dict__["_none_mask"] = mask
         mask = self.__dict__["_none_mask"]
-        return decide(self.no_tool_decision, self.examples, mask, vector, scores)
+        return decide(
+            self.no_tool_decision, self.examples, mask, vector, scores, tool_sim
+        )
 
     def no_tool_similarity(self, vector: np.ndarray | None) -> float:
         """The cosine of the nearest labelled "no tool fits" request (0 if none)."""

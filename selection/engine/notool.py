@@ -43,10 +43,10 @@ def similarity_features(sims: np.ndarray, none: np.ndarray, k: int) -> np.ndarra
     out = np.zeros((m, 3))
     if sims.shape[1] == 0:
         return out
-    if none.any():
-        out[:, 0] = sims[:, none].max(axis=1)
+    if none.any():  # clipped at 0, as the knn signal's cosines are
+        out[:, 0] = np.maximum(sims[:, none].max(axis=1), 0.0)
     if (~none).any():
-        out[:, 1] = sims[:, ~none].max(axis=1)
+        out[:, 1] = np.maximum(sims[:, ~none].max(axis=1), 0.0)
     kk = min(k, sims.shape[1])
     top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
     out[:, 2] = none[top].mean(axis=1)
@@ -84,12 +84,15 @@ def decide(
     none: np.ndarray,
     vector: np.ndarray | None,
     scores: np.ndarray,
+    tool_sim: float | None = None,
 ) -> dict[str, Any] | None:
     """The "no tool fits" answer for one request, or None when a tool fits.
 
-    ``scores``: the fused scores of the tools that passed; ``examples`` the
-    labelled requests' unit vectors (rows), ``none`` which of them named no
-    tool. Without a comparable vector the decision is not taken."""
+    ``scores``: the fused scores of the candidates; ``examples`` the labelled
+    requests' unit vectors (rows), ``none`` which of them named no tool;
+    ``tool_sim``: the cosine of the nearest labelled tool request when the
+    caller knows it (the ``knn`` signal's best), so only the no-tool labels are
+    compared. Without a comparable vector the decision is not taken."""
     if (
         vector is None
         or examples.ndim != 2
@@ -99,8 +102,13 @@ def decide(
     ):
         return None
     top, margin = score_features(np.asarray(scores, dtype=np.float64)[None, :])
-    sims = np.einsum("ij,j->i", examples, np.asarray(vector, dtype=np.float32))
-    similar = similarity_features(sims[None, :], none, int(decision["k"]))
+    query = np.asarray(vector, dtype=np.float32)
+    if "vote" in decision["features"] or tool_sim is None:
+        sims = np.einsum("ij,j->i", examples, query)
+        similar = similarity_features(sims[None, :], none, int(decision["k"]))
+    else:
+        near = np.einsum("ij,j->i", examples[none], query)
+        similar = np.array([[float(near.max(initial=0.0)), tool_sim, 0.0]])
     x = stack(top, margin, similar)
     p = float(probability(decision, x)[0])
     cut = float(decision["cut"])
