@@ -149,3 +149,17 @@ def test_the_engine_answers_no_tool_only_at_a_default_request():
     assert ranked.names[0] == "getWeatherForecast" and ranked.no_tool is None
     tool = near(centres()[0], np.random.default_rng(8), 0.1)
     assert select(snap, request, vector=tool).names[0] == "getWeatherForecast"
+
+
+def test_the_knn_shortcut_decides_exactly_as_the_full_comparison():
+    labels, base = catalog(1)
+    result = fit(TOOLS, labels, base)
+    assert result.no_tool is not None and "vote" not in result.no_tool["features"]
+    signal = build_signal("m", "", TOOLS, labels, {"knn": 1.0}, 10)
+    signal = replace(signal, no_tool_decision=result.no_tool)
+    fresh, fresh_base = catalog(8, tools=100, none=40)
+    for lab, scores in zip(fresh, fresh_base, strict=True):
+        nearest = float(signal.scores(lab.vector, {}, ("knn",))["knn"].max())
+        full = signal.decide_no_tool(lab.vector, scores)
+        short = signal.decide_no_tool(lab.vector, scores, nearest)
+        assert full == short
