@@ -270,7 +270,9 @@ def quiver_learnt(
     train_labels = [labels[i] for i in train]
     result = fit(names, train_labels, base[train])
     signal = build_signal("bench", "", names, train_labels, result.weights, result.k)
-    snap = replace(data.snapshot, learnt=signal if result.improves else None)
+    signal = replace(signal, no_tool_decision=result.no_tool)
+    used = result.improves or result.no_tool is not None
+    snap = replace(data.snapshot, learnt=signal if used else None)
     snap = snap.warm()
     sub = replace(data, queries=[data.queries[i] for i in test])
     sub = replace(
@@ -355,7 +357,12 @@ def no_tool_report(data: Prepared, state: dict) -> None:
     """FP rate and single-tool R@1 at the default request, per fold's fit."""
     fold_of = state["fold_of"]
     names = [s.name for s in data.specs]
-    out = {"default": [], "calibrated": []}
+    out: dict[str, list] = {
+        "default": [],
+        "learnt": [],
+        "threshold": [],
+        "calibrated": [],
+    }
     for f, (result, snap) in enumerate(state["applied"]):
         test = np.flatnonzero(fold_of == f)
         sub = replace(
@@ -372,7 +379,18 @@ def no_tool_report(data: Prepared, state: dict) -> None:
         learnt = engine_matrix(
             sub, learnt_snap, vectors=True, request=SelectionRequest(query="")
         )
-        for key, matrix in (("default", plain), ("calibrated", learnt)):
+        # The learnt ranking without any no-tool gate, and with the top-score
+        # threshold alone (learning.fit.calibrate_threshold), for comparison.
+        ungated = snap.learnt and replace(snap.learnt, no_tool_decision=None)
+        bare = replace(snap, learnt=ungated).warm()
+        old = (result.cv.get("no_tool") or {}).get("threshold") or 0.0
+        cut = replace(bare, settings=replace(bare.settings, no_tool_threshold=old))
+        matrices = {"default": plain, "calibrated": learnt}
+        for key, other in (("learnt", bare), ("threshold", cut.warm())):
+            matrices[key] = engine_matrix(
+                sub, other, vectors=True, request=SelectionRequest(query="")
+            )
+        for key, matrix in matrices.items():
             for j, q in enumerate(sub.queries):
                 top = ranked_names(matrix[j], names, 3)
                 if not q.relevant:
@@ -382,10 +400,18 @@ def no_tool_report(data: Prepared, state: dict) -> None:
     print(
         f"\n{data.name}: no-tool at the default request (3 candidates, min_score 0.05)"
     )
+    notes = {
+        "default": "engine defaults, no labels",
+        "learnt": "learnt ranking, no no-tool gate",
+        "threshold": "learnt ranking + top-score threshold (calibrate_threshold)",
+        "calibrated": "learnt ranking + the fitted no-tool decision (as applied)",
+    }
     for key, items in out.items():
         fp = np.mean([v for k, v in items if k == "fp"])
         r1 = np.mean([v for k, v in items if k == "r1"])
-        print(f"  {key:<11} FP rate {fp:.3f}  single-tool R@1 {r1:.3f}")
+        print(f"  {key:<11} FP rate {fp:.3f}  single-tool R@1 {r1:.3f}  {notes[key]}")
+    decisions = [r.cv.get("no_tool", {}).get("learnt") for r, _ in state["applied"]]
+    print(f"  fitted decisions (inner CV, per fold): {decisions}")
 
 
 # --- speed: learn time and selection latency, 4,000 tools / 10,000 labels

@@ -9,11 +9,11 @@ never audited as a selection, never cached.
 
 Metrics (shared/bench/README.md, computed by learning.metrics): R@1/3/5/10,
 NDCG@10 and MRR, means over requests with at least one expected tool. For the
-requests labelled "no tool fits": the answer at the defaults an agent gets (the
-first ``DEFAULT.max_candidates`` of that ranking with a score of at least
-``DEFAULT.min_score``); ``no_tool_fp_rate`` is the share answered with at least
-one tool, ``no_tool_recall`` the share answered with none (1 - the rate; both
-None without such requests).
+requests labelled "no tool fits": the answer an agent gets with the default
+request (``DEFAULT.max_candidates``, ``DEFAULT.min_score``), the catalog's
+no-tool threshold and learnt no-tool decision applied; ``no_tool_fp_rate`` is
+the share answered with at least one tool, ``no_tool_recall`` the share answered
+with none (1 - the rate; both None without such requests).
 
 Per request (the first ``MAX_ROWS``): the rank of each expected tool (1-based,
 None past 10) and, for a miss (an expected tool not in the top 3), where it fell
@@ -97,17 +97,16 @@ class Ranker:
         return select(self.snapshot, request, semantic=semantic, vector=vector)
 
 
-def answered_at_defaults(
-    result: SelectionResult, no_tool_threshold: float = 0.0
-) -> list[str]:
-    """What an agent asking with the default request would be offered: nothing
-    when the best passing score is under the catalog's no-tool threshold (the
-    engine's own gate, selection.engine.engine._no_tool_gate)."""
-    passing = [pick for pick in result.tools if pick.score >= DEFAULT.min_score]
-    best = max((pick.score for pick in passing), default=0.0)
-    if no_tool_threshold > 0 and passing and best < no_tool_threshold:
-        return []
-    return [pick.name for pick in passing[: DEFAULT.max_candidates]]
+def answered_at_defaults(ranker: Ranker, item: LabelledRequest) -> list[str]:
+    """What an agent asking with the default request (its candidates and
+    ``min_score``) would be offered: the engine's own answer, so the catalog's
+    no-tool threshold and learnt no-tool decision both apply."""
+    request = replace(
+        ranker.request(item),
+        max_candidates=DEFAULT.max_candidates,
+        min_score=DEFAULT.min_score,
+    )
+    return ranker.run(request).names
 
 
 def evaluate(
@@ -135,9 +134,7 @@ def evaluate(
             if row["miss"] and index < MAX_ROWS:
                 _why_not(ranker, item, row)
         else:
-            answered = answered_at_defaults(
-                result, ranker.snapshot.settings.no_tool_threshold
-            )
+            answered = answered_at_defaults(ranker, item)
             no_tool.append(bool(answered))
             row["answered"] = answered
             row["miss"] = bool(answered)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from learning.notool import fit_decision
 from selection.engine.learnt import SIGNALS, LearntSignal, fuse
 
 FOLDS = 3
@@ -57,6 +58,8 @@ class FitResult:
     no_tool_threshold: float | None
     improves: bool
     cv: dict[str, Any] = field(default_factory=dict)
+    # The learnt "no tool fits" decision (learning.notool), when there is one.
+    no_tool: dict[str, Any] | None = None
 
     def params(self) -> dict[str, Any]:
         """The JSON a learnt model stores."""
@@ -64,6 +67,7 @@ class FitResult:
             "weights": self.weights,
             "k": self.k,
             "no_tool_threshold": self.no_tool_threshold,
+            "no_tool": self.no_tool,
         }
 
 
@@ -215,6 +219,7 @@ def fit(
     improves = after > before + NEVER_WORSE_MARGIN
     fused = fuse(base, signals, weights) if improves else base
     threshold, no_tool = calibrate_threshold(fused, labels, rows)
+    decision, no_tool["learnt"] = fit_decision(fused, labels, rows, fold_of)
     cv = {
         "folds": folds,
         "labels": len(labels),
@@ -225,7 +230,11 @@ def fit(
         "delta": round((after - before) if improves else 0.0, 4),
         "no_tool": no_tool,
     }
-    return FitResult(weights if improves else {}, k, threshold, improves, cv)
+    if decision is not None:  # the learnt decision replaces the threshold
+        threshold = None
+    result = FitResult(weights if improves else {}, k, threshold, improves, cv)
+    result.no_tool = decision
+    return result
 
 
 def calibrate_threshold(

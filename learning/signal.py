@@ -20,15 +20,19 @@ def vectors_of(model: LearntModel) -> np.ndarray:
 
 
 def signal_for(catalog: Catalog, model_id: int | None) -> LearntSignal | None:
-    """The learnt signal of the catalog's model ``model_id``; None when there is
-    none, it failed, or it was learnt with another embedding model than the
-    catalog's active one (vectors of two models are never compared)."""
+    """The learnt signal of the catalog's model ``model_id`` (its ranking
+    weights and its "no tool fits" decision); None when there is none, it
+    failed or it has neither. Learnt with another embedding model than the
+    catalog's active one, it keeps no vectors (vectors of two models are never
+    compared), so neither its vector signals nor its decision act."""
     if model_id is None:
         return None
     model = LearntModel.objects.filter(
         pk=model_id, catalog=catalog, state=LearnState.SUCCEEDED
     ).first()
-    if model is None or not model.params.get("weights"):
+    if model is None:
+        return None
+    if not (model.params.get("weights") or model.params.get("no_tool")):
         return None
     tools = tuple(model.params.get("tools", ()))
     at = {name: i for i, name in enumerate(tools)}
@@ -44,6 +48,7 @@ def signal_for(catalog: Catalog, model_id: int | None) -> LearntSignal | None:
             tuple(at[n] for n in ex["tools"] if n in at) for ex in model.examples
         ),
         texts=tuple(ex["text"] for ex in model.examples),
-        weights=dict(model.params["weights"]),
+        weights=dict(model.params.get("weights") or {}),
         k=int(model.params.get("k", 10)),
+        no_tool_decision=model.params.get("no_tool") or None,
     )

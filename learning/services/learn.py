@@ -144,7 +144,7 @@ def _proposal(
     """The settings this learn proposes (None: propose no change)."""
     data, _ = current_settings(catalog)
     changed = False
-    if result.improves:
+    if result.improves or result.no_tool:  # the model carries the decision
         data["learnt_model"] = model.pk
         changed = True
     if result.no_tool_threshold is not None:

@@ -173,7 +173,9 @@ class SelectOutputSerializer(serializers.Serializer):
     no_tool = serializers.DictField(
         allow_null=True,
         help_text="when no tool fits (tools is empty): reason (below_no_tool_"
-        "threshold, below_min_score or no_candidates), best_score and threshold",
+        "threshold, learnt_no_tool, below_min_score or no_candidates), best_score "
+        "and threshold; learnt_no_tool adds probability, nearest_no_tool and "
+        "nearest_tool (threshold is then the probability cut)",
     )
 
     def to_representation(self, instance: Any) -> dict[str, Any]:

@@ -151,7 +151,9 @@ def _finish(
     excluded += gated + ranking.excluded + _scorer_exclusions(ctx, scored)
     excluded += _rank_rows(ctx, cut_rows, scored, "cut", ranking.rows)
     unfit_rows = ordered(snap, scored.scores, unfit, _rank_limit(ctx))
-    excluded += _rank_rows(ctx, unfit_rows, scored, "no_tool_fits")
+    learnt = bool(no_tool and no_tool["reason"] == "learnt_no_tool")
+    detail = "learnt_no_tool" if learnt else None
+    excluded += _rank_rows(ctx, unfit_rows, scored, "no_tool_fits", detail=detail)
     below_rows = ordered(snap, scored.scores, below & ~unfit, _rank_limit(ctx))
     excluded += _rank_rows(ctx, below_rows, scored, "below_min_score")
     policy = (codes != 0) | (before_gate & ~eligible)
@@ -241,6 +243,8 @@ RANK_DETAILS = {
     "below_min_score": "Its score is under the request's minimum of {m:g}.",
     "no_tool_fits": "No tool fits the request: the best score is under the "
     "catalog's no-tool threshold of {t:g}.",
+    "learnt_no_tool": "No tool fits the request: the catalog's labelled requests "
+    "say so (its learnt no-tool decision).",
 }
 
 
@@ -252,17 +256,23 @@ def _no_tool_gate(
     0 asks for the ranking whatever the scores, so it is never gated."""
     threshold = ctx.snapshot.settings.no_tool_threshold
     none = np.zeros(ctx.n, dtype=bool)
-    if threshold <= 0 or ctx.request.min_score <= 0:
+    if ctx.request.min_score <= 0 or not passing.any():
         return None, none
     best = float(scored.scores[passing].max(initial=0.0))
-    if best >= threshold or not passing.any():
-        return None, none
-    answer = {
-        "reason": "below_no_tool_threshold",
-        "best_score": round(best, 4),
-        "threshold": threshold,
-    }
-    return answer, passing.copy()
+    if threshold > 0 and best < threshold:
+        answer = {
+            "reason": "below_no_tool_threshold",
+            "best_score": round(best, 4),
+            "threshold": threshold,
+        }
+        return answer, passing.copy()
+    learnt = ctx.snapshot.learnt  # the learnt decision (selection.engine.notool)
+    found = None
+    if learnt is not None and learnt.no_tool_decision:
+        knn = scored.signals.get("learnt_knn")  # its best: the nearest tool label
+        near = float(knn.max(initial=0.0)) if knn is not None else None
+        found = learnt.decide_no_tool(ctx.vector, scored.scores[ctx.allowed], near)
+    return (found, passing.copy()) if found is not None else (None, none)
 
 
 def _no_tool_answer(
@@ -286,9 +296,11 @@ def _rank_rows(
     scored: Scored,
     code: str,
     picked: list[int] | None = None,
+    detail: str | None = None,
 ) -> list[Exclusion]:
-    """Rank-stage exclusions for ``rows`` (10, or 50 with ``explain``)."""
-    detail = RANK_DETAILS[code].format(
+    """Rank-stage exclusions for ``rows`` (10, or 50 with ``explain``);
+    ``detail``: another RANK_DETAILS entry than ``code``'s."""
+    text = RANK_DETAILS[detail or code].format(
         k=ctx.request.max_candidates,
         m=ctx.request.min_score,
         t=ctx.snapshot.settings.no_tool_threshold,
@@ -298,7 +310,7 @@ def _rank_rows(
             ctx.snapshot.tools[int(r)].name,
             "rank",
             code,
-            detail + _learnt_detail(ctx, scored, int(r), picked or []),
+            text + _learnt_detail(ctx, scored, int(r), picked or []),
             round(float(scored.scores[int(r)]), 4),
         )
         for r in rows[: _rank_limit(ctx)]

@@ -21,9 +21,11 @@ import math
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from selection.engine.notool import decide
 from selection.engine.text import tokenize
 
 SIGNALS = ("knn", "expansion", "centroid")
@@ -46,6 +48,8 @@ class LearntSignal:
     texts: tuple[str, ...]
     weights: Mapping[str, float] = field(default_factory=dict)
     k: int = DEFAULT_K
+    # The fitted "no tool fits" decision (selection.engine.notool), if any.
+    no_tool_decision: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_built", _Built.of(self))
@@ -115,6 +119,26 @@ class LearntSignal:
             rows = self.example_tools[int(b.with_tools[i])]
             out[list(rows)] = np.maximum(out[list(rows)], max(float(tool_sims[i]), 0))
         return out
+
+    def decide_no_tool(
+        self,
+        vector: np.ndarray | None,
+        scores: np.ndarray,
+        tool_sim: float | None = None,
+    ) -> dict[str, Any] | None:
+        """The learnt "no tool fits" answer for a request (None: a tool fits, or
+        there is no decision); ``scores``: the fused scores of the candidates,
+        ``tool_sim``: the best ``knn`` cosine when the request computed it."""
+        if not self.no_tool_decision or not len(self.built.no_tool):
+            return None
+        if "_none_mask" not in self.__dict__:
+            mask = np.zeros(len(self.example_tools), dtype=bool)
+            mask[self.built.no_tool] = True
+            self.__dict__["_none_mask"] = mask
+        mask = self.__dict__["_none_mask"]
+        return decide(
+            self.no_tool_decision, self.examples, mask, vector, scores, tool_sim
+        )
 
     def no_tool_similarity(self, vector: np.ndarray | None) -> float:
         """The cosine of the nearest labelled "no tool fits" request (0 if none)."""

@@ -82,6 +82,9 @@ def test_the_no_tool_threshold_is_calibrated_on_held_out_no_tool_requests():
         labels.append(Labelled(vector / np.linalg.norm(vector), {}, "chat", ()))
     base = np.vstack([base, rng.uniform(0.0, 0.1, size=(60, len(TOOLS)))])
     result = fit(TOOLS, labels, base)
-    assert result.no_tool_threshold is not None
+    # The threshold is calibrated (and reported); where the learnt decision
+    # (learning.notool) is fitted too, it replaces the threshold.
+    assert result.cv["no_tool"]["threshold"] > 0
+    assert (result.no_tool_threshold is None) == (result.no_tool is not None)
     assert result.cv["no_tool"]["fp"] <= 0.15
     assert result.cv["no_tool"]["r1_before"] - result.cv["no_tool"]["r1_after"] <= 0.02
