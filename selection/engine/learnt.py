@@ -42,11 +42,12 @@ BM25_K1, BM25_B = 1.2, 0.75
 # Up to this many examples (that name tools) a request is compared with each of
 # them; above it with the clusters' centres and the examples of PROBES clusters.
 EXACT_EXAMPLES = 1_000
-# 2 x sqrt(examples) clusters (200 for 10,000); a request reads the examples of
-# this share of them (at least MIN_PROBES): 8% of the examples, which held 95% of
-# the 10 nearest on MetaTool's held-out requests (bench/learning.py --speed-only).
-CLUSTERS_PER_ROOT = 2.0
-PROBE_SHARE = 0.04
+# sqrt(examples) clusters (100 for 10,000); a request reads the examples of this
+# share of them (at least MIN_PROBES): ~11% of MetaTool's 5,000 per fold, which
+# held 96% of a held-out request's 10 nearest, and the learnt ranking's NDCG@10
+# was that of the full scan (0.889; bench/learning.py, bench/README.md).
+CLUSTERS_PER_ROOT = 1.0
+PROBE_SHARE = 0.09
 MIN_PROBES = 8
 KMEANS_ROUNDS = 6
 KMEANS_SAMPLE = 64  # examples per cluster the centres are fitted on (at most)
