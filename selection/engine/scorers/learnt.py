@@ -32,10 +32,12 @@ def apply_learnt(ctx: ScoreContext, scored: Scored) -> Scored:
             dense[name] = moved
     weights = {name: signal.weights[name] for name in active}
     fused = fuse(scored.scores, dense, weights)
-    share = fused - scored.scores / (1.0 + sum(weights.values()))
+    gained = fused - scored.scores / (1.0 + sum(weights.values()))
     # Scores and signals are >= 0: times the mask is np.where(allowed, x, 0).
-    scored.scores = np.multiply(fused, ctx.allowed, out=fused)
-    scored.signals["learnt"] = np.multiply(share, ctx.allowed, out=share)
+    np.multiply(fused, ctx.allowed, out=fused)
+    np.multiply(gained, ctx.allowed, out=gained)
+    scored.scores = fused
+    scored.signals["learnt"] = gained
     for name in active:
         scored.signals[f"learnt_{name}"] = dense[name]
     scored.extras["learnt_model"] = signal.model_id
