@@ -51,7 +51,9 @@ from bench.quality import (  # noqa: E402
 from learning.fit import Labelled, build_signal, fit, folds_of  # noqa: E402
 from learning.metrics import mean_metrics, query_metrics  # noqa: E402
 from selection.engine import SelectionRequest, select  # noqa: E402
+from selection.engine.learnt import LearntSignal  # noqa: E402
 from selection.engine.normalize import normalize  # noqa: E402
+from selection.engine.snapshot import CatalogSnapshot  # noqa: E402
 
 SEED = 20261126
 INNER = 3
@@ -501,30 +503,79 @@ def label_engine_scores(
     return out
 
 
-def latency(data: Prepared, signal) -> None:
-    """Median in-process selection (vector search + engine) with and without the
-    learnt signal, default request, the same 300 queries, interleaved."""
+LATENCY_QUERIES = 300
+LATENCY_ROUNDS = 3
+LATENCY_WARMUP = 50
+
+
+def latency(data: Prepared, signal: LearntSignal) -> None:
+    """In-process selection (vector search + engine) with and without the learnt
+    signal: the default request, the same queries, interleaved (which goes first
+    alternates), after a warm-up, on one BLAS thread as the app's processes run
+    (config/threads.py sets it before numpy loads in gunicorn and Celery)."""
+    from threadpoolctl import threadpool_limits
+
     from selection.engine.vectors import VectorTable
 
     table = VectorTable.build(
         "bench", data.tool_vecs.shape[1], len(data.specs),
         dict(enumerate(data.tool_vecs)),
     )  # fmt: skip
+    started = time.perf_counter()
+    signal.warm()  # the clusters of the labelled requests (snapshot.warm does it)
+    warm_s = time.perf_counter() - started
     plain = replace(data.snapshot, vectors=table).warm()
     learnt = replace(plain, learnt=signal).warm()
-    times: dict[str, list[float]] = {"without": [], "with": []}
-    for i, q in enumerate(data.queries[:300] * 2):
-        vec = data.query_vecs[i % len(data.queries[:300])]
-        for key, snap in (("without", plain), ("with", learnt)):
-            t0 = time.perf_counter()
-            rows = snap.vectors.nearest(vec, snap.settings.candidate_pool)
-            pool = {snap.tools[r].name: s for r, s in rows.items()}
-            select(snap, SelectionRequest(query=q.text), semantic=pool, vector=vec)
-            times[key].append((time.perf_counter() - t0) * 1000)
-    a, b = np.median(times["without"]), np.median(times["with"])
+    queries = data.queries[:LATENCY_QUERIES]
+    arms = {"without": plain, "with": learnt}
+    times: dict[str, list[float]] = {key: [] for key in arms}
+
+    def one(snap: CatalogSnapshot, i: int) -> float:
+        vec = data.query_vecs[i]
+        t0 = time.perf_counter()
+        rows = table.nearest(vec, snap.settings.candidate_pool)
+        pool = {snap.tools[r].name: s for r, s in rows.items()}
+        select(snap, SelectionRequest(query=queries[i].text), semantic=pool, vector=vec)
+        return (time.perf_counter() - t0) * 1000
+
+    with threadpool_limits(1):
+        for i in range(min(LATENCY_WARMUP, len(queries))):
+            for snap in arms.values():
+                one(snap, i)
+        for n in range(len(queries) * LATENCY_ROUNDS):
+            i = n % len(queries)
+            order = list(arms) if n % 2 == 0 else list(reversed(arms))
+            for key in order:
+                times[key].append(one(arms[key], i))
+    p50 = {k: float(np.median(v)) for k, v in times.items()}
+    p95 = {k: float(np.percentile(v, 95)) for k, v in times.items()}
+    index = getattr(signal, "nearest_index", None)
+    how = (
+        f"nearest labelled requests through {len(index.centres)} clusters, "
+        f"{index.probes} probed"
+        if index is not None
+        else "every labelled request scanned"
+    )
     print(
-        f"  in-process select p50: without {a:.2f} ms, with learnt model {b:.2f} ms "
-        f"({(b / a - 1) * 100:+.0f}%; goal within 10% of /select)"
+        f"  in-process select, {len(times['with'])} requests each (interleaved, "
+        f"{LATENCY_WARMUP} warm-up, one BLAS thread); learnt signal: "
+        f"{', '.join(signal.active)}, {how} (built in {warm_s:.1f} s)"
+    )
+    print(
+        f"  p50: without {p50['without']:.2f} ms, with learnt model "
+        f"{p50['with']:.2f} ms ({(p50['with'] / p50['without'] - 1) * 100:+.0f}%; "
+        "goal within 10%)"
+    )
+    print(
+        f"  p95: without {p95['without']:.2f} ms, with learnt model "
+        f"{p95['with']:.2f} ms ({(p95['with'] / p95['without'] - 1) * 100:+.0f}%)"
+    )
+    paired = np.array(times["with"]) - np.array(times["without"])
+    p10 = {k: float(np.percentile(v, 10)) for k, v in times.items()}
+    print(
+        f"  the same query back to back, with minus without: median "
+        f"{np.median(paired):+.2f} ms; p10 (the least contended): without "
+        f"{p10['without']:.2f} ms, with {p10['with']:.2f} ms"
     )
 
 

@@ -305,37 +305,42 @@ def _rank_rows(
         m=ctx.request.min_score,
         t=ctx.snapshot.settings.no_tool_threshold,
     )
+    listed = [int(r) for r in rows[: _rank_limit(ctx)]]
+    notes = _learnt_details(ctx, scored, listed, picked or [])
     return [
         Exclusion(
-            ctx.snapshot.tools[int(r)].name,
+            ctx.snapshot.tools[r].name,
             "rank",
             code,
-            text + _learnt_detail(ctx, scored, int(r), picked or []),
-            round(float(scored.scores[int(r)]), 4),
+            text + note,
+            round(float(scored.scores[r]), 4),
         )
-        for r in rows[: _rank_limit(ctx)]
+        for r, note in zip(listed, notes, strict=True)
     ]
 
 
-def _learnt_detail(
-    ctx: ScoreContext, scored: Scored, row: int, picked: list[int]
-) -> str:
-    """What the learnt signal did to an excluded tool, when there is one; it
+def _learnt_details(
+    ctx: ScoreContext, scored: Scored, rows: list[int], picked: list[int]
+) -> list[str]:
+    """What the learnt signal did to each excluded tool, when there is one; it
     decided when, without it, the tool would have outscored the last pick."""
     learnt = scored.signals.get("learnt")
-    if learnt is None:
-        return ""
-    given = float(learnt[row])
-    text = f" The learnt signal (labelled requests) gave it {given:+.3f}."
-    if picked:
-        base = scored.scores - learnt
-        last = min(picked, key=lambda r: float(scored.scores[r]))
-        if base[row] > base[last]:
+    if learnt is None or not rows:
+        return [""] * len(rows)
+    last = min(picked, key=lambda r: float(scored.scores[r])) if picked else None
+    bar = float(scored.scores[last] - learnt[last]) if last is not None else 0.0
+    out = []
+    for given, score in zip(
+        learnt[rows].tolist(), scored.scores[rows].tolist(), strict=True
+    ):
+        text = f" The learnt signal (labelled requests) gave it {given:+.3f}."
+        if last is not None and score - given > bar:
             text += (
                 " The learnt signal decided: without it this tool would have "
                 f"outranked {ctx.snapshot.tools[last].name}."
             )
-    return text
+        out.append(text)
+    return out
 
 
 def _rank_limit(ctx: ScoreContext) -> int:

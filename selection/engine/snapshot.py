@@ -71,6 +71,16 @@ class CatalogSnapshot:
         names = self.learnt.tools if self.learnt is not None else ()
         return np.array([self.by_name.get(n, -1) for n in names], dtype=np.int64)
 
+    @cached_property
+    def learnt_map(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(snapshot rows, learnt signal rows) of the learnt signal's tools still
+        here; None when its tools are this snapshot's rows, in order."""
+        rows = self.learnt_rows
+        if len(rows) == len(self.tools) and (rows == np.arange(len(rows))).all():
+            return None
+        here = np.flatnonzero(rows >= 0)
+        return rows[here], here
+
     def rows(self, names: tuple[str, ...] | list[str]) -> list[int]:
         """Rows of the named tools that exist in this snapshot."""
         return [self.by_name[n] for n in names if n in self.by_name]
@@ -91,6 +101,8 @@ class CatalogSnapshot:
     def warm(self) -> CatalogSnapshot:
         """Build every cache now (e.g. at publish time) and return self."""
         _ = self.index, self.by_name, self.by_lower_name, self.order, self.arrays
+        if self.learnt is not None:
+            _ = self.learnt.warm(), self.learnt_map
         return self
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from selection.engine.learnt import SIGNALS, fuse
+from selection.engine.learnt import fuse
 from selection.engine.scorers.base import ScoreContext, Scored
 from selection.engine.scorers.hybrid import category_signal
 
@@ -19,22 +19,27 @@ from selection.engine.scorers.hybrid import category_signal
 def apply_learnt(ctx: ScoreContext, scored: Scored) -> Scored:
     """``scored`` with the learnt signal fused in (unchanged without one)."""
     signal = ctx.snapshot.learnt
-    if signal is None or not any(signal.weights.get(s, 0) > 0 for s in SIGNALS):
+    active = signal.active if signal is not None else ()
+    if signal is None or not active:
         return scored
-    found = signal.scores(ctx.vector, ctx.query.terms, signal.active)
-    rows = ctx.snapshot.learnt_rows
-    here = rows >= 0
-    dense = {}
-    for name in SIGNALS:
-        dense[name] = np.zeros(ctx.n)
-        dense[name][rows[here]] = found[name][here]
-    fused = fuse(scored.scores, dense, signal.weights)
-    base = scored.scores / (1.0 + sum(signal.weights.get(s, 0.0) for s in SIGNALS))
-    scored.scores = np.where(ctx.allowed, fused, 0.0)
-    scored.signals["learnt"] = np.where(ctx.allowed, fused - base, 0.0)
-    for name in SIGNALS:
-        if signal.weights.get(name, 0) > 0:
-            scored.signals[f"learnt_{name}"] = dense[name]
+    dense = signal.request_scores(ctx.vector, ctx.query.terms)
+    mapping = ctx.snapshot.learnt_map  # None: the signal's rows are the snapshot's
+    if mapping is not None:
+        rows, source = mapping
+        for name in active:
+            moved = np.zeros(ctx.n)
+            moved[rows] = dense[name][source]
+            dense[name] = moved
+    weights = {name: signal.weights[name] for name in active}
+    fused = fuse(scored.scores, dense, weights)
+    gained = fused - scored.scores / (1.0 + sum(weights.values()))
+    # Scores and signals are >= 0: times the mask is np.where(allowed, x, 0).
+    np.multiply(fused, ctx.allowed, out=fused)
+    np.multiply(gained, ctx.allowed, out=gained)
+    scored.scores = fused
+    scored.signals["learnt"] = gained
+    for name in active:
+        scored.signals[f"learnt_{name}"] = dense[name]
     scored.extras["learnt_model"] = signal.model_id
     if "category" in scored.extras:  # the category the fused ranking points at
         _, category, share = category_signal(ctx, scored.scores)
