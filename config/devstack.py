@@ -47,16 +47,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def embedded_postgres(data_dir: Path) -> Iterator[str]:
+def embedded_postgres(data_dir: Path, durable: bool = True) -> Iterator[str]:
     """Start (or reuse) pgserver in data_dir; yield a URL to the quiver database.
 
     Each devstack process using data_dir registers itself there; the last one to
     leave stops the server, so a test run never leaves Postgres running behind it
-    and never stops it under a run still using it."""
+    and never stops it under a run still using it. ``durable=False`` (test runs
+    only): see ``_not_durable``."""
     started = time.monotonic()
     data_dir.mkdir(parents=True, exist_ok=True)
     shared = _shared_server(
-        data_dir, lambda: _start_postgres(data_dir), lambda: _stop_postgres(data_dir)
+        data_dir,
+        lambda: _start_postgres(data_dir, durable),
+        lambda: _stop_postgres(data_dir),
     )
     with shared as url:
         _say(f"Postgres 16 + pgvector ready in {time.monotonic() - started:.1f}s")
@@ -82,18 +85,37 @@ def _shared_server(
                 stop()
 
 
-def _start_postgres(data_dir: Path) -> str:
+# Test runs' server: nothing in it outlives the run, so it need not survive a power
+# cut. Without fsync a transactional test's flush (TRUNCATE of every table) and each
+# commit cost a fraction of what they do (make test: several minutes in all).
+NOT_DURABLE = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+
+
+def _start_postgres(data_dir: Path, durable: bool = True) -> str:
     import pgserver
     import psycopg
 
     server = pgserver.get_server(data_dir, cleanup_mode=None)
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        if not durable:
+            _not_durable(conn)
         exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{DB_NAME}"')
     return str(server.get_uri(DB_NAME))
+
+
+def _not_durable(conn: Any) -> None:
+    """Turn off what only a crash needs (NOT_DURABLE); a reload applies it."""
+    changed = False
+    for name, value in NOT_DURABLE.items():
+        if conn.execute(f"SHOW {name}").fetchone()[0] != value:
+            conn.execute(f"ALTER SYSTEM SET {name} = {value}")
+            changed = True
+    if changed:
+        conn.execute("SELECT pg_reload_conf()")
 
 
 def _users(data_dir: Path) -> Path:
@@ -316,7 +338,7 @@ def services(state_dir: Path, testing: bool = False) -> Iterator[dict[str, str]]
         env.setdefault("QUIVER_AUDIT_KEY_FILE", _audit_key(state_dir))
     with ExitStack() as stack:
         if "DATABASE_URL" not in env:
-            pg = embedded_postgres(state_dir / "pg")
+            pg = embedded_postgres(state_dir / "pg", durable=not testing)
             env["DATABASE_URL"] = stack.enter_context(pg)
         if "CELERY_BROKER_URL" not in env:
             redis = embedded_redis(state_dir / "redis", persist=not testing)
