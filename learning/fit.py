@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from learning.tuning import Tuner, tune
 from selection.engine.learnt import SIGNALS, LearntSignal, fuse
+from selection.engine.settings import EngineSettings
 
 FOLDS = 3
 SEED = 20261126
@@ -57,6 +59,9 @@ class FitResult:
     no_tool_threshold: float | None
     improves: bool
     cv: dict[str, Any] = field(default_factory=dict)
+    # Engine settings fitted to the labels (learning.tuning), as a patch of the
+    # settings in force (empty: keep them).
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def params(self) -> dict[str, Any]:
         """The JSON a learnt model stores."""
@@ -64,6 +69,7 @@ class FitResult:
             "weights": self.weights,
             "k": self.k,
             "no_tool_threshold": self.no_tool_threshold,
+            "settings": self.settings,
         }
 
 
@@ -190,18 +196,32 @@ def fit(
     base: np.ndarray,
     sample: np.ndarray | None = None,
     folds: int = FOLDS,
+    tuner: Tuner | None = None,
+    settings: EngineSettings | None = None,
 ) -> FitResult:
-    """Fusion weights, neighbour count and no-tool threshold for ``labels``.
+    """Engine settings, fusion weights, neighbour count and no-tool threshold
+    for ``labels``.
 
     ``base[j]`` holds the engine's scores for label ``sample[j]`` (all labels
     when ``sample`` is None); only those labels are scored, every label is an
-    example."""
+    example. With a ``tuner`` over the same labels (``tuner.parts[j]`` is label
+    ``sample[j]``) and the ``settings`` in force, the engine's settings are
+    fitted first (learning.tuning) and the learnt signal is fitted on top of
+    the ranking they give."""
     rows = np.arange(len(labels)) if sample is None else np.asarray(sample)
     named = np.array([bool(labels[int(i)].tools) for i in rows])
     if int(named.sum()) < MIN_LABELS:
         return FitResult({}, 0, None, False, {"reason": "too few labels"})
     fold_of = folds_of(len(labels), folds)
     rel = relevance(labels, rows[named], len(tools))
+    engine_before = float(ndcg_at_10(base[named], rel).mean())
+    patch: dict[str, Any] = {}
+    tuned_report: dict[str, Any] = {"reason": "no tuner"}
+    if tuner is not None and settings is not None:
+        tuned = tune(tuner, settings, relevance(labels, rows, len(tools)))
+        patch, tuned_report = tuned.patch, tuned.report
+        if patch:
+            base = tuner.matrix(tuned.settings)
     before = float(ndcg_at_10(base[named], rel).mean())
     best: tuple[float, dict[str, float], int, dict[str, np.ndarray]] = (-1, {}, 0, {})
     by_k = held_out_by_k(tools, labels, fold_of, rows, K_CHOICES)
@@ -219,13 +239,17 @@ def fit(
         "folds": folds,
         "labels": len(labels),
         "scored": int(named.sum()),
+        "ndcg_engine": round(engine_before, 4),
+        "settings": tuned_report,
         "ndcg_before": round(before, 4),
         "ndcg_after": round(after if improves else before, 4),
         "ndcg_learnt": round(after, 4),
         "delta": round((after - before) if improves else 0.0, 4),
         "no_tool": no_tool,
     }
-    return FitResult(weights if improves else {}, k, threshold, improves, cv)
+    result = FitResult(weights if improves else {}, k, threshold, improves, cv)
+    result.settings = patch
+    return result
 
 
 def calibrate_threshold(

@@ -141,6 +141,7 @@ class LexicalIndex:
         self.field_df: dict[str, np.ndarray] = {}
         self.avg_len: dict[str, float] = {}
         fields = self._tokenize_all(tools)
+        self._tokens = fields
         self.doc_df = np.zeros(len(self.vocab), dtype=np.float64)
         self.fields: dict[str, Postings] = {}
         for name, ft in fields.items():
@@ -150,6 +151,19 @@ class LexicalIndex:
         self.impacts = self._impacts(fields, field_weights, k1, b)
         self.unknown_idf = float(idf(0.0, max(self.n_docs, 1)))
         self.masses = {name: self._mass(name) for name in ("name", "tags", "category")}
+
+    def reweighted(
+        self, field_weights: Mapping[str, float], k1: float, b: float
+    ) -> LexicalIndex:
+        """The same index with other field weights / BM25 parameters: only the
+        impacts are recomputed (learning.tuning tries many; tokenising is most
+        of a build)."""
+        other = object.__new__(LexicalIndex)
+        other.__dict__.update(self.__dict__)
+        other.params = (dict(field_weights), k1, b)
+        other.field_df, other.avg_len = {}, {}
+        other.impacts = other._impacts(self._tokens, field_weights, k1, b)
+        return other
 
     def _tokenize_all(self, tools: Sequence[ToolRecord]) -> dict[str, _FieldTokens]:
         """Tokenise every field of every tool into flat integer arrays."""
