@@ -49,8 +49,8 @@ from bench.quality import (  # noqa: E402
     semantic_pool,
 )
 from learning.fit import Labelled, build_signal, fit, folds_of  # noqa: E402
-from learning.tuning import LabelParts, Tuner, parts_of  # noqa: E402
 from learning.metrics import mean_metrics, query_metrics  # noqa: E402
+from learning.tuning import LabelParts, Tuner, parts_of  # noqa: E402
 from selection.engine import EngineSettings, SelectionRequest, select  # noqa: E402
 from selection.engine.normalize import normalize  # noqa: E402
 

@@ -44,8 +44,8 @@ def catalog() -> CatalogSnapshot:
         rows.append(
             {
                 "name": f"helper_{chr(97 + i)}",
-                "description": f"Notes about {w}: use it, I need it now, run it for me, "
-                "please, today and any other day.",
+                "description": f"Notes about {w}: use it, I need it now, run it "
+                "for me, please, today and any other day.",
                 "parameters": {"type": "object", "properties": {}},
             }
         )
@@ -98,7 +98,8 @@ def test_the_recombined_scores_are_the_engines_own(changes, with_pool):
         else None
         for j in range(len(asked))
     ]
-    tuner = Tuner(snap, [parts_of(snap, r, p) for (r, _), p in zip(asked, pools)])
+    parts = [parts_of(snap, r, p) for (r, _), p in zip(asked, pools, strict=True)]
+    tuner = Tuner(snap, parts)
     recombined = tuner.matrix(settings)
     other = snap.with_settings(settings)
     for j, (request, _) in enumerate(asked):
