@@ -209,14 +209,14 @@ def with_value(
 ) -> EngineSettings:
     """``settings`` with one setting (or one weight of a mapping) changed."""
     name, sub = key
-    if sub is None:
-        return replace(settings, **{name: value})
-    mapping = dict(getattr(settings, name))
-    mapping[sub] = value
-    return replace(settings, **{name: mapping})
+    changes: dict[str, Any] = {name: value}
+    if sub is not None:
+        changes[name] = {**getattr(settings, name), sub: value}
+    return replace(settings, **changes)
 
 
 def value_of(settings: EngineSettings, key: tuple[str, str | None]) -> float:
+    """One setting (or one weight of a mapping) as a number."""
     name, sub = key
     if sub is None:
         return float(getattr(settings, name))
