@@ -45,16 +45,13 @@ SEED = 20261127
 MARGIN = 0.002
 PASSES = 2
 # The values the search tries for each setting (the current value is always one).
+# A wider grid (BM25 b, lexical floors, the name field, lower embed and k1)
+# chose worse on held-out Seal-Tools labels: 300 labels overfit it.
 GRID: dict[tuple[str, str | None], tuple[float, ...]] = {
-    ("field_weights", "params"): (0.5, 1.0, 2.0, 3.0, 5.0, 8.0),
+    ("field_weights", "params"): (0.5, 1.0, 2.0, 3.0, 5.0),
     ("field_weights", "description"): (1.0, 2.0, 3.0),
-    ("field_weights", "name"): (1.5, 3.0, 5.0),
-    ("bm25_k1", None): (0.3, 0.6, 1.2),
-    ("bm25_b", None): (0.3, 0.75, 1.0),
-    ("lexical_floor", None): (0.05, 0.15, 0.3),
-    ("lexical_confidence_floor", None): (0.2, 0.35, 0.5),
-    ("lexical_confidence_ceiling", None): (0.6, 0.8, 0.95),
-    ("hybrid_weights", "embed"): (0.1, 0.2, 0.3, 0.6, 1.0),
+    ("bm25_k1", None): (0.6, 1.2),
+    ("hybrid_weights", "embed"): (0.3, 0.6, 1.0),
     ("hybrid_weights", "lexical"): (0.1, 0.3, 0.6, 1.0),
     ("hybrid_weights", "bm25f"): (0.1, 0.25, 0.5, 1.0),
     ("hybrid_weights", "name"): (0.0, 0.1, 0.3),
