@@ -215,23 +215,30 @@ def fit(
     fold_of = folds_of(len(labels), folds)
     rel = relevance(labels, rows[named], len(tools))
     engine_before = float(ndcg_at_10(base[named], rel).mean())
+    by_k = held_out_by_k(tools, labels, fold_of, rows, K_CHOICES)
+    before = engine_before
+    after, weights, k, signals = _learnt(base, named, rel, by_k)
     patch: dict[str, Any] = {}
     tuned_report: dict[str, Any] = {"reason": "no tuner"}
     if tuner is not None and settings is not None:
         tuned = tune(tuner, settings, relevance(labels, rows, len(tools)))
-        patch, tuned_report = tuned.patch, tuned.report
-        if patch:
-            base = tuner.matrix(tuned.settings)
-    before = float(ndcg_at_10(base[named], rel).mean())
-    best: tuple[float, dict[str, float], int, dict[str, np.ndarray]] = (-1, {}, 0, {})
-    by_k = held_out_by_k(tools, labels, fold_of, rows, K_CHOICES)
-    for k in K_CHOICES:
-        signals = by_k[k]
-        named_signals = {name: s[named] for name, s in signals.items()}
-        weights, score = search_weights(base[named], named_signals, rel)
-        if score > best[0]:
-            best = (score, weights, k, signals)
-    after, weights, k, signals = best
+        tuned_report = tuned.report
+        if tuned.patch:
+            # The settings stay only if the learnt ranking on top of them is
+            # better on held-out folds too (the learnt signal may have fixed
+            # what the settings fix, and better).
+            other = tuner.matrix(tuned.settings)
+            other_before = float(ndcg_at_10(other[named], rel).mean())
+            found = _learnt(other, named, rel, by_k)
+            if max(found[0], other_before) > max(after, before):
+                patch, base, before = tuned.patch, other, other_before
+                after, weights, k, signals = found
+            else:
+                tuned_report = {
+                    **tuned_report,
+                    "changed": False,
+                    "kept": "the learnt ranking is better on the settings in force",
+                }
     improves = after > before + NEVER_WORSE_MARGIN
     fused = fuse(base, signals, weights) if improves else base
     threshold, no_tool = calibrate_threshold(fused, labels, rows)
@@ -250,6 +257,24 @@ def fit(
     result = FitResult(weights if improves else {}, k, threshold, improves, cv)
     result.settings = patch
     return result
+
+
+def _learnt(
+    base: np.ndarray,
+    named: np.ndarray,
+    rel: np.ndarray,
+    by_k: Mapping[int, dict[str, np.ndarray]],
+) -> tuple[float, dict[str, float], int, dict[str, np.ndarray]]:
+    """The best held-out NDCG@10 of the learnt signal fused with ``base``, and
+    its weights, neighbour count and signals."""
+    best: tuple[float, dict[str, float], int, dict[str, np.ndarray]] = (-1, {}, 0, {})
+    for k in K_CHOICES:
+        signals = by_k[k]
+        named_signals = {name: s[named] for name, s in signals.items()}
+        weights, score = search_weights(base[named], named_signals, rel)
+        if score > best[0]:
+            best = (score, weights, k, signals)
+    return best
 
 
 def calibrate_threshold(
