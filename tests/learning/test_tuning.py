@@ -168,3 +168,32 @@ def test_a_catalog_the_tuner_cannot_reproduce_is_left_alone():
         settings = EngineSettings.from_dict(changes)
         tuned = tune(tuner, settings, rel)
         assert tuned.patch == {} and tuned.settings == settings
+
+
+def test_fitted_settings_are_dropped_when_the_learnt_ranking_does_better_without(
+    monkeypatch,
+):
+    import learning.fit as fitting
+    from learning.tuning import Tuned
+
+    snap = catalog()
+    train = requests(PHRASES[:3])
+    labels = labelled(train)
+    tuner = Tuner(snap, [parts_of(snap, r, None) for r, _ in train])
+    base = tuner.matrix(snap.settings)
+    changed = EngineSettings.from_dict({"bm25_k1": 0.6})
+    # A search that claims a change which ranks no better than the settings in
+    # force, while the labels' own words (the learnt signal) fix every request.
+    monkeypatch.setattr(
+        fitting,
+        "tune",
+        lambda *a, **k: Tuned(changed, {"bm25_k1": 0.6}, {"changed": True}),
+    )
+    monkeypatch.setattr(Tuner, "matrix", lambda self, s, rows=None: base.copy())
+    result = fit(
+        [t.name for t in snap.tools], labels, base, tuner=tuner, settings=snap.settings
+    )
+    assert result.improves
+    assert result.settings == {}
+    assert result.cv["settings"]["changed"] is False
+    assert "learnt ranking" in result.cv["settings"]["kept"]
