@@ -126,6 +126,7 @@ class Tuner:
     _raw: dict[Any, np.ndarray] = field(default_factory=dict)
     _stacked: dict[str, np.ndarray] = field(default_factory=dict)
     _indexes: dict[Any, LexicalIndex] = field(default_factory=dict)
+    _tokens: LexicalIndex | None = None
 
     def __post_init__(self) -> None:
         n = len(self.snapshot.tools)
@@ -163,13 +164,18 @@ class Tuner:
     def _index(self, settings: EngineSettings, key: Any) -> LexicalIndex:
         """The lexical index under ``settings`` (cached per lexical setting)."""
         if key not in self._indexes:
-            exact = self.snapshot.index
-            if exact.base is None and hasattr(exact, "_tokens"):
-                self._indexes[key] = exact.reweighted(
-                    settings.field_weights, settings.bm25_k1, settings.bm25_b
+            if self._tokens is None:  # tokenised once; each setting reweighs it
+                s = self.snapshot.settings
+                self._tokens = LexicalIndex(
+                    self.snapshot.tools,
+                    s.field_weights,
+                    s.bm25_k1,
+                    s.bm25_b,
+                    keep_tokens=True,
                 )
-            else:  # a patched index (selection.engine.delta): build it whole
-                self._indexes[key] = self.snapshot.with_settings(settings).index
+            self._indexes[key] = self._tokens.reweighted(
+                settings.field_weights, settings.bm25_k1, settings.bm25_b
+            )
         return self._indexes[key]
 
     def matrix(

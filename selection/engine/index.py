@@ -130,6 +130,7 @@ class LexicalIndex:
         field_weights: Mapping[str, float],
         k1: float = 1.2,
         b: float = 0.75,
+        keep_tokens: bool = False,
     ) -> None:
         self.n_docs = len(tools)
         self.vocab: Mapping[str, int] = {}
@@ -141,7 +142,8 @@ class LexicalIndex:
         self.field_df: dict[str, np.ndarray] = {}
         self.avg_len: dict[str, float] = {}
         fields = self._tokenize_all(tools)
-        self._tokens = fields
+        # Kept only for ``reweighted`` (learning.tuning), never in a snapshot.
+        self._tokens = fields if keep_tokens else None
         self.doc_df = np.zeros(len(self.vocab), dtype=np.float64)
         self.fields: dict[str, Postings] = {}
         for name, ft in fields.items():
@@ -158,6 +160,8 @@ class LexicalIndex:
         """The same index with other field weights / BM25 parameters: only the
         impacts are recomputed (learning.tuning tries many; tokenising is most
         of a build)."""
+        if self._tokens is None:
+            raise ValueError("reweighted needs an index built with keep_tokens")
         other = object.__new__(LexicalIndex)
         other.__dict__.update(self.__dict__)
         other.params = (dict(field_weights), k1, b)
