@@ -50,7 +50,8 @@ from bench.quality import (  # noqa: E402
 )
 from learning.fit import Labelled, build_signal, fit, folds_of  # noqa: E402
 from learning.metrics import mean_metrics, query_metrics  # noqa: E402
-from selection.engine import SelectionRequest, select  # noqa: E402
+from learning.tuning import LabelParts, Tuner, parts_of  # noqa: E402
+from selection.engine import EngineSettings, SelectionRequest, select  # noqa: E402
 from selection.engine.learnt import LearntSignal  # noqa: E402
 from selection.engine.normalize import normalize  # noqa: E402
 from selection.engine.snapshot import CatalogSnapshot  # noqa: E402
@@ -260,21 +261,43 @@ def nearest_labelled(data: Prepared, hyb: Matrix) -> Peer:
 # --- Quiver with learning ----------------------------------------------------
 
 
+def label_parts(data: Prepared) -> list[LabelParts]:
+    """The hybrid scorer's settings-free inputs per dev query (learning.tuning),
+    with the same semantic pool as the engine pass."""
+    snap = data.snapshot
+    return [
+        parts_of(
+            snap,
+            SelectionRequest(query=q.text, max_candidates=50, min_score=0),
+            semantic_pool(data, i, snap.settings.candidate_pool),
+        )
+        for i, q in enumerate(data.queries)
+    ]
+
+
 def quiver_learnt(
     data: Prepared,
     labels: list[Labelled],
     base: Matrix,
     train: np.ndarray,
     test: np.ndarray,
+    parts: Sequence[LabelParts] | None = None,
 ) -> tuple[Matrix, dict, object]:
-    """Fit on ``train``, apply through the real engine, score ``test``."""
+    """Fit on ``train`` (engine settings and learnt signal), apply both through
+    the real engine, score ``test``."""
     names = [s.name for s in data.specs]
     train_labels = [labels[i] for i in train]
-    result = fit(names, train_labels, base[train])
+    current = data.snapshot.settings
+    tuner = Tuner(data.snapshot, [parts[i] for i in train]) if parts else None
+    result = fit(names, train_labels, base[train], tuner=tuner, settings=current)
     signal = build_signal("bench", "", names, train_labels, result.weights, result.k)
     signal = replace(signal, no_tool_decision=result.no_tool)
     used = result.improves or result.no_tool is not None
-    snap = replace(data.snapshot, learnt=signal if used else None)
+    fitted = EngineSettings.from_dict({**current.to_dict(), **result.settings})
+    snap = replace(
+        data.snapshot.with_settings(fitted),
+        learnt=signal if used else None,
+    )
     snap = snap.warm()
     sub = replace(data, queries=[data.queries[i] for i in test])
     sub = replace(
@@ -293,6 +316,9 @@ def run_dataset(data: Prepared, folds: int) -> dict:
     started = time.perf_counter()
     base = engine_matrix(data)
     print(f"  engine pass: {time.perf_counter() - started:.1f} s", flush=True)
+    started = time.perf_counter()
+    parts = label_parts(data)
+    print(f"  tuning inputs: {time.perf_counter() - started:.1f} s", flush=True)
     fold_of = folds_of(len(data.queries), folds, SEED)
     everything = label_free(data, base)
     texts = [q.text for q in data.queries]
@@ -320,7 +346,7 @@ def run_dataset(data: Prepared, folds: int) -> dict:
             matrix = peer[1](peer[0](named_train, test), value)
             rows[label] += metrics_of(matrix, test, data)
         t0 = time.perf_counter()
-        matrix, cv, fitted = quiver_learnt(data, labels, base, train, test)
+        matrix, cv, fitted = quiver_learnt(data, labels, base, train, test, parts)
         fits.append(time.perf_counter() - t0)
         applied.append(fitted)
         rows["quiver: with learning"] += metrics_of(matrix, test, data)
@@ -455,12 +481,17 @@ def speed_report(data: Prepared, state: dict) -> None:
     sample = np.sort(np.random.default_rng(11).permutation(len(many))[:fit_sample])
     probe = sample[:ENGINE_PROBE]
     started = time.perf_counter()
-    probe_base = label_engine_scores(data, many, probe)
+    probe_parts = label_engine_parts(data, many, probe)
     engine_s = (time.perf_counter() - started) * len(sample) / len(probe)
-    base = np.vstack([probe_base] * (len(sample) // len(probe) + 1))[: len(sample)]
+    parts = (probe_parts * (len(sample) // len(probe) + 1))[: len(sample)]
     names = [s.name for s in data.specs]
     started = time.perf_counter()
-    result = fit(names, many, base, sample)
+    # As the learn job: the engine's scores come from the tuning inputs.
+    tuner = Tuner(data.snapshot, parts)
+    base = tuner.matrix(data.snapshot.settings)
+    result = fit(
+        names, many, base, sample, tuner=tuner, settings=data.snapshot.settings
+    )
     fit_s = time.perf_counter() - started
     started = time.perf_counter()
     signal = build_signal("speed", "", names, many, result.weights or {"knn": 1.0}, 10)
@@ -471,11 +502,12 @@ def speed_report(data: Prepared, state: dict) -> None:
         "to the vector)"
     )
     print(
-        f"  engine scores for the {len(sample)}-label fit sample: {engine_s:.1f} s "
+        f"  engine inputs for the {len(sample)}-label fit sample: {engine_s:.1f} s "
         f"(measured on {len(probe)}, scaled)"
     )
     print(
-        f"  fit (3-fold CV, weights, threshold): {fit_s:.1f} s; "
+        f"  fit (engine settings, 3-fold CV weights, threshold): {fit_s:.1f} s "
+        f"(settings: {result.cv.get('settings')}); "
         f"signal build at snapshot load: {build_s:.1f} s"
     )
     print(
@@ -483,6 +515,22 @@ def speed_report(data: Prepared, state: dict) -> None:
         "not included (the query cache / stored vectors)"
     )
     latency(data, signal)
+
+
+def label_engine_parts(
+    data: Prepared, labels: list[Labelled], rows: np.ndarray
+) -> list[LabelParts]:
+    """Tuning inputs for labels (semantic pool by cosine over the tool vectors)."""
+    out = []
+    pool_size = data.snapshot.settings.candidate_pool
+    for i in rows:
+        lab = labels[int(i)]
+        cos = data.tool_vecs @ lab.vector
+        top = np.argpartition(-cos, pool_size)[:pool_size]
+        pool = {data.specs[int(t)].name: float(cos[t]) for t in top}
+        req = SelectionRequest(query=lab.text, max_candidates=50, min_score=0)
+        out.append(parts_of(data.snapshot, req, pool))
+    return out
 
 
 def label_engine_scores(

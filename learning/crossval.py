@@ -17,6 +17,7 @@ import numpy as np
 from catalog.models import Catalog
 from learning.fit import Labelled, folds_of, held_out_signals, ndcg_at_10, relevance
 from learning.models import Label, LabelStatus
+from learning.tuning import LabelParts, parts_of
 from selection.adapters.snapshots import get_snapshot
 from selection.engine.engine import select
 from selection.engine.learnt import LearntSignal, fuse
@@ -92,6 +93,24 @@ def base_scores(
         pool, _ = semantic_for(catalog, (snapshot, names), request)
         for pick in select(plain, request, semantic=pool).tools:
             out[j, at[pick.name]] = max(pick.score, 1e-9)
+    return out
+
+
+def label_parts(
+    catalog: Catalog,
+    snapshot: CatalogSnapshot,
+    names: dict[int, str],
+    requests: Sequence[SelectionRequest],
+) -> list[LabelParts]:
+    """The hybrid scorer's settings-free inputs per request (learning.tuning),
+    with the semantic pool /select would use; ``Tuner.matrix`` of them under
+    the snapshot's settings is ``base_scores``."""
+    plain = replace(snapshot, learnt=None)
+    out = []
+    for request in requests:
+        request = replace(request, min_score=0.0, max_candidates=DEPTH)
+        pool, _ = semantic_for(catalog, (snapshot, names), request)
+        out.append(parts_of(plain, request, pool))
     return out
 
 

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 
 from learning.notool import fit_decision
+from learning.tuning import Tuner, tune
 from selection.engine.learnt import SIGNALS, LearntSignal, fuse
+from selection.engine.settings import EngineSettings
 
 FOLDS = 3
 SEED = 20261126
@@ -60,6 +62,9 @@ class FitResult:
     cv: dict[str, Any] = field(default_factory=dict)
     # The learnt "no tool fits" decision (learning.notool), when there is one.
     no_tool: dict[str, Any] | None = None
+    # Engine settings fitted to the labels (learning.tuning), as a patch of the
+    # settings in force (empty: keep them).
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def params(self) -> dict[str, Any]:
         """The JSON a learnt model stores."""
@@ -68,6 +73,7 @@ class FitResult:
             "k": self.k,
             "no_tool_threshold": self.no_tool_threshold,
             "no_tool": self.no_tool,
+            "settings": self.settings,
         }
 
 
@@ -194,28 +200,49 @@ def fit(
     base: np.ndarray,
     sample: np.ndarray | None = None,
     folds: int = FOLDS,
+    tuner: Tuner | None = None,
+    settings: EngineSettings | None = None,
 ) -> FitResult:
-    """Fusion weights, neighbour count and no-tool threshold for ``labels``.
+    """Engine settings, fusion weights, neighbour count and no-tool threshold
+    for ``labels``.
 
     ``base[j]`` holds the engine's scores for label ``sample[j]`` (all labels
     when ``sample`` is None); only those labels are scored, every label is an
-    example."""
+    example. With a ``tuner`` over the same labels (``tuner.parts[j]`` is label
+    ``sample[j]``) and the ``settings`` in force, the engine's settings are
+    fitted first (learning.tuning) and the learnt signal is fitted on top of
+    the ranking they give."""
     rows = np.arange(len(labels)) if sample is None else np.asarray(sample)
     named = np.array([bool(labels[int(i)].tools) for i in rows])
     if int(named.sum()) < MIN_LABELS:
         return FitResult({}, 0, None, False, {"reason": "too few labels"})
     fold_of = folds_of(len(labels), folds)
     rel = relevance(labels, rows[named], len(tools))
-    before = float(ndcg_at_10(base[named], rel).mean())
-    best: tuple[float, dict[str, float], int, dict[str, np.ndarray]] = (-1, {}, 0, {})
+    engine_before = float(ndcg_at_10(base[named], rel).mean())
     by_k = held_out_by_k(tools, labels, fold_of, rows, K_CHOICES)
-    for k in K_CHOICES:
-        signals = by_k[k]
-        named_signals = {name: s[named] for name, s in signals.items()}
-        weights, score = search_weights(base[named], named_signals, rel)
-        if score > best[0]:
-            best = (score, weights, k, signals)
-    after, weights, k, signals = best
+    before = engine_before
+    after, weights, k, signals = _learnt(base, named, rel, by_k)
+    patch: dict[str, Any] = {}
+    tuned_report: dict[str, Any] = {"reason": "no tuner"}
+    if tuner is not None and settings is not None:
+        tuned = tune(tuner, settings, relevance(labels, rows, len(tools)))
+        tuned_report = tuned.report
+        if tuned.patch:
+            # The settings stay only if the learnt ranking on top of them is
+            # better on held-out folds too (the learnt signal may have fixed
+            # what the settings fix, and better).
+            other = tuner.matrix(tuned.settings)
+            other_before = float(ndcg_at_10(other[named], rel).mean())
+            found = _learnt(other, named, rel, by_k)
+            if max(found[0], other_before) > max(after, before):
+                patch, base, before = tuned.patch, other, other_before
+                after, weights, k, signals = found
+            else:
+                tuned_report = {
+                    **tuned_report,
+                    "changed": False,
+                    "kept": "the learnt ranking is better on the settings in force",
+                }
     improves = after > before + NEVER_WORSE_MARGIN
     fused = fuse(base, signals, weights) if improves else base
     threshold, no_tool = calibrate_threshold(fused, labels, rows)
@@ -224,6 +251,8 @@ def fit(
         "folds": folds,
         "labels": len(labels),
         "scored": int(named.sum()),
+        "ndcg_engine": round(engine_before, 4),
+        "settings": tuned_report,
         "ndcg_before": round(before, 4),
         "ndcg_after": round(after if improves else before, 4),
         "ndcg_learnt": round(after, 4),
@@ -234,7 +263,26 @@ def fit(
         threshold = None
     result = FitResult(weights if improves else {}, k, threshold, improves, cv)
     result.no_tool = decision
+    result.settings = patch
     return result
+
+
+def _learnt(
+    base: np.ndarray,
+    named: np.ndarray,
+    rel: np.ndarray,
+    by_k: Mapping[int, dict[str, np.ndarray]],
+) -> tuple[float, dict[str, float], int, dict[str, np.ndarray]]:
+    """The best held-out NDCG@10 of the learnt signal fused with ``base``, and
+    its weights, neighbour count and signals."""
+    best: tuple[float, dict[str, float], int, dict[str, np.ndarray]] = (-1, {}, 0, {})
+    for k in K_CHOICES:
+        signals = by_k[k]
+        named_signals = {name: s[named] for name, s in signals.items()}
+        weights, score = search_weights(base[named], named_signals, rel)
+        if score > best[0]:
+            best = (score, weights, k, signals)
+    return best
 
 
 def calibrate_threshold(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from catalog.models import Catalog
 from learning import crossval
 from learning.fit import FitResult, fit
 from learning.models import LearnState, LearntModel
+from learning.tuning import Tuner, tunable
 from selection.adapters.snapshots import get_snapshot
 from selection.services.settings import current_settings, update_selection_settings
 
@@ -104,9 +106,22 @@ def _learn(model: LearntModel) -> None:
     snapshot, names = get_snapshot(catalog)
     sample = _fit_sample(len(prepared.labels))
     requests = [prepared.requests[i] for i in sample]
-    base = crossval.base_scores(catalog, snapshot, names, requests)
+    tuner = None
+    if tunable(snapshot.settings):  # the engine's settings are fitted too
+        parts = crossval.label_parts(catalog, snapshot, names, requests)
+        tuner = Tuner(replace(snapshot, learnt=None), parts)
+        base = tuner.matrix(snapshot.settings)
+    else:
+        base = crossval.base_scores(catalog, snapshot, names, requests)
     _progress(model, 70)
-    result = fit(prepared.tools, prepared.labels, base, sample)
+    result = fit(
+        prepared.tools,
+        prepared.labels,
+        base,
+        sample,
+        tuner=tuner,
+        settings=snapshot.settings,
+    )
     model.embedding_model = catalog.active_embedding_model
     model.params = {**result.params(), "tools": list(prepared.tools)}
     model.examples = [
@@ -144,6 +159,9 @@ def _proposal(
     """The settings this learn proposes (None: propose no change)."""
     data, _ = current_settings(catalog)
     changed = False
+    if result.settings:  # engine settings fitted to the labels (learning.tuning)
+        data.update(result.settings)
+        changed = True
     if result.improves or result.no_tool:  # the model carries the decision
         data["learnt_model"] = model.pk
         changed = True

@@ -130,6 +130,7 @@ class LexicalIndex:
         field_weights: Mapping[str, float],
         k1: float = 1.2,
         b: float = 0.75,
+        keep_tokens: bool = False,
     ) -> None:
         self.n_docs = len(tools)
         self.vocab: Mapping[str, int] = {}
@@ -141,6 +142,8 @@ class LexicalIndex:
         self.field_df: dict[str, np.ndarray] = {}
         self.avg_len: dict[str, float] = {}
         fields = self._tokenize_all(tools)
+        # Kept only for ``reweighted`` (learning.tuning), never in a snapshot.
+        self._tokens = fields if keep_tokens else None
         self.doc_df = np.zeros(len(self.vocab), dtype=np.float64)
         self.fields: dict[str, Postings] = {}
         for name, ft in fields.items():
@@ -150,6 +153,21 @@ class LexicalIndex:
         self.impacts = self._impacts(fields, field_weights, k1, b)
         self.unknown_idf = float(idf(0.0, max(self.n_docs, 1)))
         self.masses = {name: self._mass(name) for name in ("name", "tags", "category")}
+
+    def reweighted(
+        self, field_weights: Mapping[str, float], k1: float, b: float
+    ) -> LexicalIndex:
+        """The same index with other field weights / BM25 parameters: only the
+        impacts are recomputed (learning.tuning tries many; tokenising is most
+        of a build)."""
+        if self._tokens is None:
+            raise ValueError("reweighted needs an index built with keep_tokens")
+        other = object.__new__(LexicalIndex)
+        other.__dict__.update(self.__dict__)
+        other.params = (dict(field_weights), k1, b)
+        other.field_df, other.avg_len = {}, {}
+        other.impacts = other._impacts(self._tokens, field_weights, k1, b)
+        return other
 
     def _tokenize_all(self, tools: Sequence[ToolRecord]) -> dict[str, _FieldTokens]:
         """Tokenise every field of every tool into flat integer arrays."""

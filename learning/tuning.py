@@ -1,0 +1,328 @@
+"""Fitting the engine's own settings to a catalog's labels (pure, no Django).
+
+The learnt signal (selection.engine.learnt) can only speak for tools that have
+labels; on a catalog of thousands of tools most requests need tools nobody has
+labelled yet. The engine's settings speak for every tool: how much the hybrid
+scorer trusts meaning against words (``hybrid_weights``), which fields of a tool
+its lexical index weighs (``field_weights``) and how BM25 saturates
+(``bm25_k1``). ``tune`` chooses them from the labels, cross-validated: each fold
+is scored with the settings a search chose on the other folds, and a change is
+proposed only when those held-out scores beat the settings in force.
+
+The search never re-runs the engine: ``parts_of`` takes, once per labelled
+request, the hybrid scorer's inputs that do not depend on these settings (the
+pool's cosines, keyword and name/tag coverage, the pool's confidence), and
+``Tuner.matrix`` recombines them exactly as ``selection.engine.scorers.hybrid``
+does, rebuilding only the BM25F part for each lexical setting (one index per
+setting, shared by every label). tests/learning/test_tuning.py holds the
+recombination to the engine's own scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from selection.engine.deadline import Deadline
+from selection.engine.index import LexicalIndex
+from selection.engine.normalize import NormalizedQuery, normalize
+from selection.engine.policy import policy_codes
+from selection.engine.scorers import lexical
+from selection.engine.scorers.base import ScoreContext
+from selection.engine.scorers.hybrid import _without_vector, pool_cosine
+from selection.engine.scorers.simple import semantic_confidence
+from selection.engine.settings import EngineSettings
+from selection.engine.snapshot import CatalogSnapshot
+from selection.engine.types import SelectionRequest
+
+TUNE_FOLDS = 3
+TUNE_SAMPLE = 300
+SEED = 20261127
+# A change must beat the settings in force on held-out labels by this much.
+MARGIN = 0.002
+PASSES = 2
+# The values the search tries for each setting (the current value is always one).
+# A wider grid (BM25 b, lexical floors, the name field, lower embed and k1)
+# chose worse on held-out Seal-Tools labels: 300 labels overfit it.
+GRID: dict[tuple[str, str | None], tuple[float, ...]] = {
+    ("field_weights", "params"): (0.5, 1.0, 2.0, 3.0, 5.0),
+    ("field_weights", "description"): (1.0, 2.0, 3.0),
+    ("bm25_k1", None): (0.6, 1.2),
+    ("hybrid_weights", "embed"): (0.3, 0.6, 1.0),
+    ("hybrid_weights", "lexical"): (0.1, 0.3, 0.6, 1.0),
+    ("hybrid_weights", "bm25f"): (0.1, 0.25, 0.5, 1.0),
+    ("hybrid_weights", "name"): (0.0, 0.1, 0.3),
+    ("hybrid_weights", "tag"): (0.0, 0.1, 0.3),
+}
+LEXICAL = ("field_weights", "bm25_k1", "bm25_b")
+HYBRID_PARTS = ("embed", "lexical", "tag", "name")
+
+
+@dataclass(frozen=True)
+class LabelParts:
+    """What the hybrid scorer needs for one labelled request, minus BM25F."""
+
+    query: NormalizedQuery
+    allowed: np.ndarray
+    pool: np.ndarray
+    missing: np.ndarray
+    confidence: float
+    semantic: bool
+    signals: Mapping[str, np.ndarray]
+
+
+def parts_of(
+    snapshot: CatalogSnapshot,
+    request: SelectionRequest,
+    semantic: Mapping[str, float] | None,
+) -> LabelParts:
+    """The hybrid scorer's settings-free inputs for ``request``, as /select
+    computes them for the same snapshot and semantic pool."""
+    query = normalize(request)
+    codes = policy_codes(snapshot, request)
+    ctx = ScoreContext(
+        snapshot, query, request, codes == 0, Deadline(None), semantic, None
+    )
+    index = snapshot.index
+    pool = np.zeros(ctx.n, dtype=bool)
+    if semantic is not None:
+        pool[[snapshot.by_name[n] for n in semantic if n in snapshot.by_name]] = True
+    return LabelParts(
+        query=query,
+        allowed=ctx.allowed,
+        pool=pool,
+        missing=_without_vector(ctx),
+        confidence=semantic_confidence(ctx) if semantic is not None else 1.0,
+        semantic=semantic is not None,
+        signals={
+            "embed": pool_cosine(ctx).astype(np.float32),
+            "lexical": lexical.keyword(index, query).astype(np.float32),
+            "tag": lexical.field_coverage(index, query, "tags").astype(np.float32),
+            "name": lexical.field_coverage(index, query, "name").astype(np.float32),
+        },
+    )
+
+
+def tunable(settings: EngineSettings) -> bool:
+    """Whether ``Tuner.matrix`` reproduces the engine under these settings: the
+    hybrid scorer without its category weight or lexical-overlap filter."""
+    return (
+        settings.default_scorer == "hybrid"
+        and settings.hybrid_weight("category") == 0
+        and settings.min_lexical_overlap == 0
+    )
+
+
+@dataclass
+class Tuner:
+    """The labelled requests' hybrid inputs over one snapshot's tools, stacked
+    (one row per label)."""
+
+    snapshot: CatalogSnapshot
+    parts: Sequence[LabelParts]
+    _raw: dict[Any, np.ndarray] = field(default_factory=dict)
+    _stacked: dict[str, np.ndarray] = field(default_factory=dict)
+    _indexes: dict[Any, LexicalIndex] = field(default_factory=dict)
+    _tokens: LexicalIndex | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.snapshot.tools)
+        for name in HYBRID_PARTS:
+            self._stacked[name] = (
+                np.stack([p.signals[name] for p in self.parts])
+                if self.parts
+                else np.zeros((0, n), dtype=np.float32)
+            )
+        for name in ("allowed", "pool", "missing"):
+            self._stacked[name] = (
+                np.stack([getattr(p, name) for p in self.parts])
+                if self.parts
+                else np.zeros((0, n), dtype=bool)
+            )
+        self._stacked["confidence"] = np.array([p.confidence for p in self.parts])
+        self._stacked["semantic"] = np.array([p.semantic for p in self.parts])
+
+    def _bm25f(self, settings: EngineSettings, rows: np.ndarray) -> np.ndarray:
+        """Raw BM25F coverage of the labels ``rows`` under the lexical settings
+        (cached)."""
+        key = (
+            tuple(sorted(settings.field_weights.items())),
+            settings.bm25_k1,
+            settings.bm25_b,
+            rows.tobytes(),
+        )
+        if key not in self._raw:
+            index = self._index(settings, key[:3])
+            self._raw[key] = np.stack(
+                [lexical.bm25f(index, self.parts[int(i)].query) for i in rows]
+            ).astype(np.float32)
+        return self._raw[key]
+
+    def _index(self, settings: EngineSettings, key: Any) -> LexicalIndex:
+        """The lexical index under ``settings`` (cached per lexical setting)."""
+        if key not in self._indexes:
+            if self._tokens is None:  # tokenised once; each setting reweighs it
+                s = self.snapshot.settings
+                self._tokens = LexicalIndex(
+                    self.snapshot.tools,
+                    s.field_weights,
+                    s.bm25_k1,
+                    s.bm25_b,
+                    keep_tokens=True,
+                )
+            self._indexes[key] = self._tokens.reweighted(
+                settings.field_weights, settings.bm25_k1, settings.bm25_b
+            )
+        return self._indexes[key]
+
+    def matrix(
+        self, settings: EngineSettings, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The hybrid scorer's scores (labels x tools) under ``settings``, 0 for
+        tools it would not rank: selection.engine.scorers.hybrid.hybrid, one
+        row per label."""
+        s = settings
+        rows = np.arange(len(self.parts)) if rows is None else np.asarray(rows)
+        st = {k: v[rows] for k, v in self._stacked.items()}
+        raw = self._bm25f(settings, rows).astype(np.float64)
+        allowed, missing = st["allowed"], st["missing"]
+        candidates = (allowed & (raw > 0)) | st["pool"]
+        best = np.where(candidates, raw, 0.0).max(axis=1, initial=0.0)
+        yardstick = np.maximum(best, s.lexical_floor)[:, None]
+        signals = {**st, "bm25f": np.minimum(raw / yardstick, 1.0)}
+        weights = {k: s.hybrid_weight(k) for k in (*HYBRID_PARTS, "bm25f")}
+        embed = np.where(st["semantic"], weights["embed"], 0.0)[:, None]
+        embed = np.where(missing, 0.0, embed)
+        combined = embed * signals["embed"]
+        total = embed + sum(w for k, w in weights.items() if k != "embed")
+        for key, weight in weights.items():
+            if key != "embed" and weight:
+                combined = combined + weight * signals[key]
+        fused = np.divide(combined, total, out=np.zeros_like(combined), where=total > 0)
+        span = max(s.lexical_confidence_ceiling - s.lexical_confidence_floor, 1e-6)
+        lex_conf = np.clip((raw - s.lexical_confidence_floor) / span, 0.0, 1.0)
+        factor = np.maximum(st["confidence"][:, None], lex_conf)
+        factor = np.where(missing, 1.0, factor)
+        scores: np.ndarray = np.where(candidates & allowed, fused * factor, 0.0)
+        if s.min_combined_score > 0:
+            scores[(scores > 0) & (scores < s.min_combined_score)] = 0.0
+        return scores
+
+
+def with_value(
+    settings: EngineSettings, key: tuple[str, str | None], value: float
+) -> EngineSettings:
+    """``settings`` with one setting (or one weight of a mapping) changed."""
+    name, sub = key
+    changes: dict[str, Any] = {name: value}
+    if sub is not None:
+        changes[name] = {**getattr(settings, name), sub: value}
+    return replace(settings, **changes)
+
+
+def value_of(settings: EngineSettings, key: tuple[str, str | None]) -> float:
+    """One setting (or one weight of a mapping) as a number."""
+    name, sub = key
+    if sub is None:
+        return float(getattr(settings, name))
+    return float(getattr(settings, name).get(sub, 0.0))
+
+
+def patch_between(old: EngineSettings, new: EngineSettings) -> dict[str, Any]:
+    """The settings that differ, as a JSON patch (mappings whole)."""
+    a, b = old.to_dict(), new.to_dict()
+    return {k: b[k] for k in b if a.get(k) != b[k]}
+
+
+def _key(settings: EngineSettings) -> tuple[Any, ...]:
+    return tuple(value_of(settings, k) for k in GRID)
+
+
+@dataclass
+class Search:
+    """Coordinate ascent over ``GRID``, per-label NDCG@10 cached per settings
+    (so searches on different folds share their evaluations)."""
+
+    tuner: Tuner
+    rows: np.ndarray
+    rel: np.ndarray
+    _ndcg: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
+
+    def ndcg(self, settings: EngineSettings) -> np.ndarray:
+        from learning.fit import ndcg_at_10
+
+        key = _key(settings)
+        if key not in self._ndcg:
+            scores = self.tuner.matrix(settings, self.rows)
+            self._ndcg[key] = ndcg_at_10(scores, self.rel)
+        return self._ndcg[key]
+
+    def best(self, start: EngineSettings, on: np.ndarray) -> EngineSettings:
+        """The settings coordinate ascent reaches from ``start`` scoring only the
+        labels ``on`` (positions in ``rows``)."""
+        current = start
+        score = float(self.ndcg(current)[on].mean())
+        for _ in range(PASSES):
+            moved = False
+            for key, values in GRID.items():
+                for value in values:
+                    trial = with_value(current, key, value)
+                    if trial.validate():
+                        continue
+                    found = float(self.ndcg(trial)[on].mean())
+                    if found > score + 1e-6:
+                        current, score, moved = trial, found, True
+            if not moved:
+                break
+        return current
+
+
+@dataclass
+class Tuned:
+    """A tuning's outcome: the settings to use and the held-out evidence."""
+
+    settings: EngineSettings
+    patch: dict[str, Any]
+    report: dict[str, Any]
+
+
+def tune(
+    tuner: Tuner,
+    settings: EngineSettings,
+    rel: np.ndarray,
+    folds: int = TUNE_FOLDS,
+    sample: int = TUNE_SAMPLE,
+) -> Tuned:
+    """Settings fitted on the labels (``rel``: one row per ``tuner`` label, the
+    expected tools); ``settings`` unchanged unless the search beats them on
+    held-out folds by more than ``MARGIN``."""
+    named = np.flatnonzero(rel.any(axis=1))
+    if not tunable(settings) or len(named) < 2 * folds:
+        return Tuned(settings, {}, {"reason": "settings not tunable or too few"})
+    rng = np.random.default_rng(SEED)
+    rows = np.sort(rng.permutation(named)[:sample])
+    search = Search(tuner, rows, rel[rows])
+    fold_of = np.arange(len(rows)) % folds
+    rng.shuffle(fold_of)
+    held = np.zeros(len(rows))
+    for f in range(folds):
+        chosen = search.best(settings, np.flatnonzero(fold_of != f))
+        test = np.flatnonzero(fold_of == f)
+        held[test] = search.ndcg(chosen)[test]
+    before = float(search.ndcg(settings).mean())
+    after = float(held.mean())
+    report = {
+        "labels": len(rows),
+        "ndcg_before": round(before, 4),
+        "ndcg_tuned": round(after, 4),
+        "delta": round(after - before, 4),
+        "tried": len(search._ndcg),
+    }
+    if after <= before + MARGIN:
+        return Tuned(settings, {}, {**report, "changed": False})
+    final = search.best(settings, np.arange(len(rows)))
+    patch = patch_between(settings, final)
+    return Tuned(final, patch, {**report, "changed": bool(patch), "patch": patch})
