@@ -20,11 +20,18 @@ def test_run_sync_returns_the_coroutines_value():
     assert aio.run_sync(_double(21)) == 42
 
 
+def _inside_a_running_loop(coroutine):
+    """Run ``coroutine`` on a loop of its own thread (not ``asyncio.run`` here:
+    the browser tests' Playwright may keep a loop running in this thread)."""
+    return aio.LoopThread("test-outer").submit(coroutine, 10)
+
+
 def test_run_sync_works_where_a_loop_already_runs_in_the_thread():
     async def inside() -> int:
-        return aio.run_sync(_double(5))  # a loop runs here: asyncio.run would refuse
+        asyncio.get_running_loop()  # a loop runs here: asyncio.run would refuse
+        return aio.run_sync(_double(5))
 
-    assert asyncio.run(inside()) == 10
+    assert _inside_a_running_loop(inside()) == 10
 
 
 def test_run_sync_raises_the_coroutines_own_error_in_the_caller():
@@ -35,7 +42,7 @@ def test_run_sync_raises_the_coroutines_own_error_in_the_caller():
         aio.run_sync(fails())
 
     with pytest.raises(LookupError, match="from the coroutine"):
-        asyncio.run(inside())
+        _inside_a_running_loop(inside())
 
 
 def test_a_loop_thread_runs_submitted_coroutines_on_its_own_thread():
