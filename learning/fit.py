@@ -29,11 +29,8 @@ from selection.engine.settings import EngineSettings
 
 FOLDS = 3
 SEED = 20261126
-# Weights and neighbour counts the inner cross-validation chooses from. On MetaTool
-# (5 outer folds, scored by the fused scores) this grid gave held-out NDCG@10
-# 0.8899 against 0.8890 for (0, .25, .5, 1, 2, 4) with k in (5, 20).
-GRID = (0.0, 0.125, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-K_CHOICES = (5, 10, 20, 40)
+GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+K_CHOICES = (5, 20)
 # Below this many labels with tools a fit is too noisy to trust.
 MIN_LABELS = 8
 # "No tool fits": the highest false-positive rate to aim for, and how much of
