@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from celery import bootsteps, shared_task
+from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 from django.db import OperationalError
@@ -14,6 +13,7 @@ from catalog.choices import EmbeddingStatus, JobKind, JobState
 from catalog.embeddings.backends import EmbeddingError
 from catalog.models import Catalog, Job, Tool
 from catalog.services import bulk_edit, embeddings, imports, jobs, query_encoder
+from catalog.services.periodic import PeriodicSend
 from config.celery import app
 
 log = logging.getLogger(__name__)
@@ -148,24 +148,14 @@ def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
     jobs.send(TASK_QUERY_ENCODER, priority=jobs.EMBED_PRIORITY + 1)
 
 
-class SweepTimer(bootsteps.StartStopStep):
+class SweepTimer(PeriodicSend):
     """Every QUIVER_SWEEP_S seconds the worker sends itself a sweep, so work left
     waiting while the broker was down runs without restarting any worker."""
 
-    requires = {"celery.worker.components:Timer"}
+    task = jobs.SWEEP
 
-    def __init__(self, worker: Any, **kwargs: Any) -> None:
-        super().__init__(worker, **kwargs)
-        self.tref: Any = None
-
-    def start(self, worker: Any) -> None:
-        self.tref = worker.timer.call_repeatedly(
-            settings.QUIVER_SWEEP_S, jobs.send, (jobs.SWEEP,), priority=10
-        )
-
-    def stop(self, worker: Any) -> None:
-        if self.tref is not None:
-            self.tref.cancel()
+    def every(self) -> float:
+        return float(settings.QUIVER_SWEEP_S)
 
 
 app.steps["worker"].add(SweepTimer)

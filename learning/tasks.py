@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from celery import bootsteps, shared_task
+from celery import shared_task
 
 from catalog.models import Catalog
-from catalog.services import jobs
+from catalog.services.periodic import PeriodicSend
 from config.celery import app
 from learning.services import evaluations, proposals, stalled
 
@@ -41,23 +39,13 @@ def sweep_stalled_runs() -> dict[str, int]:
     return stalled.sweep()
 
 
-class StalledRunTimer(bootsteps.StartStopStep):
+class StalledRunTimer(PeriodicSend):
     """Every minute the worker asks for the stalled-run sweep."""
 
-    requires = {"celery.worker.components:Timer"}
+    task = SWEEP_STALLED
 
-    def __init__(self, worker: Any, **kwargs: Any) -> None:
-        super().__init__(worker, **kwargs)
-        self.tref: Any = None
-
-    def start(self, worker: Any) -> None:
-        self.tref = worker.timer.call_repeatedly(
-            CHECK_EVERY_S, jobs.send, (SWEEP_STALLED,), priority=10
-        )
-
-    def stop(self, worker: Any) -> None:
-        if self.tref is not None:
-            self.tref.cancel()
+    def every(self) -> float:
+        return CHECK_EVERY_S
 
 
 app.steps["worker"].add(StalledRunTimer)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
 
-from celery import bootsteps, shared_task
+from celery import shared_task
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
 from catalog.services import jobs
+from catalog.services.periodic import PeriodicSend
 from config.celery import app
 from sources import services, sync
 from sources.models import Source
@@ -43,24 +43,16 @@ def sync_due_sources() -> int:
     return started
 
 
-class SourceSyncTimer(bootsteps.StartStopStep):
+class SourceSyncTimer(PeriodicSend):
     """Every minute the worker asks for the due syncs (when periodic sync is on)."""
 
-    requires = {"celery.worker.components:Timer"}
+    task = SYNC_DUE
 
-    def __init__(self, worker: Any, **kwargs: Any) -> None:
-        super().__init__(worker, **kwargs)
-        self.tref: Any = None
+    def every(self) -> float:
+        return CHECK_EVERY_S
 
-    def start(self, worker: Any) -> None:
-        if settings.QUIVER_SOURCE_SYNC_MINUTES > 0:
-            self.tref = worker.timer.call_repeatedly(
-                CHECK_EVERY_S, jobs.send, (SYNC_DUE,), priority=10
-            )
-
-    def stop(self, worker: Any) -> None:
-        if self.tref is not None:
-            self.tref.cancel()
+    def enabled(self) -> bool:
+        return settings.QUIVER_SOURCE_SYNC_MINUTES > 0
 
 
 app.steps["worker"].add(SourceSyncTimer)
