@@ -16,16 +16,6 @@ pytestmark = pytest.mark.django_db
 ADMIN = None  # a system change (a command), which sees every tool
 
 
-@pytest.fixture
-def sent(monkeypatch):
-    names: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(
-        "catalog.services.jobs.send",
-        lambda name, *args, priority=None: names.append((name, args)) or True,
-    )
-    return names
-
-
 def test_a_tool_edit_sends_the_relearn_task_when_the_setting_is_on(
     settings, sent, django_capture_on_commit_callbacks
 ):

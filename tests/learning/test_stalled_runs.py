@@ -20,16 +20,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def sent(monkeypatch):
-    names: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(
-        "catalog.services.jobs.send",
-        lambda name, *args, priority=None: names.append((name, args)) or True,
-    )
-    return names
-
-
-@pytest.fixture
 def catalog():
     found = ensure_default_catalog()
     make_tool(found, "get_weather")

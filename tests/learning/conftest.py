@@ -1,0 +1,17 @@
+"""Fixtures shared by the learning tests."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """The tasks sent by name (catalog.services.jobs.send), in order, instead of
+    going to the broker."""
+    names: list[tuple[str, tuple]] = []
+    monkeypatch.setattr(
+        "catalog.services.jobs.send",
+        lambda name, *args, priority=None: names.append((name, args)) or True,
+    )
+    return names
