@@ -43,8 +43,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	SECRET_KEY=typecheck-only $(VENV)/bin/mypy .
 
+# Two test processes by default (pytest-xdist, scheduled by tests/scheduling.py):
+# most tests wait on a browser, a worker or a socket. PYTEST_WORKERS=0 runs one.
+PYTEST_WORKERS ?= 2
+
 pytest: $(STAMP) chromium
-	$(PY) -m config.devstack test -- $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m config.devstack test -- $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 

@@ -23,6 +23,35 @@ from tests.audit_trail import Trail, make_audit_trail
 from tests.factories import make_client_key, make_user
 
 ROOT = Path(__file__).resolve().parent.parent
+# Under pytest-xdist ("gw0", "gw1", ...; empty on one process) each process has
+# its own test database (pytest-django names it) and its own Redis database for
+# the broker, the rate limits and the workers it starts: Celery's queues and its
+# broadcast channels are per Redis database, so a worker started by one process
+# never takes another's tasks or answers its pings.
+XDIST = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+def _per_process_broker() -> None:
+    if not XDIST:
+        return
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(settings.CELERY_BROKER_URL)
+    url = urlunsplit(parts._replace(path=f"/{int(XDIST.removeprefix('gw')) + 1}"))
+    os.environ["CELERY_BROKER_URL"] = url
+    settings.CELERY_BROKER_URL = url
+    from config.celery import app
+
+    app.conf.broker_url = url
+
+
+_per_process_broker()
+
+
+def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
+    from tests.scheduling import InOrderModules
+
+    return InOrderModules(config, log)
 
 
 @receiver(connection_created)
@@ -186,6 +215,7 @@ def start_worker(
 ) -> subprocess.Popen[bytes]:
     """A real `celery worker` process on the test database and the test broker."""
     env = {**worker_env(), **(extra_env or {})}
+    name = f"{name}{XDIST}"
     log = open(ROOT / ".quiver" / "test" / f"worker-{name}.log", "wb")  # noqa: SIM115
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "quiver",

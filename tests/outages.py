@@ -156,6 +156,7 @@ def start_web(env: dict[str, str], name: str) -> tuple[subprocess.Popen[bytes], 
 
     port = free_port()
     (ROOT / ".quiver" / "test").mkdir(parents=True, exist_ok=True)
+    name = f"{name}{os.environ.get('PYTEST_XDIST_WORKER', '')}"
     log = open(ROOT / ".quiver" / "test" / f"web-{name}.log", "wb")  # noqa: SIM115
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind",

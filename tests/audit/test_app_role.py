@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,8 @@ from django.db import connection
 
 from audit.services import verify_chain
 
-ROLE = "quiver_app_test"
+# Roles belong to the whole Postgres cluster, which parallel test processes share.
+ROLE = f"quiver_app_test{os.environ.get('PYTEST_XDIST_WORKER', '')}"
 
 
 @pytest.fixture
