@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from learning.fit import Labelled, build_signal, fit, ndcg_at_10, relevance
-from selection.engine.learnt import fuse
+from learning.fit import (
+    GRID,
+    Fusions,
+    Labelled,
+    build_signal,
+    fit,
+    ndcg_at_10,
+    relevance,
+)
+from selection.engine.learnt import SIGNALS, fuse
 
 TOOLS = tuple(f"tool_{i}" for i in range(12))
 DIM = 16
@@ -88,3 +96,28 @@ def test_the_no_tool_threshold_is_calibrated_on_held_out_no_tool_requests():
     assert (result.no_tool_threshold is None) == (result.no_tool is not None)
     assert result.cv["no_tool"]["fp"] <= 0.15
     assert result.cv["no_tool"]["r1_before"] - result.cv["no_tool"]["r1_after"] <= 0.02
+
+
+def sparse_scores(rng: np.random.Generator, rows: int, tools: int) -> np.ndarray:
+    """Scores like an engine's or a signal's: most tools 0, some ties."""
+    out = np.round(rng.uniform(0, 1, size=(rows, tools)), 2)
+    out[rng.uniform(size=(rows, tools)) < 0.8] = 0.0
+    return out
+
+
+def test_the_weight_search_scores_every_weighting_as_over_every_tool():
+    rng = np.random.default_rng(9)
+    rows, tools = 200, 400
+    base = sparse_scores(rng, rows, tools)
+    signals = {name: sparse_scores(rng, rows, tools) for name in SIGNALS}
+    # A "generalist" tool just outside every input's top few, and rows whose
+    # expected tool scores 0 everywhere.
+    signals["knn"][:50, 7] = 0.0
+    rel = np.zeros((rows, tools), dtype=bool)
+    rel[np.arange(rows), rng.integers(0, tools, size=rows)] = True
+    fusions = Fusions(base, signals, rel, width=5)
+    assert fusions.pruned
+    for _ in range(40):
+        weights = {name: float(rng.choice(GRID)) for name in SIGNALS}
+        expected = ndcg_at_10(fuse(base, signals, weights), rel)
+        np.testing.assert_allclose(fusions.ndcg(weights), expected, atol=1e-12)
