@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from learning.notool import fit_decision
+from learning.notool import MIN_NO_TOOL, fit_decision
 from learning.tuning import Tuner, tune
 from selection.engine.learnt import SIGNALS, LearntSignal, fuse
 from selection.engine.settings import EngineSettings
@@ -362,11 +362,14 @@ def calibrate_threshold(
     """The lowest top-score threshold whose held-out no-tool false-positive rate
     is at most ``FP_TARGET`` and that keeps single-tool R@1 within
     ``MAX_R1_LOSS``; when both cannot hold, the highest threshold within the
-    loss. None without labelled no-tool requests (the catalog's default holds)."""
+    loss. None with fewer than ``MIN_NO_TOOL`` labelled no-tool requests, as
+    for the learnt decision: the catalog's threshold holds."""
     none = np.array([not labels[i].tools for i in rows], dtype=bool)
     single = np.array([len(labels[i].tools) == 1 for i in rows], dtype=bool)
     if not none.any() or not single.any():
         return None, {"reason": "no labelled no-tool requests"}
+    if int(none.sum()) < MIN_NO_TOOL:
+        return None, {"reason": "too few labelled no-tool requests"}
     top = fused.max(axis=1)
     right = np.array(
         [

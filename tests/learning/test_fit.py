@@ -121,3 +121,17 @@ def test_the_weight_search_scores_every_weighting_as_over_every_tool():
         weights = {name: float(rng.choice(GRID)) for name in SIGNALS}
         expected = ndcg_at_10(fuse(base, signals, weights), rel)
         np.testing.assert_allclose(fusions.ndcg(weights), expected, atol=1e-12)
+
+
+def test_two_no_tool_requests_leave_the_catalogs_threshold_as_it_is():
+    labels = labels_for(60, 12)
+    base = engine_scores(len(labels), 13)
+    rng = np.random.default_rng(14)
+    for _ in range(2):
+        vector = rng.normal(size=DIM)
+        labels.append(Labelled(vector / np.linalg.norm(vector), {}, "chat", ()))
+    base = np.vstack([base, rng.uniform(0.0, 0.1, size=(2, len(TOOLS)))])
+    result = fit(TOOLS, labels, base)
+    assert result.no_tool_threshold is None
+    assert result.no_tool is None
+    assert result.cv["no_tool"]["reason"] == "too few labelled no-tool requests"
