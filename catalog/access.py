@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.db.models import Exists, OuterRef
 from django.http import Http404
@@ -476,3 +477,16 @@ def may_manage_labels(access: Access, slug: str) -> bool:
     """Curators and admins of the catalog upload, review and delete its labels
     and run its evaluations."""
     return access.can_write and access.may_see_catalog(slug)
+
+
+def get_labels_catalog(user: Any, slug: str, *, manage: bool = False) -> Catalog:
+    """The catalog whose labels, evaluations and learning the caller reads (or,
+    with ``manage``, changes): 404 unless visible, else PermissionDenied naming
+    who may. The API and the console both ask this."""
+    catalog = get_catalog_for_user(user, slug)
+    access = access_for(user)
+    if manage and not may_manage_labels(access, slug):
+        raise PermissionDenied(LABEL_MANAGERS)
+    if not may_read_labels(access, slug):
+        raise PermissionDenied(LABEL_READERS)
+    return catalog

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -23,14 +22,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from catalog.access import (
-    LABEL_MANAGERS,
-    LABEL_READERS,
-    access_for,
-    get_catalog_for_user,
-    may_manage_labels,
-    may_read_labels,
-)
+from catalog.access import get_labels_catalog
 from catalog.models import Catalog
 from config.http import request_id
 from config.params import MAX_ID
@@ -42,15 +34,7 @@ from learning.services import evaluations, labels, proposals
 
 
 def catalog_for(request: Request, slug: str, *, manage: bool) -> Catalog:
-    """The catalog (404 unless visible), if the caller may read (or manage) its
-    labels, else 403."""
-    catalog = get_catalog_for_user(request.user, slug)
-    access = access_for(request.user)
-    if manage and not may_manage_labels(access, slug):
-        raise PermissionDenied(LABEL_MANAGERS)
-    if not may_read_labels(access, slug):
-        raise PermissionDenied(LABEL_READERS)
-    return catalog
+    return get_labels_catalog(request.user, slug, manage=manage)
 
 
 def choice_param(request: Request, name: str, choices: list[str]) -> str:

@@ -8,19 +8,12 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
-from catalog.access import (
-    LABEL_MANAGERS,
-    LABEL_READERS,
-    access_for,
-    get_catalog_for_user,
-    may_manage_labels,
-    may_read_labels,
-)
+from catalog.access import access_for, get_labels_catalog, may_manage_labels
 from catalog.models import Catalog
 from config.pages import acting_user, paginate, render_page
 from config.params import MAX_ID, whole_number
@@ -36,13 +29,7 @@ MISSES_SHOWN = 50
 
 
 def _catalog(request: HttpRequest, slug: str, *, manage: bool = False) -> Catalog:
-    catalog = get_catalog_for_user(request.user, slug)
-    access = access_for(request.user)
-    if manage and not may_manage_labels(access, slug):
-        raise PermissionDenied(LABEL_MANAGERS)
-    if not may_read_labels(access, slug):
-        raise PermissionDenied(LABEL_READERS)
-    return catalog
+    return get_labels_catalog(request.user, slug, manage=manage)
 
 
 def _choice(request: HttpRequest, name: str, choices: list[str]) -> str:
