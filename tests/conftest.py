@@ -48,6 +48,7 @@ def _per_process_broker() -> None:
 _per_process_broker()
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent with -p no:xdist
 def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
     from tests.scheduling import InOrderModules
 
