@@ -480,7 +480,7 @@ def perturbed_labels(
 
 def speed_report(data: Prepared, state: dict) -> None:
     """Learn time and in-process selection latency with 10,000 labels."""
-    # learning.services.learn.FIT_SAMPLE (that module needs Django).
+    # learning.services.learn.fit_sample (1,000 here; that module needs Django).
     fit_sample = 1000
     labels = [lab for lab in state["labels"] if lab.tools]
     many = perturbed_labels(data, labels, SPEED_LABELS)

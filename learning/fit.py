@@ -136,7 +136,9 @@ def held_out_by_k(
     """``held_out_signals`` for several neighbour counts, each fold's signal built
     once (only ``knn`` depends on the count)."""
     shape = (len(rows), len(tools))
-    out = {k: {name: np.zeros(shape) for name in SIGNALS} for k in ks}
+    # Only ``knn`` differs between the counts: the other signals' arrays are shared.
+    shared = {name: np.zeros(shape) for name in SIGNALS if name != "knn"}
+    out = {k: {**shared, "knn": np.zeros(shape)} for k in ks}
     for fold in np.unique(folds[rows]):
         train = [labels[int(i)] for i in np.flatnonzero(folds != fold)]
         signal = build_signal("cv", "", tools, train, k=ks[0])
@@ -146,9 +148,8 @@ def held_out_by_k(
                 continue
             lab = labels[int(i)]
             found = signal.scores(lab.vector, lab.terms)
-            for k in ks:
-                for name in SIGNALS:
-                    out[k][name][j] = found[name]
+            for name in SIGNALS:
+                out[ks[0]][name][j] = found[name]
             for k, other in others.items():
                 out[k]["knn"][j] = other.scores(lab.vector, lab.terms, ("knn",))["knn"]
     return out
@@ -347,10 +348,13 @@ def _learnt(
     """The best held-out NDCG@10 of the learnt signal fused with ``base``, and
     its weights, neighbour count and signals."""
     best: tuple[float, dict[str, float], int, dict[str, np.ndarray]] = (-1, {}, 0, {})
+    every = bool(named.all())  # no copies then (a matrix is rows x tools)
     for k in K_CHOICES:
         signals = by_k[k]
-        named_signals = {name: s[named] for name, s in signals.items()}
-        weights, score = search_weights(base[named], named_signals, rel)
+        named_signals = {name: s if every else s[named] for name, s in signals.items()}
+        weights, score = search_weights(
+            base if every else base[named], named_signals, rel
+        )
         if score > best[0]:
             best = (score, weights, k, signals)
     return best

@@ -36,6 +36,10 @@ RUN_LEARN = "learning.learn_tasks.run_learn"
 # The engine ranks at most this many labels for the weight search (a fixed
 # sample); every label is still an example of the learnt signal.
 FIT_SAMPLE = 1000
+# The fit's matrices are (sampled labels x tools), so the sample also keeps to
+# this many cells: 1,000 labels x 4,076 tools peaked at ~0.86 GB (tracemalloc,
+# session 12), and a 100,000-tool catalog samples 50 labels, not 1,000.
+FIT_CELLS = 5_000_000
 
 
 def request_learn(
@@ -104,7 +108,7 @@ def _learn(model: LearntModel) -> None:
     prepared = crossval.prepare(catalog, labels)
     _progress(model, 30)
     snapshot, names = get_snapshot(catalog)
-    sample = _fit_sample(len(prepared.labels))
+    sample = fit_sample(len(prepared.labels), len(prepared.tools))
     requests = [prepared.requests[i] for i in sample]
     tuner = None
     if tunable(snapshot.settings):  # the engine's settings are fitted too
@@ -139,10 +143,13 @@ def _learn(model: LearntModel) -> None:
     model.save()
 
 
-def _fit_sample(count: int) -> np.ndarray:
-    if count <= FIT_SAMPLE:
+def fit_sample(count: int, tools: int) -> np.ndarray:
+    """The labels (positions, sorted) the engine ranks for the fit: all of them
+    up to ``FIT_SAMPLE`` and ``FIT_CELLS`` cells, else a fixed random sample."""
+    size = min(FIT_SAMPLE, max(1, FIT_CELLS // max(tools, 1)))
+    if count <= size:
         return np.arange(count)
-    pick = np.random.default_rng(11).permutation(count)[:FIT_SAMPLE]
+    pick = np.random.default_rng(11).permutation(count)[:size]
     return np.sort(pick)
 
 

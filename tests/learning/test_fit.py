@@ -135,3 +135,27 @@ def test_two_no_tool_requests_leave_the_catalogs_threshold_as_it_is():
     assert result.no_tool_threshold is None
     assert result.no_tool is None
     assert result.cv["no_tool"]["reason"] == "too few labelled no-tool requests"
+
+
+def test_the_fit_sample_keeps_the_matrices_bounded_for_large_catalogs():
+    from learning.services.learn import FIT_CELLS, FIT_SAMPLE, fit_sample
+
+    assert len(fit_sample(10_000, 4_076)) == FIT_SAMPLE
+    assert len(fit_sample(10_000, 100_000)) * 100_000 <= FIT_CELLS
+    assert list(fit_sample(30, 100_000)) == list(range(30))
+    picked = fit_sample(10_000, 100_000)
+    assert list(picked) == sorted(set(picked.tolist()))  # distinct, in order
+    assert list(picked) == list(fit_sample(10_000, 100_000))  # the same each time
+
+
+def test_the_signals_of_every_neighbour_count_share_what_does_not_depend_on_it():
+    from learning.fit import K_CHOICES, folds_of, held_out_by_k
+
+    labels = labels_for(60, 15)
+    rows = np.arange(len(labels))
+    by_k = held_out_by_k(TOOLS, labels, folds_of(len(labels), 3), rows, K_CHOICES)
+    first, *others = (by_k[k] for k in K_CHOICES)
+    for other in others:
+        assert other["expansion"] is first["expansion"]
+        assert other["centroid"] is first["centroid"]
+        assert other["knn"] is not first["knn"]
