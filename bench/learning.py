@@ -454,9 +454,7 @@ SPEED_LABELS = 10_000
 ENGINE_PROBE = 200
 
 
-def perturbed_labels(
-    data: Prepared, labels: list[Labelled], count: int
-) -> list[Labelled]:
+def perturbed_labels(labels: list[Labelled], count: int) -> list[Labelled]:
     """``count`` labels cycling through the dev queries: copy 0 is the query
     itself; copy c > 0 drops one random word from its text and adds Gaussian noise
     (sigma 0.05 per dimension) to its vector, renormalised."""
@@ -478,12 +476,23 @@ def perturbed_labels(
     return out
 
 
+def nearest_how(signal: LearntSignal) -> str:
+    """How a request finds its nearest labelled requests, for the reports."""
+    index = signal.nearest_index
+    if index is None:
+        return "every labelled request scanned"
+    return (
+        f"nearest labelled requests through {len(index.centres)} clusters, "
+        f"{index.probes} probed"
+    )
+
+
 def speed_report(data: Prepared, state: dict) -> None:
     """Learn time and in-process selection latency with 10,000 labels."""
     # learning.services.learn.fit_sample (1,000 here; that module needs Django).
     fit_sample = 1000
     labels = [lab for lab in state["labels"] if lab.tools]
-    many = perturbed_labels(data, labels, SPEED_LABELS)
+    many = perturbed_labels(labels, SPEED_LABELS)
     sample = np.sort(np.random.default_rng(11).permutation(len(many))[:fit_sample])
     probe = sample[:ENGINE_PROBE]
     started = time.perf_counter()
@@ -603,13 +612,7 @@ def latency(data: Prepared, signal: LearntSignal) -> None:
                 times[key].append(one(arms[key], i))
     p50 = {k: float(np.median(v)) for k, v in times.items()}
     p95 = {k: float(np.percentile(v, 95)) for k, v in times.items()}
-    index = getattr(signal, "nearest_index", None)
-    how = (
-        f"nearest labelled requests through {len(index.centres)} clusters, "
-        f"{index.probes} probed"
-        if index is not None
-        else "every labelled request scanned"
-    )
+    how = nearest_how(signal)
     print(
         f"  in-process select, {len(times['with'])} requests each (interleaved, "
         f"{LATENCY_WARMUP} warm-up, one BLAS thread); learnt signal: "

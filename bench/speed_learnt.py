@@ -69,7 +69,7 @@ from django.utils import timezone  # noqa: E402
 
 from bench import speed  # noqa: E402  (sets up Django)
 from bench._data import EmbeddingCache, get_embedder, read_jsonl  # noqa: E402
-from bench.learning import perturbed_labels  # noqa: E402
+from bench.learning import nearest_how, perturbed_labels  # noqa: E402
 from bench.speed import pct, say  # noqa: E402
 from catalog.embeddings.text import embedding_text  # noqa: E402
 from catalog.models import ApiClient, Catalog, Tool  # noqa: E402
@@ -120,7 +120,7 @@ def make_labels(tools: list[str], count: int) -> list[Labelled]:
         )
         for r, vec in zip(rows, vectors, strict=True)
     ]
-    return perturbed_labels(None, base, count)  # type: ignore[arg-type]
+    return perturbed_labels(base, count)
 
 
 def store_model(
@@ -290,13 +290,7 @@ def main(argv: list[str]) -> int:
         learnt = snapshot.learnt
         if learnt is None or not learnt.active:
             raise SystemExit("the stored learnt model gave no active learnt signal")
-        index = getattr(learnt, "nearest_index", None)
-        how = (
-            f"nearest labelled requests through {len(index.centres)} clusters, "
-            f"{index.probes} probed"
-            if index is not None
-            else "every labelled request scanned"
-        )
+        how = nearest_how(learnt)
         say(f"in-process snapshot with the model: {build_s:.1f} s; {how}")
         pool = speed.query_pool("sealtools")
         if args.requests + args.warmup > len(pool):

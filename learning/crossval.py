@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from catalog.models import Catalog
-from learning.fit import Labelled, folds_of, held_out_signals, ndcg_at_10, relevance
+from learning.fit import Labelled, folds_of, held_out_signals, relevance
+from learning.metrics import ndcg_at_10
 from learning.models import Label, LabelStatus
 from learning.tuning import LabelParts, parts_of
 from selection.adapters.snapshots import get_snapshot

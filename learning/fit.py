@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from learning.metrics import ndcg_at_10
 from learning.notool import MIN_NO_TOOL, fit_decision
 from learning.tuning import Tuner, tune
 from selection.engine.learnt import SIGNALS, LearntSignal, fuse
@@ -161,21 +162,6 @@ def relevance(labels: Sequence[Labelled], rows: np.ndarray, n: int) -> np.ndarra
     for j, i in enumerate(rows):
         rel[j, list(labels[i].tools)] = True
     return rel
-
-
-def ndcg_at_10(scores: np.ndarray, rel: np.ndarray) -> np.ndarray:
-    """NDCG@10 per row (learning.metrics' definition; zero scores never rank)."""
-    k = min(10, scores.shape[1])
-    top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-    order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
-    top = np.take_along_axis(top, order, axis=1)
-    hits = np.take_along_axis(rel, top, axis=1) & (
-        np.take_along_axis(scores, top, axis=1) > 0
-    )
-    discount = 1.0 / np.log2(np.arange(k) + 2)
-    dcg = (hits * discount).sum(axis=1)
-    ideal = np.cumsum(discount)[np.minimum(rel.sum(axis=1), k) - 1]
-    return np.asarray(dcg / ideal)
 
 
 class Fusions:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 KS = (1, 3, 5, 10)
 
 
@@ -35,3 +37,19 @@ def mean_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     if not rows:
         return {}
     return {key: sum(row[key] for row in rows) / len(rows) for key in rows[0]}
+
+
+def ndcg_at_10(scores: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """NDCG@10 per row of a (requests x tools) score matrix, ``rel`` marking the
+    expected tools: the definition above, vectorised (zero scores never rank)."""
+    k = min(10, scores.shape[1])
+    top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
+    top = np.take_along_axis(top, order, axis=1)
+    hits = np.take_along_axis(rel, top, axis=1) & (
+        np.take_along_axis(scores, top, axis=1) > 0
+    )
+    discount = 1.0 / np.log2(np.arange(k) + 2)
+    dcg = (hits * discount).sum(axis=1)
+    ideal = np.cumsum(discount)[np.minimum(rel.sum(axis=1), k) - 1]
+    return np.asarray(dcg / ideal)

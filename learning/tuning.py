@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from learning.metrics import ndcg_at_10
 from selection.engine.deadline import Deadline
 from selection.engine.index import LexicalIndex
 from selection.engine.normalize import NormalizedQuery, normalize
@@ -252,8 +253,6 @@ class Search:
     _ndcg: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
 
     def ndcg(self, settings: EngineSettings) -> np.ndarray:
-        from learning.fit import ndcg_at_10
-
         key = _key(settings)
         if key not in self._ndcg:
             scores = self.tuner.matrix(settings, self.rows)

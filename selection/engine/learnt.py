@@ -168,14 +168,6 @@ class LearntSignal:
             and self.examples.shape[1] == np.shape(vector)[-1]
         )
 
-    def _knn(self, tool_sims: np.ndarray) -> np.ndarray:
-        """Per tool, the best cosine among the ``k`` nearest tool examples
-        (``tool_sims``: the cosines of the examples that name tools)."""
-        out = np.zeros(len(self.tools))
-        if len(tool_sims):
-            self._knn_into(out, *_top(tool_sims, self.k))
-        return out
-
     def _knn_into(
         self, out: np.ndarray, positions: np.ndarray, sims: np.ndarray
     ) -> None:

@@ -12,9 +12,9 @@ from learning.fit import (
     Labelled,
     build_signal,
     fit,
-    ndcg_at_10,
     relevance,
 )
+from learning.metrics import ndcg_at_10
 from selection.engine.learnt import SIGNALS, fuse
 
 TOOLS = tuple(f"tool_{i}" for i in range(12))

@@ -54,35 +54,38 @@ def _relearns(sent) -> list[tuple]:
     ]
 
 
-def test_a_label_upload_that_adds_labels_sends_the_relearn_task(
-    settings, sent, django_capture_on_commit_callbacks
-):
+@pytest.fixture
+def weather(settings, sent):
+    """The default catalog with get_weather, re-learning on change, and no task
+    sent yet."""
     settings.QUIVER_RELEARN_ON_CHANGE = True
     catalog = ensure_default_catalog()
     make_tool(catalog, "get_weather")
     sent.clear()
+    return catalog
+
+
+def test_a_label_upload_that_adds_labels_sends_the_relearn_task(
+    weather, sent, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         labels.add_labels(
-            catalog,
+            weather,
             [{"query": "weather in Oslo", "tools": ["get_weather"]}],
             actor=ADMIN,
         )
-    assert _relearns(sent) == [(catalog.pk,)]
+    assert _relearns(sent) == [(weather.pk,)]
 
 
 def test_an_upload_that_adds_nothing_and_a_proposal_send_no_relearn(
-    settings, sent, django_capture_on_commit_callbacks
+    weather, sent, django_capture_on_commit_callbacks
 ):
-    settings.QUIVER_RELEARN_ON_CHANGE = True
-    catalog = ensure_default_catalog()
-    make_tool(catalog, "get_weather")
-    sent.clear()
     with django_capture_on_commit_callbacks(execute=True):
         labels.add_labels(
-            catalog, [{"query": "x", "tools": ["no_such_tool"]}], actor=ADMIN
+            weather, [{"query": "x", "tools": ["no_such_tool"]}], actor=ADMIN
         )
         labels.record_labels_changed(
-            catalog, "propose", ADMIN, None, {}, {"proposed": 3}
+            weather, "propose", ADMIN, None, {}, {"proposed": 3}
         )
     assert _relearns(sent) == []
 

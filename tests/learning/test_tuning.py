@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from learning.fit import Labelled, fit, ndcg_at_10, relevance
+from learning.fit import Labelled, fit, relevance
+from learning.metrics import ndcg_at_10
 from learning.tuning import Tuner, parts_of, tune
 from selection.engine import CatalogSnapshot, EngineSettings, SelectionRequest, select
 from selection.engine.normalize import normalize

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from calls.upstream import pool
 from catalog.choices import JobState
 from sources.models import Source, SourceKind, SourceStatus
 from sources.secrets import decrypt_headers
+from tests.conftest import wait_until
 from tests.sources.conftest import sync
 
 pytestmark = pytest.mark.django_db
@@ -373,16 +373,18 @@ ECHO_SECRET = (
 )
 
 
+def add_leaky(configured: Any, script: str) -> None:
+    """A source ``leaky`` whose command runs ``script`` with ``LEAK`` (the
+    secret) in its environment."""
+    leaky = {"command": sys.executable, "args": ["-c", script], "env": {"LEAK": TOKEN}}
+    write(configured.file, {"stdio": {"local": entry(configured.log), "leaky": leaky}})
+    add("leaky")
+
+
 def test_a_command_that_prints_its_secret_env_never_gets_it_into_a_record(
     configured, catalog, caplog
 ):
-    leaky = {
-        "command": sys.executable,
-        "args": ["-c", ECHO_SECRET],
-        "env": {"LEAK": TOKEN},
-    }
-    write(configured.file, {"stdio": {"local": entry(configured.log), "leaky": leaky}})
-    add("leaky")
+    add_leaky(configured, ECHO_SECRET)
     source = Source.objects.get()
 
     job = sync(source)
@@ -403,30 +405,15 @@ STDERR_SECRET = (
 )
 
 
-def _wait_for(condition, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_a_command_that_prints_its_secret_env_on_stderr_is_logged_masked(
     configured, catalog, caplog, capfd
 ):
-    leaky = {
-        "command": sys.executable,
-        "args": ["-c", STDERR_SECRET],
-        "env": {"LEAK": TOKEN},
-    }
-    write(configured.file, {"stdio": {"local": entry(configured.log), "leaky": leaky}})
-    add("leaky")
+    add_leaky(configured, STDERR_SECRET)
     caplog.set_level("WARNING", logger="sources.stdio.stderr")
 
     sync(Source.objects.get())
 
-    assert _wait_for(lambda: "second line" in caplog.text)
+    wait_until(lambda: "second line" in caplog.text, timeout=10, what="stderr")
     assert "stdio source leaky: starting with token ••••••" in caplog.text
     assert TOKEN not in caplog.text
     assert TOKEN not in capfd.readouterr().err  # the child's stderr is ours no more
