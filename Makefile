@@ -59,7 +59,7 @@ docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --site-dir site
 
 docs-check: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict --quiet --site-dir .quiver/site-check
+	$(VENV)/bin/mkdocs build --strict --site-dir .quiver/site-check
 
 test: lint typecheck docs-check pytest
 
