@@ -196,7 +196,7 @@ def test_the_typescript_mcp_sdks_search_and_call_through_mcp_in_both_eras(
     assert len(live.upstream.calls) == 6
 
 
-def test_the_readme_example_runs_an_agent_against_quiver(live):
+def test_the_example_runs_an_agent_against_quiver(live):
     key = make_client_key("ts-example", "agent")
     done = run_example({**live.env, "QUIVER_API_KEY": key})
     assert done.returncode == 0, done.stdout + done.stderr
@@ -213,15 +213,14 @@ def test_the_example_without_a_key_says_how_to_make_one(live):
     assert "QUIVER_API_KEY" in done.stdout
 
 
-def test_the_readme_shows_the_lines_the_example_runs():
-    readme = (ROOT / "README.md").read_text()
-    part = readme.split("### TypeScript (AI SDK)", 1)[1].split("\n### ", 1)[0]
-    [snippet] = re.findall(r"```ts\n(.*?)```", part, re.S)
+def test_the_docs_show_the_lines_the_example_runs():
+    page = (ROOT / "docs" / "tutorials" / "connect-typescript.md").read_text()
+    [snippet] = re.findall(r"```ts\n(.*?)```", page, re.S)
     example = (TS / "examples" / "agent.ts").read_text()
     shown = [line.strip() for line in snippet.splitlines() if line.strip()]
     assert shown
     missing = [line for line in shown if line not in example]
-    assert missing == [], "README lines the example does not run"
+    assert missing == [], "lines the docs show that the example does not run"
 
 
 def run_example(env: dict[str, str]) -> subprocess.CompletedProcess[str]:

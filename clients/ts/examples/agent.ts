@@ -24,10 +24,10 @@ if (!key) {
   process.exit(2);
 }
 
-// --- The lines the README shows -------------------------------------------------
+// --- The lines docs/tutorials/connect-typescript.md shows ------------------------
 const tools = await quiverTools({ url, key, catalog });
 const agent = new ToolLoopAgent({
-  model: scriptedModel(),
+  model: scriptedModel(), // your provider's model, e.g. openai("gpt-5")
   tools,
   prepareStep: quiverPrepareStep({
     url,
