@@ -38,9 +38,6 @@ DIST = TS / "dist"
 NODE = shutil.which("node") or "node"
 TRANSITIONS = {"weather.get_forecast": {"weather.set_thermostat": 0.9}}
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
 @dataclass
 class Live:
     url: str
@@ -176,6 +173,36 @@ def test_an_ai_sdk_agent_selects_each_step_and_calls_through_quiver(live, tmp_pa
         "get_forecast",
         "set_thermostat",
     ]
+    [validation] = events("validation", "ts-agent")
+    assert str(validation.request_id) == report["validation_id"]
+    assert validation.input["selection_id"] == report["selections"][0]
+
+
+def test_quiver_tools_wait_for_approval_run_once_and_never_reuse_it(live, tmp_path):
+    key = make_client_key("ts-approvals", "agent")
+    report = run_node("approvals", {**live.env, "QUIVER_API_KEY": key}, tmp_path)
+
+    calls = events("tool_call", "ts-approvals")
+    assert [str(row.pk) for row in calls] == report["calls"]
+    assert [row.output["outcome"] for row in calls] == [
+        "pending",
+        "refused",  # re-sent while its approval was pending
+        "pending",
+        "denied",
+        "pending",
+        "ran",
+        "pending",
+    ]
+    asked, other, anew, once = report["approvals"]
+    statuses = dict(Approval.objects.values_list("id", "status"))
+    assert {str(pk): status for pk, status in statuses.items()} == {
+        asked: "used",
+        other: "denied",
+        anew: "pending",
+        once: "pending",
+    }
+    ran = [call for call in live.upstream.calls if call.name == "set_thermostat"]
+    assert [call.arguments for call in ran] == [{"celsius": 21}]
 
 
 def test_the_typescript_mcp_sdks_search_and_call_through_mcp_in_both_eras(

@@ -9,7 +9,12 @@ export * from "./errors.js";
 export { RetryPolicy, type RetryOptions, parseRetryAfter } from "./retry.js";
 export type * from "./types.js";
 export { type StepSelection, quiverSelection } from "./ai-sdk/context.js";
-export { MESSAGE_BUDGET, chatMessages } from "./ai-sdk/messages.js";
+export {
+  type AiSdkToolCall,
+  MESSAGE_BUDGET,
+  chatMessages,
+  toolCallItems,
+} from "./ai-sdk/messages.js";
 export {
   DEFAULT_MAX_TOOLS,
   type PrepareStepOptions,

@@ -15,10 +15,12 @@ import { ToolLoopAgent, stepCountIs } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 
 import {
+  Quiver,
   type QuiverToolOutput,
   type StepSelection,
   quiverPrepareStep,
   quiverTools,
+  toolCallItems,
 } from "@quiver/ai-sdk";
 
 import { decide, key, report, url } from "./live.js";
@@ -42,11 +44,9 @@ function scriptedModel(turns: Turn[]): { model: MockLanguageModelV3; offered: st
   return { model, offered };
 }
 
-test("a ToolLoopAgent's every step sees Quiver's selection, and its calls run through Quiver", async () => {
-  const tools = await quiverTools({ url: url(), key: key() });
-  const selections: StepSelection[] = [];
-  const outputs: QuiverToolOutput[] = [];
-  const { model, offered } = scriptedModel([
+/** The scripted conversation: forecast, thermostat (pending), approved, answer. */
+function officeModel(): ReturnType<typeof scriptedModel> {
+  return scriptedModel([
     async () => toolCall("c1", "weather_get_forecast", { city: "Paris", days: 1 }),
     async () => toolCall("c2", "weather_set_thermostat", { celsius: 22 }),
     async (options) => {
@@ -60,6 +60,13 @@ test("a ToolLoopAgent's every step sees Quiver's selection, and its calls run th
     },
     async () => text("Paris will be sunny; the thermostat is at 22 degrees."),
   ]);
+}
+
+test("a ToolLoopAgent's every step sees Quiver's selection, and its calls run through Quiver", async () => {
+  const tools = await quiverTools({ url: url(), key: key() });
+  const selections: StepSelection[] = [];
+  const outputs: QuiverToolOutput[] = [];
+  const { model, offered } = officeModel();
   const agent = new ToolLoopAgent({
     model,
     instructions: "You run the office for its people.",
@@ -82,8 +89,41 @@ test("a ToolLoopAgent's every step sees Quiver's selection, and its calls run th
   const result = await agent.generate({ prompt: PROMPT });
 
   assert.equal(result.steps.length, 4);
-  assert.equal(selections.length, 4);
   assert.deepEqual(selections.map((s) => s.stepNumber), [0, 1, 2, 3]);
+  assertEachStepSawItsSelection(selections, offered);
+  assertTheConversationCounted(selections[1]);
+  assert.deepEqual(
+    outputs.map((output) => output.status),
+    ["ran", "pending_approval", "ran"],
+  );
+  const [ran, pending, approved] = outputs as unknown as Array<Record<string, unknown>>;
+  assert.deepEqual(ran?.["structured_content"], {
+    city: "Paris",
+    forecast: ["day 1: sunny, 21 C"],
+  });
+  assert.equal(approved?.["approval_id"], pending?.["approval_id"]);
+  assert.equal(result.text, "Paris will be sunny; the thermostat is at 22 degrees.");
+
+  // A step's calls checked against its selection, as for tools Quiver does not run.
+  const check = await new Quiver({ url: url(), key: key() }).validateToolCalls(
+    toolCallItems(result.steps[0]?.toolCalls ?? []),
+    { selection_id: selections[0]?.selection.selection_id, format: "openai-responses" },
+  );
+  assert.equal(check.valid, true, JSON.stringify(check.calls));
+  assert.equal(check.calls[0]?.tool, "weather.get_forecast");
+
+  report({
+    selections: selections.map((step) => step.selection.selection_id),
+    calls: outputs.map((output) => output.call_id),
+    call_selections: [0, 1, 2].map((i) => selections[i]?.selection.selection_id),
+    approval_id: pending?.["approval_id"],
+    validation_id: check.validation_id,
+  });
+});
+
+/** The model was offered exactly Quiver's picks at each step. */
+function assertEachStepSawItsSelection(selections: StepSelection[], offered: string[][]): void {
+  assert.equal(selections.length, offered.length);
   for (const [index, step] of selections.entries()) {
     const picks = step.selection.tools.map((pick) => String(pick.definition["name"]));
     assert.deepEqual(step.activeTools, picks);
@@ -96,37 +136,17 @@ test("a ToolLoopAgent's every step sees Quiver's selection, and its calls run th
   }
   assert.ok(offered[0]?.includes("weather_get_forecast"));
   assert.ok(offered[1]?.includes("weather_set_thermostat"));
+}
 
-  // Conversation-aware: after the forecast, the curator's transition and the
-  // recency of the tool just called count in the next step's scores.
-  const next = selections[1]?.selection.tools ?? [];
-  const thermostat = next.find((pick) => pick.name === "weather.set_thermostat");
-  assert.ok((thermostat?.signals["transition"] ?? 0) > 0, JSON.stringify(next));
-  const forecast = next.find((pick) => pick.name === "weather.get_forecast");
-  assert.ok((forecast?.signals["sticky"] ?? 0) > 0, JSON.stringify(next));
-
-  assert.deepEqual(
-    outputs.map((output) => output.status),
-    ["ran", "pending_approval", "ran"],
-  );
-  const [ran, , approved] = outputs;
-  assert.deepEqual((ran as { structured_content: unknown }).structured_content, {
-    city: "Paris",
-    forecast: ["day 1: sunny, 21 C"],
-  });
-  assert.equal(
-    (approved as { approval_id: string | null }).approval_id,
-    (outputs[1] as { approval_id: string }).approval_id,
-  );
-  assert.equal(result.text, "Paris will be sunny; the thermostat is at 22 degrees.");
-
-  report({
-    selections: selections.map((step) => step.selection.selection_id),
-    calls: outputs.map((output) => output.call_id),
-    call_selections: [0, 1, 2].map((i) => selections[i]?.selection.selection_id),
-    approval_id: (outputs[1] as { approval_id: string }).approval_id,
-  });
-});
+/** After the forecast, the curator's transition and the recency of the tool
+ * just called count in the next step's scores. */
+function assertTheConversationCounted(step: StepSelection | undefined): void {
+  const picks = step?.selection.tools ?? [];
+  const thermostat = picks.find((pick) => pick.name === "weather.set_thermostat");
+  assert.ok((thermostat?.signals["transition"] ?? 0) > 0, JSON.stringify(picks));
+  const forecast = picks.find((pick) => pick.name === "weather.get_forecast");
+  assert.ok((forecast?.signals["sticky"] ?? 0) > 0, JSON.stringify(picks));
+}
 
 test("a call outside its step's selection is refused naming selection_id, and nothing runs", async () => {
   const tools = await quiverTools({ url: url(), key: key() });
