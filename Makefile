@@ -51,9 +51,10 @@ PYTEST_WORKERS ?= 2
 
 # The TypeScript package (clients/ts): `npm ci` from its lock file into
 # clients/ts/node_modules (again only when the lock changes; npm keeps its
-# download cache in ~/.npm), then tsc (strict) builds the package, its tests and
-# its example into clients/ts/dist. tests/ts_client runs those tests with node's
-# test runner against a live Quiver.
+# download cache in ~/.npm), then prettier checks the format (`npx prettier
+# --write .` in clients/ts fixes it) and tsc (strict) builds the package, its
+# tests and its example into clients/ts/dist. tests/ts_client runs those tests
+# with node's test runner against a live Quiver.
 NPM ?= npm
 TS_DIR := clients/ts
 TS_STAMP := $(TS_DIR)/node_modules/.installed
@@ -64,8 +65,9 @@ $(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
 	cd $(TS_DIR) && $(NPM) ci --prefer-offline --no-audit --no-fund --loglevel=error
 	touch $@
 
-$(TS_BUILD): $(TS_STAMP) $(TS_SOURCES) $(TS_DIR)/tsconfig.json
+$(TS_BUILD): $(TS_STAMP) $(TS_SOURCES) $(TS_DIR)/tsconfig.json $(TS_DIR)/.prettierrc.json
 	rm -rf $(TS_DIR)/dist
+	cd $(TS_DIR) && ./node_modules/.bin/prettier --check --log-level warn .
 	cd $(TS_DIR) && ./node_modules/.bin/tsc -p .
 	touch $@
 

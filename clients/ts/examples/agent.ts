@@ -36,17 +36,23 @@ const agent = new ToolLoopAgent({
     maxTools: 5,
     tools,
     onSelection: ({ stepNumber, activeTools }) =>
-      console.log(`step ${stepNumber}: Quiver offered ${activeTools.join(", ") || "no tool"}`),
+      console.log(
+        `step ${stepNumber}: Quiver offered ${activeTools.join(", ") || "no tool"}`,
+      ),
   }),
   stopWhen: stepCountIs(5),
 });
-const result = await agent.generate({ prompt: "What is the weather forecast for Paris?" });
+const result = await agent.generate({
+  prompt: "What is the weather forecast for Paris?",
+});
 // ---------------------------------------------------------------------------------
 
 for (const step of result.steps) {
   for (const call of step.toolResults) {
     const output = call.output as { status: string; detail?: string };
-    console.log(`the model called ${call.toolName}: ${output.status} ${output.detail ?? ""}`);
+    console.log(
+      `the model called ${call.toolName}: ${output.status} ${output.detail ?? ""}`,
+    );
   }
 }
 console.log(`the answer: ${result.text}`);
@@ -65,7 +71,9 @@ function scriptedModel(): MockLanguageModelV3 {
       if (turn === 1 && first) {
         const input = JSON.stringify({ city: "Paris" });
         return {
-          content: [{ type: "tool-call", toolCallId: "call-1", toolName: first.name, input }],
+          content: [
+            { type: "tool-call", toolCallId: "call-1", toolName: first.name, input },
+          ],
           finishReason: { unified: "tool-calls", raw: "tool_calls" },
           usage,
           warnings: [],

@@ -61,8 +61,7 @@ export interface RequestOptions {
 }
 
 type Attempt =
-  | { answer: unknown; wait?: undefined }
-  | { wait: number; answer?: undefined };
+  { answer: unknown; wait?: undefined } | { wait: number; answer?: undefined };
 
 /** A Quiver client: `new Quiver({ url: "http://127.0.0.1:8000", key })`. */
 export class Quiver {
@@ -119,9 +118,7 @@ export class Quiver {
   }
 
   /** `POST /api/v1/select/batch`: one answer or error object per request, in order. */
-  async selectBatch(
-    requests: SelectRequest[],
-  ): Promise<Array<Selection | BatchError>> {
+  async selectBatch(requests: SelectRequest[]): Promise<Array<Selection | BatchError>> {
     const answer = await this.request<{ results: Array<Selection | BatchError> }>(
       "POST",
       "select/batch",
@@ -196,10 +193,7 @@ export class Quiver {
 
   /** `GET /api/v1/approvals/{id}`: an approval this key asked for. */
   approval(approvalId: string): Promise<Approval> {
-    return this.request<Approval>(
-      "GET",
-      `approvals/${encodeURIComponent(approvalId)}`,
-    );
+    return this.request<Approval>("GET", `approvals/${encodeURIComponent(approvalId)}`);
   }
 
   async #attempt(
@@ -213,7 +207,9 @@ export class Quiver {
     try {
       response = await this.#send(method, path, options);
     } catch (failure) {
-      const wait = notConnected(failure) ? this.retry.delay(attempt, undefined) : undefined;
+      const wait = notConnected(failure)
+        ? this.retry.delay(attempt, undefined)
+        : undefined;
       if (wait !== undefined) {
         return { wait };
       }
@@ -318,9 +314,10 @@ function transportError(
   if (name === "TimeoutError") {
     return new QuiverTimeout(`${call}: ${message}`, { cause: failure });
   }
-  const cause = failure instanceof Error && failure.cause instanceof Error
-    ? `: ${failure.cause.message}`
-    : "";
+  const cause =
+    failure instanceof Error && failure.cause instanceof Error
+      ? `: ${failure.cause.message}`
+      : "";
   return new QuiverConnectionError(`${call}: ${message}${cause}`, { cause: failure });
 }
 

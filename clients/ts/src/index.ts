@@ -4,7 +4,12 @@
  * beyond `fetch`; the AI SDK (`ai`, v6) is used for its types only.
  */
 
-export { DEFAULT_CATALOG, Quiver, type QuiverOptions, type RequestOptions } from "./client.js";
+export {
+  DEFAULT_CATALOG,
+  Quiver,
+  type QuiverOptions,
+  type RequestOptions,
+} from "./client.js";
 export * from "./errors.js";
 export { RetryPolicy, type RetryOptions, parseRetryAfter } from "./retry.js";
 export type * from "./types.js";

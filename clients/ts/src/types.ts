@@ -5,22 +5,11 @@
  */
 
 export type Format =
-  | "canonical"
-  | "openai"
-  | "openai-responses"
-  | "anthropic"
-  | "ollama"
-  | "mcp";
+  "canonical" | "openai" | "openai-responses" | "anthropic" | "ollama" | "mcp";
 
 export type CallFormat = Exclude<Format, "canonical">;
 
-export type Scorer =
-  | "keyword"
-  | "bm25f"
-  | "embedding"
-  | "hybrid"
-  | "ensemble"
-  | "llm";
+export type Scorer = "keyword" | "bm25f" | "embedding" | "hybrid" | "ensemble" | "llm";
 
 /** One turn of an OpenAI-style chat, as `POST select` reads `messages`. */
 export interface ChatMessage {
@@ -85,10 +74,7 @@ export interface Exclusion {
 /** Why no tool was offered (`tools` is then empty). */
 export interface NoTool {
   reason:
-    | "below_no_tool_threshold"
-    | "learnt_no_tool"
-    | "below_min_score"
-    | "no_candidates";
+    "below_no_tool_threshold" | "learnt_no_tool" | "below_min_score" | "no_candidates";
   best_score: number | null;
   threshold: number | null;
   probability?: number;

@@ -28,10 +28,15 @@ import { decide, key, report, url } from "./live.js";
 const PROMPT =
   "What is the weather forecast for Paris? Then set the office thermostat to 22 degrees.";
 
-type Turn = (options: LanguageModelV3CallOptions) => Promise<LanguageModelV3GenerateResult>;
+type Turn = (
+  options: LanguageModelV3CallOptions,
+) => Promise<LanguageModelV3GenerateResult>;
 
 /** A model that plays `turns` in order, noting the tools each call was given. */
-function scriptedModel(turns: Turn[]): { model: MockLanguageModelV3; offered: string[][] } {
+function scriptedModel(turns: Turn[]): {
+  model: MockLanguageModelV3;
+  offered: string[][];
+} {
   const offered: string[][] = [];
   const model = new MockLanguageModelV3({
     doGenerate: async (options) => {
@@ -82,14 +87,19 @@ test("a ToolLoopAgent's every step sees Quiver's selection, and its calls run th
     }),
     stopWhen: stepCountIs(6),
     onStepFinish: (step) => {
-      outputs.push(...step.toolResults.map((result) => result.output as QuiverToolOutput));
+      outputs.push(
+        ...step.toolResults.map((result) => result.output as QuiverToolOutput),
+      );
     },
   });
 
   const result = await agent.generate({ prompt: PROMPT });
 
   assert.equal(result.steps.length, 4);
-  assert.deepEqual(selections.map((s) => s.stepNumber), [0, 1, 2, 3]);
+  assert.deepEqual(
+    selections.map((s) => s.stepNumber),
+    [0, 1, 2, 3],
+  );
   assertEachStepSawItsSelection(selections, offered);
   assertTheConversationCounted(selections[1]);
   assert.deepEqual(
@@ -122,7 +132,10 @@ test("a ToolLoopAgent's every step sees Quiver's selection, and its calls run th
 });
 
 /** The model was offered exactly Quiver's picks at each step. */
-function assertEachStepSawItsSelection(selections: StepSelection[], offered: string[][]): void {
+function assertEachStepSawItsSelection(
+  selections: StepSelection[],
+  offered: string[][],
+): void {
   assert.equal(selections.length, offered.length);
   for (const [index, step] of selections.entries()) {
     const picks = step.selection.tools.map((pick) => String(pick.definition["name"]));
@@ -180,7 +193,10 @@ test("the tools map is the catalog as the key sees it, keyed by provider names",
     name: "weather.get_forecast",
     requires_approval: false,
   });
-  assert.ok(!("hidden_refund" in tools), "a tool of a role the key lacks is not offered");
+  assert.ok(
+    !("hidden_refund" in tools),
+    "a tool of a role the key lacks is not offered",
+  );
   const schema = await (forecast.inputSchema as { jsonSchema: unknown }).jsonSchema;
   assert.deepEqual((schema as { required: string[] }).required, ["city"]);
 });
@@ -202,9 +218,20 @@ const usage = {
   outputTokens: { total: 5, text: 5, reasoning: undefined },
 };
 
-function toolCall(id: string, name: string, input: unknown): LanguageModelV3GenerateResult {
+function toolCall(
+  id: string,
+  name: string,
+  input: unknown,
+): LanguageModelV3GenerateResult {
   return {
-    content: [{ type: "tool-call", toolCallId: id, toolName: name, input: JSON.stringify(input) }],
+    content: [
+      {
+        type: "tool-call",
+        toolCallId: id,
+        toolName: name,
+        input: JSON.stringify(input),
+      },
+    ],
     finishReason: { unified: "tool-calls", raw: "tool_calls" },
     usage,
     warnings: [],

@@ -56,7 +56,11 @@ test("an approval waits, runs once, and never covers other arguments", async () 
   });
 });
 
-async function approve(approvalId: string, decision: "approve" | "deny", reason: string) {
+async function approve(
+  approvalId: string,
+  decision: "approve" | "deny",
+  reason: string,
+) {
   const decided = await decide(approvalId, decision, reason);
   assert.equal(decided.status, 200, await decided.text());
 }

@@ -47,7 +47,10 @@ test("select reads chat messages and renders definitions in the asked format", a
   });
   const [pick] = answer.tools;
   assert.equal(pick?.name, "weather.get_forecast");
-  assert.deepEqual((pick?.definition as { function: { name: string } }).function.name, "weather_get_forecast");
+  assert.deepEqual(
+    (pick?.definition as { function: { name: string } }).function.name,
+    "weather_get_forecast",
+  );
 });
 
 test("select refuses a request with both or neither of query and messages before sending", () => {
@@ -126,7 +129,9 @@ test("a call needing approval throws PendingApproval, then runs once a person ap
 
 test("refusals throw the API's error with its error, detail and fields", async () => {
   const client = quiver();
-  const bad = await client.call("weather.get_forecast", { city: 3 }).catch((e: unknown) => e);
+  const bad = await client
+    .call("weather.get_forecast", { city: 3 })
+    .catch((e: unknown) => e);
   assert.ok(bad instanceof BadRequest);
   assert.equal(bad.status, 400);
   assert.match(bad.detail, /^arguments\/city: /);
@@ -202,7 +207,9 @@ function freePort(): Promise<number> {
     const server = createServer();
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+      server.close(() =>
+        resolve(typeof address === "object" && address ? address.port : 0),
+      );
     });
   });
 }

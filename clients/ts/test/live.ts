@@ -11,7 +11,9 @@ import { writeFileSync } from "node:fs";
 export function env(name: string): string {
   const value = process.env[name];
   if (!value) {
-    throw new Error(`${name} is not set: run these tests through pytest (tests/ts_client)`);
+    throw new Error(
+      `${name} is not set: run these tests through pytest (tests/ts_client)`,
+    );
   }
   return value;
 }

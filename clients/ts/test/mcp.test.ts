@@ -24,7 +24,10 @@ const CLIENT_INFO = { name: "quiver-ts-test", version: "1.0.0" };
 /** What every era must do the same: the calls both SDKs share. */
 interface McpSession {
   listTools(): Promise<{ tools: Array<{ name: string }> }>;
-  callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<unknown>;
+  callTool(params: {
+    name: string;
+    arguments?: Record<string, unknown>;
+  }): Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -40,7 +43,9 @@ const headers = (bearer: string): RequestInit => ({
 });
 const endpoint = (): URL => new URL(`${url()}/mcp`);
 
-async function v1(bearer = key()): Promise<{ client: McpSession; era: string | undefined }> {
+async function v1(
+  bearer = key(),
+): Promise<{ client: McpSession; era: string | undefined }> {
   const client = new ClientV1(CLIENT_INFO);
   await client.connect(new TransportV1(endpoint(), { requestInit: headers(bearer) }));
   const transport = client.transport as TransportV1 | undefined;
@@ -58,8 +63,16 @@ async function v2(
 
 const SDKS = [
   { name: "@modelcontextprotocol/sdk v1", open: () => v1(), modern: false },
-  { name: "@modelcontextprotocol/client v2, legacy", open: () => v2("legacy"), modern: false },
-  { name: "@modelcontextprotocol/client v2, auto", open: () => v2("auto"), modern: true },
+  {
+    name: "@modelcontextprotocol/client v2, legacy",
+    open: () => v2("legacy"),
+    modern: false,
+  },
+  {
+    name: "@modelcontextprotocol/client v2, auto",
+    open: () => v2("auto"),
+    modern: true,
+  },
 ];
 const seen: Record<string, string | undefined> = {};
 const selections: string[] = [];
@@ -72,7 +85,10 @@ for (const sdk of SDKS) {
       seen[sdk.name] = era;
       assert.equal(era === "2026-07-28", sdk.modern, `negotiated ${era}`);
       const listed = await client.listTools();
-      assert.deepEqual(listed.tools.map((tool) => tool.name), QUIVER_TOOLS);
+      assert.deepEqual(
+        listed.tools.map((tool) => tool.name),
+        QUIVER_TOOLS,
+      );
 
       const found = (await client.callTool({
         name: "search_tools",
@@ -116,9 +132,15 @@ for (const sdk of SDKS) {
 }
 
 test("a bad key is refused at connect by every SDK, never a hang", async () => {
-  const opens = [() => v1("qv_bad_key"), () => v2("legacy", "qv_bad_key"), () => v2("auto", "qv_bad_key")];
+  const opens = [
+    () => v1("qv_bad_key"),
+    () => v2("legacy", "qv_bad_key"),
+    () => v2("auto", "qv_bad_key"),
+  ];
   for (const open of opens) {
-    await assert.rejects(open(), (error: Error) => /401|nauthori[sz]ed/i.test(String(error)));
+    await assert.rejects(open(), (error: Error) =>
+      /401|nauthori[sz]ed/i.test(String(error)),
+    );
   }
 });
 

@@ -31,7 +31,12 @@ test("the chat keeps user and assistant turns and names each tool called by its 
       content: [
         { type: "reasoning", text: "the user wants weather" },
         { type: "text", text: "Let me look." },
-        { type: "tool-call", toolCallId: "c1", toolName: "weather_get_forecast", input: { city: "Paris" } },
+        {
+          type: "tool-call",
+          toolCallId: "c1",
+          toolName: "weather_get_forecast",
+          input: { city: "Paris" },
+        },
       ],
     },
     {
@@ -52,7 +57,9 @@ test("the chat keeps user and assistant turns and names each tool called by its 
     {
       role: "assistant",
       content: "Let me look.",
-      tool_calls: [{ id: "c1", type: "function", function: { name: "weather.get_forecast" } }],
+      tool_calls: [
+        { id: "c1", type: "function", function: { name: "weather.get_forecast" } },
+      ],
     },
     { role: "user", content: "and set the thermostat" },
   ]);
@@ -62,7 +69,9 @@ test("a tool unknown to the names map keeps the name the model used", () => {
   const messages: ModelMessage[] = [
     {
       role: "assistant",
-      content: [{ type: "tool-call", toolCallId: "c", toolName: "my_local_tool", input: {} }],
+      content: [
+        { type: "tool-call", toolCallId: "c", toolName: "my_local_tool", input: {} },
+      ],
     },
   ];
   const [turn] = chatMessages(messages, NAMES);
@@ -116,7 +125,12 @@ test("the same arguments give the same canonical JSON whatever their key order",
 });
 
 test("the retry policy waits Retry-After up to maxWait, else backs off, then gives up", () => {
-  const policy = new RetryPolicy({ maxRetries: 2, backoff: 1, maxBackoff: 3, maxWait: 10 });
+  const policy = new RetryPolicy({
+    maxRetries: 2,
+    backoff: 1,
+    maxBackoff: 3,
+    maxWait: 10,
+  });
   assert.equal(policy.delay(0, 4), 4);
   assert.equal(policy.delay(0, 11), undefined);
   const second = policy.delay(1, undefined) ?? 0;

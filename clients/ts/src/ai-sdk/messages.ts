@@ -96,3 +96,26 @@ function truncated(turn: ChatMessage, room: number): ChatMessage {
   }
   return { ...turn, content: cut };
 }
+
+/** A tool call as the AI SDK reports it (`step.toolCalls`). */
+export interface AiSdkToolCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+}
+
+/**
+ * A step's tool calls as Responses `function_call` items, for
+ * `validateToolCalls(items, { selection_id, format: "openai-responses" })`:
+ * the check of calls that do not run through Quiver.
+ */
+export function toolCallItems(
+  calls: readonly AiSdkToolCall[],
+): Array<Record<string, string>> {
+  return calls.map((call) => ({
+    type: "function_call",
+    call_id: call.toolCallId,
+    name: call.toolName,
+    arguments: JSON.stringify(call.input ?? {}),
+  }));
+}

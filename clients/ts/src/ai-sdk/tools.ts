@@ -146,7 +146,10 @@ class ToolCall {
         const { structured_content: details, call_id: callId } = error.answer;
         return pending(error.approvalId, this.name, details, callId);
       }
-      if (!(error instanceof APIError) || ![400, 403, 404, 409].includes(error.status)) {
+      if (
+        !(error instanceof APIError) ||
+        ![400, 403, 404, 409].includes(error.status)
+      ) {
         throw error;
       }
       return this.refused(error, key, approvalId);
@@ -173,7 +176,9 @@ class ToolCall {
       error: error.error,
       detail: error.detail,
       fields: error.fields,
-      ...(typeof body["hint"] === "string" && body["hint"] ? { hint: body["hint"] } : {}),
+      ...(typeof body["hint"] === "string" && body["hint"]
+        ? { hint: body["hint"] }
+        : {}),
       ...(Array.isArray(body["errors"]) ? { errors: body["errors"] } : {}),
       call_id: callIdOf(body),
     };
