@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # mkdocs-material prints a banner about MkDocs 2 on every build.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: run test lint typecheck docs docs-check pytest manage chromium bench bench-quality bench-speed bench-embeddings clean-test
+.PHONY: run test lint typecheck docs docs-check pytest manage chromium ts bench bench-quality bench-speed bench-embeddings clean-test
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,7 +49,31 @@ typecheck: $(STAMP)
 # most tests wait on a browser, a worker or a socket. PYTEST_WORKERS=0 runs one.
 PYTEST_WORKERS ?= 2
 
-pytest: $(STAMP) chromium
+# The TypeScript package (clients/ts): `npm ci` from its lock file into
+# clients/ts/node_modules (again only when the lock changes; npm keeps its
+# download cache in ~/.npm), then prettier checks the format (`npx prettier
+# --write .` in clients/ts fixes it) and tsc (strict) builds the package, its
+# tests and its example into clients/ts/dist. tests/ts_client runs those tests
+# with node's test runner against a live Quiver.
+NPM ?= npm
+TS_DIR := clients/ts
+TS_STAMP := $(TS_DIR)/node_modules/.installed
+TS_BUILD := $(TS_DIR)/dist/.built
+TS_SOURCES := $(shell find $(TS_DIR)/src $(TS_DIR)/test $(TS_DIR)/examples -name '*.ts')
+
+$(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	cd $(TS_DIR) && $(NPM) ci --prefer-offline --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(TS_BUILD): $(TS_STAMP) $(TS_SOURCES) $(TS_DIR)/tsconfig.json $(TS_DIR)/.prettierrc.json
+	rm -rf $(TS_DIR)/dist
+	cd $(TS_DIR) && ./node_modules/.bin/prettier --check --log-level warn .
+	cd $(TS_DIR) && ./node_modules/.bin/tsc -p .
+	touch $@
+
+ts: $(TS_BUILD)
+
+pytest: $(STAMP) chromium $(TS_BUILD)
 	$(PY) -m config.devstack test -- $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/, git-ignored; docs-check is
@@ -61,7 +85,7 @@ docs: $(STAMP)
 docs-check: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir .quiver/site-check
 
-test: lint typecheck docs-check pytest
+test: lint typecheck docs-check ts pytest
 
 manage: $(STAMP)
 	$(PY) -m config.devstack exec -- $(PY) manage.py $(ARGS)
