@@ -27,12 +27,6 @@ from tests.sources.conftest import sync
 from tests.upstream import Upstream
 
 CALLS = "/api/v1/tool-calls/execute"
-HINT_FIELDS = {
-    "readOnlyHint": "read_only_hint",
-    "destructiveHint": "destructive_hint",
-    "idempotentHint": "idempotent_hint",
-    "openWorldHint": "open_world_hint",
-}
 LOOSE = {
     "readOnlyHint": True,
     "destructiveHint": False,
@@ -43,9 +37,10 @@ LOOSE = {
 
 def claim(upstream: Upstream, name: str, **hints: bool) -> None:
     """The upstream now says ``hints`` (MCP names) of its tool ``name``."""
-    fields = {HINT_FIELDS[key]: value for key, value in hints.items()}
+    annotations = types.ToolAnnotations.model_validate(hints)
+    assert annotations.model_dump(by_alias=True, exclude_none=True) == hints
     upstream.tools[name] = upstream.tools[name].model_copy(
-        update={"annotations": types.ToolAnnotations(**fields)}
+        update={"annotations": annotations}
     )
 
 
