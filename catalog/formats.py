@@ -178,14 +178,20 @@ def _mcp_annotations(spec: ToolSpec, title: str) -> dict[str, Any]:
     """Stored annotations plus the hints Quiver's own metadata implies.
 
     ``destructiveHint`` is forced on for unsafe tools so a client can never be told
-    an unsafe tool is harmless, whatever the stored annotations say.
+    an unsafe tool is harmless, whatever the stored annotations say; a tool that
+    is destructive (unsafe, or so annotated) is never also ``readOnlyHint``, even
+    when its capabilities or stored annotations say read-only: a definition never
+    contradicts itself, and where it would, it fails closed.
     """
     annotations = copy.deepcopy(spec.annotations)
     if title:
         annotations["title"] = title
     if not spec.safe:
         annotations["destructiveHint"] = True
-    if "read-only" in spec.capabilities:
+    if annotations.get("destructiveHint") is True:
+        if "readOnlyHint" in annotations:
+            annotations["readOnlyHint"] = False
+    elif "read-only" in spec.capabilities:
         annotations["readOnlyHint"] = True
     return annotations
 

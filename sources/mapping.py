@@ -15,16 +15,22 @@ i.e. the curator has not changed it since; a curator's value is kept. The same
 holds for each derived tag and capability, one at a time.
 
 Hints are the upstream's claims, not proof: they set a new tool's flags, but a
-re-sync never loosens an existing tool's safe, requires_approval or risk level by
-itself (an upstream that starts calling a destructive tool read-only does not get
-it offered unsafe-free and run without approval); the job item says so and a
-curator decides. Tightening follows the hints.
+re-sync never loosens an existing tool by itself (an upstream that starts calling a
+destructive tool read-only does not get it offered unsafe-free, to requests that
+need ``read-only``, retried as idempotent or run without approval): a hint that
+would loosen (``readOnlyHint`` or ``idempotentHint`` turning true,
+``destructiveHint`` or ``openWorldHint`` turning false) keeps the tool's current
+value, written out; the flags follow the hints so admitted; a flag that would
+still loosen (safe, requires_approval, risk level) is kept; a capability is never
+added to an existing tool. The job item names what was held and a curator
+decides. Tightening follows the hints.
 
 Hints (MCP spec defaults: not read-only, destructive, not idempotent, open world):
   * ``readOnlyHint`` -> safe, no approval, risk low, capability ``read-only``;
   * destructive (``destructiveHint`` true, or absent on a tool not read-only) ->
     ``requires_approval`` and also unsafe (fail closed: only keys allowed unsafe
-    tools are offered it), risk high;
+    tools are offered it), risk high; an upstream saying both read-only and
+    destructive is taken at its destructive word (and stored read-only false);
   * neither -> safe, no approval, risk medium;
   * ``idempotentHint`` -> capability ``idempotent`` (and kept in annotations);
   * ``openWorldHint`` (true by default) -> tag ``open-world``.
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 from catalog.models import Tool
@@ -63,17 +70,57 @@ def hints(upstream: dict[str, Any]) -> dict[str, Any]:
     return annotations if isinstance(annotations, dict) else {}
 
 
+def effective(given: dict[str, Any]) -> dict[str, bool]:
+    """What hint annotations mean, MCP's defaults filled in; a destructive claim
+    outweighs a read-only one (fail closed on a self-contradiction)."""
+    read_only = given.get("readOnlyHint") is True
+    read_only = read_only and given.get("destructiveHint") is not True
+    return {
+        "readOnlyHint": read_only,
+        "destructiveHint": not read_only and given.get("destructiveHint") is not False,
+        "idempotentHint": given.get("idempotentHint") is True,
+        "openWorldHint": given.get("openWorldHint") is not False,
+    }
+
+
+# The value of each hint that offers or runs a tool more freely.
+LOOSE = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+
+
+def admitted(
+    given: dict[str, Any], current: dict[str, Any] | None, held: list[str]
+) -> dict[str, Any]:
+    """The hint annotations a sync stores: ``given`` (the upstream's), except
+    each that would loosen ``current`` (an existing tool's; None for a new one),
+    which keeps its current meaning, written out and named in ``held``. Never
+    read-only and destructive at once."""
+    kept = {key: given[key] for key in HINTS if key in given}
+    if current is not None:
+        now, new = effective(current), effective(given)
+        for key in HINTS:
+            if new[key] == LOOSE[key] and now[key] != LOOSE[key]:
+                kept[key] = now[key]
+                held.append(key)
+    if kept.get("destructiveHint") is True and kept.get("readOnlyHint") is True:
+        kept["readOnlyHint"] = False
+    return kept
+
+
 def derived(upstream: dict[str, Any]) -> dict[str, Any]:
     """The flags the hints give (see the module's docstring)."""
-    given = hints(upstream)
-    read_only = given.get("readOnlyHint") is True
-    destructive = not read_only and given.get("destructiveHint") is not False
+    given = effective(hints(upstream))
+    read_only, destructive = given["readOnlyHint"], given["destructiveHint"]
     capabilities = set()
     if read_only:
         capabilities.add("read-only")
-    if given.get("idempotentHint") is True:
+    if given["idempotentHint"]:
         capabilities.add("idempotent")
-    tags = {OPEN_WORLD_TAG} if given.get("openWorldHint") is not False else set()
+    tags = {OPEN_WORLD_TAG} if given["openWorldHint"] else set()
     return {
         "safe": not destructive,
         "requires_approval": destructive,
@@ -104,8 +151,6 @@ def _title(upstream: dict[str, Any]) -> str:
 
 def _annotations(current: dict[str, Any], upstream: dict[str, Any]) -> dict[str, Any]:
     kept = {k: v for k, v in current.items() if k not in SYNC_ANNOTATIONS}
-    given = hints(upstream)
-    kept.update({key: given[key] for key in HINTS if key in given})
     if "outputSchema" in upstream:
         kept["outputSchema"] = upstream["outputSchema"]
     return kept
@@ -119,9 +164,10 @@ def synced_spec(
     held: list[str] | None = None,
 ) -> ToolSpec:
     """The spec a sync writes: ``tool`` (None: a new one) with the upstream
-    fields of ``upstream`` and the derived flags the curator has not changed
-    since ``previous`` (the upstream JSON of the last sync). A flag the new hints
-    would loosen on an existing tool is kept and its name added to ``held``."""
+    fields of ``upstream``, its hints as ``admitted`` and the flags they give
+    that the curator has not changed since ``previous`` (the upstream JSON of
+    the last sync). What the new hints would loosen on an existing tool is kept
+    and named in ``held``."""
     held = held if held is not None else []
     spec = tool_to_spec(tool) if tool is not None else ToolSpec(name=name)
     if tool is None:
@@ -131,15 +177,57 @@ def synced_spec(
     spec.description = description if isinstance(description, str) else ""
     schema = upstream.get("inputSchema")
     spec.parameters = schema if isinstance(schema, dict) else None
-    spec.annotations = _annotations(spec.annotations, upstream)
-    new = derived(upstream)
-    old = derived(previous) if tool is not None and previous is not None else None
+    existing = tool is not None
+    current = hints({"annotations": spec.annotations}) if existing else None
+    given = admitted(hints(upstream), current, held)
+    spec.annotations = {**_annotations(spec.annotations, upstream), **given}
+    old = derived(previous) if existing and previous is not None else None
+    if existing:
+        # Only to name, for the curator, the flags the upstream's word would loosen.
+        _flags(replace(spec), derived(upstream), old, existing, held)
+    _flags(spec, derived({"annotations": given}), old, existing, held)
+    held[:] = list(dict.fromkeys(held))
+    return spec
+
+
+def _flags(
+    spec: ToolSpec,
+    new: dict[str, Any],
+    old: dict[str, Any] | None,
+    existing: bool,
+    held: list[str],
+) -> None:
+    _scalar_flags(spec, new, old, existing, held)
+    _member_flags(spec, new, old, existing, held)
+
+
+def _scalar_flags(
+    spec: ToolSpec,
+    new: dict[str, Any],
+    old: dict[str, Any] | None,
+    existing: bool,
+    held: list[str],
+) -> None:
+    """Safe, requires_approval and risk level follow the hints while the
+    curator has not changed them, never looser on an existing tool."""
     for flag in SCALAR_FLAGS:
         if old is None or getattr(spec, flag) == old[flag]:
-            if tool is not None and _looser(flag, new[flag], getattr(spec, flag)):
+            if existing and _looser(flag, new[flag], getattr(spec, flag)):
                 held.append(flag)
                 continue
             setattr(spec, flag, new[flag])
+
+
+def _member_flags(
+    spec: ToolSpec,
+    new: dict[str, Any],
+    old: dict[str, Any] | None,
+    existing: bool,
+    held: list[str],
+) -> None:
+    """Each derived tag and capability follows the hints while the curator has
+    not changed it; a capability (what requests may require: ``read-only``,
+    ``idempotent``) is never added to an existing tool by a sync."""
     for flag in MEMBER_FLAGS:
         values = list(getattr(spec, flag))
         for member in sorted(new[flag] | (old[flag] if old else set())):
@@ -147,8 +235,10 @@ def synced_spec(
             if not untouched:
                 continue
             if member in new[flag] and member not in values:
+                if existing and flag == "capabilities":
+                    held.append(f"capability {member}")
+                    continue
                 values.append(member)
             elif member not in new[flag] and member in values:
                 values.remove(member)
         setattr(spec, flag, values)
-    return spec

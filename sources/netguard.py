@@ -5,8 +5,9 @@ Internal MCP servers live on private addresses, so those are allowed (README,
 (instance credentials): 169.254.169.254 and the whole link-local range, AWS's IPv6
 fd00:ec2::254, Alibaba's 100.100.100.200, Google's metadata.google.internal, plus
 whatever ``QUIVER_SOURCE_DENY`` adds (hosts or networks). An IPv6 address that
-carries an IPv4 one (mapped ``::ffff:a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4) is
-judged by the IPv4 address inside it.
+can carry an IPv4 one is judged by every IPv4 address it may carry as well as by
+itself (``embedded_ipv4s``: mapped, SIIT, IPv4-compatible, NAT64 well-known and
+local-use, 6to4, Teredo, ISATAP): the packet may end up at the IPv4 address.
 
 The rule is checked twice: when a source is saved (``url_problem``) and on every
 connection (``GuardedBackend``): the host is resolved once, every address checked,
@@ -17,7 +18,9 @@ between the check and the connect (DNS rebinding) cannot slip through.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,7 +42,22 @@ DENIED_NETWORKS: tuple[Network, ...] = tuple(
         "fe80::/10",  # IPv6 link-local
     )
 )
-NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# IPv6 ranges whose addresses carry an IPv4 one in their last 32 bits.
+LAST_32_BITS: tuple[ipaddress.IPv6Network, ...] = tuple(
+    ipaddress.IPv6Network(net)
+    for net in (
+        "::ffff:0:0/96",  # IPv4-mapped
+        "::ffff:0:0:0/96",  # SIIT, IPv4-translated (RFC 2765)
+        "::/96",  # IPv4-compatible (deprecated, still routed by some stacks)
+        "64:ff9b::/96",  # NAT64 well-known prefix (RFC 6052)
+    )
+)
+# NAT64 local-use (RFC 8215): an operator's prefix inside it may be /48 to /96,
+# so every RFC 6052 position an IPv4 address may take there is read.
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+NAT64_POSITIONS = (48, 56, 64, 96)
+SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")
+TEREDO = ipaddress.IPv6Network("2001::/32")
 
 
 class DeniedAddress(Exception):
@@ -57,23 +75,43 @@ def _extra() -> tuple[set[str], list[Network]]:
     return hosts, networks
 
 
-def embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 one stands for (mapped, NAT64, 6to4), if any."""
+def rfc6052_ipv4(address: ipaddress.IPv6Address, prefix: int) -> ipaddress.IPv4Address:
+    """The IPv4 address behind an RFC 6052 prefix of ``prefix`` bits: its 32 bits
+    follow the prefix, skipping bits 64 to 71 (the "u" octet)."""
+    octets = address.packed
+    if prefix == 96:
+        return ipaddress.IPv4Address(octets[12:16])
+    around_u = octets[prefix // 8 : 8] + octets[9:]
+    return ipaddress.IPv4Address(around_u[:4])
+
+
+def embedded_ipv4s(address: IPAddress) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 one may stand for: mapped, SIIT and
+    IPv4-compatible (the last 32 bits), NAT64 (well-known, and local-use at each
+    RFC 6052 prefix length), 6to4 (bits 16 to 47), Teredo (the server, and the
+    client: the bitwise NOT of the last 32 bits) and ISATAP (an interface id of
+    ``0:5efe`` or ``200:5efe`` before the last 32 bits, under any prefix)."""
     if not isinstance(address, ipaddress.IPv6Address):
-        return None
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address in NAT64:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return address.sixtofour
+        return []
+    last = ipaddress.IPv4Address(address.packed[12:16])
+    found: list[ipaddress.IPv4Address] = []
+    if any(address in net for net in LAST_32_BITS):
+        found.append(last)
+    if address in NAT64_LOCAL:
+        found += [rfc6052_ipv4(address, prefix) for prefix in NAT64_POSITIONS]
+    if address in SIX_TO_FOUR:
+        found.append(ipaddress.IPv4Address(address.packed[2:6]))
+    if address in TEREDO:
+        found += address.teredo or ()
+    # The u and g bits (0x02, 0x01 of the interface id's first octet) may be set.
+    if int.from_bytes(address.packed[8:12], "big") & 0xFCFFFFFF == 0x00005EFE:
+        found.append(last)
+    return list(dict.fromkeys(found))
 
 
 def address_denied(address: IPAddress) -> bool:
     _hosts, extra = _extra()
-    candidates: list[IPAddress] = [address]
-    inner = embedded_ipv4(address)
-    if inner is not None:
-        candidates.append(inner)
+    candidates: list[IPAddress] = [address, *embedded_ipv4s(address)]
     return any(
         candidate.version == net.version and candidate in net
         for candidate in candidates
@@ -111,8 +149,42 @@ def checked_addresses(host: str, port: int) -> list[str]:
     return addresses
 
 
+# RFC 3986: a URL is printable ASCII, and these never appear unencoded in one;
+# parsers disagree on some of them (a backslash is a "/" to browsers, not to
+# Python's urlsplit), and a control character can split a request line.
+NOT_IN_URLS = frozenset(' "<>\\^`{|}')
+BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+CHARACTER_RULE = (
+    'a URL is printable ASCII without spaces or any of " < > \\ ^ ` { | } '
+    "(write a non-ASCII host as xn--..., percent-encode the rest)"
+)
+
+
+def character_problem(url: str) -> str:
+    """'' when every character of ``url`` may be in one, else "url: why" naming
+    the first that may not (by code point and name: it may be invisible)."""
+    for index, char in enumerate(url, start=1):
+        if not " " < char < "\x7f" or char in NOT_IN_URLS:
+            kind = "control" if unicodedata.category(char) == "Cc" else "unnamed"
+            name = unicodedata.name(char, kind)
+            return (
+                f"url: character {index} (U+{ord(char):04X}, {name}) is not "
+                f"allowed: {CHARACTER_RULE}"
+            )
+    escape = BAD_ESCAPE.search(url)
+    if escape is not None:
+        return (
+            f"url: character {escape.start() + 1} ('%') does not start a "
+            "percent-escape (% and two hex digits)"
+        )
+    return ""
+
+
 def url_problem(url: str) -> str:
     """'' when ``url`` may be a source, else "url: why" (checked on save)."""
+    problem = character_problem(url)
+    if problem:
+        return problem
     try:
         parts = urlsplit(url)
         port = parts.port

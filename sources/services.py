@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -22,7 +23,13 @@ from catalog.services import jobs
 from catalog.services.tools import set_tool_status
 from sources.models import Source, SourceKind, SourceStatus
 from sources.netguard import url_problem
-from sources.secrets import MASK, decrypt_headers, encrypt_headers
+from sources.secrets import (
+    MASK,
+    HeadersUnreadable,
+    decrypt_headers,
+    encrypt_headers,
+    origin,
+)
 from sources.stdio import StdioConfigError, stdio_spec
 
 # Letters, digits and hyphens: a source's name is its tools' namespace
@@ -152,26 +159,33 @@ def _event(
     request_id: uuid.UUID | None,
     headers: dict[str, str],
     changed: list[str] | None = None,
+    dropped: list[str] | None = None,
 ) -> None:
     where: dict[str, Any] = {"url": source.url}
     if source.kind == SourceKind.STDIO:
         # The entry's name and its command's basename: never its env or arguments.
         where = {"stdio_name": source.stdio_name, "command": _command_name(source)}
+    summary = f"source {source.name!r}: {action}"
+    details: dict[str, Any] = {
+        "action": action,
+        "source": source.name,
+        "kind": source.kind,
+        **where,
+        "header_names": sorted(headers),
+        "changed": changed or [],
+    }
+    if dropped:
+        # Names only: the values never leave sources.secrets.
+        details["headers_dropped"] = dropped
+        summary += f" (the url's origin changed: headers {', '.join(dropped)} dropped)"
     record_event(
         EventType.SOURCE_CHANGED,
         actor=actor,
         request_id=request_id,
         catalog_slug=source.catalog.slug,
         catalog_version=source.catalog.version,
-        summary=f"source {source.name!r}: {action}",
-        input={
-            "action": action,
-            "source": source.name,
-            "kind": source.kind,
-            **where,
-            "header_names": sorted(headers),
-            "changed": changed or [],
-        },
+        summary=summary,
+        input=details,
         output={"source_id": source.pk},
     )
 
@@ -201,7 +215,7 @@ def create_source(
         url=url,
         timeout_seconds=timeout_seconds,
         max_result_bytes=max_result_bytes,
-        headers_encrypted=encrypt_headers(clean),
+        headers_encrypted=encrypt_headers(clean, url),
         created_by=stored_user(actor),
     )
     _check(source)
@@ -270,7 +284,17 @@ def _save_new(
     return source
 
 
-EDITABLE = ("url", "headers", "timeout_seconds", "max_result_bytes")
+LIMITS = ("timeout_seconds", "max_result_bytes")
+EDITABLE = ("url", "headers", *LIMITS)
+
+
+@dataclass(frozen=True)
+class SourceUpdate:
+    """An edited source, and the headers whose stored values a change of the
+    url's origin dropped (names only), for the caller to tell the person."""
+
+    source: Source
+    headers_dropped: list[str]
 
 
 def update_source(
@@ -279,10 +303,50 @@ def update_source(
     *,
     actor: Actor,
     request_id: uuid.UUID | None = None,
-) -> Source:
+) -> SourceUpdate:
     """Change a source's url, headers or limits; the name (its tools' namespace)
-    and the kind are fixed once made."""
+    and the kind are fixed once made. A url of another origin (scheme, host,
+    port) never carries the stored header values: only those the same change
+    sets again are kept (a masked value is not set again), the others are
+    dropped, and the audit event names them."""
     require_manager(actor, source.catalog)
+    _check_editable(source, changes)
+    with transaction.atomic():
+        source = (
+            Source.objects.select_for_update()
+            .select_related("catalog")
+            .get(pk=source.pk)
+        )
+        previous = _readable_headers(source)
+        headers, dropped = _new_headers(source, changes, previous)
+        changed = [f for f in ("url", *LIMITS) if _set(source, f, changes)]
+        if headers is not None and ("headers" in changes or "url" in changed):
+            # Always with the current key (saving the headers is how a key
+            # rotates), and bound to the url's origin.
+            source.headers_encrypted = encrypt_headers(headers, source.url)
+        if headers is not None and headers != previous:
+            changed.insert(0, "headers")
+        if not changed:
+            if "headers" in changes:
+                source.save(update_fields=["headers_encrypted"])
+            return SourceUpdate(source, [])
+        _check(source)
+        fields = [f for f in changed if f != "headers"]
+        source.save(update_fields=[*fields, "headers_encrypted", "updated"])
+        _event(source, "update", actor, request_id, headers or {}, changed, dropped)
+    return SourceUpdate(source, dropped)
+
+
+def dropped_warning(names: list[str]) -> str:
+    """What a person is told when a new origin dropped stored header values."""
+    return (
+        f"headers: the url's origin changed, so the stored values of "
+        f"{', '.join(names)} were dropped; enter them again if the new server "
+        "needs them"
+    )
+
+
+def _check_editable(source: Source, changes: dict[str, Any]) -> None:
     for field in ("name", "kind"):
         if field in changes and changes[field] != getattr(source, field):
             raise ValidationError(
@@ -295,34 +359,48 @@ def update_source(
         for field in ("url", "headers"):
             if changes.get(field):
                 raise ValidationError({field: [STDIO_FIXED.format(field=field)]})
-    with transaction.atomic():
-        source = (
-            Source.objects.select_for_update()
-            .select_related("catalog")
-            .get(pk=source.pk)
-        )
-        previous = decrypt_headers(source) if source.headers_encrypted else {}
-        headers = previous
-        changed = []
-        if "headers" in changes:
-            headers = clean_headers(changes["headers"], previous)
-            # Always with the current key: saving the headers is how a key rotates.
-            source.headers_encrypted = encrypt_headers(headers)
-            if headers != previous:
-                changed.append("headers")
-            else:
-                source.save(update_fields=["headers_encrypted"])
-        for field in ("url", "timeout_seconds", "max_result_bytes"):
-            if field in changes and changes[field] != getattr(source, field):
-                setattr(source, field, changes[field])
-                changed.append(field)
-        if not changed:
-            return source
-        _check(source)
-        fields = ["headers_encrypted" if f == "headers" else f for f in changed]
-        source.save(update_fields=[*fields, "updated"])
-        _event(source, "update", actor, request_id, headers, changed)
-    return source
+
+
+def _readable_headers(source: Source) -> dict[str, str] | None:
+    """The stored headers; None when they cannot be read (an unknown key, another
+    origin): the person enters them again, as the error they cause says."""
+    try:
+        return decrypt_headers(source)
+    except HeadersUnreadable:
+        return None
+
+
+UNREADABLE = "(unreadable headers)"
+
+
+def _new_headers(
+    source: Source, changes: dict[str, Any], previous: dict[str, str] | None
+) -> tuple[dict[str, str] | None, list[str]]:
+    """The headers after ``changes`` (None: the stored text stays as it is, being
+    unreadable and not replaced), and the names of the stored values a new origin
+    dropped, as a browser drops credentials on a cross-origin redirect."""
+    given = changes.get("headers")
+    if "url" in changes and origin(str(changes["url"])) != origin(source.url):
+        if isinstance(given, dict):
+            # A masked value stands for the stored one, which stays with the old
+            # origin: it is not set again.
+            given = {name: value for name, value in given.items() if value != MASK}
+        headers = clean_headers(given)
+        stored = set(previous) if previous is not None else {UNREADABLE}
+        if not source.headers_encrypted:
+            stored = set()
+        return headers, sorted(stored - set(headers))
+    if "headers" in changes:
+        return clean_headers(given, previous or {}), []
+    return previous, []
+
+
+def _set(source: Source, field: str, changes: dict[str, Any]) -> bool:
+    """Set ``field`` from ``changes``; whether it changed."""
+    if field not in changes or changes[field] == getattr(source, field):
+        return False
+    setattr(source, field, changes[field])
+    return True
 
 
 def delete_source(

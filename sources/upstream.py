@@ -66,6 +66,14 @@ async def _list(
         seen: set[str] = set()
         for page_number in range(1, max_pages + 1):
             page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            # Counted before a tool is copied, and before another page is asked
+            # for: a listing past the cap, in one page or over several, stops here.
+            listed = len(tools) + len(page.tools)
+            if listed > MAX_TOOLS:
+                raise UpstreamError(
+                    f"tools/list: more than {MAX_TOOLS} tools ({listed} by page "
+                    f"{page_number}); the listing is refused"
+                )
             tools += [
                 tool.model_dump(mode="json", by_alias=True, exclude_none=True)
                 for tool in page.tools
@@ -75,11 +83,8 @@ async def _list(
                 return Listing(tools, server, page_number, more=bool(cursor))
             if not cursor:
                 return Listing(tools, server, page_number)
-            if cursor in seen or len(tools) > MAX_TOOLS:
-                raise UpstreamError(
-                    "tools/list: the cursor repeats or the list passes "
-                    f"{MAX_TOOLS} tools"
-                )
+            if cursor in seen:
+                raise UpstreamError("tools/list: the cursor repeats")
             seen.add(cursor)
         raise UpstreamError(f"tools/list: more than {max_pages} pages")
 

@@ -65,7 +65,7 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
         if form.is_valid():
             data = {k: v for k, v in form.cleaned_data.items() if k != "name"}
             try:
-                services.update_source(
+                updated = services.update_source(
                     source,
                     data,
                     actor=acting_user(request),
@@ -75,6 +75,9 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
                 form.add_service_error(exc)
             else:
                 messages.success(request, f"Saved source {source.name}.")
+                if updated.headers_dropped:
+                    warning = services.dropped_warning(updated.headers_dropped)
+                    messages.warning(request, warning)
                 return redirect("sources:source-detail", source_id=source.pk)
     links = source.links.select_related("tool").order_by("gone", "upstream_name")
     last_job = (

@@ -77,13 +77,16 @@ class SourceViewSet(viewsets.GenericViewSet):
         source = get_source_for_user(request.user, pk)
         given = SourceInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
-        source = services.update_source(
+        updated = services.update_source(
             source,
             dict(given.validated_data),
             actor=request.user,
             request_id=request_id(request),
         )
-        return Response(SourceSerializer(source).data)
+        data = dict(SourceSerializer(updated.source).data)
+        if updated.headers_dropped:
+            data["warning"] = services.dropped_warning(updated.headers_dropped)
+        return Response(data)
 
     def destroy(self, request: Request, pk: str) -> Response:
         services.delete_source(

@@ -234,7 +234,8 @@ def test_an_unknown_format_name_is_refused() -> None:
         import_tools([], "gemini")
 
 
-def test_an_unsafe_read_only_tool_exports_its_hints_and_title_to_mcp() -> None:
+def test_an_unsafe_tool_with_read_only_capability_exports_as_destructive_only() -> None:
+    # A definition never says read-only and destructive at once: unsafe wins.
     exported = export_tool(unsafe_mcp_tool(), "mcp")
     assert exported["title"] == "Drop table"
     assert exported["annotations"] == {
@@ -242,8 +243,26 @@ def test_an_unsafe_read_only_tool_exports_its_hints_and_title_to_mcp() -> None:
         "idempotentHint": True,
         "title": "Drop table",
         "destructiveHint": True,
-        "readOnlyHint": True,
     }
+
+
+@pytest.mark.parametrize(
+    ("safe", "capabilities", "stored"),
+    [
+        (False, [], {"readOnlyHint": True}),
+        (False, ["read-only"], {"readOnlyHint": True, "destructiveHint": False}),
+        (True, ["read-only"], {"destructiveHint": True}),
+        (True, [], {"readOnlyHint": True, "destructiveHint": True}),
+    ],
+)
+def test_an_mcp_definition_is_never_read_only_and_destructive_at_once(
+    safe: bool, capabilities: list[str], stored: dict[str, bool]
+) -> None:
+    spec = unsafe_mcp_tool()
+    spec.safe, spec.capabilities, spec.annotations = safe, capabilities, stored
+    hints = export_tool(spec, "mcp")["annotations"]
+    assert hints["destructiveHint"] is True
+    assert hints.get("readOnlyHint") is not True
 
 
 def test_a_stored_destructive_hint_cannot_hide_an_unsafe_tool() -> None:
@@ -475,7 +494,7 @@ def test_an_unsafe_tool_survives_an_mcp_round_trip_as_unsafe() -> None:
     [back] = good_specs(import_tools(export_tools([unsafe_mcp_tool()], "mcp")))
     assert back.safe is False
     assert back.title == "Drop table"
-    assert back.annotations["readOnlyHint"] is True
+    assert back.annotations.get("readOnlyHint") is not True
     assert "destructiveHint" not in back.annotations
 
 

@@ -307,7 +307,10 @@ def test_an_upstream_cannot_loosen_a_destructive_tool_by_calling_it_read_only(
 
     tool = Tool.objects.get(name="weather__delete_file")
     assert tool.requires_approval and not tool.safe and tool.risk_level == "high"
-    assert tool.annotations["readOnlyHint"] is True  # the claim itself is recorded
+    # The hints stay as they were; the claim itself is kept on the link.
+    assert tool.annotations["readOnlyHint"] is False
+    assert tool.annotations["destructiveHint"] is True
+    assert tool.source_link.upstream["annotations"]["readOnlyHint"] is True
     [item] = [i for i in job.items if i["name"] == "weather__delete_file"]
     assert "would loosen" in item["reason"] and "requires_approval" in item["reason"]
     # A curator may loosen it; from then on the flags follow the hints again.
