@@ -30,6 +30,10 @@ compliance each cover themselves and agent, and neither covers the other), its
 catalogs (every catalog only within a caller with every catalog), its roles, its
 unsafe permission, a rate limit no looser than the caller's own and, for a calling
 key with an expiry, an expiry no later. A key never sees the keys above it.
+
+People (``catalog.access_people``): whoever manages a person holds everything the
+person holds, before and after the change (a superuser is bigger than any other
+person; flags, groups, permissions and catalogs compare as sets).
 """
 
 from __future__ import annotations
