@@ -25,6 +25,7 @@ from learning.models import (
 )
 from learning.services import evaluations, learn
 from tests.factories import make_client_key, make_tool, make_user
+from tests.selection.test_settings_form import form_post
 
 EVALUATIONS = "/api/v1/catalogs/{slug}/evaluations"
 LEARN = "/api/v1/catalogs/{slug}/learn"
@@ -191,4 +192,20 @@ def test_two_requests_at_once_never_both_take_the_last_slot(settings):
         thread.join(timeout=60)
 
     assert sorted(outcomes) == ["queued", "refused"]
+    assert Evaluation.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_the_settings_page_starts_both_runs_or_neither(catalog, client):
+    person = make_user("carla", groups=("curator",))
+    evaluations.start_evaluation(catalog, actor=person, enqueue=False)
+    client.force_login(person)
+    url = "/catalogs/default/selection-settings/evaluate/"
+
+    answer = client.post(url, form_post(catalog), headers={"HX-Request": "true"})
+    whole = client.post(url, form_post(catalog))
+
+    assert answer.status_code == 200  # htmx swaps 2xx only; the fragment says why
+    assert "QUIVER_LEARNING_RUNS_PER_CALLER=2" in answer.content.decode()
+    assert whole.status_code == 429
     assert Evaluation.objects.count() == 1
