@@ -97,7 +97,8 @@ def use_approval(
         .first()
     )
     owner = getattr(stored_user(caller), "pk", None)
-    if approval is None or approval.requested_by_id != owner:
+    # By id only; no caller (None) matches a requester that is gone (None).
+    if approval is None or owner is None or approval.requested_by_id != owner:
         # Another caller's approval is as unknown as a made-up id.
         raise ApprovalRefused(f"approval_id: no approval {str(key)!r} for this caller")
     _check(approval, tool, arguments)

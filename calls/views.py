@@ -131,21 +131,18 @@ def _rows(
     request, and the audit page of the selection that offered the tool."""
     selections: dict[UUID, int] = _selection_pages(request, approvals)
     mine = own_requesters(request.user)
-    name = request.user.get_username()
     rows = []
     for approval in approvals:
-        own = (
-            approval.requested_by_id in mine
-            if approval.requested_by_id is not None
-            else approval.requester_name == name
-        )
         rows.append(
             {
                 "approval": approval,
                 "arguments": json.dumps(
                     approval.arguments, indent=2, sort_keys=True, ensure_ascii=False
                 ),
-                "own": own,
+                # By id only (catalog.access.is_own_request); a requester
+                # since deleted leaves nobody to tell whose it was.
+                "own": approval.requested_by_id in mine,
+                "orphan": approval.requested_by_id is None,
                 "lapsed": approval.status == ApprovalStatus.PENDING
                 and approval.expires <= now,
                 "selection_event": selections.get(approval.selection_id)

@@ -30,6 +30,10 @@ compliance each cover themselves and agent, and neither covers the other), its
 catalogs (every catalog only within a caller with every catalog), its roles, its
 unsafe permission, a rate limit no looser than the caller's own and, for a calling
 key with an expiry, an expiry no later. A key never sees the keys above it.
+
+People (``catalog.access_people``): whoever manages a person holds everything the
+person holds, before and after the change (a superuser is bigger than any other
+person; flags, groups, permissions and catalogs compare as sets).
 """
 
 from __future__ import annotations
@@ -266,7 +270,7 @@ WITH RECURSIVE chain (id, parent_id, depth) AS (
     WHERE chain.depth < %s
 )
 SELECT k.id, k.name, k.revoked, k.expires, u.is_active, k.owner_name, o.is_active,
-       k.parent_name, k.parent_id
+       k.parent_name, k.parent_id, k.owner_id
 FROM chain
 JOIN {keys} k ON k.id = chain.id
 JOIN {users} u ON u.id = k.user_id
@@ -278,7 +282,7 @@ ORDER BY chain.depth
 def key_chain(key_id: int) -> list[tuple[Any, ...]]:
     """``key_id`` and the keys above it, nearest first, at most ``MAX_CHAIN``, in
     one query: (id, name, revoked, expires, user active, owner name, owner active
-    or None, parent name, parent id) each."""
+    or None, parent name, parent id, owner id) each."""
     sql = CHAIN_SQL.format(
         keys=connection.ops.quote_name(ApiClient._meta.db_table),
         users=connection.ops.quote_name(get_user_model()._meta.db_table),
@@ -407,17 +411,28 @@ def approval_decision_problem(user: Any, approval: Any) -> str:
         return APPROVALS_PERMISSION_RULE
     if not access.may_see_catalog(approval.catalog.slug):
         return f"catalog: no catalog {approval.catalog.slug!r} among yours"
+    if approval.requested_by_id is None:
+        return REQUESTER_GONE_RULE
     if is_own_request(user, approval):
         return "requested_by: a person never decides a request of their own"
     return ""
 
 
+# Who asked is known by id only: a name can be given to someone else (a rename,
+# a new person), so a request whose requester row is gone is nobody's to decide.
+REQUESTER_GONE_RULE = (
+    "requested_by: the requester was deleted, so whose request this was cannot be "
+    "told; it can never be used, and nobody decides it"
+)
+
+
 def is_own_request(person: Any, approval: Any) -> bool:
     """The request came from ``person``, or from a key whose chain (the key, the
-    key that made it, and so on) was made by ``person``."""
-    username = person.get_username()
+    key that made it, and so on) was made by ``person``: compared by id, never by
+    name (a renamed person keeps their requests; a new person given an old name
+    does not inherit them). A request whose requester is gone counts as anyone's."""
     if approval.requested_by_id is None:
-        return bool(approval.requester_name == username)
+        return True
     if approval.requested_by_id == person.pk:
         return True
     key = (
@@ -429,12 +444,12 @@ def is_own_request(person: Any, approval: Any) -> bool:
         return False
     # A chain longer than key_chain reads fails closed: treat it as their own.
     chain = key_chain(key)
-    return len(chain) >= MAX_CHAIN or any(row[5] == username for row in chain)
+    return len(chain) >= MAX_CHAIN or any(row[9] == person.pk for row in chain)
 
 
 OWN_KEYS_SQL = """
 WITH RECURSIVE mine (id, user_id, depth) AS (
-    SELECT id, user_id, 1 FROM {keys} WHERE owner_id = %s OR owner_name = %s
+    SELECT id, user_id, 1 FROM {keys} WHERE owner_id = %s
     UNION ALL
     SELECT k.id, k.user_id, mine.depth + 1
     FROM {keys} k JOIN mine ON k.parent_id = mine.id
@@ -446,12 +461,12 @@ SELECT DISTINCT user_id FROM mine
 
 def own_requesters(person: Any) -> set[int]:
     """The users whose requests count as ``person``'s own, in one query: the
-    person and the service users of the keys they made and of the keys below
-    those (``MAX_CHAIN`` deep). For showing; a decision checks ``is_own_request``,
-    which fails closed on a longer chain."""
+    person and the service users of the keys they made (by id) and of the keys
+    below those (``MAX_CHAIN`` deep). For showing; a decision checks
+    ``is_own_request``, which fails closed on a longer chain."""
     sql = OWN_KEYS_SQL.format(keys=connection.ops.quote_name(ApiClient._meta.db_table))
     with connection.cursor() as cursor:
-        cursor.execute(sql, [person.pk, person.get_username(), MAX_CHAIN])
+        cursor.execute(sql, [person.pk, MAX_CHAIN])
         return {int(row[0]) for row in cursor.fetchall()} | {int(person.pk)}
 
 

@@ -53,6 +53,7 @@ from django.dispatch import receiver
 from audit.choices import EventType
 from audit.services import record_event
 from catalog.access import Actor
+from catalog.access_people import Manager, Refused, grants_of, permission_names
 from catalog.models import UserCatalogAccess
 
 SERVICE_USER_PREFIX = "api:"
@@ -69,6 +70,9 @@ class _Scope:
     actor: Actor
     via: str
     before: dict[Subject, State] = field(default_factory=dict)
+    # What each subject held before, for the rule that nobody manages a person
+    # with more than they have (catalog.access_people); only with an actor.
+    held: dict[Subject, Any] = field(default_factory=dict)
 
 
 _scope: ContextVar[_Scope | None] = ContextVar("quiver_access_scope", default=None)
@@ -137,6 +141,8 @@ def _begin(subject: Subject, *, new: bool = False) -> None:
     # Outside a block a pair is a fresh look: a save that failed left its note.
     if scope is None or subject not in store:
         store[subject] = None if new else _load(subject)
+        if scope is not None and scope.actor is not None and not new:
+            scope.held[subject] = _holdings(subject)
 
 
 def _end(subject: Subject) -> None:
@@ -157,12 +163,63 @@ def _pending_store() -> dict[Subject, State]:
 
 
 def _flush(scope: _Scope) -> None:
-    for subject, before in scope.before.items():
-        _record(subject, before, actor=scope.actor, via=scope.via)
+    changed = {
+        subject: after
+        for subject, before in scope.before.items()
+        if (after := _load(subject)) != before
+    }
+    if scope.actor is not None:
+        _refuse_bigger(scope, changed)
+    for subject, after in changed.items():
+        _record(
+            subject,
+            scope.before[subject],
+            actor=scope.actor,
+            via=scope.via,
+            after=after,
+        )
 
 
-def _record(subject: Subject, before: State, *, actor: Actor, via: str) -> None:
-    after = _load(subject)
+def _holdings(subject: Subject) -> Any:
+    """A person's grant, or a group's (permissions, member pks); None: gone."""
+    kind, pk = subject
+    if kind == "person":
+        return grants_of([pk]).get(pk)
+    group = Group.objects.filter(pk=pk).first()
+    if group is None:
+        return None
+    perms = permission_names(group.permissions.all())
+    return perms, list(group.user_set.values_list("pk", flat=True))
+
+
+def _refuse_bigger(scope: _Scope, changed: dict[Subject, State]) -> None:
+    """The net under every write a block makes on someone's behalf (the services
+    and the Django admin check first, with clearer answers): a person or group
+    the actor does not hold as much as, before or after, rolls the block back."""
+    if not changed:
+        return
+    manager = Manager(scope.actor)
+    for subject in changed:
+        for held in (scope.held.get(subject), _holdings(subject)):
+            if held is None:
+                continue
+            problem = (
+                manager.refusal(held)
+                if subject[0] == "person"
+                else manager.group_refusal(*held)
+            )
+            if problem:
+                raise Refused.of(problem)
+
+
+_UNREAD: Any = object()
+
+
+def _record(
+    subject: Subject, before: State, *, actor: Actor, via: str, after: Any = _UNREAD
+) -> None:
+    if after is _UNREAD:
+        after = _load(subject)
     if before == after:
         return
     kind, pk = subject

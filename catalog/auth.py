@@ -106,7 +106,8 @@ def _ancestor_problem(parent_id: int) -> str:
     rows = key_chain(parent_id)
     if len(rows) >= MAX_CHAIN:
         return "stopped: its chain of keys is too long to check"
-    for _id, name, revoked, expires, user_active, owner, owner_on, parent, pid in rows:
+    for row in rows:
+        _id, name, revoked, expires, user_active, owner, owner_on, parent, pid = row[:9]
         reason = _stop_reason(
             revoked=revoked,
             expires=expires,

@@ -18,7 +18,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from config.exceptions import Conflict
+from config.exceptions import Conflict, LimitReached
 from config.middleware import DATABASE_DOWN, RETRY_AFTER_S
 
 
@@ -31,6 +31,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return _response("payload_too_large", "body: too large", {}, 413)
     if isinstance(exc, Conflict):
         return _response("conflict", str(exc), {exc.field: [str(exc)]}, 409)
+    if isinstance(exc, LimitReached):
+        busy = _response("limit_reached", str(exc), {exc.field: [str(exc)]}, 429)
+        busy["Retry-After"] = str(exc.retry_after)
+        return busy
     if isinstance(exc, OperationalError | InterfaceError):
         unavailable = _response("unavailable", DATABASE_DOWN, {}, 503)
         unavailable.data["service"] = "database"

@@ -421,12 +421,10 @@ def run_stack(argv: list[str]) -> int:
         (BASE_DIR / "staticfiles").mkdir(exist_ok=True)
         _manage(env, "migrate", "--noinput", "-v", "0")
         _manage(env, "bootstrap")
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker",
-             "--loglevel", "INFO", "--concurrency", "2", "-Q", "quiver",
-             "--hostname", "quiver-dev@%h"],
-            env=env, start_new_session=True,
-        )  # fmt: skip
+        workers = [
+            subprocess.Popen(command, env=env, start_new_session=True)
+            for command in worker_commands()
+        ]
         web = subprocess.Popen(
             web_command(options, STATE_DIR), env=env, start_new_session=True
         )
@@ -436,10 +434,24 @@ def run_stack(argv: list[str]) -> int:
             "Ctrl-C stops everything)"
         )
         try:
-            return _wait_any(web, worker)
+            return _wait_any(web, *workers)
         finally:
             _terminate(web, "web server")
-            _terminate(worker, "Celery worker")
+            for worker in workers:
+                _terminate(worker, "Celery worker")
+
+
+def worker_commands() -> list[list[str]]:
+    """One worker for the ``quiver`` queue (imports, syncs, embeddings, sweeps),
+    one for ``learning`` (evaluations and learns): learning work never holds the
+    processes an import waits for (config/settings.py, CELERY_TASK_ROUTES)."""
+    base = [sys.executable, "-m", "celery", "-A", "config", "worker",
+            "--loglevel", "INFO"]  # fmt: skip
+    return [
+        [*base, "--concurrency", "2", "-Q", "quiver", "--hostname", "quiver-dev@%h"],
+        [*base, "--concurrency", "1", "-Q", "learning",
+         "--hostname", "quiver-learning@%h"],
+    ]  # fmt: skip
 
 
 def _wait_any(*processes: subprocess.Popen[bytes]) -> int:

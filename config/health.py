@@ -41,11 +41,25 @@ def _broker() -> dict[str, Any]:
 
 
 def _workers() -> dict[str, Any]:
-    replies = app.control.ping(timeout=1.0) or []
-    names = sorted(name for reply in replies for name in reply)
+    """Some worker answers, and every queue tasks are routed to has a consumer
+    (a queue nobody takes, e.g. ``learning`` with no learning worker, is down)."""
+    replies = app.control.inspect(timeout=1.0).active_queues() or {}
+    names = sorted(replies)
     if not names:
         return {"ok": False, "error": "no Celery worker answered a ping"}
+    taken = {queue["name"] for queues in replies.values() for queue in queues or []}
+    missing = sorted(routed_queues() - taken)
+    if missing:
+        error = f"no worker consumes the queue(s) {', '.join(missing)}"
+        return {"ok": False, "workers": names, "error": error}
     return {"ok": True, "workers": names}
+
+
+def routed_queues() -> set[str]:
+    """The default queue and every queue a task is routed to (settings)."""
+    routes = getattr(settings, "CELERY_TASK_ROUTES", {}) or {}
+    named = {str(route["queue"]) for route in routes.values() if "queue" in route}
+    return {str(settings.CELERY_TASK_DEFAULT_QUEUE), *named}
 
 
 CHECKS = {

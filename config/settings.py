@@ -196,6 +196,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "quiver"
+# Evaluations and learns (minutes of CPU each) have a queue and workers of their
+# own, so imports, syncs, embeddings and sweeps never wait behind them: `make run`
+# and docker compose start a worker for each queue (README, Learning).
+CELERY_TASK_ROUTES = {
+    "learning.tasks.run_evaluation": {"queue": "learning"},
+    "learning.learn_tasks.run_learn": {"queue": "learning"},
+}
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A task whose worker died is handed out again after this many seconds.
     "visibility_timeout": env_int("QUIVER_VISIBILITY_TIMEOUT", 300, minimum=5),
@@ -225,6 +232,15 @@ QUIVER_LEARNING_RESEND_S = env_int(
 )
 QUIVER_LEARNING_STALE_S = env_int(
     "QUIVER_LEARNING_STALE_S", 900, minimum=60, maximum=7 * 86_400
+)
+# Evaluations and learns queued or running at once (learning.services.limits):
+# per caller (a person or a key) across catalogs, and per catalog; past either
+# a new one is a 429 naming the limit.
+QUIVER_LEARNING_RUNS_PER_CALLER = env_int(
+    "QUIVER_LEARNING_RUNS_PER_CALLER", 2, minimum=1, maximum=1000
+)
+QUIVER_LEARNING_RUNS_PER_CATALOG = env_int(
+    "QUIVER_LEARNING_RUNS_PER_CATALOG", 3, minimum=1, maximum=1000
 )
 
 QUIVER_EMBEDDINGS = {

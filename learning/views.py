@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from catalog.access import access_for, get_labels_catalog, may_manage_labels
 from catalog.models import Catalog
+from config.exceptions import LimitReached
 from config.pages import acting_user, paginate, render_page
 from config.params import MAX_ID, whole_number
 from config.ratelimit import rate_limited
@@ -22,6 +23,7 @@ from learning.charts import run_chart
 from learning.confusable import confusable_pairs
 from learning.models import Evaluation, EvaluationState, LabelOrigin, LabelStatus
 from learning.services import evaluations, labels, proposals
+from learning.services.limits import RETRY_AFTER_S
 from learning.uploads import UploadError, read_label_file
 
 METRICS = ("NDCG@10", "R@1", "R@3", "R@10", "MRR", "no_tool_fp_rate", "no_tool_recall")
@@ -208,7 +210,7 @@ def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
     """The latest run, the runs over time, two runs side by side, the misses and
     the confusable tools; POST starts a run (current settings, or JSON tried)."""
     catalog = _catalog(request, slug, manage=request.method == "POST")
-    form_error = ""
+    form_error, status = "", 200
     if request.method == "POST":
         tried = request.POST.get("settings", "").strip()
         try:
@@ -217,18 +219,23 @@ def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
                 catalog, actor=acting_user(request), settings_data=data
             )
         except (ValueError, ValidationError) as exc:
-            form_error = _message(exc)
+            form_error, status = _message(exc), 400
+        except LimitReached as exc:
+            form_error, status = str(exc), 429
         else:
             return redirect("learning:evaluation", slug=catalog.slug)
     context = _evaluation_context(request, catalog)
     context["form_error"] = form_error
-    return render_page(
+    response = render_page(
         request,
         "learning/evaluation.html",
         context,
         partial="learning/partials/runs.html",
-        status=400 if form_error else 200,
+        status=status,
     )
+    if status == 429:
+        response["Retry-After"] = str(RETRY_AFTER_S)
+    return response
 
 
 def _message(exc: Exception) -> str:

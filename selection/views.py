@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
@@ -25,6 +26,8 @@ from catalog.access import (
 )
 from catalog.models import Catalog
 from catalog.services.catalogs import DEFAULT_CATALOG
+from config.exceptions import LimitReached
+from config.htmx import is_htmx_partial
 from config.http import request_id
 from config.pages import (
     acting_user,
@@ -280,21 +283,35 @@ def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
     form = posted_settings_form(request, catalog, data)
     context: dict[str, Any] = {"catalog": catalog, "version": version}
     problems = [] if form.is_valid() else _form_problems(form)
+    busy = False
     if not problems:
         try:
             proposed = checked_settings(form.settings_data()).to_dict()
-            saved = evaluations.start_evaluation(catalog, actor=acting_user(request))
-            tried = evaluations.start_evaluation(
-                catalog, actor=acting_user(request), settings_data=proposed
-            )
+            context |= _evaluate_pair(request, catalog, proposed)
         except evaluations.EvaluationInputError as exc:
             problems = [str(exc)]
         except ValidationError as exc:
             problems = list(exc.messages)
-        else:
-            context |= {"saved": saved, "tried": tried}
+        except LimitReached as exc:
+            # htmx swaps only 2xx answers: the fragment says why, a page is a 429.
+            problems, busy = [str(exc)], not is_htmx_partial(request)
     context["problems"] = problems
-    return render_page(request, EVALUATE_SETTINGS_PARTIAL, context)
+    return render_page(
+        request, EVALUATE_SETTINGS_PARTIAL, context, status=429 if busy else 200
+    )
+
+
+def _evaluate_pair(
+    request: HttpRequest, catalog: Catalog, proposed: dict[str, Any]
+) -> dict[str, Any]:
+    """Both runs or neither: the second past the caller's limit of waiting runs
+    (``LimitReached``) takes the first back with it."""
+    with transaction.atomic():
+        saved = evaluations.start_evaluation(catalog, actor=acting_user(request))
+        tried = evaluations.start_evaluation(
+            catalog, actor=acting_user(request), settings_data=proposed
+        )
+    return {"saved": saved, "tried": tried}
 
 
 def _form_problems(form: SettingsForm) -> list[str]:

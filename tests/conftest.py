@@ -211,15 +211,20 @@ def worker_env() -> dict[str, str]:
     return env
 
 
+# Every queue the app routes to (config/settings.py): a test's worker takes them
+# all unless the test asks for some, so no task is ever left unconsumed.
+QUEUES = "quiver,learning"
+
+
 def start_worker(
-    name: str, extra_env: dict[str, str] | None = None
+    name: str, extra_env: dict[str, str] | None = None, *, queues: str = QUEUES
 ) -> subprocess.Popen[bytes]:
     """A real `celery worker` process on the test database and the test broker."""
     env = {**worker_env(), **(extra_env or {})}
     name = f"{name}{XDIST}"
     log = open(ROOT / ".quiver" / "test" / f"worker-{name}.log", "wb")  # noqa: SIM115
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "quiver",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queues,
          "--concurrency", "1", "--loglevel", "INFO", "--hostname", f"{name}@%h",
          "--without-mingle", "--without-gossip"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

@@ -61,7 +61,7 @@ class CatalogsField(serializers.Field):
 
 
 class ApiClientSerializer(serializers.ModelSerializer):
-    owner = serializers.CharField(source="owner_name", read_only=True)
+    owner = serializers.SerializerMethodField()
     parent = serializers.CharField(source="parent_name", read_only=True)  # type: ignore[assignment]
     catalogs = serializers.SerializerMethodField()
 
@@ -84,6 +84,14 @@ class ApiClientSerializer(serializers.ModelSerializer):
             "last_used",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_owner(self, client: ApiClient) -> str:
+        """Who made the key, by their name now (the name kept at its making once
+        they are deleted): the link is the id, the name is for reading."""
+        if client.owner is not None:
+            return str(client.owner.get_username())
+        return client.owner_name
 
     @extend_schema_field(OpenApiTypes.ANY)
     def get_catalogs(self, client: ApiClient) -> Any:

@@ -5,12 +5,14 @@ the same rows itself. Each runs inside ``access_changes`` (catalog.access_change
 which records one ``access_changed`` event per person changed, in the same
 transaction, with the actor.
 
-Rules: only admins (or the system) manage people, and a caller never makes anyone
-bigger than itself: an admin limited to some catalogs sees, edits and deactivates
-only people limited to catalogs it holds, and gives only those (never "all
-catalogs"); anything else is refused naming the field. "All catalogs" is an explicit
-choice (``catalogs=None``, no ``UserCatalogAccess`` row); an empty list would mean
-no catalog at all, so it is refused here as a mistake.
+Rules: only admins (or the system) manage people, and nobody manages a person
+with more than they have, before or after the change (catalog.access_people: a
+superuser is bigger than any non-superuser; groups, permissions, staff and
+catalogs compare as sets): anything else is refused naming the field. An admin
+limited to some catalogs sees only people limited to catalogs it holds (others
+are a 404) and gives only those (never "all catalogs"). "All catalogs" is an
+explicit choice (``catalogs=None``, no ``UserCatalogAccess`` row); an empty list
+would mean no catalog at all, so it is refused here as a mistake.
 """
 
 from __future__ import annotations
@@ -26,18 +28,27 @@ from django.http import Http404
 
 from catalog.access import Access, Actor, access_for
 from catalog.access_changes import SERVICE_USER_PREFIX, access_changes
+from catalog.access_people import (
+    Manager,
+    PersonGrant,
+    grant_of,
+    grants_of,
+)
 from catalog.models import Catalog, UserCatalogAccess
 
 STANDARD_GROUPS = ("admin", "curator", "compliance", "approver")
 
 
-class Refused(PermissionDenied):
-    """A 403 naming the field whose value the caller may not give."""
+def management_problem(actor: Actor, person: Any) -> str:
+    """'' when ``actor`` may manage ``person`` as they stand, else "field: why"."""
+    return Manager(actor).refusal(grant_of(person))
 
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}")
+
+def manageable(actor: Actor, people: list[Any]) -> set[int]:
+    """The pks among ``people`` the actor may manage (a few queries in all)."""
+    manager = Manager(actor)
+    grants = grants_of(person.pk for person in people)
+    return {pk for pk, grant in grants.items() if not manager.refusal(grant)}
 
 
 def people_visible_to(actor: Actor) -> QuerySet[Any]:
@@ -76,8 +87,10 @@ def create_person(
 ) -> tuple[Any, str]:
     """A new person with these groups and catalogs (None: all); returns them and
     a one-time password, which is not stored anywhere but as a hash."""
-    limit = _admin_access(actor)
-    _check_catalogs(limit, catalogs)
+    _admin_access(actor)
+    asked = PersonGrant().with_groups(groups).with_catalogs(catalogs)
+    Manager(actor).refuse(asked)
+    _check_catalogs(catalogs)
     rows = _groups(groups)
     password = secrets.token_urlsafe(15)
     with access_changes(actor=actor, via=via):
@@ -102,7 +115,11 @@ def update_person(
     """Set the person's groups and catalog limit (None: all catalogs)."""
     limit = _admin_access(actor)
     _check_reach(limit, person)
-    _check_catalogs(limit, catalogs)
+    manager = Manager(actor)
+    before = grant_of(person)
+    manager.refuse(before)
+    manager.refuse(before.with_groups(groups).with_catalogs(catalogs))
+    _check_catalogs(catalogs)
     rows = _groups(groups)
     with access_changes(actor=actor, via=via):
         person.groups.set(rows)
@@ -123,6 +140,7 @@ def set_person_active(
     """Deactivate (or reactivate) a person: a deactivated person cannot sign in."""
     limit = _admin_access(actor)
     _check_reach(limit, person)
+    Manager(actor).refuse(grant_of(person))
     if not active and actor is not None and person.pk == getattr(actor, "pk", None):
         raise ValidationError({"is_active": "you cannot deactivate yourself"})
     with access_changes(actor=actor, via=via):
@@ -151,16 +169,9 @@ def _check_reach(limit: Access | None, person: Any) -> None:
         raise Http404("person: no such person")
 
 
-def _check_catalogs(limit: Access | None, catalogs: list[str] | None) -> None:
-    if limit is not None and limit.catalogs is not None:
-        if catalogs is None:
-            raise Refused(
-                "all_catalogs", "you may only give catalogs you hold yourself"
-            )
-        # Unknown and not held are the same answer: existence does not leak.
-        outside = [slug for slug in catalogs if slug not in limit.catalogs]
-        if outside:
-            raise Refused("catalogs", f"not within your catalogs: {', '.join(outside)}")
+def _check_catalogs(catalogs: list[str] | None) -> None:
+    """Catalogs that exist and at least one (whether the caller may give them is
+    ``Manager.refusal``'s, asked first, so unknown and unheld read the same)."""
     if catalogs is None:
         return
     if not catalogs:

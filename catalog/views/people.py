@@ -15,12 +15,14 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from catalog.access import access_for
+from catalog.access_people import Refused
 from catalog.models import UserCatalogAccess
 from catalog.people_forms import PersonForm
 from catalog.services.people import (
-    Refused,
     create_person,
     get_person_for_user,
+    manageable,
+    management_problem,
     people_visible_to,
     person_catalogs,
     set_person_active,
@@ -69,6 +71,9 @@ def person_edit(request: HttpRequest, person_id: int) -> HttpResponse:
     """One person's groups and catalog limit."""
     _require_admin(request)
     person = get_person_for_user(request.user, person_id)
+    problem = management_problem(acting_user(request), person)
+    if problem:
+        raise PermissionDenied(problem)
     catalogs = person_catalogs(person)
     initial = {
         "groups": list(person.groups.values_list("name", flat=True)),
@@ -105,6 +110,8 @@ def person_active(request: HttpRequest, person_id: int) -> HttpResponse:
     active = request.POST.get("active") == "1"
     try:
         set_person_active(person, active, actor=acting_user(request), via=VIA)
+    except Refused as exc:
+        return _list_page(request, PersonForm(), error=str(exc), status=403)
     except ValidationError as exc:
         error = "; ".join(exc.messages)
         return _list_page(request, PersonForm(), error=error, status=400)
@@ -131,7 +138,9 @@ def _list_page(
 ) -> HttpResponse:
     people = people_visible_to(request.user).prefetch_related("groups")
     page = paginate(request, people.select_related("catalog_access"))
-    rows = [(person, _limit(person)) for person in page.object_list]
+    shown = list(page.object_list)
+    mine = manageable(acting_user(request), shown)
+    rows = [(person, _limit(person), person.pk in mine) for person in shown]
     context = {"page": page, "rows": rows, "form": form, **notes}
     return render_page(request, "catalog/people.html", context, status=status)
 

@@ -23,6 +23,7 @@ from catalog.services import jobs
 from learning.evaluation import LabelledRequest, evaluate, parse_settings
 from learning.models import Evaluation, EvaluationState, Label, LabelStatus
 from learning.services.labels import check_items, visible_tool_names
+from learning.services.limits import hold_run_slot
 from selection.services.settings import current_settings
 
 RUN_TASK = "learning.tasks.run_evaluation"
@@ -55,7 +56,8 @@ def start_evaluation(
     enqueue: bool = True,
 ) -> Evaluation:
     """Queue a run of the catalog's accepted labels (or ``labels`` inline, never
-    stored as labels), with its current settings or ``settings_data`` tried."""
+    stored as labels), with its current settings or ``settings_data`` tried;
+    ``LimitReached`` past the caller's or the catalog's limit of waiting runs."""
     if settings_data is not None:
         parse_settings(settings_data)
     payload = None
@@ -69,6 +71,7 @@ def start_evaluation(
             raise EvaluationInputError({"labels": [NO_LABELS]})
     _, version = current_settings(catalog)
     with transaction.atomic():
+        hold_run_slot(catalog, actor)
         run = Evaluation.objects.create(
             catalog=catalog,
             source="inline" if payload is not None else "labels",

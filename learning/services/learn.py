@@ -27,6 +27,7 @@ from catalog.models import Catalog
 from learning import crossval
 from learning.fit import FitResult, fit
 from learning.models import LearnState, LearntModel
+from learning.services.limits import hold_run_slot
 from learning.tuning import Tuner, tunable
 from selection.adapters.snapshots import get_snapshot
 from selection.services.settings import current_settings, update_selection_settings
@@ -49,10 +50,12 @@ def request_learn(
     apply: bool,
     accept_regression: str = "",
 ) -> LearntModel:
-    """Queue a learn of ``catalog`` (applied when it finishes if ``apply``)."""
+    """Queue a learn of ``catalog`` (applied when it finishes if ``apply``);
+    ``LimitReached`` past the caller's or the catalog's limit of waiting runs."""
     from catalog.services.jobs import enqueue
 
     with transaction.atomic():
+        hold_run_slot(catalog, actor)
         Catalog.objects.select_for_update().filter(pk=catalog.pk).first()
         top = LearntModel.objects.filter(catalog=catalog).aggregate(v=Max("version"))
         model = LearntModel(

@@ -179,12 +179,12 @@ def test_nor_one_of_a_key_made_by_a_key_they_made(approver):
     approve(approval, person=make_user("ben", groups=("approver",)))
 
 
-def test_a_deleted_requester_still_counts_by_name(approver):
+def test_a_deleted_requester_leaves_the_request_to_nobody(approver):
     approval = make_approval(approver)
     Approval.objects.filter(pk=approval.pk).update(requested_by=None)
     approval.refresh_from_db()
 
-    with pytest.raises(DecisionRefused):
+    with pytest.raises(DecisionRefused, match="requested_by"):
         deny(approval, person=approver, reason="mine")
 
 

@@ -11,7 +11,7 @@ from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
 ROOT = Path(__file__).resolve().parents[2]
-LONG_RUNNING = ("postgres", "redis", "web", "worker")
+LONG_RUNNING = ("postgres", "redis", "web", "worker", "learning-worker")
 
 
 def compose() -> dict:
@@ -43,9 +43,31 @@ def test_every_long_running_service_restarts_and_quiver_mounts_the_state():
     services = compose()["services"]
     for name in LONG_RUNNING:
         assert services[name]["restart"] == "unless-stopped", name
-    for name in ("migrate", "web", "worker"):
+    for name in ("migrate", "web", "worker", "learning-worker"):
         assert services[name]["volumes"] == ["quiver-state:/data"], name
         assert services[name]["environment"]["QUIVER_STATE_DIR"] == "/data"
+
+
+def consumed(command: list[str]) -> set[str]:
+    return set(command[command.index("-Q") + 1].split(","))
+
+
+def test_every_queue_tasks_are_routed_to_has_a_worker_in_compose_and_make_run():
+    from config.devstack import worker_commands
+    from config.health import routed_queues
+
+    services = compose()["services"]
+    in_compose = [
+        consumed(s["command"])
+        for s in services.values()
+        if "-Q" in str(s.get("command"))
+    ]
+    in_make_run = [consumed(command) for command in worker_commands()]
+    assert routed_queues() == {"quiver", "learning"}
+    for workers in (in_compose, in_make_run):
+        assert set().union(*workers) == routed_queues()
+        # Learning work never shares a worker with imports and syncs.
+        assert all(len(queues) == 1 for queues in workers)
 
 
 def test_no_secret_is_written_in_the_compose_file():

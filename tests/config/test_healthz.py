@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import start_worker, stop_worker
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -84,3 +85,16 @@ def test_an_unknown_key_gets_the_public_answer_not_an_error(api, settings):
     response = api.get("/healthz")
     assert response.status_code == 503
     assert response.json()["checks"]["broker"] == {"ok": False}
+
+
+@pytest.mark.integration
+def test_it_names_a_queue_no_worker_consumes(as_admin, transactional_db, purged_broker):
+    worker = start_worker("imports-only", queues="quiver")
+    try:
+        body = as_admin.get("/healthz").json()
+    finally:
+        stop_worker(worker)
+    assert body["down"] == ["worker"]
+    assert (
+        "no worker consumes the queue(s) learning" in body["checks"]["worker"]["error"]
+    )

@@ -1,0 +1,83 @@
+"""How much learning work may wait: one caller cannot queue unbounded work.
+
+An evaluation or a learn costs a worker minutes of CPU. So at most
+``QUIVER_LEARNING_RUNS_PER_CALLER`` of them may be queued or running for one
+caller (a person, or a key's service user; across every catalog), and at most
+``QUIVER_LEARNING_RUNS_PER_CATALOG`` for one catalog (whoever asked). Past either
+a new one is refused with ``LimitReached`` (429, ``Retry-After``) naming the
+limit; nothing is queued. A re-learn the system queues itself (``relearn_on_change``)
+is exempt: it is already one at a time per catalog, and refusing it would leave
+the catalog's learnt model stale.
+
+The count and the new row are one decision: ``hold_run_slot`` runs inside the
+transaction that creates the run and takes a transaction-scoped advisory lock on
+the caller, then the catalog's row lock (always in that order, so two requests
+cannot deadlock), so two requests at once cannot both take the last slot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Q
+
+from catalog.access import Actor, stored_user
+from catalog.models import Catalog
+from config.exceptions import LimitReached
+from learning.models import Evaluation, EvaluationState, LearnState, LearntModel
+
+# The first key of the two-key advisory lock on a caller (its second: the user's
+# id); Postgres keeps two-key locks apart from the one-key locks audit uses.
+CALLER_LOCK = 23_012
+WAITING = (EvaluationState.QUEUED, EvaluationState.RUNNING)
+LEARNING = (LearnState.QUEUED, LearnState.RUNNING)
+RETRY_AFTER_S = 30
+
+
+def per_caller() -> int:
+    return int(settings.QUIVER_LEARNING_RUNS_PER_CALLER)
+
+
+def per_catalog() -> int:
+    return int(settings.QUIVER_LEARNING_RUNS_PER_CATALOG)
+
+
+def waiting_runs(where: Q) -> int:
+    """Evaluations and learns matching ``where`` that are queued or running."""
+    evaluations = Evaluation.objects.filter(where, state__in=WAITING).count()
+    learns = LearntModel.objects.filter(where, state__in=LEARNING).count()
+    return evaluations + learns
+
+
+def hold_run_slot(catalog: Catalog, actor: Actor) -> None:
+    """Refuse (``LimitReached``) unless one more run fits the caller's and the
+    catalog's limits; call it inside the transaction that creates the run."""
+    if actor is None:
+        return  # the system (a re-learn it queues itself): see the module
+    user: Any = stored_user(actor)
+    if user is None:
+        raise LimitReached("runs", "runs: only a signed-in caller queues work")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CALLER_LOCK, user.pk])
+    Catalog.objects.select_for_update().filter(pk=catalog.pk).first()
+    mine = waiting_runs(Q(created_by=user))
+    if mine >= per_caller():
+        raise LimitReached(
+            "runs",
+            f"runs: {mine} evaluations and learns of yours are queued or running, "
+            f"the most one caller may have (QUIVER_LEARNING_RUNS_PER_CALLER="
+            f"{per_caller()}); wait for one to finish",
+            retry_after=RETRY_AFTER_S,
+        )
+    theirs = waiting_runs(Q(catalog=catalog))
+    if theirs >= per_catalog():
+        raise LimitReached(
+            "runs",
+            f"runs: {theirs} evaluations and learns of catalog {catalog.slug!r} are "
+            f"queued or running, the most one catalog may have "
+            f"(QUIVER_LEARNING_RUNS_PER_CATALOG={per_catalog()}); wait for one to "
+            "finish",
+            retry_after=RETRY_AFTER_S,
+        )
