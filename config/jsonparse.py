@@ -89,6 +89,37 @@ def loads_unique(text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH) -> Any:
 DUPLICATE_KEY_RULE = "is a duplicate key: each key may appear once in its object"
 
 
+class FieldError(ValueError):
+    """A text field's JSON refused; the message names the field (or the path
+    inside it) and the rule, as the API names them."""
+
+
+def read_field(text: str, field: str) -> Any:
+    """The JSON value typed or uploaded in ``field`` (a form's textarea, a file),
+    held to every rule of an API body: ``MAX_BODY_DEPTH``, no repeated key, no
+    NaN, no NUL or lone surrogate. Raises ``FieldError``."""
+    try:
+        value = loads_unique(text)
+    except json.JSONDecodeError as exc:
+        where = f"(line {exc.lineno}, column {exc.colno})"
+        raise FieldError(f"{field}: not valid JSON: {exc.msg} {where}") from exc
+    except DuplicateKey as exc:
+        raise FieldError(f"{within(field, exc.path)}: {DUPLICATE_KEY_RULE}") from exc
+    except ValueError as exc:
+        raise FieldError(f"{field}: not valid JSON: {exc}") from exc
+    bad = find_bad_text(value, field)
+    if bad is not None:
+        raise FieldError(f"{bad}: {BAD_TEXT_RULE}")
+    return value
+
+
+def within(field: str, path: str) -> str:
+    """``path`` (``a.b``, ``[2].c``) inside ``field``."""
+    if not path:
+        return field
+    return f"{field}{path}" if path.startswith("[") else f"{field}.{path}"
+
+
 class DuplicateKey(ValueError):
     """A JSON object with a key given twice; ``path`` names it (``a.b[2].k``)."""
 
@@ -180,3 +211,16 @@ def _join(path: str, key: str) -> str:
 def printable(text: str) -> str:
     """``text`` with NUL and lone surrogates shown as ``\\uXXXX`` escapes."""
     return _BAD_TEXT.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def printable_tree(value: Any) -> Any:
+    """A decoded JSON ``value`` with every string and key ``printable``: storable
+    and encodable, for a document that is refused but still read (its depth was
+    checked when it was parsed, so the recursion is bounded)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(k)): printable_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable_tree(item) for item in value]
+    return value
