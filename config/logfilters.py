@@ -96,6 +96,9 @@ def safe_traceback(exc: BaseException) -> str:
             text += _CAUSE if current.__cause__ is not None else _CONTEXT
         frames = "".join(traceback.format_tb(current.__traceback__))
         kind = type(current)
-        header = f"{kind.__module__}.{kind.__qualname__}: {safe_error_text(current)}"
+        name = kind.__qualname__
+        if kind.__module__ != "builtins":
+            name = f"{kind.__module__}.{name}"
+        header = f"{name}: {safe_error_text(current)}"
         text += f"Traceback (most recent call last):\n{frames}{header}\n"
     return text.rstrip("\n")

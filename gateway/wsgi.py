@@ -31,13 +31,14 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 from django.http.request import split_domain_port, validate_host
 from rest_framework.exceptions import APIException
 
 from catalog.auth import ApiKeyAuthentication
 from config.aio import LoopThread, per_process
 from config.bodies import Refusal, read_body
+from config.middleware import DATABASE_DOWN
 from gateway import inbound, refusals
 from gateway.server import CALLER, PROBLEM, REQUEST_ID, build_manager
 
@@ -71,6 +72,8 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
     except APIException as exc:
         status = 429 if exc.status_code == 429 else 401
         return _json(start, status, "unauthorized", str(exc.detail), bearer=True)
+    except (OperationalError, InterfaceError):
+        return _json(start, 503, "unavailable", DATABASE_DOWN, service="database")
     finally:
         close_old_connections()
     if user is None:
@@ -82,6 +85,9 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         # DELETE (the spec's 405), and no worker held by an endless stream.
         detail = "method: /mcp takes POST (stateless, no server stream)"
         return _refused(start, attempt, Refusal(405, "method_not_allowed", detail))
+    if not _is_json(request):
+        detail = "Content-Type: must be application/json"
+        return _refused(start, attempt, Refusal(415, "unsupported_media_type", detail))
     body = read_body(environ, int(settings.QUIVER_MAX_BODY_BYTES))
     if isinstance(body, Refusal):
         return _refused(start, attempt, body)
@@ -99,9 +105,21 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
     lost = _record_error_answer(attempt, status, chunks)
     if lost is not None:
         return lost(start)
+    if status >= 400 and not _json_answer(headers):  # every error is JSON
+        detail = b"".join(chunks).decode("utf-8", "replace").strip()[:300]
+        return _json(start, status, "invalid", f"request: {detail}")
     headers.append(("X-Request-ID", str(attempt.request_id)))
     start(_status_line(status), headers)
     return chunks
+
+
+def _is_json(request: WSGIRequest) -> bool:
+    return request.content_type.lower() == "application/json"
+
+
+def _json_answer(headers: list[tuple[str, str]]) -> bool:
+    kinds = [value for name, value in headers if name.lower() == "content-type"]
+    return any(kind.lower().startswith("application/json") for kind in kinds)
 
 
 def _recorded(attempt: refusals.Attempt, reason: str, **why: Any) -> bool:
