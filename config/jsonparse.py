@@ -13,6 +13,7 @@ UTF-8, so a string with either would fail when written, half way through a reque
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from itertools import accumulate
@@ -67,7 +68,9 @@ def loads(text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH, **options: Any)
         raise JSONTooDeep(max_depth) from exc
 
 
-def loads_unique(text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH) -> Any:
+def loads_unique(
+    text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH, **options: Any
+) -> Any:
     """``loads``, refusing an object that repeats a key (at any depth) with
     ``DuplicateKey`` naming its path: parsers disagree on which value wins, so a
     checker and a tool could read different values from one body."""
@@ -80,7 +83,7 @@ def loads_unique(text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH) -> Any:
         repeated.append(True)
         return _Repeated(result, _first_repeat(pairs))
 
-    data = loads(text, max_depth=max_depth, object_pairs_hook=build)
+    data = loads(text, max_depth=max_depth, object_pairs_hook=build, **options)
     if repeated:
         raise DuplicateKey(find_repeated_key(data) or "body")
     return data
@@ -97,9 +100,10 @@ class FieldError(ValueError):
 def read_field(text: str, field: str) -> Any:
     """The JSON value typed or uploaded in ``field`` (a form's textarea, a file),
     held to every rule of an API body: ``MAX_BODY_DEPTH``, no repeated key, no
-    NaN, no NUL or lone surrogate. Raises ``FieldError``."""
+    NaN or number too large for a float, no NUL or lone surrogate. Raises
+    ``FieldError``."""
     try:
-        value = loads_unique(text)
+        value = loads_unique(text, parse_float=finite_float)
     except json.JSONDecodeError as exc:
         where = f"(line {exc.lineno}, column {exc.colno})"
         raise FieldError(f"{field}: not valid JSON: {exc.msg} {where}") from exc
@@ -158,6 +162,15 @@ def find_repeated_key(value: Any) -> str | None:
         elif isinstance(node, list):
             stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node))
     return None
+
+
+def finite_float(text: str) -> float:
+    """``json`` hook: a number too large for a float (``1e400``) is refused, not
+    read as infinity, which JSON cannot write back nor Postgres store."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is too large a number")
+    return value
 
 
 def refuse_constant(name: str) -> Any:
