@@ -85,12 +85,12 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         # DELETE (the spec's 405), and no worker held by an endless stream.
         detail = "method: /mcp takes POST (stateless, no server stream)"
         return _refused(start, attempt, Refusal(405, "method_not_allowed", detail))
-    if not _is_json(request):
-        detail = "Content-Type: must be application/json"
-        return _refused(start, attempt, Refusal(415, "unsupported_media_type", detail))
     body = read_body(environ, int(settings.QUIVER_MAX_BODY_BYTES))
     if isinstance(body, Refusal):
         return _refused(start, attempt, body)
+    if not _is_json(request):
+        detail = "Content-Type: must be application/json"
+        return _refused(start, attempt, Refusal(415, "unsupported_media_type", detail))
     checked = inbound.check(body)
     attempt.method = checked.method
     attempt.tool = checked.tool
