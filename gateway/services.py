@@ -120,7 +120,6 @@ def search(
 
 
 def _search(attempt: refusals.Attempt, arguments: dict[str, Any]) -> dict:
-    user = attempt.user
     unknown = sorted(set(arguments) - {*SEARCH_ARGUMENTS})
     if unknown:
         raise ToolRefused(f"{unknown[0]}: is not an argument of search_tools")
@@ -132,12 +131,12 @@ def _search(attempt: refusals.Attempt, arguments: dict[str, Any]) -> dict:
     pending: list[PendingEvent] = []  # the row commits while the answer is shaped
     _charge(attempt)
     try:
-        catalog = get_catalog_for_user(user, valid["catalog"])
+        catalog = get_catalog_for_user(attempt.user, valid["catalog"])
         answer = select_tools(
             catalog,
-            build_request(access_for(user), valid),
+            build_request(access_for(attempt.user), valid),
             fmt="mcp",
-            actor=user,
+            actor=attempt.user,
             request_id=attempt.request_id,
             pending=pending,
             channel=CHANNEL,
@@ -151,6 +150,11 @@ def _search(attempt: refusals.Attempt, arguments: dict[str, Any]) -> dict:
         raise ToolRefused(_renamed(first_message(exc.detail))) from exc
     except APIException as exc:  # the API's own words
         raise ToolRefused(str(exc.detail)) from exc
+    return _found(answer, pending)
+
+
+def _found(answer: Any, pending: list[PendingEvent]) -> dict:
+    """The answer's MCP Tool objects, once its audit row is committed."""
     tools = [
         {**mcp_tool(pick.definition), "score": pick.score, "reason": pick.reason}
         for pick in answer.tools

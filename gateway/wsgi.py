@@ -47,6 +47,9 @@ ANSWER_TIMEOUT_S = 50.0  # under gunicorn's --timeout 60
 # An answer this large is a result: JSON-RPC errors are a few hundred bytes.
 ERROR_ANSWER_BYTES = 65_536
 INTERNAL = -32603  # JSON-RPC's internal error: a failure, not a refusal
+# What an SDK refusal is about, by its JSON-RPC code or its HTTP status.
+SDK_FIELDS = {-32700: "body", -32600: "request", -32601: "method", -32602: "params"}
+SDK_FIELDS |= {406: "Accept", 415: "Content-Type"}
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
@@ -80,6 +83,16 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         detail = "Authorization: send Bearer <Quiver API key>"
         return _json(start, 401, "unauthorized", detail, bearer=True)
     attempt = refusals.Attempt(user, _request_id(request))
+    return _serve(environ, request, start, attempt)
+
+
+def _serve(
+    environ: dict[str, Any],
+    request: WSGIRequest,
+    start: StartResponse,
+    attempt: refusals.Attempt,
+) -> Iterable[bytes]:
+    """A known key's request: every refusal from here on is recorded."""
     if request.method != "POST":
         # Stateless with JSON answers: no stream for a GET to open, no session to
         # DELETE (the spec's 405), and no worker held by an endless stream.
@@ -92,19 +105,28 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         detail = "Content-Type: must be application/json"
         return _refused(start, attempt, Refusal(415, "unsupported_media_type", detail))
     checked = inbound.check(body)
-    attempt.method = checked.method
-    attempt.tool = checked.tool
+    attempt.method, attempt.tool = checked.method, checked.tool
     if isinstance(checked, inbound.Rejected):
         return _rejected(start, attempt, checked)
+    return _answer(environ, start, attempt, checked)
+
+
+def _answer(
+    environ: dict[str, Any],
+    start: StartResponse,
+    attempt: refusals.Attempt,
+    checked: inbound.Inbound,
+) -> Iterable[bytes]:
+    """The SDK's answer to a readable body (its refusal recorded first)."""
+    user = attempt.user
     state = {CALLER: user, REQUEST_ID: attempt.request_id, PROBLEM: checked.problem}
     try:
         status, headers, chunks = _loop().call(_scope(environ, state), checked.body)
     except TimeoutError:
         detail = f"mcp: no answer within {ANSWER_TIMEOUT_S:.0f} s"
         return _json(start, 504, "timeout", detail)
-    lost = _record_error_answer(attempt, status, chunks)
-    if lost is not None:
-        return lost(start)
+    if not _error_answer_recorded(attempt, status, chunks):
+        return _not_recorded(start)
     if status >= 400 and not _json_answer(headers):  # every error is JSON
         detail = b"".join(chunks).decode("utf-8", "replace").strip()[:300]
         return _json(start, status, "invalid", f"request: {detail}")
@@ -159,22 +181,20 @@ def _rejected(
     return [answer]
 
 
-def _record_error_answer(
+def _error_answer_recorded(
     attempt: refusals.Attempt, status: int, chunks: list[bytes]
-) -> Callable[[StartResponse], list[bytes]] | None:
+) -> bool:
     """Record the SDK's refusal (a JSON-RPC error, or an HTTP error status);
-    the answer to give instead when its row could not be written."""
+    False when it is one and its row could not be written."""
     error = _error_of(status, b"".join(chunks))
     if error is None:
-        return None
+        return True
     code = error.get("code") if isinstance(error.get("code"), int) else None
-    message = str(error.get("message") or f"HTTP {status}")
+    message = str(error.get("message") or "").strip() or f"HTTP {status}"
     # The first line only: a validation error's later lines quote the input.
-    reason = message.strip().splitlines()[0][:300] if message.strip() else message
-    why = {"field": "request", "code": code, "status": status}
-    if _recorded(attempt, reason, **why):
-        return None
-    return _not_recorded
+    reason = message.splitlines()[0][:300]
+    field = SDK_FIELDS.get(code) or SDK_FIELDS.get(status) or "request"
+    return _recorded(attempt, reason, field=field, code=code, status=status)
 
 
 def _error_of(status: int, body: bytes) -> dict[str, Any] | None:
