@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 CHANNEL = "mcp"
 NOT_RECORDED = "audit: the answer could not be recorded, so it was not given; try again"
 DATABASE_DOWN = "database: unavailable, nothing was called; try again shortly"
-FAILED = "internal: the request failed and was logged (request {}); nothing was called"
+FAILED = "internal: the request failed and was logged (request {})"
 MAX_NAMES = 50
 # The argument names of search_tools, as the select API calls them.
 RENAMED = {"max_results": "max_candidates"}

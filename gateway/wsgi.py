@@ -136,7 +136,7 @@ def _answer(
 
 
 def _is_json(request: WSGIRequest) -> bool:
-    return request.content_type.lower() == "application/json"
+    return (request.content_type or "").lower() == "application/json"
 
 
 def _json_answer(headers: list[tuple[str, str]]) -> bool:
@@ -193,7 +193,7 @@ def _error_answer_recorded(
     message = str(error.get("message") or "").strip() or f"HTTP {status}"
     # The first line only: a validation error's later lines quote the input.
     reason = message.splitlines()[0][:300]
-    field = SDK_FIELDS.get(code) or SDK_FIELDS.get(status) or "request"
+    field = SDK_FIELDS.get(status) or SDK_FIELDS.get(code or 0) or "request"
     return _recorded(attempt, reason, field=field, code=code, status=status)
 
 
