@@ -36,6 +36,7 @@ from django.http.request import split_domain_port, validate_host
 from rest_framework.exceptions import APIException
 
 from catalog.auth import ApiKeyAuthentication
+from config import jsonparse
 from config.aio import LoopThread, per_process
 from config.bodies import Refusal, read_body
 from config.middleware import DATABASE_DOWN
@@ -202,7 +203,7 @@ def _error_of(status: int, body: bytes) -> dict[str, Any] | None:
     if status < 400 and len(body) > ERROR_ANSWER_BYTES:
         return None
     try:
-        answer = json.loads(body) if body else None
+        answer = jsonparse.loads(body) if body else None  # a deep result: not one
     except ValueError:
         answer = None
     error = answer.get("error") if isinstance(answer, dict) else None
