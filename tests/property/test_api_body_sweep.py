@@ -60,24 +60,27 @@ def world(client: Any) -> dict[str, Any]:
     }
 
 
+_TEMPLATES: list[tuple[str, str]] = []  # the schema's, read once for the module
+
+
 def write_operations(world: dict[str, Any]) -> list[tuple[str, str]]:
     """(method, url) of every operation whose body the schema declares JSON."""
-    schema = (
-        world["client"]
-        .get(
-            "/api/schema/",
-            HTTP_AUTHORIZATION=f"Bearer {world['key']}",
-            HTTP_ACCEPT="application/vnd.oai.openapi+json",
+    if not _TEMPLATES:
+        schema = (
+            world["client"]
+            .get(
+                "/api/schema/",
+                HTTP_AUTHORIZATION=f"Bearer {world['key']}",
+                HTTP_ACCEPT="application/vnd.oai.openapi+json",
+            )
+            .json()
         )
-        .json()
-    )
-    found = []
-    for path, methods in schema["paths"].items():
-        for method, operation in methods.items():
-            content = operation.get("requestBody", {}).get("content", {})
-            if method in ("post", "put", "patch") and "application/json" in content:
-                found.append((method.upper(), _url(path, world["ids"])))
-    return found
+        for path, methods in schema["paths"].items():
+            for method, operation in methods.items():
+                content = operation.get("requestBody", {}).get("content", {})
+                if method in ("post", "put", "patch") and "application/json" in content:
+                    _TEMPLATES.append((method.upper(), path))
+    return [(method, _url(path, world["ids"])) for method, path in _TEMPLATES]
 
 
 def _url(path: str, ids: dict[str, Any]) -> str:
