@@ -40,6 +40,7 @@ from audit.hashing import (
 from audit.sealing import seal_pending, take_chain_lock
 from audit.sinks import deliver
 from audit.verify import ChainCheck, ChainWalk, Damage, Finding, chain_anchor
+from config import jsonparse
 
 _SEGMENT_SQL = (
     "SELECT seq, id, hash_version, key_id, prev_hash, hash, "
@@ -208,6 +209,17 @@ def _header_problem(header: dict[str, Any]) -> str:
     return "" if ok else "the archive's anchor is not a signed archive record"
 
 
+_ROW_KEYS = {"seq", "id", "hash_version", "key_id", "prev_hash", "hash", "event"}
+
+
+def _is_record(record: Any) -> bool:
+    """Whether a line read has every field ``_row`` takes."""
+    if not isinstance(record, dict) or not set(record) >= _ROW_KEYS:
+        return False
+    event = record["event"]
+    return isinstance(event, dict) and set(CONTENT_FIELDS) <= set(event)
+
+
 def _row(record: dict[str, Any]) -> tuple:
     event = record["event"]
     return (
@@ -221,9 +233,20 @@ def _row(record: dict[str, Any]) -> tuple:
     )
 
 
+def _read_line(line: str) -> Any:
+    """One line of an archive, as JSON (None when it is not: a damaged file)."""
+    try:
+        return jsonparse.loads(line)
+    except ValueError:
+        return None
+
+
 def _check_archive(path: Path) -> tuple[Finding | None, int, dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        header = json.loads(handle.readline() or "{}")
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        header = _read_line(handle.readline() or "{}")
+        if not isinstance(header, dict):
+            problem = "the archive's header is not JSON"
+            return Finding(Damage.BAD_CHECKPOINT, problem), 0, {}
         problem = _header_problem(header)
         if problem:
             return Finding(Damage.BAD_CHECKPOINT, problem), 0, header
@@ -233,8 +256,12 @@ def _check_archive(path: Path) -> tuple[Finding | None, int, dict[str, Any]]:
             int(header["anchor_seq"]) + 1,
             str(header["anchor_hash"]),
         )
-        for line in handle:
-            row = _row(json.loads(line))
+        for number, line in enumerate(handle, start=2):
+            record = _read_line(line)
+            if not _is_record(record):
+                problem = f"line {number} of the archive is not an archived record"
+                return Finding(Damage.CONTENT_EDITED, problem), walk.checked, header
+            row = _row(record)
             finding = walk.step(row)
             if finding is not None:
                 finding.row_id, finding.seq = int(row[1]), int(row[0])

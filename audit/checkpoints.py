@@ -30,6 +30,7 @@ from audit.hashing import key_id, old_signature_ok, sign, signature_ok
 from audit.keyring import keyring
 from audit.sealing import chain_head, take_chain_lock
 from audit.sinks import deliver
+from config import jsonparse
 
 Record = dict[str, Any]
 
@@ -51,7 +52,7 @@ def _last_line(path: Path) -> str:
 
 def last_record() -> Record | None:
     line = _last_line(checkpoint_file())
-    return json.loads(line) if line.strip() else None
+    return jsonparse.loads(line) if line.strip() else None
 
 
 def append_record(record: Record, *, old_key: bytes | None = None) -> Record:
@@ -171,8 +172,8 @@ def _file(book: Book, record: Record) -> None:
 
 def _parse(line: str) -> tuple[Record, str]:
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError:
+        record = jsonparse.loads(line)
+    except ValueError:
         return {}, "not valid JSON"
     if not isinstance(record, dict) or "sig" not in record or "kind" not in record:
         return {}, "not a checkpoint record"

@@ -18,6 +18,7 @@ class EventType(models.TextChoices):
     TOOL_CALL = "tool_call", "Tool call through Quiver"
     APPROVAL = "approval", "Tool call approval requested, decided or expired"
     LABELS_CHANGED = "labels_changed", "Labelled requests changed"
+    MCP_REFUSED = "mcp_refused", "Request refused at /mcp"
 
 
 class RollupKind(models.TextChoices):

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from audit.verify import ChainCheck
+from config import jsonparse
 
 
 def _path() -> Path:
@@ -52,7 +53,7 @@ def remember(check: ChainCheck | None, *, by: str, stopped: str = "") -> None:
 def last_check() -> dict[str, Any] | None:
     """The last check kept, with ``ran_at`` as a datetime; None if none was."""
     try:
-        result = json.loads(_path().read_text())
+        result = jsonparse.loads(_path().read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(result, dict):

@@ -41,22 +41,15 @@ _COMMA_OR_LINE = re.compile(r"[,\n]")
 
 
 def parse_json_text(text: str, field: str) -> Any:
-    """The JSON value of a textarea (None when blank); errors name line and column."""
+    """The JSON value of a textarea (None when blank), held to the API's rules
+    for a body (``config.jsonparse.read_field``); errors name line and column,
+    or the path of a repeated key or an unstorable text."""
     if not text.strip():
         return None
     try:
-        value = jsonparse.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(
-            f"{field}: not valid JSON: {exc.msg} "
-            f"(line {exc.lineno}, column {exc.colno})"
-        ) from exc
-    except ValueError as exc:
-        raise ValidationError(f"{field}: not valid JSON: {exc}") from exc
-    bad = jsonparse.find_bad_text(value, field)
-    if bad is not None:
-        raise ValidationError(f"{bad}: {jsonparse.BAD_TEXT_RULE}")
-    return value
+        return jsonparse.read_field(text, field)
+    except jsonparse.FieldError as exc:
+        raise ValidationError(str(exc)) from exc
 
 
 class StringListField(forms.CharField):

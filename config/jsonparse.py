@@ -13,6 +13,7 @@ UTF-8, so a string with either would fail when written, half way through a reque
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from itertools import accumulate
@@ -67,7 +68,9 @@ def loads(text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH, **options: Any)
         raise JSONTooDeep(max_depth) from exc
 
 
-def loads_unique(text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH) -> Any:
+def loads_unique(
+    text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH, **options: Any
+) -> Any:
     """``loads``, refusing an object that repeats a key (at any depth) with
     ``DuplicateKey`` naming its path: parsers disagree on which value wins, so a
     checker and a tool could read different values from one body."""
@@ -80,13 +83,45 @@ def loads_unique(text: str | bytes, *, max_depth: int = MAX_BODY_DEPTH) -> Any:
         repeated.append(True)
         return _Repeated(result, _first_repeat(pairs))
 
-    data = loads(text, max_depth=max_depth, object_pairs_hook=build)
+    data = loads(text, max_depth=max_depth, object_pairs_hook=build, **options)
     if repeated:
         raise DuplicateKey(find_repeated_key(data) or "body")
     return data
 
 
 DUPLICATE_KEY_RULE = "is a duplicate key: each key may appear once in its object"
+
+
+class FieldError(ValueError):
+    """A text field's JSON refused; the message names the field (or the path
+    inside it) and the rule, as the API names them."""
+
+
+def read_field(text: str, field: str) -> Any:
+    """The JSON value typed or uploaded in ``field`` (a form's textarea, a file),
+    held to every rule of an API body: ``MAX_BODY_DEPTH``, no repeated key, no
+    NaN or number too large for a float, no NUL or lone surrogate. Raises
+    ``FieldError``."""
+    try:
+        value = loads_unique(text, parse_float=finite_float)
+    except json.JSONDecodeError as exc:
+        where = f"(line {exc.lineno}, column {exc.colno})"
+        raise FieldError(f"{field}: not valid JSON: {exc.msg} {where}") from exc
+    except DuplicateKey as exc:
+        raise FieldError(f"{within(field, exc.path)}: {DUPLICATE_KEY_RULE}") from exc
+    except ValueError as exc:
+        raise FieldError(f"{field}: not valid JSON: {exc}") from exc
+    bad = find_bad_text(value, field)
+    if bad is not None:
+        raise FieldError(f"{bad}: {BAD_TEXT_RULE}")
+    return value
+
+
+def within(field: str, path: str) -> str:
+    """``path`` (``a.b``, ``[2].c``) inside ``field``."""
+    if not path:
+        return field
+    return f"{field}{path}" if path.startswith("[") else f"{field}.{path}"
 
 
 class DuplicateKey(ValueError):
@@ -127,6 +162,15 @@ def find_repeated_key(value: Any) -> str | None:
         elif isinstance(node, list):
             stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node))
     return None
+
+
+def finite_float(text: str) -> float:
+    """``json`` hook: a number too large for a float (``1e400``) is refused, not
+    read as infinity, which JSON cannot write back nor Postgres store."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is too large a number")
+    return value
 
 
 def refuse_constant(name: str) -> Any:
@@ -180,3 +224,16 @@ def _join(path: str, key: str) -> str:
 def printable(text: str) -> str:
     """``text`` with NUL and lone surrogates shown as ``\\uXXXX`` escapes."""
     return _BAD_TEXT.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def printable_tree(value: Any) -> Any:
+    """A decoded JSON ``value`` with every string and key ``printable``: storable
+    and encodable, for a document that is refused but still read (its depth was
+    checked when it was parsed, so the recursion is bounded)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(k)): printable_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable_tree(item) for item in value]
+    return value

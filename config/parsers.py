@@ -59,7 +59,7 @@ class SafeJSONParser(JSONParser):
         except JSONTooDeep as exc:
             raise ValidationError({"body": [str(exc)]}) from exc
         except ValueError as exc:
-            raise ParseError(f"JSON parse error - {exc}") from exc
+            raise ParseError(f"body: not valid JSON ({exc})") from exc
         refuse_bad_text(data)
         return data
 

@@ -137,13 +137,23 @@ def penalize_unknown_key(request: HttpRequest | Request) -> None:
     time.sleep(UNKNOWN_KEY_DELAY_S)
 
 
+def _caller_key(user: Any) -> str:
+    client = getattr(user, "api_client", None)
+    return f"client:{client.pk}" if client is not None else f"user:{user.pk}"
+
+
 def charge_caller(user: Any, cost: int) -> None:
     """Count ``cost`` against this signed-in caller's budget (429 past it)."""
     if cost <= 0 or not user or not user.is_authenticated:
         return
-    client = getattr(user, "api_client", None)
-    key = f"client:{client.pk}" if client is not None else f"user:{user.pk}"
-    charge(key, limit_for(user), cost)
+    charge(_caller_key(user), limit_for(user), cost)
+
+
+def first_this_minute(user: Any, what: str) -> bool:
+    """Whether this is the caller's first ``what`` this minute (for what is
+    recorded once a window past the budget, whatever the caller sends)."""
+    window = int(clock() // WINDOW_S)
+    return COUNTER.add(f"{what}:{_caller_key(user)}", window, 1) == 1
 
 
 class ClientRateThrottle(BaseThrottle):

@@ -417,8 +417,14 @@ QUIVER_SOURCES_FILE = env_str("QUIVER_SOURCES_FILE", "")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"one_line_403": {"()": "config.logfilters.OneLineForbidden"}},
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {
+        "one_line_403": {"()": "config.logfilters.OneLineForbidden"},
+        "no_values": {"()": "config.logfilters.NoValuesFromTheDatabase"},
+    },
+    # Logs never quote what a caller sent: no database error's statement or values.
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["no_values"]}
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # A refused request is one warning line, not a traceback.
     "loggers": {"django.request": {"filters": ["one_line_403"]}},

@@ -5,11 +5,15 @@ protocol and the handshake-era clients alike (the SDK serves both). A
 ``call_tool`` would make it (``_meta.approval_id`` carries an approval).
 
 The caller was authenticated before any MCP work (``gateway.wsgi``), which puts
-it in the ASGI scope's state; the handlers run the Django work in a thread."""
+it in the ASGI scope's state, with any problem the body's check found in a tool's
+arguments (``gateway.inbound``: answered here, as that tool's refusal); the
+handlers run the Django work in a thread. No exception's text reaches the
+caller: a refusal names the field and the rule, anything else is logged."""
 
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from typing import Any
 
@@ -20,10 +24,13 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from gateway import services
+from gateway.inbound import Problem
 
+log = logging.getLogger(__name__)
 META_TOOLS = frozenset({"search_tools", "get_tool_details", "call_tool"})
 CALLER = "quiver_caller"  # scope["state"] keys set by gateway.wsgi
 REQUEST_ID = "quiver_request_id"
+PROBLEM = "quiver_problem"
 
 TOOLS = [
     types.Tool(
@@ -100,33 +107,41 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 async def call_tool(
     ctx: Any, params: types.CallToolRequestParams
 ) -> types.CallToolResult:
-    user, request_id = _caller(ctx)
+    user, request_id, problem = _caller(ctx)
+    name = params.name
     arguments = dict(params.arguments or {})
-    if params.name not in META_TOOLS:  # a catalog tool, called by its own name
-        direct = {"name": params.name, "arguments": arguments}
+    if name in META_TOOLS and problem is not None:
+        # A meta-tool's own arguments are named as the tool takes them.
+        problem = Problem(problem.field.removeprefix("arguments."), problem.rule)
+    if name not in META_TOOLS:  # a catalog tool, called by its own name
+        direct = {"name": name, "arguments": arguments}
         approval = (params.meta or {}).get("approval_id")
         arguments = {**direct, "approval_id": approval} if approval else direct
+    work = (user, arguments, request_id, problem)
     try:
-        if params.name not in {"search_tools", "get_tool_details"}:
-            answer = await anyio.to_thread.run_sync(
-                services.call, user, arguments, request_id
-            )
-            return _call_result(answer)
-        if params.name == "search_tools":
-            found = await anyio.to_thread.run_sync(
-                services.search, user, arguments, request_id
-            )
-            text = _search_text(found)
-        else:
-            found = await anyio.to_thread.run_sync(services.details, user, arguments)
-            text = json.dumps(found, indent=1)
+        if name == "search_tools":
+            found = await anyio.to_thread.run_sync(services.search, *work)
+            return _found(found, _search_text(found))
+        if name == "get_tool_details":
+            found = await anyio.to_thread.run_sync(services.details, *work)
+            return _found(found, json.dumps(found, indent=1))
+        answer = await anyio.to_thread.run_sync(services.call, *work)
+        return _call_result(answer)
     except services.ToolFailure as exc:
-        return types.CallToolResult(
-            content=[types.TextContent(text=str(exc))], is_error=True
-        )
+        return _error(str(exc))
+    except Exception:
+        log.exception("MCP tools/call failed (request %s)", request_id)
+        return _error(services.FAILED.format(request_id))
+
+
+def _found(found: dict[str, Any], text: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(text=text)], structured_content=found
     )
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
 def _call_result(answer: services.CallAnswer) -> types.CallToolResult:
@@ -156,13 +171,14 @@ def _call_result(answer: services.CallAnswer) -> types.CallToolResult:
     )
 
 
-def _caller(ctx: Any) -> tuple[Any, uuid.UUID]:
-    """The authenticated caller; no caller here is a wiring fault, never a guest."""
+def _caller(ctx: Any) -> tuple[Any, uuid.UUID, Problem | None]:
+    """The authenticated caller, the request's id and a problem found in the
+    body; no caller here is a wiring fault, never a guest."""
     request = getattr(ctx, "request", None)
     state = request.scope.get("state", {}) if request is not None else {}
     if CALLER not in state:
         raise RuntimeError("MCP request without an authenticated caller")
-    return state[CALLER], state[REQUEST_ID]
+    return state[CALLER], state[REQUEST_ID], state.get(PROBLEM)
 
 
 def _search_text(found: dict[str, Any]) -> str:

@@ -4,15 +4,22 @@
 
 Sync code run in a worker thread of the MCP server (``gateway.server``); every
 call closes stale database connections before and after, as Django's request
-cycle does."""
+cycle does. Every refusal (``ToolRefused``) is an audit row before it is
+answered (``gateway.refusals``); a call's other refusals are the call path's."""
 
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from django.db import DatabaseError, close_old_connections
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+)
 from django.db.models import Q
 from django.http import Http404
 from rest_framework.exceptions import APIException, ValidationError
@@ -24,8 +31,11 @@ from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
 from catalog.models import Tool
 from catalog.services.tools import tool_to_spec
+from config import jsonparse
 from config.api_errors import first_message
 from config.ratelimit import charge_caller
+from gateway import refusals
+from gateway.inbound import Problem
 from selection.api.serializers import SelectInputSerializer
 from selection.engine import RequestError
 from selection.requests import build_request
@@ -36,56 +46,115 @@ log = logging.getLogger(__name__)
 CHANNEL = "mcp"
 NOT_RECORDED = "audit: the answer could not be recorded, so it was not given; try again"
 DATABASE_DOWN = "database: unavailable, nothing was called; try again shortly"
+FAILED = "internal: the request failed and was logged (request {})"
 MAX_NAMES = 50
 # The argument names of search_tools, as the select API calls them.
 RENAMED = {"max_results": "max_candidates"}
 
 
+T = TypeVar("T")
+
+
 class ToolFailure(Exception):
-    """A refusal the agent can read and correct (an MCP tool error)."""
+    """An error result the agent can read (an MCP tool error); as such, an
+    outage or an answer that could not be recorded."""
 
 
-def search(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> dict:
-    """One selection, as POST /api/v1/select runs it (same validation, policy,
-    cache and audit row, its channel ``mcp``), costing 1 of the caller's budget."""
+class ToolRefused(ToolFailure):
+    """A refusal naming the field and the rule (``field: rule``): recorded."""
+
+    @property
+    def field(self) -> str:
+        return str(self).split(":", 1)[0]
+
+
+def _guarded(
+    attempt: refusals.Attempt, problem: Problem | None, work: Callable[[], T]
+) -> T:
+    """``work`` for one tool, with Django's connection hygiene; ``problem`` is a
+    refusal found before it (gateway.inbound). A refusal is recorded before it
+    is answered; a database error is never shown as it is (it quotes values)."""
     close_old_connections()
     try:
-        return _search(user, arguments, request_id)
+        if problem is not None:
+            raise ToolRefused(str(problem))
+        return work()
+    except ToolRefused as exc:
+        try:
+            refusals.record(attempt, str(exc), field=exc.field)
+        except refusals.NotRecorded as lost:
+            raise ToolFailure(str(lost)) from exc
+        raise
+    except (OperationalError, InterfaceError) as exc:
+        log.warning("MCP %s: database unavailable: %s", attempt.tool, exc)
+        raise ToolFailure(DATABASE_DOWN) from exc
+    except DatabaseError as exc:
+        log.exception("MCP %s failed (request %s)", attempt.tool, attempt.request_id)
+        raise ToolFailure(FAILED.format(attempt.request_id)) from exc
     finally:
         close_old_connections()
 
 
-def _search(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> dict:
+def _charge(attempt: refusals.Attempt) -> None:
+    """1 of the caller's budget; past it a refusal naming the limit."""
+    try:
+        charge_caller(attempt.user, 1)
+    except APIException as exc:
+        attempt.over_budget = True
+        raise ToolRefused(str(exc.detail)) from exc
+    attempt.charged = True
+
+
+def search(
+    user: Any,
+    arguments: dict[str, Any],
+    request_id: uuid.UUID,
+    problem: Problem | None = None,
+) -> dict:
+    """One selection, as POST /api/v1/select runs it (same validation, policy,
+    cache and audit row, its channel ``mcp``), costing 1 of the caller's budget."""
+    attempt = refusals.Attempt(
+        user, request_id, "tools/call", "search_tools", arguments
+    )
+    return _guarded(attempt, problem, lambda: _search(attempt, arguments))
+
+
+def _search(attempt: refusals.Attempt, arguments: dict[str, Any]) -> dict:
     unknown = sorted(set(arguments) - {*SEARCH_ARGUMENTS})
     if unknown:
-        raise ToolFailure(f"{unknown[0]}: is not an argument of search_tools")
+        raise ToolRefused(f"{unknown[0]}: is not an argument of search_tools")
     data = {RENAMED.get(key, key): value for key, value in arguments.items()}
     serializer = SelectInputSerializer(data={**data, "format": "mcp"})
     if not serializer.is_valid():
-        raise ToolFailure(_renamed(first_message(serializer.errors)))
+        raise ToolRefused(_renamed(first_message(serializer.errors)))
     valid = dict(serializer.validated_data)
     pending: list[PendingEvent] = []  # the row commits while the answer is shaped
+    _charge(attempt)
     try:
-        charge_caller(user, 1)
-        catalog = get_catalog_for_user(user, valid["catalog"])
+        catalog = get_catalog_for_user(attempt.user, valid["catalog"])
         answer = select_tools(
             catalog,
-            build_request(access_for(user), valid),
+            build_request(access_for(attempt.user), valid),
             fmt="mcp",
-            actor=user,
-            request_id=request_id,
+            actor=attempt.user,
+            request_id=attempt.request_id,
             pending=pending,
             channel=CHANNEL,
         )
     except RequestError as exc:
         field, message = next(iter(exc.errors.items()))
-        raise ToolFailure(_renamed(f"{field}: {message}")) from exc
+        raise ToolRefused(_renamed(f"{field}: {message}")) from exc
     except Http404 as exc:
-        raise ToolFailure(f"catalog: no catalog {valid['catalog']!r}") from exc
+        raise ToolRefused(f"catalog: no catalog {valid['catalog']!r}") from exc
     except ValidationError as exc:
-        raise ToolFailure(_renamed(first_message(exc.detail))) from exc
-    except APIException as exc:  # 429 and the like: the API's own words
-        raise ToolFailure(str(exc.detail)) from exc
+        raise ToolRefused(_renamed(first_message(exc.detail))) from exc
+    except APIException as exc:  # the API's own words
+        raise ToolRefused(str(exc.detail)) from exc
+    return _found(answer, pending)
+
+
+def _found(answer: Any, pending: list[PendingEvent]) -> dict:
+    """The answer's MCP Tool objects, once its audit row is committed."""
     tools = [
         {**mcp_tool(pick.definition), "score": pick.score, "reason": pick.reason}
         for pick in answer.tools
@@ -94,27 +163,32 @@ def _search(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> dict
         wait_all(pending)  # as /select: no answer leaves without its audit row
     except Exception as exc:
         log.warning("MCP search not recorded, answer withheld: %s", exc)
-        raise ToolFailure(NOT_RECORDED) from exc
+        raise ToolFailure(NOT_RECORDED) from exc  # no row: nothing to refuse
     found = {"selection_id": answer.selection_id, "catalog": answer.catalog}
     if answer.no_tool is not None:  # issue 23: say why no tool fits
         return {**found, "tools": tools, "no_tool": answer.no_tool}
     return {**found, "tools": tools}
 
 
-def details(user: Any, arguments: dict[str, Any]) -> dict:
+def details(
+    user: Any,
+    arguments: dict[str, Any],
+    request_id: uuid.UUID,
+    problem: Problem | None = None,
+) -> dict:
     """The MCP Tool objects of ``names`` the caller could be offered; a name the
-    caller could never be offered and a made-up one are both ``not_found``."""
-    close_old_connections()
-    try:
-        return _details(user, arguments)
-    finally:
-        close_old_connections()
+    caller could never be offered and a made-up one are both ``not_found``. A
+    read: only its refusals cost (and are recorded)."""
+    attempt = refusals.Attempt(
+        user, request_id, "tools/call", "get_tool_details", arguments
+    )
+    return _guarded(attempt, problem, lambda: _details(user, arguments))
 
 
 def _details(user: Any, arguments: dict[str, Any]) -> dict:
     unknown = sorted(set(arguments) - {"names", "catalog"})
     if unknown:
-        raise ToolFailure(f"{unknown[0]}: is not an argument of get_tool_details")
+        raise ToolRefused(f"{unknown[0]}: is not an argument of get_tool_details")
     names = arguments.get("names")
     if (
         not isinstance(names, list)
@@ -122,14 +196,14 @@ def _details(user: Any, arguments: dict[str, Any]) -> dict:
         or len(names) > MAX_NAMES
         or not all(isinstance(name, str) and 0 < len(name) <= 200 for name in names)
     ):
-        raise ToolFailure(f"names: give 1 to {MAX_NAMES} tool names (strings)")
+        raise ToolRefused(f"names: give 1 to {MAX_NAMES} tool names (strings)")
     slug = arguments.get("catalog", "default")
     if not isinstance(slug, str):
-        raise ToolFailure("catalog: must be a catalog slug (string)")
+        raise ToolRefused("catalog: must be a catalog slug (string)")
     try:
         catalog = get_catalog_for_user(user, slug)
     except Http404 as exc:
-        raise ToolFailure(f"catalog: no catalog {slug!r}") from exc
+        raise ToolRefused(f"catalog: no catalog {slug!r}") from exc
     access = access_for(user)
     tools, not_found = [], []
     for name in dict.fromkeys(names):  # once each, in the order asked
@@ -141,25 +215,33 @@ def _details(user: Any, arguments: dict[str, Any]) -> dict:
     return {"catalog": catalog.slug, "tools": tools, "not_found": not_found}
 
 
-def call(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> CallAnswer:
+def call(
+    user: Any,
+    arguments: dict[str, Any],
+    request_id: uuid.UUID,
+    problem: Problem | None = None,
+) -> CallAnswer:
     """One tool call, as POST /api/v1/tool-calls/execute runs it (same order,
-    approval and audit row, its channel ``mcp``), costing 1 of the budget."""
-    close_old_connections()
-    try:
-        return _call(user, arguments, request_id)
-    finally:
-        close_old_connections()
+    approval and audit row, its channel ``mcp``), costing 1 of the budget. A
+    refusal before the call path is a ``tool_call`` row here."""
+    name = arguments.get("name")
+    tool = jsonparse.printable(name)[:200] if isinstance(name, str) else "call_tool"
+    attempt = refusals.Attempt(
+        user, request_id, "tools/call", tool, arguments, call=True
+    )
+    return _guarded(attempt, problem, lambda: _call(attempt, arguments))
 
 
-def _call(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> CallAnswer:
+def _call(attempt: refusals.Attempt, arguments: dict[str, Any]) -> CallAnswer:
+    user = attempt.user
     serializer = CallInputSerializer(data=arguments)
     if not serializer.is_valid():
-        raise ToolFailure(first_message(serializer.errors))
+        raise ToolRefused(first_message(serializer.errors))
     valid = serializer.validated_data
     approval = valid.get("approval_id")
     catalog = valid.get("catalog")
+    _charge(attempt)
     try:
-        charge_caller(user, 1)
         if not catalog and valid.get("selection_id") is None:
             catalog = _catalog_of(user, valid["name"])
         return execute_call(
@@ -169,18 +251,15 @@ def _call(user: Any, arguments: dict[str, Any], request_id: uuid.UUID) -> CallAn
             catalog=catalog,
             selection_id=valid.get("selection_id"),
             approval_id=str(approval) if approval else None,
-            request_id=request_id,
+            request_id=attempt.request_id,
             channel=CHANNEL,
         )
     except Http404 as exc:
-        raise ToolFailure(str(exc)) from exc
-    except APIException as exc:  # 429 and the like: the API's own words
-        raise ToolFailure(str(exc.detail)) from exc
+        raise ToolRefused(str(exc)) from exc
+    except APIException as exc:  # the API's own words
+        raise ToolRefused(str(exc.detail)) from exc
     except CallNotRecorded as exc:
         raise ToolFailure(str(exc)) from exc
-    except DatabaseError as exc:
-        log.warning("MCP call refused, database unavailable: %s", exc)
-        raise ToolFailure(DATABASE_DOWN) from exc
 
 
 def _catalog_of(user: Any, name: str) -> str | None:
@@ -193,7 +272,7 @@ def _catalog_of(user: Any, name: str) -> str | None:
         .distinct()[:2]
     )
     if len(slugs) > 1:
-        raise ToolFailure(f"catalog: {name!r} is in several catalogs; name one")
+        raise ToolRefused(f"catalog: {name!r} is in several catalogs; name one")
     return slugs[0] if slugs else None
 
 

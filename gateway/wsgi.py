@@ -9,6 +9,10 @@ is unchanged). Before any MCP work, in the worker's own thread:
 2. ``Authorization: Bearer <API key>`` through the REST API's own authentication
    (``catalog.auth.ApiKeyAuthentication``: unknown-key penalty, revoked, expired,
    deactivated, chain of keys): anything else is a 401.
+3. The body is read whole and checked by the API's JSON rules (``gateway.inbound``).
+
+From there on every refusal, the gateway's or the SDK's (a JSON-RPC error), is an
+audit row (``gateway.refusals``) before it is answered.
 
 Each worker process runs one event loop in a thread (started on its first
 ``/mcp`` request, so after gunicorn's fork) holding the SDK's session manager in
@@ -27,17 +31,26 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 from django.http.request import split_domain_port, validate_host
 from rest_framework.exceptions import APIException
 
 from catalog.auth import ApiKeyAuthentication
+from config import jsonparse
 from config.aio import LoopThread, per_process
 from config.bodies import Refusal, read_body
-from gateway.server import CALLER, REQUEST_ID, build_manager
+from config.middleware import DATABASE_DOWN
+from gateway import inbound, refusals
+from gateway.server import CALLER, PROBLEM, REQUEST_ID, build_manager
 
 PATH = "/mcp"
 ANSWER_TIMEOUT_S = 50.0  # under gunicorn's --timeout 60
+# An answer this large is a result: JSON-RPC errors are a few hundred bytes.
+ERROR_ANSWER_BYTES = 65_536
+INTERNAL = -32603  # JSON-RPC's internal error: a failure, not a refusal
+# What an SDK refusal is about, by its JSON-RPC code or its HTTP status.
+SDK_FIELDS = {-32700: "body", -32600: "request", -32601: "method", -32602: "params"}
+SDK_FIELDS |= {406: "Accept", 415: "Content-Type"}
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
@@ -63,30 +76,146 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
     except APIException as exc:
         status = 429 if exc.status_code == 429 else 401
         return _json(start, status, "unauthorized", str(exc.detail), bearer=True)
+    except (OperationalError, InterfaceError):
+        return _json(start, 503, "unavailable", DATABASE_DOWN, service="database")
     finally:
         close_old_connections()
     if user is None:
         detail = "Authorization: send Bearer <Quiver API key>"
         return _json(start, 401, "unauthorized", detail, bearer=True)
+    attempt = refusals.Attempt(user, _request_id(request))
+    return _serve(environ, request, start, attempt)
+
+
+def _serve(
+    environ: dict[str, Any],
+    request: WSGIRequest,
+    start: StartResponse,
+    attempt: refusals.Attempt,
+) -> Iterable[bytes]:
+    """A known key's request: every refusal from here on is recorded."""
     if request.method != "POST":
         # Stateless with JSON answers: no stream for a GET to open, no session to
         # DELETE (the spec's 405), and no worker held by an endless stream.
         detail = "method: /mcp takes POST (stateless, no server stream)"
-        return _json(start, 405, "method_not_allowed", detail, allow="POST")
+        return _refused(start, attempt, Refusal(405, "method_not_allowed", detail))
     body = read_body(environ, int(settings.QUIVER_MAX_BODY_BYTES))
     if isinstance(body, Refusal):
-        return _json(start, body.status, body.error, body.detail)
-    request_id = _request_id(request)
+        return _refused(start, attempt, body)
+    if not _is_json(request):
+        detail = "Content-Type: must be application/json"
+        return _refused(start, attempt, Refusal(415, "unsupported_media_type", detail))
+    checked = inbound.check(body)
+    attempt.method, attempt.tool = checked.method, checked.tool
+    if isinstance(checked, inbound.Rejected):
+        return _rejected(start, attempt, checked)
+    return _answer(environ, start, attempt, checked)
+
+
+def _answer(
+    environ: dict[str, Any],
+    start: StartResponse,
+    attempt: refusals.Attempt,
+    checked: inbound.Inbound,
+) -> Iterable[bytes]:
+    """The SDK's answer to a readable body (its refusal recorded first)."""
+    user = attempt.user
+    state = {CALLER: user, REQUEST_ID: attempt.request_id, PROBLEM: checked.problem}
     try:
-        status, headers, chunks = _loop().call(
-            _scope(environ, {CALLER: user, REQUEST_ID: request_id}), body
-        )
+        status, headers, chunks = _loop().call(_scope(environ, state), checked.body)
     except TimeoutError:
         detail = f"mcp: no answer within {ANSWER_TIMEOUT_S:.0f} s"
         return _json(start, 504, "timeout", detail)
-    headers.append(("X-Request-ID", str(request_id)))
+    if not _error_answer_recorded(attempt, status, chunks):
+        return _not_recorded(start)
+    if status >= 400 and not _json_answer(headers):  # every error is JSON
+        detail = b"".join(chunks).decode("utf-8", "replace").strip()[:300]
+        return _json(start, status, "invalid", f"request: {detail}")
+    headers.append(("X-Request-ID", str(attempt.request_id)))
     start(_status_line(status), headers)
     return chunks
+
+
+def _is_json(request: WSGIRequest) -> bool:
+    return (request.content_type or "").lower() == "application/json"
+
+
+def _json_answer(headers: list[tuple[str, str]]) -> bool:
+    kinds = [value for name, value in headers if name.lower() == "content-type"]
+    return any(kind.lower().startswith("application/json") for kind in kinds)
+
+
+def _recorded(attempt: refusals.Attempt, reason: str, **why: Any) -> bool:
+    """Record a refusal; False when its row could not be written."""
+    close_old_connections()
+    try:
+        refusals.record(attempt, reason, **why)
+    except refusals.NotRecorded:
+        return False
+    finally:
+        close_old_connections()
+    return True
+
+
+def _refused(
+    start: StartResponse, attempt: refusals.Attempt, refusal: Refusal
+) -> list[bytes]:
+    field = refusal.detail.split(":", 1)[0]
+    if not _recorded(attempt, refusal.detail, field=field, status=refusal.status):
+        return _not_recorded(start)
+    allow = "POST" if refusal.status == 405 else ""
+    return _json(start, refusal.status, refusal.error, refusal.detail, allow=allow)
+
+
+def _rejected(
+    start: StartResponse, attempt: refusals.Attempt, rejected: inbound.Rejected
+) -> list[bytes]:
+    """A body the API's JSON rules refuse: a JSON-RPC error naming the field."""
+    problem = rejected.problem
+    why = {"field": problem.field, "code": rejected.code, "status": 400}
+    if not _recorded(attempt, str(problem), **why):
+        return _not_recorded(start)
+    answer = rejected.answer()
+    headers = [("Content-Type", "application/json")]
+    headers.append(("Content-Length", str(len(answer))))
+    start(_status_line(400), headers)
+    return [answer]
+
+
+def _error_answer_recorded(
+    attempt: refusals.Attempt, status: int, chunks: list[bytes]
+) -> bool:
+    """Record the SDK's refusal (a JSON-RPC error, or an HTTP error status);
+    False when it is one and its row could not be written."""
+    error = _error_of(status, b"".join(chunks))
+    if error is None:
+        return True
+    code = error.get("code") if isinstance(error.get("code"), int) else None
+    message = str(error.get("message") or "").strip() or f"HTTP {status}"
+    # The first line only: a validation error's later lines quote the input.
+    reason = message.splitlines()[0][:300]
+    field = SDK_FIELDS.get(status) or SDK_FIELDS.get(code or 0) or "request"
+    return _recorded(attempt, reason, field=field, code=code, status=status)
+
+
+def _error_of(status: int, body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error an answer carries, if it is one."""
+    if status < 400 and len(body) > ERROR_ANSWER_BYTES:
+        return None
+    try:
+        answer = jsonparse.loads(body) if body else None  # a deep result: not one
+    except ValueError:
+        answer = None
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if status >= 500 or (isinstance(error, dict) and error.get("code") == INTERNAL):
+        return None  # a failure, not a refusal: the SDK logged it
+    if isinstance(error, dict):
+        return error
+    return {} if status >= 400 else None
+
+
+def _not_recorded(start: StartResponse) -> list[bytes]:
+    return _json(start, 503, "unavailable", refusals.NOT_RECORDED, service="audit")
 
 
 def _refuse_host(request: WSGIRequest) -> tuple[int, str, str] | None:
@@ -216,8 +345,10 @@ def _json(
     *,
     bearer: bool = False,
     allow: str = "",
+    service: str = "",
 ) -> list[bytes]:
-    body = json.dumps({"error": error, "detail": detail}).encode()
+    answer = {"error": error, "detail": detail}
+    body = json.dumps({**answer, "service": service} if service else answer).encode()
     headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     if bearer:
         headers.append(("WWW-Authenticate", 'Bearer realm="quiver"'))

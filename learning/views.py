@@ -3,7 +3,6 @@ call one service, render."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -15,6 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from catalog.access import access_for, get_labels_catalog, may_manage_labels
 from catalog.models import Catalog
+from config import jsonparse
 from config.exceptions import LimitReached
 from config.pages import acting_user, paginate, render_page
 from config.params import MAX_ID, whole_number
@@ -214,7 +214,7 @@ def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         tried = request.POST.get("settings", "").strip()
         try:
-            data = json.loads(tried) if tried else None
+            data = jsonparse.read_field(tried, "settings") if tried else None
             evaluations.start_evaluation(
                 catalog, actor=acting_user(request), settings_data=data
             )
@@ -241,7 +241,7 @@ def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
 def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError) and hasattr(exc, "message_dict"):
         return "; ".join(m for ms in exc.message_dict.values() for m in ms)
-    if isinstance(exc, evaluations.EvaluationInputError):
+    if isinstance(exc, evaluations.EvaluationInputError | jsonparse.FieldError):
         return str(exc)
     return f"settings: not valid JSON ({exc})"
 

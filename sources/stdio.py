@@ -21,6 +21,8 @@ from typing import Any
 
 from django.conf import settings
 
+from config import jsonparse
+
 MAX_FILE_BYTES = 1_000_000
 SETTING = "QUIVER_SOURCES_FILE"
 
@@ -96,7 +98,7 @@ def load_stdio_specs() -> dict[str, StdioSpec]:
     if len(raw) > MAX_FILE_BYTES:
         raise StdioConfigError(f"{SETTING}: larger than {MAX_FILE_BYTES} bytes")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = jsonparse.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         # json's message names the line and column, never the text around it.
         where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""

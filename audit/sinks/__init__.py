@@ -26,6 +26,8 @@ from typing import Any, Protocol
 import httpx
 from django.conf import settings
 
+from config import jsonparse
+
 log = logging.getLogger(__name__)
 Record = dict[str, Any]
 
@@ -93,8 +95,8 @@ def state_file() -> Path:
 
 def _read_state() -> dict[str, Record]:
     try:
-        data = json.loads(state_file().read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
+        data = jsonparse.loads(state_file().read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 

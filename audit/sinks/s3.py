@@ -20,7 +20,6 @@ import base64
 import contextlib
 import hashlib
 import hmac
-import json
 import xml.etree.ElementTree as ElementTree
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -28,6 +27,8 @@ from urllib.parse import quote, urlparse
 
 import httpx
 from django.conf import settings
+
+from config import jsonparse
 
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
@@ -191,8 +192,8 @@ def link_order(lines: list[str]) -> list[str]:
     by_prev: dict[str, list[str]] = {}
     for line in lines:
         try:
-            prev = str(json.loads(line).get("prev_sig", ""))
-        except (json.JSONDecodeError, AttributeError):
+            prev = str(jsonparse.loads(line).get("prev_sig", ""))
+        except (ValueError, AttributeError):
             prev = "?"
         by_prev.setdefault(prev, []).append(line)
     ordered: list[str] = []
@@ -200,7 +201,7 @@ def link_order(lines: list[str]) -> list[str]:
     while by_prev.get(prev):
         line = by_prev[prev].pop(0)
         ordered.append(line)
-        prev = str(json.loads(line).get("sig", ""))
+        prev = str(jsonparse.loads(line).get("sig", ""))
     return ordered + [line for rest in by_prev.values() for line in rest]
 
 

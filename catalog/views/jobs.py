@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -19,6 +18,7 @@ from catalog.models import Catalog, Job
 from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import get_job_for_user, writer_required
+from config import jsonparse
 from config.pages import acting_user, paginate, render_page, visible_catalogs
 from config.ratelimit import rate_limited
 
@@ -88,7 +88,7 @@ def _confirm_import(request: HttpRequest, catalogs: Any) -> HttpResponse:
         catalog = catalogs.get(slug=slug)
         with jobs.watch_enqueues() as watch:
             job = services.start_import(
-                catalog, json.loads(text), fmt, actor=acting_user(request)
+                catalog, jsonparse.loads(text), fmt, actor=acting_user(request)
             )
     except (import_preview.PreviewRefused, Catalog.DoesNotExist, ValidationError):
         form = ImportForm(initial={"catalog": DEFAULT_CATALOG}, catalogs=catalogs)

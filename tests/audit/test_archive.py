@@ -93,6 +93,36 @@ def test_an_edited_archive_names_the_edited_record(tmp_path):
     assert (check.kind, check.first_bad_id) == (Damage.CONTENT_EDITED, events[1].pk)
 
 
+@pytest.mark.parametrize(
+    "damage",
+    ["not json", "[" * 10_000 + "]" * 10_000, '{"seq": 2}', '{"a": 1, "a": 2}', "\xff"],
+    ids=["not-json", "ten-thousand-deep", "missing-fields", "repeated-key", "bytes"],
+)
+def test_an_unreadable_archive_line_is_named_as_damage_not_a_crash(tmp_path, damage):
+    segments(3)
+    record("head")
+    archived = archive_old_segments(now=in_days(401), out_dir=tmp_path)
+    assert archived is not None
+    lines = archived.path.read_bytes().splitlines()
+    lines[2] = damage.encode("latin-1")
+    archived.path.write_bytes(b"\n".join(lines) + b"\n")
+    check = verify_archive(archived.path)
+    assert not check.ok
+    assert check.kind == Damage.CONTENT_EDITED
+    assert check.problem == "line 3 of the archive is not an archived record"
+
+
+def test_an_unreadable_archive_header_is_a_bad_checkpoint(tmp_path):
+    segments(2)
+    record("head")
+    archived = archive_old_segments(now=in_days(401), out_dir=tmp_path)
+    assert archived is not None
+    lines = archived.path.read_text().splitlines()
+    archived.path.write_text("\n".join(["[" * 100 + "]" * 100, *lines[1:]]) + "\n")
+    check = verify_archive(archived.path)
+    assert (check.ok, check.kind) == (False, Damage.BAD_CHECKPOINT)
+
+
 def test_an_archive_missing_its_last_rows_is_named(tmp_path):
     segments(3)
     record("head")

@@ -90,3 +90,21 @@ def test_a_console_page_answers_a_503_page_and_recovers(web_behind_proxy):
     assert "database: not reachable" in response.text
     proxy.restore()
     assert http.get("/tools/").status_code == 200
+
+
+def test_mcp_answers_a_json_503_naming_the_database_and_recovers(web_behind_proxy):
+    http, proxy = web_behind_proxy
+    headers = {
+        "Authorization": f"Bearer {make_client_key('agent', 'agent')}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert http.post("/mcp", json=ping, headers=headers).status_code == 200
+    proxy.cut()
+    response = http.post("/mcp", json=ping, headers=headers)
+    assert response.status_code == 503
+    assert response.json()["service"] == "database"
+    assert response.json()["detail"].startswith("database: ")
+    proxy.restore()
+    assert http.post("/mcp", json=ping, headers=headers).status_code == 200

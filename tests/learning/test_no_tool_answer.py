@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from catalog.services.catalogs import ensure_default_catalog
+from gateway.refusals import Attempt
 from gateway.services import _search
 from selection.services.settings import update_selection_settings
 from tests.factories import make_tool
@@ -63,7 +64,8 @@ def test_the_openai_format_answer_carries_no_tool_too(gated, as_user, curator):
 
 def test_the_mcp_search_says_no_tool_fits(gated, curator):
     found = _search(  # the MCP search, without its connection handling
-        curator, {"query": "weather in Paris", "catalog": "default"}, uuid.uuid4()
+        Attempt(curator, uuid.uuid4()),
+        {"query": "weather in Paris", "catalog": "default"},
     )
     assert found["tools"] == []
     assert found["no_tool"]["reason"] == "below_no_tool_threshold"

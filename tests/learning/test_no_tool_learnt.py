@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from catalog.services.catalogs import ensure_default_catalog
+from gateway.refusals import Attempt
 from gateway.services import _search
 from learning.models import Label, LabelStatus, LearnState
 from learning.services import learn
@@ -86,7 +87,8 @@ def test_select_answers_no_tool_for_a_request_like_the_no_tool_labels(
     assert body["no_tool"]["reason"] == "learnt_no_tool"
     assert body["no_tool"]["best_score"] >= 0.05  # a tool passed min_score
     assert body["no_tool"]["probability"] >= body["no_tool"]["threshold"]
-    found = _search(curator, {"query": POEM, "catalog": "default"}, uuid.uuid4())
+    attempt = Attempt(curator, uuid.uuid4())  # the MCP search, without its wrapping
+    found = _search(attempt, {"query": POEM, "catalog": "default"})
     assert found["tools"] == []  # the MCP search says the same
     assert found["no_tool"]["reason"] == "learnt_no_tool"
 

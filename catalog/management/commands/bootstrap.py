@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 from pathlib import Path
@@ -16,6 +15,7 @@ from catalog.formats import import_tools
 from catalog.models import Tool
 from catalog.services import create_tool, ensure_default_catalog
 from catalog.services.embeddings import current_backend_id, start_reindex
+from config import jsonparse
 
 DEMO_FILE = Path(settings.BASE_DIR) / "catalog" / "demo" / "demo_catalog.json"
 
@@ -65,7 +65,7 @@ class Command(BaseCommand):
         return password, password_file
 
     def _demo(self, catalog: Any) -> int:
-        document = json.loads(DEMO_FILE.read_text())
+        document = jsonparse.loads(DEMO_FILE.read_text())
         count = 0
         for item in import_tools(document, "canonical"):
             if item.spec is not None:

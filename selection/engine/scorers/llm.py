@@ -64,7 +64,7 @@ def _candidate_strings(answer: str) -> list[str]:
         parsed = json.loads("[" + body + "]")
         if isinstance(parsed, list):
             return [str(x) for x in parsed if isinstance(x, (str, int))]
-    except ValueError:
+    except (ValueError, RecursionError):  # an answer of 10,000 "{" is not JSON
         pass
     quoted = _STRING_RE.findall(body)
     if quoted:

@@ -1,0 +1,149 @@
+"""A /mcp body read by the API's own JSON rules before the MCP SDK sees it.
+
+The SDK's parser takes JSON nested far deeper than the API does, lets a repeated
+key's last value win, refuses a lone surrogate with a parser's message and hands
+a NUL on to the database. So the body is first read here, as ``config.jsonparse``
+reads every API body (one depth limit, ``MAX_BODY_DEPTH``; no repeated key; no
+NUL or lone surrogate; no NaN), and:
+
+* a body that cannot be read so is a JSON-RPC error naming the field and the rule
+  (``Rejected``), before any MCP work;
+* a ``tools/call`` whose name, arguments or ``_meta`` break a text rule still
+  reaches its tool, which answers the refusal as a tool error naming the
+  argument (the MCP spec's place for bad arguments, so the model can correct
+  them): the SDK then reads a copy with the bad characters written as
+  ``\\uXXXX`` escapes, and ``Inbound.problem`` says what was refused.
+
+Pure functions: no Django, no database."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from config.jsonparse import (
+    BAD_TEXT_RULE,
+    DUPLICATE_KEY_RULE,
+    DuplicateKey,
+    JSONTooDeep,
+    find_bad_text,
+    loads,
+    loads_unique,
+    printable,
+    printable_tree,
+)
+
+# JSON-RPC 2.0's error codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+# The parts of a tools/call whose problems are its tool's to answer.
+TOOL_PARTS = ("arguments", "name", "_meta")
+NAME_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A field and the rule it breaks: ``field: rule`` is what the caller reads."""
+
+    field: str
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.rule}"
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """A body for the SDK, what it asks, and a tool argument's problem, if any."""
+
+    body: bytes
+    method: str = ""
+    tool: str = ""
+    problem: Problem | None = None
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A body refused before the SDK: answered as a JSON-RPC error."""
+
+    code: int
+    problem: Problem
+    rpc_id: str | int | None = None
+    method: str = ""
+    tool: str = ""
+
+    def answer(self) -> bytes:
+        error = {
+            "code": self.code,
+            "message": str(self.problem),
+            "data": {"field": self.problem.field},
+        }
+        answer = {"jsonrpc": "2.0", "id": self.rpc_id, "error": error}
+        return json.dumps(answer).encode()
+
+
+def check(body: bytes) -> Inbound | Rejected:
+    """Read ``body`` as the API reads JSON; see the module's docstring."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        rule = f"not valid UTF-8 text (byte {exc.start})"
+        return Rejected(PARSE_ERROR, Problem("body", rule))
+    if not text.strip():
+        return Inbound(body)  # the SDK answers an empty body itself
+    repeated = ""
+    try:
+        data = loads_unique(text)
+    except DuplicateKey as exc:
+        repeated, data = exc.path, loads(text)  # the depth is known to be fine
+    except JSONTooDeep as exc:
+        return Rejected(INVALID_REQUEST, Problem("body", str(exc)))
+    except ValueError as exc:
+        return Rejected(PARSE_ERROR, Problem("body", f"not valid JSON ({exc})"))
+    if not isinstance(data, dict):
+        return Inbound(body)  # a batch or a bare value: the SDK refuses it
+    return _checked(body, data, repeated)
+
+
+def _checked(body: bytes, data: dict[str, Any], repeated: str) -> Inbound | Rejected:
+    method = _text(data.get("method"), 100)
+    params = data.get("params")
+    tool = ""
+    if method == "tools/call" and isinstance(params, dict):
+        tool = _text(params.get("name"), NAME_CHARS)
+    if repeated:
+        problem = Problem(repeated, DUPLICATE_KEY_RULE)
+    else:
+        path = find_bad_text(data)
+        if path is None:
+            return Inbound(body, method, tool)
+        problem = Problem(path, BAD_TEXT_RULE)
+    field = _tool_field(problem.field) if method == "tools/call" else None
+    if field is not None:
+        clean = json.dumps(printable_tree(data)).encode()
+        return Inbound(clean, method, tool, Problem(field, problem.rule))
+    code = INVALID_PARAMS if problem.field.startswith("params") else INVALID_REQUEST
+    return Rejected(code, problem, _rpc_id(data.get("id")), method, tool)
+
+
+def _tool_field(path: str) -> str | None:
+    """A tools/call problem's path within its params (``arguments.city``), or
+    None when it lies outside the tool's part of the message."""
+    within = path.removeprefix("params.")
+    if within == path:
+        return None
+    head = within.split(".", 1)[0].split("[", 1)[0]
+    return within if head in TOOL_PARTS else None
+
+
+def _rpc_id(value: Any) -> str | int | None:
+    """The request's id, when it is one JSON-RPC allows (else the error's null)."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    return printable(value) if isinstance(value, str) else value
+
+
+def _text(value: Any, limit: int) -> str:
+    return printable(value)[:limit] if isinstance(value, str) else ""

@@ -1,0 +1,225 @@
+"""Every refusal on /mcp is an audit row (issue 30, item 5): a tool call refused
+before the call path (a name in several catalogs, a bad or unknown argument, a
+catalog the key may not see) is a ``tool_call`` row with outcome ``refused``;
+any other refusal once the key is known (a search's or a details' argument, a
+method or body /mcp does not take, a JSON-RPC request the SDK refuses) is an
+``mcp_refused`` row. Refusals before the key is known have no actor and no row.
+
+A real gunicorn on the test database (its body limit lowered to reach it
+cheaply) and a real upstream MCP server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from audit.models import AuditEvent
+from catalog.models import Catalog
+from catalog.services.catalogs import create_catalog
+from tests.calls.conftest import link_source
+from tests.conftest import worker_env
+from tests.factories import make_client_key, make_tool
+from tests.outages import running_web
+from tests.upstream import Upstream, running_upstream
+
+BODY_LIMIT = 65_536
+FORECAST = "weather.get_forecast"
+HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2025-06-18",
+}
+
+
+@pytest.fixture(scope="module")
+def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
+    env = {**worker_env(), "QUIVER_MAX_BODY_BYTES": str(BODY_LIMIT)}
+    with running_web(env, "mcp-refusals") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_upstream() -> Iterator[Upstream]:
+    with running_upstream() as upstream:
+        yield upstream
+
+
+@pytest.fixture
+def upstream(transactional_db: None, module_upstream: Upstream) -> Upstream:
+    with module_upstream.lock:
+        module_upstream.calls.clear()
+    link_source(module_upstream)
+    return module_upstream
+
+
+@pytest.fixture
+def key(upstream: Upstream) -> str:
+    """A key of two catalogs; the third, ``secret``, is not its to see."""
+    create_catalog("second", "Second", actor=None)
+    create_catalog("secret", "Secret", actor=None)
+    return make_client_key("agent-refused", "agent", catalogs=["default", "second"])
+
+
+def send(url: str, key: str, body: dict[str, Any] | str, **headers: str) -> Any:
+    return httpx.post(
+        f"{url}/mcp",
+        content=body if isinstance(body, str) else json.dumps(body),
+        headers={"Authorization": f"Bearer {key}", **HEADERS, **headers},
+        timeout=60,
+    )
+
+
+def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}
+
+
+def error_text(response: httpx.Response) -> str:
+    assert response.status_code == 200, response.text
+    result = response.json()["result"]
+    assert result["isError"] is True, result
+    return str(result["content"][0]["text"])
+
+
+def only_row(kind: str) -> AuditEvent:
+    rows = list(AuditEvent.objects.filter(event_type__in=["mcp_refused", "tool_call"]))
+    assert [row.event_type for row in rows] == [kind], rows
+    return rows[0]
+
+
+def test_a_direct_call_of_a_name_in_several_catalogs_leaves_a_refused_call_row(
+    server_url, upstream, key
+):
+    second = Catalog.objects.get(slug="second")
+    make_tool(second, FORECAST, description="Another forecast.")
+    text = error_text(send(server_url, key, call(FORECAST, {"city": "Nice"})))
+    assert text == f"catalog: {FORECAST!r} is in several catalogs; name one"
+    row = only_row("tool_call")
+    assert row.output["outcome"] == "refused"
+    assert row.output["reason"] == text
+    assert row.output["field"] == "catalog"
+    assert row.input["tool"] == FORECAST
+    assert row.input["channel"] == "mcp"
+    assert row.catalog_slug == ""  # no one catalog: readers of every catalog see it
+    assert row.summary == f"{FORECAST} refused: {text}"
+    assert upstream.calls == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "slug"),
+    [
+        ({"name": FORECAST, "arguments": {}, "extra": 1}, "extra", ""),
+        ({"name": FORECAST, "catalog": "secret"}, "catalog", ""),
+        ({"name": FORECAST, "catalog": "default", "selection_id": "nope"},
+         "selection_id", "default"),
+        ({"name": FORECAST, "arguments": []}, "arguments", ""),
+        ({"arguments": {"city": "Nice"}}, "name", ""),
+    ],
+)  # fmt: skip
+def test_call_tool_refused_before_the_call_path_leaves_a_refused_call_row(
+    server_url, upstream, key, arguments, field, slug
+):
+    text = error_text(send(server_url, key, call("call_tool", arguments)))
+    assert text.startswith(f"{field}: ")
+    row = only_row("tool_call")
+    assert (row.output["outcome"], row.output["field"]) == ("refused", field)
+    assert row.catalog_slug == slug  # a catalog the key may not see is not named
+    assert upstream.calls == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("search_tools", {"query": "x", "max_results": 0}, "max_results"),
+        ("search_tools", {"query": "x", "colour": "red"}, "colour"),
+        ("search_tools", {"query": "x", "catalog": "secret"}, "catalog"),
+        ("search_tools", {}, "query"),
+        ("get_tool_details", {"names": []}, "names"),
+        ("get_tool_details", {"names": ["x"], "catalog": "secret"}, "catalog"),
+        ("get_tool_details", {"names": ["x"], "colour": 1}, "colour"),
+    ],
+)
+def test_a_refused_search_or_details_leaves_an_mcp_refused_row(
+    server_url, upstream, key, tool, arguments, field
+):
+    text = error_text(send(server_url, key, call(tool, arguments)))
+    assert text.startswith(f"{field}: ")
+    row = only_row("mcp_refused")
+    assert row.input["tool"] == tool
+    assert row.input["method"] == "tools/call"
+    assert row.output["refused"] == text
+    assert row.output["field"] == field
+    assert row.catalog_slug == ""
+    assert row.input["arguments_hash"]
+    assert not AuditEvent.objects.filter(event_type="selection").exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "code"),
+    [
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/nope", "params": {}}, {}, 200,
+         -32601),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+          "params": {"name": "search_tools", "arguments": "x"}}, {}, None, None),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+         {"Accept": "text/html"}, 406, None),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+         {"Content-Type": "text/plain"}, 415, None),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+         {"MCP-Protocol-Version": "1999-01-01"}, 400, None),
+        ('{"jsonrpc": "2.0", "id": 1, "method": 7}', {}, 400, None),
+    ],
+    ids=["unknown-method", "arguments-not-an-object", "not-acceptable",
+         "not-json", "unknown-version", "not-a-request"],
+)  # fmt: skip
+def test_a_request_the_sdk_refuses_leaves_an_mcp_refused_row(
+    server_url, upstream, key, body, headers, status, code
+):
+    response = send(server_url, key, body, **headers)
+    if status is not None:
+        assert response.status_code == status, response.text
+    assert "error" in response.json(), response.text
+    row = only_row("mcp_refused")
+    assert row.output["http_status"] == response.status_code
+    if code is not None:
+        assert row.output["code"] == code
+    assert row.output["refused"]
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_a_method_mcp_does_not_take_leaves_a_row(server_url, upstream, key, method):
+    response = httpx.request(
+        method, f"{server_url}/mcp", headers={"Authorization": f"Bearer {key}"}
+    )
+    assert response.status_code == 405
+    row = only_row("mcp_refused")
+    assert (row.output["field"], row.output["http_status"]) == ("method", 405)
+
+
+def test_a_body_past_the_limit_leaves_a_row(server_url, upstream, key):
+    body = call("search_tools", {"query": "x" * BODY_LIMIT})
+    response = send(server_url, key, body)
+    assert response.status_code == 413
+    assert response.json()["detail"].startswith("body: ")
+    row = only_row("mcp_refused")
+    assert (row.output["field"], row.output["http_status"]) == ("body", 413)
+
+
+def test_refusals_before_the_key_is_known_leave_no_row(server_url, upstream, key):
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert send(server_url, "qv_nope_nope", ping).status_code == 401
+    origin = send(server_url, key, ping, Origin="http://evil.example")
+    assert origin.status_code == 403
+    assert not AuditEvent.objects.filter(event_type="mcp_refused").exists()
+
+
+def test_what_is_not_refused_leaves_no_refusal_row(server_url, upstream, key):
+    listed = send(server_url, key, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert listed.status_code == 200 and "result" in listed.json()
+    ran = send(server_url, key, call(FORECAST, {"city": "Nice"}))
+    assert ran.json()["result"]["isError"] is False, ran.text
+    assert only_row("tool_call").output["outcome"] == "ran"
