@@ -44,6 +44,7 @@ class ToolRecord:
     id: int
     name: str
     provider_name: str = ""
+    original_name: str = ""
     title: str = ""
     description: str = ""
     category: str = ""
