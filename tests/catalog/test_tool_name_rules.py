@@ -68,6 +68,7 @@ BAD_NAMES = [
     "./x",
     "a/./b",
     "a/.",
+    ".",
     "x" * 129,
 ]
 # MCP's tool-name format (SEP-986): letters, digits, _ - . /, 1 to 128
