@@ -132,7 +132,7 @@ NAME_CHARACTERS_RULE = (
 )
 NAME_PATH_RULE = (
     "name: each '/' must stand between two non-empty parts other than '.' "
-    "(no leading, trailing or doubled '/', no '/./')"
+    "(no leading, trailing or doubled '/', no '/./', not '.' alone)"
 )
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_./-]")
 
@@ -153,7 +153,7 @@ def name_problems(name: str) -> list[str]:
         )
     if ".." in name:
         problems.append("name: must not contain '..'")
-    elif "/" in name and any(p in ("", ".") for p in name.split("/")):
+    elif name and any(part in ("", ".") for part in name.split("/")):
         problems.append(NAME_PATH_RULE)
     return problems
 

@@ -38,7 +38,7 @@ import re
 from typing import Any
 
 from catalog.spec import ToolSpec
-from catalog.tool_text import schema_properties, split_identifier
+from catalog.tool_text import schema_properties, split_identifier, split_words
 
 MAX_TEXT_CHARS = 1500
 
@@ -72,7 +72,7 @@ def _heading(spec: ToolSpec) -> str:
     """The split name (the original name's words it lacks after it), plus the
     title when it is not just the name again."""
     words = split_identifier(spec.name)
-    words += [w for w in split_identifier(spec.original_name) if w not in words]
+    words += [w for w in split_words(spec.original_name) if w not in words]
     name = " ".join(words)
     title = _clean(spec.title)
     if title and title.lower() != name:

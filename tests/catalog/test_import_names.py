@@ -47,9 +47,7 @@ def run(
 
 
 def outcomes(job: Job) -> list[tuple[Any, ...]]:
-    return [
-        (e["name"], e["outcome"], e.get("renamed_from")) for e in job.items
-    ]
+    return [(e["name"], e["outcome"], e.get("renamed_from")) for e in job.items]
 
 
 def stored() -> dict[str, str]:
@@ -80,8 +78,9 @@ def test_rename_imports_every_real_catalog_name_under_a_safe_one(
         "PDF_URLTool": "PDF&URLTool",
         "requestFirst_Aid_Assistance": "requestFirst Aid Assistance",
     }
-    assert "'PDF&URLTool' breaks the tool-name rule: named 'PDF_URLTool'" in (
-        job.items[2]["reason"]
+    assert (
+        "'PDF&URLTool' breaks the tool-name rule: named 'PDF_URLTool'"
+        in (job.items[2]["reason"])
     )
     providers = dict(Tool.objects.values_list("name", "provider_name"))
     assert providers["huggingface_facebook/bart-base"] == (
@@ -94,7 +93,10 @@ def test_refuse_rejects_each_such_item_saying_what_rename_would_do(
     transactional_db, purged_broker, settings, chunk
 ):
     job = run([tool("PDF&URLTool"), tool("fine")], settings, chunk, names="refuse")
-    assert outcomes(job) == [("PDF&URLTool", "rejected", None), ("fine", "created", None)]
+    assert outcomes(job) == [
+        ("PDF&URLTool", "rejected", None),
+        ("fine", "created", None),
+    ]
     reason = job.items[0]["reason"]
     assert "name: may hold only the letters" in reason
     assert "found '&'" in reason
@@ -179,8 +181,9 @@ def test_hostile_names_are_refused_or_renamed_never_stored_as_they_are(
     job = run(document, settings, chunk)
     rows = outcomes(job)
     assert rows[0][1] == "rejected"
-    assert "original_name: 'list_fil\\u0435s' is confusable with 'list_files'" in (
-        job.items[0]["reason"]
+    assert (
+        "original_name: 'list_fil\\u0435s' is confusable with 'list_files'"
+        in (job.items[0]["reason"])
     )
     assert rows[1] == ("etc/passwd", "created", "../etc/passwd")
     assert rows[2][1:] == ("created", long)
@@ -273,7 +276,11 @@ def test_the_console_previews_the_renames_and_imports_them(
     assert "from <code>PDF&URLTool</code>" in text
     assert not Tool.objects.exists()
     token = page.context["token"]
-    confirm = {"confirm": "1", "token": token, "document": page.context["document_text"]}
+    confirm = {
+        "confirm": "1",
+        "token": token,
+        "document": page.context["document_text"],
+    }
     response = as_curator.post("/import/", confirm)
     assert response.status_code == 302
     job = Job.objects.get()
@@ -298,9 +305,7 @@ def test_a_canonical_export_imports_back_as_the_same_tools(
     transactional_db, purged_broker, settings
 ):
     run([tool("PDF&URLTool", description="Read PDFs and URLs.")], settings, chunk=3)
-    exported = export_tools(
-        [tool_to_spec(t) for t in Tool.objects.all()], "canonical"
-    )
+    exported = export_tools([tool_to_spec(t) for t in Tool.objects.all()], "canonical")
     assert exported["tools"][0]["original_name"] == "PDF&URLTool"
     copy = create_catalog("copy", "Copy")
     job = run(exported["tools"], settings, chunk=3, names="refuse", catalog=copy)
