@@ -30,7 +30,7 @@ MANY = settings(
         ("torchhub:pytorch/vision:v0.10.0", "torchhub_pytorch/vision_v0.10.0"),
         ("PDF&URLTool", "PDF_URLTool"),
         ("requestFirst Aid Assistance", "requestFirst_Aid_Assistance"),
-        ("Website Screenshot or Thumbnail_/capture", "Website_Screenshot_or_Thumbnail_/capture"),
+        ("Screenshot or Thumbnail_/capture", "Screenshot_or_Thumbnail_/capture"),
         (" get weather! ", "get_weather"),
         ("(beta) tool", "beta_tool"),
         ("caf\u00e9 cr\u00e8me", "cafe_creme"),
