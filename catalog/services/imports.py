@@ -5,6 +5,11 @@ its items, recording for each one created, updated, unchanged or rejected with t
 reason. Items already recorded are skipped, so a job picked up again after a worker
 died carries on where it stopped.
 
+Names are settled for the whole document first (``import_names.plan_names``,
+the job's ``names`` option): a name outside the rule is refused, or renamed with
+the file's kept as the tool's original name; the plan is made again the same way
+when a job resumes, so a resumed import gives the names it would have given.
+
 Items go in chunks of ``QUIVER_IMPORT_CHUNK`` (see ``bulk_import``): a chunk's
 tools, change records and the job's progress commit in one transaction, so a
 resumed job starts at the first chunk not committed. ``QUIVER_IMPORT_CHUNK=0``

@@ -44,7 +44,6 @@ class ToolRecord:
     id: int
     name: str
     provider_name: str = ""
-    original_name: str = ""
     title: str = ""
     description: str = ""
     category: str = ""
@@ -65,6 +64,8 @@ class ToolRecord:
     status: str = "active"
     position: int = 0
     has_schema: bool = True
+    # The name its file or server gave it (catalog's Tool.original_name).
+    original_name: str = ""
 
 
 @dataclass(frozen=True)
