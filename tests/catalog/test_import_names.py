@@ -326,3 +326,31 @@ def test_a_preview_never_writes_even_when_it_renames(transactional_db):
     assert report["items"][0]["outcome"] == "created"
     assert not Tool.objects.exists()
     assert not AuditEvent.objects.filter(event_type="tool_changed").exists()
+
+
+def test_a_resumed_import_gives_the_names_an_uninterrupted_one_gives(
+    transactional_db, purged_broker, settings
+):
+    document = [tool("a b"), tool("a:b"), tool("a_b"), tool("c d"), tool("c&d")]
+    whole = run(document, settings, chunk=2, catalog=create_catalog("whole", "W"))
+    settings.QUIVER_IMPORT_CHUNK = 2
+    catalog = create_catalog("resumed", "R")
+    job = start_import(catalog, document, "canonical", actor=None, names="rename")
+
+    class WorkerDied(Exception):
+        pass
+
+    def die(job: Job) -> None:
+        raise WorkerDied
+
+    claimed = claim_job(job.pk)
+    assert claimed is not None
+    with pytest.raises(WorkerDied):
+        run_import(claimed, die)
+    Job.objects.filter(pk=job.pk).update(state="queued")
+    again = claim_job(job.pk)
+    assert again is not None
+    resumed = run_import(again)
+    assert resumed.items == whole.items
+    names = Tool.objects.filter(catalog__slug="resumed").values_list("name", flat=True)
+    assert sorted(names) == ["a_b", "a_b_2", "a_b_3", "c_d", "c_d_2"]
