@@ -111,9 +111,9 @@ def _safe_names(
 ) -> dict[str, tuple[str, str]]:
     """The new tools' names that break the rule, each with its safe name and
     the job's note (sources.mapping.new_tool_names)."""
-    new = [u.get("name") for u in listed if u.get("name") not in links]
-    names = [name for name in dict.fromkeys(new) if isinstance(name, str) and name]
-    return new_tool_names(source.name, source.catalog_id, names)
+    listed_names = [u.get("name") for u in listed]
+    new = [n for n in listed_names if isinstance(n, str) and n and n not in links]
+    return new_tool_names(source.name, source.catalog_id, list(dict.fromkeys(new)))
 
 
 def _sync_one(

@@ -84,3 +84,22 @@ def test_a_renamed_tool_is_called_upstream_by_its_own_name(
     assert response.json()["outcome"] == "ran"
     [reached] = upstream.calls
     assert reached.name == "huggingface:facebook/bart-base"
+
+
+def test_a_listing_whose_names_are_not_text_is_refused_item_by_item(make_source):
+    from catalog.services.jobs import claim_job
+    from sources.services import start_sync
+    from sources.sync import OUTCOMES, apply_listing
+
+    source = make_source("http://127.0.0.1:9/mcp")
+    job = claim_job(start_sync(source, actor=None).pk)
+    assert job is not None
+    job.items, job.counts = [], dict.fromkeys(OUTCOMES, 0)
+    listed = [{"name": ["a b"]}, {"name": {"x": 1}}, {"name": 5}, {"name": "a b"}]
+    apply_listing(source, listed, job, None)
+    assert [e["outcome"] for e in job.items] == ["rejected"] * 3 + ["rejected"]
+    assert job.items[3]["name"] == "weather__a_b"  # named, then refused: no schema
+    assert (
+        "inputSchema" in job.items[3]["reason"]
+        or "parameters" in (job.items[3]["reason"])
+    )
