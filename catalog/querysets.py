@@ -130,6 +130,7 @@ class ToolQuerySet(models.QuerySet):
             return self
         return self.filter(
             Q(name__icontains=text)
+            | Q(original_name__icontains=text)
             | Q(title__icontains=text)
             | Q(description__icontains=text)
             | Q(category__icontains=text)

@@ -43,6 +43,9 @@ class ToolSpec:
     status: str = "active"
     annotations: dict[str, Any] = field(default_factory=dict)
     provider_name: str = ""
+    # The name the tool's file or server gave it, kept when Quiver gave it a
+    # safe one (an import's names=rename, a sync): shown, searched, exported.
+    original_name: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Quiver's canonical JSON for this tool (the schema passes through as is)."""
@@ -77,6 +80,7 @@ _STR_FIELDS = (
     "currency",
     "status",
     "provider_name",
+    "original_name",
 )
 _BOOL_FIELDS = ("allow_no_schema", "safe", "requires_approval")
 

@@ -21,6 +21,7 @@ COLUMNS = (
     "id",
     "catalog",
     "name",
+    "original_name",
     "title",
     "category",
     "status",

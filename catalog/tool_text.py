@@ -39,6 +39,18 @@ def split_identifier(name: str) -> list[str]:
     return words
 
 
+def split_words(text: str) -> list[str]:
+    """``split_identifier`` for text in any script (an original name such as
+    ``Wetter für Köln``): letters and digits of every script are kept."""
+    words: list[str] = []
+    for chunk in re.findall(r"[^\W_]+", text):
+        if chunk.isascii():
+            words.extend(split_identifier(chunk))
+        else:
+            words.append(chunk.lower())
+    return words
+
+
 def schema_properties(
     schema: Any, prefix: tuple[str, ...] = (), depth: int = 1
 ) -> Iterator[tuple[list[str], str]]:

@@ -7,6 +7,10 @@ as /select builds it (selection.services.select), and the engine with
 tools included: the ranking is measured, not a caller's view). Never over HTTP,
 never audited as a selection, never cached.
 
+Each distinct request is evaluated once (``distinct_requests``): a repeated one
+(the same query or messages) is folded into the first, its tools added, and
+counted (``repeats``; ``repeats_with_other_tools`` of them named other tools).
+
 Metrics (shared/bench/README.md, computed by learning.metrics): R@1/3/5/10,
 NDCG@10 and MRR, means over requests with at least one expected tool. For the
 requests labelled "no tool fits": the answer an agent gets with the default
@@ -22,7 +26,7 @@ out (selection.services.why_not's locating, on an explained run).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -30,6 +34,7 @@ from django.core.exceptions import ValidationError
 
 from catalog.models import Catalog
 from learning.metrics import mean_metrics, query_metrics
+from learning.services.labels import request_key
 from selection.adapters.snapshots import get_snapshot
 from selection.engine.engine import select
 from selection.engine.settings import EngineSettings
@@ -49,12 +54,39 @@ Progress = Callable[[int], None]
 
 @dataclass(frozen=True)
 class LabelledRequest:
-    """One request to evaluate: a label of the catalog (``label_id``) or inline."""
+    """One request to evaluate: a label of the catalog (``label_id``) or inline;
+    ``repeats`` labels of the same request were folded into it, ``other_tools``
+    of them naming a tool the labels before them did not."""
 
     query: str
     messages: list[dict[str, Any]] | None
     tools: list[str]
     label_id: int | None = None
+    repeats: int = 0
+    other_tools: int = 0
+
+
+def distinct_requests(items: Iterable[LabelledRequest]) -> list[LabelledRequest]:
+    """Each request once, where it first appears: a repeat (the same query, or
+    the same messages) is counted, and the tools it names that the request's
+    labels so far did not are added (each label says which tools fit the request;
+    a repeat naming others says more fit, as the data sets merge their repeated
+    queries, shared/bench/data)."""
+    merged: dict[str, LabelledRequest] = {}
+    for item in items:
+        key = request_key(item.query, item.messages)
+        first = merged.get(key)
+        if first is None:
+            merged[key] = item
+            continue
+        extra = [tool for tool in item.tools if tool not in first.tools]
+        merged[key] = replace(
+            first,
+            tools=[*first.tools, *extra],
+            repeats=first.repeats + 1 + item.repeats,
+            other_tools=first.other_tools + int(bool(extra)) + item.other_tools,
+        )
+    return list(merged.values())
 
 
 def parse_settings(data: Any) -> EngineSettings:
@@ -142,7 +174,10 @@ def evaluate(
             rows.append(row)
         if progress is not None:
             progress(index + 1)
-    return {"metrics": summarise(per_query, no_tool, len(labels)), "rows": rows}
+    metrics = summarise(per_query, no_tool, len(labels))
+    metrics["repeats"] = sum(item.repeats for item in labels)
+    metrics["repeats_with_other_tools"] = sum(item.other_tools for item in labels)
+    return {"metrics": metrics, "rows": rows}
 
 
 def summarise(
@@ -170,6 +205,7 @@ def _row(index: int, item: LabelledRequest, names: list[str]) -> dict[str, Any]:
             for tool in item.tools
         ],
         "top": names[:MISS_RANK],
+        **({"repeats": item.repeats} if item.repeats else {}),
     }
 
 

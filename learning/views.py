@@ -212,17 +212,8 @@ def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
     catalog = _catalog(request, slug, manage=request.method == "POST")
     form_error, status = "", 200
     if request.method == "POST":
-        tried = request.POST.get("settings", "").strip()
-        try:
-            data = jsonparse.read_field(tried, "settings") if tried else None
-            evaluations.start_evaluation(
-                catalog, actor=acting_user(request), settings_data=data
-            )
-        except (ValueError, ValidationError) as exc:
-            form_error, status = _message(exc), 400
-        except LimitReached as exc:
-            form_error, status = str(exc), 429
-        else:
+        form_error, status = _start_run(request, catalog)
+        if not form_error:
             return redirect("learning:evaluation", slug=catalog.slug)
     context = _evaluation_context(request, catalog)
     context["form_error"] = form_error
@@ -236,6 +227,29 @@ def evaluation_page(request: HttpRequest, slug: str) -> HttpResponse:
     if status == 429:
         response["Retry-After"] = str(RETRY_AFTER_S)
     return response
+
+
+def _start_run(request: HttpRequest, catalog: Catalog) -> tuple[str, int]:
+    """Queue a run of the accepted labels, or of an uploaded label file (each
+    distinct request once, never stored): ("", 200) when queued, else why not and
+    the status."""
+    upload = request.FILES.get("file")
+    tried = request.POST.get("settings", "").strip()
+    try:
+        items = None
+        if upload is not None:
+            items = read_label_file(upload.name or "", upload.read())
+        data = jsonparse.read_field(tried, "settings") if tried else None
+        evaluations.start_evaluation(
+            catalog, actor=acting_user(request), labels=items, settings_data=data
+        )
+    except UploadError as exc:
+        return str(exc), 400
+    except (ValueError, ValidationError) as exc:
+        return _message(exc), 400
+    except LimitReached as exc:
+        return str(exc), 429
+    return "", 200
 
 
 def _message(exc: Exception) -> str:

@@ -2,7 +2,13 @@
 
 Names: ``<source>__<upstream name>`` (a source's name holds no "_", so two sources
 never collide); the provider name is ``catalog.naming.provider_safe_name`` of it,
-deterministic, with the 64-character limit kept by its hashed suffix.
+deterministic, with the 64-character limit kept by its hashed suffix. When that
+name breaks the rule for a new tool name (an upstream ``get weather``,
+``huggingface:facebook/bart-base``, more than 128 characters) the tool is named
+``<source>__<safe upstream name>`` (``catalog.naming.safe_tool_name``), ``_2``...
+added when that is taken or looks like a name in use (names the listing itself
+uses as they are come first), and ``<source>__<upstream name>`` is kept as its
+``original_name``; calls still reach the upstream by its own name (the link).
 
 What a sync owns (upstream fields): title, description, ``parameters`` (the
 ``inputSchema`` verbatim, through the schema policy) and the annotation keys in
@@ -44,7 +50,8 @@ from dataclasses import replace
 from typing import Any
 
 from catalog.models import Tool
-from catalog.naming import provider_safe_name
+from catalog.naming import needs_new_name, provider_safe_name, safe_tool_name
+from catalog.services.import_names import SafeNames, held_names
 from catalog.services.tools import tool_to_spec
 from catalog.spec import ToolSpec
 
@@ -58,6 +65,24 @@ MEMBER_FLAGS = ("tags", "capabilities")
 
 def tool_name(source_name: str, upstream_name: str) -> str:
     return f"{source_name}{SEPARATOR}{upstream_name}"
+
+
+def new_tool_names(
+    source_name: str, catalog_id: int, upstream_names: list[str]
+) -> dict[str, tuple[str, str]]:
+    """Upstream name -> (catalog name, note) for the new tools whose plain name
+    breaks the rule; the names the others take as they are come first."""
+    plain = {up: tool_name(source_name, up) for up in upstream_names}
+    wanting = [up for up, name in plain.items() if needs_new_name(name)]
+    if not wanting:
+        return {}
+    kept = [name for up, name in plain.items() if up not in wanting]
+    names = SafeNames(held_names(catalog_id), kept)
+    chosen = {}
+    for up in wanting:
+        base = safe_tool_name(tool_name(source_name, safe_tool_name(up)))
+        chosen[up] = names.choose(plain[up], base)
+    return chosen
 
 
 def upstream_hash(upstream: dict[str, Any]) -> str:
@@ -162,15 +187,18 @@ def synced_spec(
     tool: Tool | None,
     previous: dict[str, Any] | None,
     held: list[str] | None = None,
+    original_name: str = "",
 ) -> ToolSpec:
-    """The spec a sync writes: ``tool`` (None: a new one) with the upstream
-    fields of ``upstream``, its hints as ``admitted`` and the flags they give
-    that the curator has not changed since ``previous`` (the upstream JSON of
-    the last sync). What the new hints would loosen on an existing tool is kept
-    and named in ``held``."""
+    """The spec a sync writes: ``tool`` (None: a new one, named ``name``, with
+    ``original_name`` when that is a safe stand-in) with the upstream fields of
+    ``upstream``, its hints as ``admitted`` and the flags they give that the
+    curator has not changed since ``previous`` (the upstream JSON of the last
+    sync). What the new hints would loosen on an existing tool is kept and named
+    in ``held``."""
     held = held if held is not None else []
     spec = tool_to_spec(tool) if tool is not None else ToolSpec(name=name)
     if tool is None:
+        spec.original_name = original_name
         spec.provider_name = provider_safe_name(name)
     spec.title = _title(upstream)
     description = upstream.get("description")

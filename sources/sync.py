@@ -6,7 +6,9 @@ write goes through ``catalog.services.tools`` (a ToolChange and one ``tool_chang
 audit event each, the embedding queued) together with its ``SourceTool`` link, in
 one transaction per tool:
 
-* a new upstream tool becomes ``<source>__<name>`` (``sources.mapping``);
+* a new upstream tool becomes ``<source>__<name>`` (``sources.mapping``; a name
+  breaking the tool-name rule gets a safe one, the plain one kept as its
+  ``original_name``);
 * an unchanged one (same upstream JSON hash) is not touched: no event;
 * a changed one gets its upstream fields, the curator's overrides kept;
 * one gone upstream is deprecated (no longer offered) and marked ``gone``, kept;
@@ -37,7 +39,7 @@ from catalog.services.tools import (
     set_tool_status,
     update_tool,
 )
-from sources.mapping import synced_spec, tool_name, upstream_hash
+from sources.mapping import new_tool_names, synced_spec, tool_name, upstream_hash
 from sources.models import Source, SourceStatus, SourceTool
 from sources.secrets import HeadersUnreadable
 from sources.upstream import UpstreamError, list_tools
@@ -76,6 +78,7 @@ def apply_listing(
         for link in SourceTool.objects.filter(source=source).select_related("tool")
     }
     seen: set[str] = set()
+    renamed = _safe_names(source, listed, links)
     for index, upstream in enumerate(listed):
         name = upstream.get("name")
         if not isinstance(name, str) or not name or name in seen:
@@ -86,9 +89,8 @@ def apply_listing(
             )
             continue
         seen.add(name)
-        _record(
-            job, {"index": index, **_sync_one(source, links.get(name), upstream, actor)}
-        )
+        entry = _sync_one(source, links.get(name), upstream, actor, renamed.get(name))
+        _record(job, {"index": index, **entry})
     gone = [link for name, link in links.items() if name not in seen and not link.gone]
     job.total += len(gone)
     for offset, link in enumerate(gone):
@@ -104,19 +106,39 @@ def _record(job: Job, entry: dict[str, Any]) -> None:
     jobs.save_progress(job, "items", "counts", "done", "total")
 
 
+def _safe_names(
+    source: Source, listed: list[dict[str, Any]], links: dict[str, SourceTool]
+) -> dict[str, tuple[str, str]]:
+    """The new tools' names that break the rule, each with its safe name and
+    the job's note (sources.mapping.new_tool_names)."""
+    listed_names = [u.get("name") for u in listed]
+    new = [n for n in listed_names if isinstance(n, str) and n and n not in links]
+    return new_tool_names(source.name, source.catalog_id, list(dict.fromkeys(new)))
+
+
 def _sync_one(
-    source: Source, link: SourceTool | None, upstream: dict[str, Any], actor: Actor
+    source: Source,
+    link: SourceTool | None,
+    upstream: dict[str, Any],
+    actor: Actor,
+    renamed: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     upstream_name = str(upstream["name"])
-    name = link.tool.name if link is not None else tool_name(source.name, upstream_name)
+    plain = tool_name(source.name, upstream_name)
+    name = link.tool.name if link is not None else renamed[0] if renamed else plain
     digest = upstream_hash(upstream)
     try:
         with transaction.atomic():
             if link is None:
-                return _create(source, name, upstream, digest, actor)
-            return _update(link, upstream, digest, actor)
+                entry = _create(source, name, upstream, digest, actor, renamed)
+            else:
+                entry = _update(link, upstream, digest, actor)
     except (ValidationError, ToolConflict, IntegrityError) as exc:
-        return {"name": name, "outcome": REJECTED, "reason": _why(exc)}
+        entry = {"name": name, "outcome": REJECTED, "reason": _why(exc)}
+    if link is None and renamed:
+        reason = "; ".join(part for part in (renamed[1], entry["reason"]) if part)
+        entry = {**entry, "reason": reason, "renamed_from": plain}
+    return entry
 
 
 def _why(exc: Exception) -> str:
@@ -128,7 +150,12 @@ def _why(exc: Exception) -> str:
 
 
 def _create(
-    source: Source, name: str, upstream: dict[str, Any], digest: str, actor: Actor
+    source: Source,
+    name: str,
+    upstream: dict[str, Any],
+    digest: str,
+    actor: Actor,
+    renamed: tuple[str, str] | None,
 ) -> dict[str, Any]:
     if Tool.objects.filter(catalog_id=source.catalog_id, name=name).exists():
         raise ToolConflict(
@@ -136,9 +163,9 @@ def _create(
             f"name: the catalog already has a tool named {name!r} that did not "
             f"come from source {source.name!r}",
         )
-    tool = create_tool(
-        source.catalog, synced_spec(name, upstream, None, None), actor=actor
-    )
+    original = tool_name(source.name, str(upstream["name"])) if renamed else ""
+    spec = synced_spec(name, upstream, None, None, original_name=original)
+    tool = create_tool(source.catalog, spec, actor=actor)
     SourceTool.objects.create(
         source=source,
         tool=tool,

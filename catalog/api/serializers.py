@@ -11,6 +11,7 @@ from catalog.formats import FORMATS
 from catalog.models import Catalog, Job, Tool, ToolChange
 from catalog.services import jobs
 from catalog.services.bulk_edit import BULK_MAX_TOOLS
+from catalog.services.import_names import NAME_CHOICES, REFUSE
 from catalog.services.tools import MAX_REASON_CHARS
 from catalog.sizes import (
     MAX_STORED_CHARS,
@@ -214,6 +215,13 @@ class ImportQuerySerializer(StrictFieldsMixin, serializers.Serializer):
         default=False,
         help_text="true: answer what the import would do and write nothing",
     )
+    names = serializers.ChoiceField(
+        choices=NAME_CHOICES,
+        required=False,
+        default=REFUSE,
+        help_text="a name breaking the tool-name rule: refuse the item (default), "
+        "or rename it to a safe name and keep the file's as its original_name",
+    )
 
 
 class ImportItemSerializer(serializers.Serializer):
@@ -221,6 +229,9 @@ class ImportItemSerializer(serializers.Serializer):
     name = serializers.CharField(allow_null=True)
     outcome = serializers.ChoiceField(choices=ImportOutcome.choices)
     reason = serializers.CharField(allow_blank=True)
+    renamed_from = serializers.CharField(
+        required=False, help_text="the item's name in the file, when it changed"
+    )
 
 
 class ImportReportSerializer(serializers.Serializer):
@@ -229,8 +240,12 @@ class ImportReportSerializer(serializers.Serializer):
     dry_run = serializers.BooleanField()
     catalog = serializers.CharField()
     format = serializers.CharField(help_text="the format read (given or detected)")
+    names = serializers.ChoiceField(choices=NAME_CHOICES)
     total = serializers.IntegerField()
     counts = serializers.DictField(child=serializers.IntegerField())
+    renamed = serializers.IntegerField(
+        help_text="items imported under another name than the file's"
+    )
     items = ImportItemSerializer(many=True)
 
 

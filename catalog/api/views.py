@@ -134,28 +134,33 @@ class CatalogViewSet(
         """Queue an import of a JSON body or an uploaded ``file``; 202 with the job.
         ``?dry_run=true``: 200 with what each item would become, nothing written."""
         catalog = get_catalog_for_user(request.user, slug)
-        fmt = request.query_params.get("format")
-        if not fmt and request.content_type.startswith("multipart/"):
-            fmt = request.POST.get("format")
+        params = request.query_params.dict()
+        if request.content_type.startswith("multipart/"):
+            # An upload's form may carry the options too (the query wins).
+            for option in ("format", "names"):
+                if not params.get(option) and request.POST.get(option):
+                    params[option] = request.POST[option]
         # Every query parameter, so an unknown one is refused by name.
-        params = {**request.query_params.dict(), **({"format": fmt} if fmt else {})}
         query = s.ImportQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
         document = _import_document(request)
-        if query.validated_data["dry_run"]:
+        options = query.validated_data
+        if options["dry_run"]:
             report = services.preview_import(
                 catalog,
                 document,
-                query.validated_data.get("format"),
+                options.get("format"),
                 actor=request.user,
+                names=options["names"],
             )
             return Response(s.ImportReportSerializer(report).data)
         with jobs.watch_enqueues() as watch:
             job = services.start_import(
                 catalog,
                 document,
-                query.validated_data.get("format"),
+                options.get("format"),
                 actor=request.user,
+                names=options["names"],
             )
         reader = {"request": request}
         data = with_warning(s.JobSerializer(job, context=reader).data, watch)

@@ -4,8 +4,9 @@ Recipe (``embedding_text``), in this order, one part per line, empty parts skipp
 
 1. the tool name split into lower-case words (``getWeatherForecast`` ->
    ``get weather forecast``; snake_case, kebab-case, dotted and camelCase names and
-   acronyms are all split, see ``split_identifier``), followed by the title when it
-   adds something;
+   acronyms are all split, see ``split_identifier``), then the words of its
+   original name (a tool imported under a safe name) that the name lacks,
+   followed by the title when it adds something;
 2. the description (whitespace collapsed);
 3. ``Keywords: ...``;
 4. ``Examples: ...`` - the example phrases, joined with ``; ``;
@@ -37,7 +38,7 @@ import re
 from typing import Any
 
 from catalog.spec import ToolSpec
-from catalog.tool_text import schema_properties, split_identifier
+from catalog.tool_text import schema_properties, split_identifier, split_words
 
 MAX_TEXT_CHARS = 1500
 
@@ -68,8 +69,11 @@ def parameter_text(parameters: dict[str, Any] | None) -> str:
 
 
 def _heading(spec: ToolSpec) -> str:
-    """The split name, plus the title when it is not just the name again."""
-    name = " ".join(split_identifier(spec.name))
+    """The split name (the original name's words it lacks after it), plus the
+    title when it is not just the name again."""
+    words = split_identifier(spec.name)
+    words += [w for w in split_words(spec.original_name) if w not in words]
+    name = " ".join(words)
     title = _clean(spec.title)
     if title and title.lower() != name:
         return f"{name}. {title}" if name else title

@@ -45,6 +45,7 @@ from catalog.services.tools import (
     _apply,
     content_hash,
     lock_catalog,
+    new_original_name,
     spec_errors,
 )
 from catalog.spec import ToolSpec
@@ -137,7 +138,7 @@ class _Chunk:
         self.new_names: list[str] = []
         self.changed_names: list[str] = []
         self.changes: list[tuple[str, ToolChange]] = []
-        self.skeletons: dict[str, set[str]] | None = None
+        self.skeletons: dict[str, set[tuple[str, str, bool]]] | None = None
         self.provider_owners: dict[str, str] | None = None
 
     def apply(self, item: ImportItem) -> dict[str, Any]:
@@ -148,7 +149,7 @@ class _Chunk:
             }
         try:
             tool = self.tools.get(spec.name)
-            self._check(spec, new_name=tool is None)
+            self._check(spec, tool)
             outcome = self._create(spec) if tool is None else self._update(tool, spec)
         except (ValidationError, ToolConflict) as exc:
             return rejection(item.index, spec.name, exc)
@@ -156,26 +157,62 @@ class _Chunk:
             "reason": ""
         }
 
-    def _check(self, spec: ToolSpec, *, new_name: bool) -> None:
-        """``check_spec``, and for a new name ``check_new_name``'s refusal of a name
-        confusable with any tool of the catalog (earlier items of the chunk too)."""
-        errors = spec_errors(spec, new_name=new_name)
-        clash = self._lookalikes(spec.name) if new_name else []
-        if clash:
-            errors.setdefault("name", []).append(confusable_message(spec.name, clash))
+    def _check(self, spec: ToolSpec, tool: Tool | None) -> None:
+        """``check_spec``, and for a new name or original name ``check_new_name``'s
+        refusal of a look-alike of any other tool's name or original name in the
+        catalog (earlier items of the chunk too)."""
+        errors = spec_errors(spec, new_name=tool is None)
+        original = new_original_name(spec, tool)
+        clashes = {"name": self._lookalikes(spec.name)} if tool is None else {}
+        if original:
+            clashes["original_name"] = self._lookalikes(original, spec.name, True)
+        for field, clash in clashes.items():
+            if clash:
+                value = spec.name if field == "name" else original
+                message = confusable_message(value, clash, field)
+                errors[field] = [*errors.get(field, []), message]
         if errors:
             raise ValidationError(errors)
 
-    def _lookalikes(self, name: str) -> list[str]:
+    def _lookalikes(
+        self, value: str, owner: str | None = None, exact: bool = False
+    ) -> list[str]:
+        """Other tools' names and original names that look like ``value``: a
+        name equal to another's is a conflict, not a look-alike, unless ``exact``
+        (an original name); ``owner``'s own are not others'."""
+        owner = value if owner is None else owner
+        found = self._identities().get(skeleton(value), ())
+        return sorted(
+            {
+                text
+                for text, holder, is_original in found
+                if holder != owner and (exact or is_original or text != value)
+            }
+        )
+
+    def _identities(self) -> dict[str, set[tuple[str, str, bool]]]:
+        """Skeleton -> (name or original name, its tool's name, is it an original
+        name), for every tool as the chunk has left them so far."""
         if self.skeletons is None:
             # The lock check_new_name takes, then every name once per chunk.
             if self.locking:
                 lock_catalog(self.catalog.pk)
             self.skeletons = {}
-            names = Tool.objects.filter(catalog=self.catalog).values_list("name")
-            for (stored,) in names.order_by().iterator(chunk_size=5000):
-                self.skeletons.setdefault(skeleton(stored), set()).add(stored)
-        return confusable_names(name, self.skeletons.get(skeleton(name), ()))
+            rows = Tool.objects.filter(catalog=self.catalog).order_by()
+            pairs = rows.values_list("name", "original_name")
+            for name, original in pairs.iterator(chunk_size=5000):
+                if name not in self.tools:
+                    self._index(name, original)
+            for name, tool in self.tools.items():
+                self._index(name, tool.original_name)
+        return self.skeletons
+
+    def _index(self, name: str, original: str) -> None:
+        assert self.skeletons is not None
+        self.skeletons.setdefault(skeleton(name), set()).add((name, name, False))
+        if original:
+            entry = (original, name, True)
+            self.skeletons.setdefault(skeleton(original), set()).add(entry)
 
     def _create(self, spec: ToolSpec) -> ImportOutcome:
         tool = Tool(catalog=self.catalog, created_by=self.user, updated_by=self.user)
@@ -186,7 +223,7 @@ class _Chunk:
         self._keep(tool, "")
         self.new_names.append(tool.name)
         if self.skeletons is not None:
-            self.skeletons.setdefault(skeleton(tool.name), set()).add(tool.name)
+            self._index(tool.name, tool.original_name)
         self._change(tool, ChangeAction.CREATE, None)
         return ImportOutcome.CREATED
 
@@ -204,6 +241,10 @@ class _Chunk:
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
         )
         self._keep(new, tool.provider_name)
+        if self.skeletons is not None and new.original_name != tool.original_name:
+            old = (tool.original_name, tool.name, True)
+            self.skeletons.get(skeleton(tool.original_name), set()).discard(old)
+            self._index(new.name, new.original_name)
         if new.pk is not None and new.name not in self.changed_names:
             self.changed_names.append(new.name)
         self._change(new, ChangeAction.UPDATE, before)

@@ -5,6 +5,11 @@ its items, recording for each one created, updated, unchanged or rejected with t
 reason. Items already recorded are skipped, so a job picked up again after a worker
 died carries on where it stopped.
 
+Names are settled for the whole document first (``import_names.plan_names``,
+the job's ``names`` option): a name outside the rule is refused, or renamed with
+the file's kept as the tool's original name; the plan is made again the same way
+when a job resumes, so a resumed import gives the names it would have given.
+
 Items go in chunks of ``QUIVER_IMPORT_CHUNK`` (see ``bulk_import``): a chunk's
 tools, change records and the job's progress commit in one transaction, so a
 resumed job starts at the first chunk not committed. ``QUIVER_IMPORT_CHUNK=0``
@@ -27,6 +32,12 @@ from catalog.formats import FormatError, ImportItem, detect_format, import_tools
 from catalog.models import Catalog, Job, Tool
 from catalog.services import jobs
 from catalog.services.bulk_import import import_chunk, preview_items, rejection
+from catalog.services.import_names import (
+    REFUSE,
+    NamePlan,
+    check_names_option,
+    plan_names,
+)
 from catalog.services.tools import ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
 
@@ -37,21 +48,24 @@ DRY_RUN_DEADLINE_S = 30.0
 
 
 def start_import(
-    catalog: Catalog, document: Any, fmt: str | None, *, actor: Actor
+    catalog: Catalog,
+    document: Any,
+    fmt: str | None,
+    *,
+    actor: Actor,
+    names: str = REFUSE,
 ) -> Job:
-    """Check the document's shape now (a 4xx for the caller), then queue the job."""
-    try:
-        fmt = fmt or detect_format(document)
-        items = import_tools(document, fmt)
-    except FormatError as exc:
-        raise ValidationError({"document": [str(exc)]}) from exc
+    """Check the document's shape and the options now (a 4xx for the caller),
+    then queue the job. ``names``: what becomes of a name breaking the rule for a
+    new tool name (``catalog.services.import_names``)."""
+    fmt, items = _read(document, fmt, names)
     with transaction.atomic():
         job = Job.objects.create(
             kind=JobKind.IMPORT,
             catalog=catalog,
             total=len(items),
             payload=document,
-            options={"format": fmt},
+            options={"format": fmt, "names": names},
             created_by=stored_user(actor),
             counts={outcome.value: 0 for outcome in ImportOutcome},
         )
@@ -59,8 +73,27 @@ def start_import(
     return job
 
 
+def _read(document: Any, fmt: str | None, names: str) -> tuple[str, list[ImportItem]]:
+    """The format read and the document's items; a ValidationError naming the
+    document or the option otherwise."""
+    try:
+        check_names_option(names)
+    except ValueError as exc:
+        raise ValidationError({"names": [str(exc)]}) from exc
+    try:
+        fmt = fmt or detect_format(document)
+        return fmt, import_tools(document, fmt)
+    except FormatError as exc:
+        raise ValidationError({"document": [str(exc)]}) from exc
+
+
 def preview_import(
-    catalog: Catalog, document: Any, fmt: str | None, *, actor: Actor
+    catalog: Catalog,
+    document: Any,
+    fmt: str | None,
+    *,
+    actor: Actor,
+    names: str = REFUSE,
 ) -> dict[str, Any]:
     """The dry run: what importing the document would do, and nothing written.
 
@@ -68,16 +101,14 @@ def preview_import(
     catalog (``bulk_import.preview_items``, no locks taken) whose writes never
     run; the transaction is rolled back all the same. Past
     ``DRY_RUN_DEADLINE_S`` it stops and says so (a 400 naming the document)."""
-    try:
-        fmt = fmt or detect_format(document)
-        items = import_tools(document, fmt)
-    except FormatError as exc:
-        raise ValidationError({"document": [str(exc)]}) from exc
+    fmt, items = _read(document, fmt, names)
     deadline = time.monotonic() + DRY_RUN_DEADLINE_S
     with transaction.atomic():
+        plan = plan_names(catalog, items, names)
         entries = preview_items(
-            catalog, items, actor, lambda done: time.monotonic() < deadline
+            catalog, plan.items, actor, lambda done: time.monotonic() < deadline
         )
+        entries = [plan.annotate(entry) for entry in entries]
         transaction.set_rollback(True)
     if len(entries) < len(items):
         raise ValidationError({"document": [_too_long(len(entries), len(items))]})
@@ -88,8 +119,10 @@ def preview_import(
         "dry_run": True,
         "catalog": catalog.slug,
         "format": fmt,
+        "names": names,
         "total": len(entries),
         "counts": counts,
+        "renamed": sum("renamed_from" in entry for entry in entries),
         "items": entries,
     }
 
@@ -109,37 +142,38 @@ def run_import(job: Job, between: Callable[[Job], object] | None = None) -> Job:
     one-by-one path; the Celery task uses it to keep the embeddings in step with
     the import)."""
     items = import_tools(job.payload, job.options.get("format"))
+    plan = plan_names(job.catalog, items, job.options.get("names", REFUSE))
     recorded = {entry["index"] for entry in job.items}
     actor = job.created_by
     size = int(settings.QUIVER_IMPORT_CHUNK)
     with jobs.keep_alive(job):
         if size > 0:
-            _apply_chunks(job, items, recorded, actor, between, size)
+            _apply_chunks(job, plan, recorded, actor, between, size)
         else:
-            _apply_items(job, items, recorded, actor, between)
+            _apply_items(job, plan, recorded, actor, between)
     return jobs.finish_job(job, "items", "counts", "done")
 
 
 def _apply_chunks(
     job: Job,
-    items: list[ImportItem],
+    plan: NamePlan,
     recorded: set[int],
     actor: Actor,
     between: Callable[[Job], object] | None,
     size: int,
 ) -> None:
-    todo = [item for item in items if item.index not in recorded]
+    todo = [item for item in plan.items if item.index not in recorded]
     for start in range(0, len(todo), size):
         chunk = todo[start : start + size]
         try:
             with transaction.atomic():
-                _record(job, import_chunk(job.catalog, chunk, actor))
+                _record(job, plan, import_chunk(job.catalog, chunk, actor))
         except IntegrityError:
             # Refused by a unique constraint (see import_chunk): nothing of the
             # chunk was kept; the one-by-one path gives each item its outcome.
             with transaction.atomic():
                 single = [_import_one(job.catalog, *_parts(i), actor) for i in chunk]
-                _record(job, single)
+                _record(job, plan, single)
         if between is not None:
             between(job)
 
@@ -148,8 +182,9 @@ def _parts(item: ImportItem) -> tuple[int, ToolSpec | None, str | None]:
     return item.index, item.spec, item.error
 
 
-def _record(job: Job, entries: list[dict[str, Any]]) -> None:
+def _record(job: Job, plan: NamePlan, entries: list[dict[str, Any]]) -> None:
     """Add the chunk's outcomes to the job and save them in its transaction."""
+    entries = [plan.annotate(entry) for entry in entries]
     job.items.extend(entries)
     for entry in entries:
         job.counts[entry["outcome"]] = job.counts.get(entry["outcome"], 0) + 1
@@ -159,15 +194,16 @@ def _record(job: Job, entries: list[dict[str, Any]]) -> None:
 
 def _apply_items(
     job: Job,
-    items: list[Any],
+    plan: NamePlan,
     recorded: set[int],
     actor: Actor,
     between: Callable[[Job], object] | None,
 ) -> None:
-    for position, item in enumerate(items):
+    for position, item in enumerate(plan.items):
         if item.index in recorded:
             continue
         entry = _import_one(job.catalog, item.index, item.spec, item.error, actor)
+        entry = plan.annotate(entry)
         job.items.append(entry)
         job.counts[entry["outcome"]] = job.counts.get(entry["outcome"], 0) + 1
         job.done = len(job.items)

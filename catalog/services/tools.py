@@ -32,6 +32,7 @@ from catalog.naming import (
     confusable_message,
     confusable_names,
     hidden_characters,
+    lookalikes,
     name_problems,
     provider_safe_name,
 )
@@ -52,6 +53,7 @@ _SPEC_FIELDS = [name for name in ToolSpec.field_names() if name != "name"]
 _HASHED_FIELDS = [name for name in ToolSpec.field_names() if name != "provider_name"]
 # A change reason is a sentence or two for the history, not a document.
 MAX_REASON_CHARS = 500
+MAX_ORIGINAL_NAME_CHARS = 500
 
 
 class ToolConflict(Conflict):
@@ -112,6 +114,7 @@ def spec_errors(spec: ToolSpec, *, new_name: bool = True) -> dict[str, list[str]
         )
     if new_name:
         errors.setdefault("name", []).extend(name_problems(spec.name))
+    errors.setdefault("original_name", []).extend(original_name_problems(spec))
     for problem in check_tool_schema(spec):
         field = problem.pointer.strip("/").split("/")[0] or "parameters"
         errors.setdefault(field, []).append(
@@ -122,6 +125,21 @@ def spec_errors(spec: ToolSpec, *, new_name: bool = True) -> dict[str, list[str]
             "provider_name: must match ^[a-zA-Z0-9_-]{1,64}$"
         )
     return {field: messages for field, messages in errors.items() if messages}
+
+
+def original_name_problems(spec: ToolSpec) -> list[str]:
+    """An original name is shown and searched like a name: bounded, and never
+    hiding characters."""
+    original = spec.original_name
+    if len(original) > MAX_ORIGINAL_NAME_CHARS:
+        return [f"original_name: must be at most {MAX_ORIGINAL_NAME_CHARS} characters"]
+    hidden = hidden_characters(original)
+    if hidden:
+        return [
+            "original_name: must not contain invisible or direction-changing "
+            f"characters ({', '.join(hidden)})"
+        ]
+    return []
 
 
 def clean_reason(reason: Any) -> str:
@@ -156,19 +174,43 @@ def check_new_name(
     errors: dict[str, list[str]],
     *,
     exclude: int | None = None,
+    original_name: str = "",
 ) -> None:
-    """Raise ValidationError with ``errors`` plus a refusal naming every tool of
-    the catalog whose name is confusable with ``name``, if there is anything to
-    refuse. The services call it holding ``lock_catalog``."""
-    names = Tool.objects.filter(catalog_id=catalog_id)
+    """Raise ValidationError with ``errors`` plus a refusal naming every other
+    tool of the catalog whose name or original name looks like ``name`` (or like
+    ``original_name``, when given; ``name`` "" when only that changes), if there
+    is anything to refuse. The services call it holding ``lock_catalog``."""
+    rows = Tool.objects.filter(catalog_id=catalog_id)
     if exclude is not None:
-        names = names.exclude(pk=exclude)
-    clash = confusable_names(name, names.values_list("name", flat=True))
-    if clash:
-        errors = {**errors, "name": [*errors.get("name", [])]}
-        errors["name"].append(confusable_message(name, clash))
+        rows = rows.exclude(pk=exclude)
+    held = list(rows.values_list("name", "original_name"))
+    errors = {**errors}
+    clashes = {"name": name_clashes(name, held)} if name else {}
+    if original_name:
+        clashes["original_name"] = lookalikes(
+            original_name, [text for pair in held for text in pair if text]
+        )
+    for field, clash in clashes.items():
+        if clash:
+            value = name if field == "name" else original_name
+            message = confusable_message(value, clash, field)
+            errors[field] = [*errors.get(field, []), message]
     if errors:
         raise ValidationError(errors)
+
+
+def new_original_name(spec: ToolSpec, tool: Tool | None) -> str:
+    """The spec's original name when it gives the tool a new one, else ""."""
+    changed = tool is None or spec.original_name != tool.original_name
+    return spec.original_name if changed else ""
+
+
+def name_clashes(name: str, held: list[tuple[str, str]]) -> list[str]:
+    """Other tools' names that look like ``name`` (the same name is a conflict,
+    not a look-alike) and their original names that look like it or equal it."""
+    clash = confusable_names(name, [held_name for held_name, _ in held])
+    originals = [original for _, original in held if original]
+    return sorted({*clash, *lookalikes(name, originals)})
 
 
 def _provider_name(catalog: Catalog, spec: ToolSpec, tool: Tool | None) -> str:
@@ -294,7 +336,7 @@ def create_tool(
     errors = spec_errors(spec)
     with transaction.atomic():
         lock_catalog(catalog.pk)
-        check_new_name(catalog.pk, spec.name, errors)
+        check_new_name(catalog.pk, spec.name, errors, original_name=spec.original_name)
         if Tool.objects.filter(catalog=catalog, name=spec.name).exists():
             raise ToolConflict(
                 "name", f"name: a tool named {spec.name!r} already exists"
@@ -329,10 +371,14 @@ def update_tool(
     with transaction.atomic():
         tool = Tool.objects.select_for_update().get(pk=tool.pk)
         renamed = spec.name != tool.name
+        original = new_original_name(spec, tool)
         errors = spec_errors(spec, new_name=renamed)
-        if renamed:
+        if renamed or original:
             lock_catalog(tool.catalog_id)
-            check_new_name(tool.catalog_id, spec.name, errors, exclude=tool.pk)
+            name = spec.name if renamed else ""
+            check_new_name(
+                tool.catalog_id, name, errors, exclude=tool.pk, original_name=original
+            )
         elif errors:
             raise ValidationError(errors)
         if content_hash(spec) == tool.content_hash and (

@@ -50,6 +50,7 @@ def import_tools(request: HttpRequest) -> HttpResponse:
                 data["document"],
                 data["format"] or None,
                 actor=acting_user(request),
+                names=data["names"],
             )
         except ValidationError as exc:
             form.add_service_error(exc)
@@ -82,13 +83,17 @@ def _confirm_import(request: HttpRequest, catalogs: Any) -> HttpResponse:
     """Import exactly the document the dry run showed, for the one who ran it."""
     text = request.POST.get("document", "")
     try:
-        slug, fmt = import_preview.check(
+        slug, fmt, names = import_preview.check(
             request.POST.get("token", ""), request.user, text
         )
         catalog = catalogs.get(slug=slug)
         with jobs.watch_enqueues() as watch:
             job = services.start_import(
-                catalog, jsonparse.loads(text), fmt, actor=acting_user(request)
+                catalog,
+                jsonparse.loads(text),
+                fmt,
+                actor=acting_user(request),
+                names=names,
             )
     except (import_preview.PreviewRefused, Catalog.DoesNotExist, ValidationError):
         form = ImportForm(initial={"catalog": DEFAULT_CATALOG}, catalogs=catalogs)

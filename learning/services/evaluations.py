@@ -2,14 +2,18 @@
 progress a person can watch (``done`` of ``total``).
 
 A run claims its row with a conditional update (queued -> running), so two
-workers never run one evaluation. Inline labels wait in ``payload`` and are
-cleared when the run ends; settings tried are kept (``settings_data``) and never
+workers never run one evaluation. Each distinct request runs once: a repeated
+one (inline, or among the accepted labels) is folded into the first and counted
+(learning.evaluation.distinct_requests), never a reason to refuse the set.
+Inline labels (the API's, or a file on the console's page) wait in ``payload``
+and are cleared when the run ends; settings tried are kept (``settings_data``) and never
 become the catalog's. Running an evaluation changes nothing anyone may see or do,
 so it writes no audit event.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from django.conf import settings
@@ -20,7 +24,12 @@ from django.utils import timezone
 from catalog.access import Actor, stored_user
 from catalog.models import Catalog
 from catalog.services import jobs
-from learning.evaluation import LabelledRequest, evaluate, parse_settings
+from learning.evaluation import (
+    LabelledRequest,
+    distinct_requests,
+    evaluate,
+    parse_settings,
+)
 from learning.models import Evaluation, EvaluationState, Label, LabelStatus
 from learning.services.labels import check_items, visible_tool_names
 from learning.services.limits import hold_run_slot
@@ -88,7 +97,10 @@ def start_evaluation(
 
 
 def _inline(catalog: Catalog, labels: list[Any], actor: Actor) -> list[dict[str, Any]]:
-    checked = check_items(labels, visible_tool_names(catalog, actor), catalog.slug)
+    """The inline labels, each distinct request once (a repeat is counted, not
+    refused); a bad label refuses the whole set, naming it."""
+    names = visible_tool_names(catalog, actor)
+    checked = check_items(labels, names, catalog.slug, keep_repeats=True)
     if checked.refused:
         errors: dict[str, list[str]] = {}
         for refusal in checked.refused[:20]:
@@ -97,24 +109,24 @@ def _inline(catalog: Catalog, labels: list[Any], actor: Actor) -> list[dict[str,
             )
             errors.setdefault(name, []).append(refusal.reason)
         raise EvaluationInputError(errors)
-    return [
-        {"query": c.query, "messages": c.messages, "tools": c.tools}
-        for c in checked.good
-    ]
+    requests = distinct_requests(
+        LabelledRequest(c.query, c.messages, c.tools) for c in checked.good
+    )
+    return [asdict(request) for request in requests]
 
 
 def _requests(run: Evaluation) -> list[LabelledRequest]:
     if run.payload is not None:
-        return [LabelledRequest(**item) for item in run.payload]
+        return distinct_requests(LabelledRequest(**item) for item in run.payload)
     rows = (
         Label.objects.filter(catalog=run.catalog, status=LabelStatus.ACCEPTED)
         .order_by("id")
         .values_list("pk", "query", "messages", "tools")[: max_labels()]
     )
-    return [
+    return distinct_requests(
         LabelledRequest(query, messages, list(tools), label_id=pk)
         for pk, query, messages, tools in rows
-    ]
+    )
 
 
 def claim_evaluation(run_id: int) -> Evaluation | None:

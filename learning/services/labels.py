@@ -93,14 +93,21 @@ def request_key(query: str, messages: Any) -> str:
     return "q:" + query.strip()
 
 
-def check_items(items: Sequence[Any], tool_names: set[str], slug: str) -> Checked:
+def check_items(
+    items: Sequence[Any],
+    tool_names: set[str],
+    slug: str,
+    *,
+    keep_repeats: bool = False,
+) -> Checked:
     """Every item checked on its own (no database access): ``tool_names`` are the
-    tools of the catalog the caller may see."""
+    tools of the catalog the caller may see. A request seen earlier in the items
+    is refused, unless ``keep_repeats`` (an evaluation counts and merges them)."""
     checked = Checked()
     seen: dict[str, int] = {}
     for index, item in enumerate(items):
         clean, problem = _check_item(index, item, tool_names, slug)
-        if clean is not None and clean.key in seen:
+        if clean is not None and clean.key in seen and not keep_repeats:
             problem = Refusal(
                 index,
                 "query",
@@ -109,7 +116,7 @@ def check_items(items: Sequence[Any], tool_names: set[str], slug: str) -> Checke
         if problem is not None or clean is None:
             checked.refused.append(problem or Refusal(index, "", "invalid"))
             continue
-        seen[clean.key] = index
+        seen.setdefault(clean.key, index)
         checked.good.append(clean)
     return checked
 

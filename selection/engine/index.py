@@ -20,13 +20,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from selection.engine.text import split_camel_case, tokenize
+from selection.engine.text import split_camel_case, stem, token_set, tokenize, words
 from selection.engine.types import ToolRecord
 
 FieldText = Callable[[ToolRecord], str]
 
+
+def name_text(tool: ToolRecord) -> str:
+    """The name's words, then the original name's words the name lacks: a tool
+    imported under a safe name is found by what its file called it, and a name
+    that only lost its punctuation does not count its words twice."""
+    text = split_camel_case(tool.name).replace("_", " ")
+    if not tool.original_name:
+        return text
+    have = token_set(text)
+    more = [w for w in words(tool.original_name) if stem(w) not in have]
+    return " ".join([text, *more]) if more else text
+
+
 FIELD_TEXT: dict[str, FieldText] = {
-    "name": lambda t: split_camel_case(t.name).replace("_", " "),
+    "name": name_text,
     "title": lambda t: t.title,
     "keywords": lambda t: " ".join(t.keywords),
     "examples": lambda t: " ".join(t.examples),

@@ -47,6 +47,7 @@ def record_from_dict(data: Mapping[str, Any], row_id: int, position: int) -> Too
         id=row_id,
         name=str(data["name"]),
         provider_name=str(data.get("provider_name") or ""),
+        original_name=str(data.get("original_name") or ""),
         title=str(data.get("title") or ""),
         description=str(data.get("description") or ""),
         category=str(data.get("category") or ""),

@@ -64,6 +64,8 @@ class ToolRecord:
     status: str = "active"
     position: int = 0
     has_schema: bool = True
+    # The name its file or server gave it (catalog's Tool.original_name).
+    original_name: str = ""
 
 
 @dataclass(frozen=True)

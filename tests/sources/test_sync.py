@@ -319,12 +319,17 @@ def test_an_upstream_cannot_loosen_a_destructive_tool_by_calling_it_read_only(
     assert tool.safe and not tool.requires_approval
 
 
-def test_a_new_upstream_name_breaking_the_name_rule_is_rejected(upstream, make_source):
+def test_a_new_upstream_name_breaking_the_name_rule_gets_a_safe_one(
+    upstream, make_source
+):
     upstream.tools = {
         "bad name!": upstream_tool("bad name!", "Spaces.", read_only=True)
     }
     source = make_source(upstream.url)
     job = sync(source)
     [item] = job.items
-    assert item["outcome"] == "rejected" and "name:" in item["reason"]
-    assert source.tool_count == 0
+    assert (item["outcome"], item["name"]) == ("created", "weather__bad_name")
+    assert item["renamed_from"] == "weather__bad name!"
+    assert source.tool_count == 1
+    tool = source.links.get().tool
+    assert tool.original_name == "weather__bad name!"

@@ -1,0 +1,149 @@
+"""An import's names: the items that keep theirs, the ones given a safe name.
+
+A name that breaks the rule for a new tool name (``catalog.naming.name_problems``:
+a space, a colon, ``&``, more than 128 characters...) is refused by default
+(``names=refuse``), each such item rejected with its reason. With
+``names=rename`` it is given a deterministic safe name (``safe_tool_name``) and
+keeps the name from the file as the tool's ``original_name``: shown, searched,
+exported. Either way an item whose name is the original name of a tool already
+in the catalog is that tool (an update, or unchanged), so importing the same
+file again changes nothing.
+
+Collisions are settled in document order and against the catalog as it is: a
+safe name is never a name the catalog or the file already uses, nor one that
+looks like any of them (the UTS #39 skeleton), else ``_2``, ``_3``... is added;
+the report names the name taken. A name stored before the rules is kept (the
+tool of that name is updated), and a name hiding characters is never renamed
+(the tool checks refuse it, naming them): what a person reads as the original
+name is what the file said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from catalog.formats import ImportItem
+from catalog.models import Catalog, Tool
+from catalog.naming import (
+    first_free_tool_name,
+    needs_new_name,
+    safe_tool_name,
+    skeleton,
+)
+
+REFUSE, RENAME = "refuse", "rename"
+NAME_CHOICES = (REFUSE, RENAME)
+RENAME_HINT = "names=rename would import it under a safe name"
+
+
+@dataclass
+class NamePlan:
+    """The items with their new names, and what the report says about each."""
+
+    items: list[ImportItem]
+    renamed: dict[int, str] = field(default_factory=dict)  # index -> file's name
+    notes: dict[int, str] = field(default_factory=dict)
+    hints: set[int] = field(default_factory=set)
+
+    def annotate(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A job entry with the item's name from the file and why it changed."""
+        index = entry["index"]
+        if index in self.renamed:
+            note = self.notes[index]
+            reason = "; ".join(part for part in (note, entry["reason"]) if part)
+            return {**entry, "reason": reason, "renamed_from": self.renamed[index]}
+        if index in self.hints and entry["outcome"] == "rejected":
+            return {**entry, "reason": f"{entry['reason']}; {RENAME_HINT}"}
+        return entry
+
+
+def check_names_option(names: Any) -> str:
+    """The ``names`` option, or a ValueError naming it and its choices."""
+    if names not in NAME_CHOICES:
+        raise ValueError(f"names: must be one of {', '.join(NAME_CHOICES)}")
+    return str(names)
+
+
+def plan_names(catalog: Catalog, items: list[ImportItem], names: str) -> NamePlan:
+    """Each item's name as the import will use it (see the module docstring)."""
+    wanting = [i for i in items if i.spec is not None and needs_new_name(i.spec.name)]
+    if not wanting:
+        return NamePlan(items)
+    held = held_names(catalog.pk)
+    stored = {name for name, _ in held}
+    wanting = [i for i in wanting if i.spec is not None and i.spec.name not in stored]
+    if not wanting:
+        return NamePlan(items)
+    known: dict[str, str] = {}  # an original name -> its tool (the oldest)
+    for name, original in held:
+        if original:
+            known.setdefault(original, name)
+    names_in_use = SafeNames(held, (i.spec.name for i in items if i.spec is not None))
+    plan = NamePlan(list(items))
+    position = {item.index: at for at, item in enumerate(items)}
+    for item in wanting:
+        assert item.spec is not None
+        original = item.spec.name
+        if original in known:
+            name, note = known[original], _known_note(original, known[original])
+        elif names == RENAME:
+            name, note = names_in_use.choose(original)
+        else:
+            plan.hints.add(item.index)
+            continue
+        known.setdefault(original, name)
+        spec = replace(item.spec, name=name, original_name=original)
+        plan.items[position[item.index]] = ImportItem(item.index, spec, None)
+        plan.renamed[item.index] = original
+        plan.notes[item.index] = note
+    return plan
+
+
+def held_names(catalog_id: int) -> list[tuple[str, str]]:
+    """(name, original name) of every tool of the catalog, oldest first."""
+    rows = Tool.objects.filter(catalog_id=catalog_id).order_by("id")
+    return list(rows.values_list("name", "original_name"))
+
+
+def _known_note(original: str, name: str) -> str:
+    return f"{original!r} is the original name of tool {name!r}"
+
+
+class SafeNames:
+    """Safe names that are free: no name the catalog or the file uses, and none
+    that looks like one (a name's own original may look like it). Imports and
+    syncs (``sources.mapping``) choose with it."""
+
+    def __init__(self, held: list[tuple[str, str]], in_file: Iterable[str]) -> None:
+        self.taken = {name for name, _ in held}
+        self.holders: dict[str, set[str]] = {}
+        for name, original in held:
+            self._hold(name)
+            if original:
+                self._hold(original)
+        for name in in_file:
+            self.taken.add(name)
+            self._hold(name)
+
+    def _hold(self, text: str) -> None:
+        self.holders.setdefault(skeleton(text), set()).add(text)
+
+    def choose(self, original: str, base: str = "") -> tuple[str, str]:
+        """The safe name for ``original`` (``base``, else ``safe_tool_name`` of
+        it, or the first free ``base_N``) and the report's note on it."""
+        base = base or safe_tool_name(original)
+
+        def free(candidate: str) -> bool:
+            if candidate in self.taken:
+                return False
+            return self.holders.get(skeleton(candidate), set()) <= {original}
+
+        name = first_free_tool_name(base, free)
+        self.taken.add(name)
+        self._hold(name)
+        note = f"{original!r} breaks the tool-name rule: named {name!r}"
+        if name != base:
+            note += f" ({base!r} is taken or looks like a name in use)"
+        return name, note
