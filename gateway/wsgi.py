@@ -42,6 +42,8 @@ from config.bodies import Refusal, read_body
 from config.middleware import DATABASE_DOWN
 from gateway import inbound, refusals
 from gateway.server import CALLER, PROBLEM, REQUEST_ID, build_manager
+from telemetry.tracing import carried
+from telemetry.wsgi import observed
 
 PATH = "/mcp"
 ANSWER_TIMEOUT_S = 50.0  # under gunicorn's --timeout 60
@@ -56,10 +58,12 @@ WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 
 def with_mcp(django_app: WSGIApp) -> WSGIApp:
+    mcp = observed(serve_mcp, PATH)  # counted, timed and traced as Django's are
+
     def application(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path == PATH or path.startswith(PATH + "/"):
-            return serve_mcp(environ, start)
+            return mcp(environ, start)
         return django_app(environ, start)
 
     return application
@@ -289,7 +293,7 @@ class _Loop(LoopThread):
     def call(
         self, scope: dict[str, Any], body: bytes
     ) -> tuple[int, list[tuple[str, str]], list[bytes]]:
-        return self.submit(self._call(scope, body), ANSWER_TIMEOUT_S)
+        return self.submit(carried(self._call(scope, body)), ANSWER_TIMEOUT_S)
 
     async def _call(
         self, scope: dict[str, Any], body: bytes

@@ -1,0 +1,179 @@
+"""What the database knows, read when ``/metrics`` is asked (not counted).
+
+Approvals waiting for a person, audit rows waiting for the sealer, jobs waiting
+for a worker, tools waiting for their embedding and the state of each source are
+rows, the same whichever process answers: they are read at scrape time with two
+statements (one of aggregates, one of the sources), each served by an index, so
+a scrape costs milliseconds (bench/README.md, "Metrics scrape"). A database that
+does not answer gives ``quiver_metrics_database_up 0`` and the process metrics
+still come out: a scrape never fails because a part is down.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from audit.models import AuditEvent
+from calls.models import Approval, ApprovalStatus
+from catalog.choices import EmbeddingStatus, JobState
+from catalog.models import Catalog, Job, Tool
+from sources.models import Source, SourceStatus
+
+log = logging.getLogger(__name__)
+# A backlog is counted up to this many rows: past it the count is a floor (the
+# alert has long fired) and the scrape stays cheap whatever the backlog.
+COUNT_CAP = 1_000_000
+
+STATE_SQL = f"""
+SELECT
+  (SELECT count(*) FROM {Approval._meta.db_table} WHERE status = %(pending)s),
+  (SELECT min(created) FROM {Approval._meta.db_table} WHERE status = %(pending)s),
+  (SELECT count(*) FROM (SELECT 1 FROM {AuditEvent._meta.db_table}
+     WHERE hash IS NULL LIMIT %(cap)s) AS unsealed),
+  (SELECT created FROM {AuditEvent._meta.db_table}
+     WHERE hash IS NULL ORDER BY id LIMIT 1),
+  (SELECT count(*) FROM {Job._meta.db_table} WHERE state = %(queued)s),
+  (SELECT min(created) FROM {Job._meta.db_table} WHERE state = %(queued)s),
+  (SELECT count(*) FROM {Job._meta.db_table} WHERE state = %(running)s),
+  (SELECT count(*) FROM (SELECT 1 FROM {Tool._meta.db_table}
+     WHERE embedding_status = %(embedding)s LIMIT %(cap)s) AS embeddings),
+  now()
+"""
+SOURCES_SQL = f"""
+SELECT c.slug, s.name, s.status, s.last_success
+FROM {Source._meta.db_table} s JOIN {Catalog._meta.db_table} c ON c.id = s.catalog_id
+ORDER BY s.id
+"""
+
+
+class DatabaseCollector:
+    """Gauges of the rows waiting somewhere, as of the scrape."""
+
+    def collect(self) -> Iterator[Metric]:
+        started = time.perf_counter()
+        try:
+            with connection.cursor() as cursor:
+                state = _state(cursor)
+                sources = _sources(cursor)
+        except DatabaseError as exc:
+            log.warning("metrics: the database did not answer: %s", exc)
+            yield _gauge("quiver_metrics_database_up", "", 0)
+            return
+        yield _gauge("quiver_metrics_database_up", "", 1)
+        yield from _state_metrics(state)
+        yield from _source_metrics(sources)
+        yield _gauge(
+            "quiver_metrics_database_duration_seconds",
+            "Time this scrape spent reading the database.",
+            time.perf_counter() - started,
+        )
+
+
+def _state(cursor: Any) -> tuple[Any, ...]:
+    cursor.execute(
+        STATE_SQL,
+        {
+            "pending": ApprovalStatus.PENDING,
+            "queued": JobState.QUEUED,
+            "running": JobState.RUNNING,
+            "embedding": EmbeddingStatus.PENDING,
+            "cap": COUNT_CAP,
+        },
+    )
+    return tuple(cursor.fetchone())
+
+
+def _sources(cursor: Any) -> list[tuple[Any, ...]]:
+    cursor.execute(SOURCES_SQL)
+    return [tuple(row) for row in cursor.fetchall()]
+
+
+def _age(now: datetime, since: datetime | None) -> float:
+    return max(0.0, (now - since).total_seconds()) if since is not None else 0.0
+
+
+def _state_metrics(row: tuple[Any, ...]) -> Iterator[Metric]:
+    pending, oldest, unsealed, unsealed_since, queued, queued_since = row[:6]
+    running, embeddings, now = row[6:]
+    yield _gauge("quiver_approvals_pending", "Approvals waiting for a person.", pending)
+    yield _gauge(
+        "quiver_approval_oldest_pending_age_seconds",
+        "How long the oldest pending approval has waited (0: none waits).",
+        _age(now, oldest),
+    )
+    yield _gauge(
+        "quiver_audit_unsealed_events",
+        "Audit rows written and not yet sealed into the chain.",
+        unsealed,
+    )
+    yield _gauge(
+        "quiver_audit_seal_lag_seconds",
+        "Age of the oldest audit row not yet sealed (0: all are sealed).",
+        _age(now, unsealed_since),
+    )
+    jobs = GaugeMetricFamily(
+        "quiver_jobs", "Background jobs queued or running.", labels=["state"]
+    )
+    jobs.add_metric([JobState.QUEUED], queued)
+    jobs.add_metric([JobState.RUNNING], running)
+    yield jobs
+    yield _gauge(
+        "quiver_job_oldest_queued_age_seconds",
+        "How long the oldest queued job has waited for a worker (0: none waits).",
+        _age(now, queued_since),
+    )
+    yield _gauge(
+        "quiver_tool_embeddings_pending",
+        "Tools whose embedding is not computed yet (searchable by words only).",
+        embeddings,
+    )
+
+
+def _source_metrics(rows: list[tuple[Any, ...]]) -> Iterator[Metric]:
+    """Per source up to the label cap (by age), and the count per status of all."""
+    cap = int(settings.QUIVER_METRICS_MAX_LABEL_VALUES)
+    status = GaugeMetricFamily(
+        "quiver_source_status",
+        "1 for each source's current sync status (new, syncing, ok, error).",
+        labels=["catalog", "source", "status"],
+    )
+    success = GaugeMetricFamily(
+        "quiver_source_last_success_timestamp_seconds",
+        "When each source's last sync succeeded, Unix time (absent: never).",
+        labels=["catalog", "source"],
+    )
+    totals = dict.fromkeys(SourceStatus.values, 0)
+    for index, (catalog, name, state, last_success) in enumerate(rows):
+        totals[state] = totals.get(state, 0) + 1
+        if index >= cap:
+            continue
+        for value in SourceStatus.values:
+            status.add_metric([catalog, name, value], 1 if value == state else 0)
+        if last_success is not None:
+            success.add_metric([catalog, name], last_success.timestamp())
+    yield status
+    yield success
+    counts = GaugeMetricFamily(
+        "quiver_sources", "Sources per sync status.", labels=["status"]
+    )
+    for value, count in totals.items():
+        counts.add_metric([value], count)
+    yield counts
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation or _DOCS.get(name, name), value=value)
+
+
+_DOCS = {
+    "quiver_metrics_database_up": "1 when this scrape could read the database, "
+    "else 0 (the database gauges are then missing).",
+}
