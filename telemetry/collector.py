@@ -19,6 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from audit.models import AuditEvent
@@ -44,8 +45,7 @@ SELECT
   (SELECT min(created) FROM {Job._meta.db_table} WHERE state = %(queued)s),
   (SELECT count(*) FROM {Job._meta.db_table} WHERE state = %(running)s),
   (SELECT count(*) FROM (SELECT 1 FROM {Tool._meta.db_table}
-     WHERE embedding_status = %(embedding)s LIMIT %(cap)s) AS embeddings),
-  now()
+     WHERE embedding_status = %(embedding)s LIMIT %(cap)s) AS embeddings)
 """
 SOURCES_SQL = f"""
 SELECT c.slug, s.name, s.status, s.last_success
@@ -88,7 +88,9 @@ def _state(cursor: Any) -> tuple[Any, ...]:
             "cap": COUNT_CAP,
         },
     )
-    return tuple(cursor.fetchone())
+    # Ages against the app's clock, which stamped the rows' created (Django's
+    # timezone.now()), not the database's.
+    return (*cursor.fetchone(), timezone.now())
 
 
 def _sources(cursor: Any) -> list[tuple[Any, ...]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 import time
 from collections.abc import Callable
 
@@ -12,6 +14,8 @@ from django.urls import Resolver404, resolve
 from telemetry import metrics
 
 UNMATCHED = "unmatched"
+# A regex route's named group (the API router's), shown as <name>.
+GROUP = re.compile(r"\(\?P<(\w+)>(?:[^()\\]|\\.)*\)")
 
 
 class RequestMetricsMiddleware:
@@ -42,4 +46,13 @@ def route_of(request: HttpRequest) -> str:
             match = resolve(request.path_info)
         except Resolver404:
             return UNMATCHED
-    return "/" + str(match.route)
+    return readable(str(match.route))
+
+
+@functools.lru_cache(maxsize=1024)
+def readable(route: str) -> str:
+    """``api/v1/tools/(?P<pk>[^/.]+)/?$`` -> ``/api/v1/tools/<pk>/``."""
+    route = GROUP.sub(r"<\1>", route)
+    for regex, plain in (("/?", "/"), ("\\.", "."), ("^", ""), ("$", "")):
+        route = route.replace(regex, plain)
+    return "/" + route

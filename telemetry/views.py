@@ -7,7 +7,7 @@ the database, so a scrape still answers while the database is down (and says so:
 ``quiver_metrics_database_up 0``). Anything else is refused before any metric is
 read: no credentials 401, an unknown key 401 (with the unknown-key penalty, so
 the token cannot be guessed faster than a key), a key or person who is not an
-admin 403.
+admin of every catalog 403 (the labels name every catalog and source).
 """
 
 from __future__ import annotations
@@ -59,8 +59,12 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
             detail = "Authorization: send Bearer <metrics token or admin API key>"
             return _refused(401, detail)
         user = found[0]
-    if not access_for(user).is_admin:
-        return _refused(403, "metrics: only the metrics token or an admin may read")
+    access = access_for(user)
+    if not (access.is_admin and access.all_catalogs):
+        # Labels name every catalog and source: an admin of some catalogs only
+        # must not learn of the others.
+        detail = "metrics: only the metrics token or an admin of every catalog"
+        return _refused(403, detail)
     return None
 
 
