@@ -248,9 +248,7 @@ def _call_upstream(
             raise UpstreamFailure(f"source {target.source_name!r}: {exc}") from None
         target = dataclasses.replace(target, stdio=spec)
     work = pool()
-    coroutine = tracing.carried(
-        _call(work, target, name, arguments, idempotent, deadline)
-    )
+    coroutine = _call(work, target, name, arguments, idempotent, deadline)
     try:
         return work.submit(coroutine, target.timeout + 5)
     except TimeoutError as exc:  # the loop itself did not answer in time

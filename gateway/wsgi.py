@@ -42,7 +42,6 @@ from config.bodies import Refusal, read_body
 from config.middleware import DATABASE_DOWN
 from gateway import inbound, refusals
 from gateway.server import CALLER, PROBLEM, REQUEST_ID, build_manager
-from telemetry.tracing import carried
 from telemetry.wsgi import observed
 
 PATH = "/mcp"
@@ -293,7 +292,7 @@ class _Loop(LoopThread):
     def call(
         self, scope: dict[str, Any], body: bytes
     ) -> tuple[int, list[tuple[str, str]], list[bytes]]:
-        return self.submit(carried(self._call(scope, body)), ANSWER_TIMEOUT_S)
+        return self.submit(self._call(scope, body), ANSWER_TIMEOUT_S)
 
     async def _call(
         self, scope: dict[str, Any], body: bytes

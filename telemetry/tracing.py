@@ -13,8 +13,9 @@ span per query: its text, never its parameters), Celery (a task continues the
 trace that queued it) and httpx; Quiver adds the selection's and the call's
 stages (``span``). The MCP SDK makes its own spans and writes the W3C trace
 context (``traceparent``) into each request's ``_meta``: the upstream MCP server
-continues the caller's trace. Work handed to an event loop thread carries the
-trace with it (``carried``).
+continues the caller's trace. Work handed to the event loop thread
+(``config.aio.LoopThread.submit``) runs in a copy of the caller's context
+(asyncio's ``call_soon_threadsafe`` takes it), so the trace goes along.
 
 No value a caller sent goes into a span: Quiver's spans hold names, ids, counts
 and outcomes, and every exporter is wrapped (``Redacted``) so that the text of an
@@ -27,12 +28,11 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar, cast
 
 from django.core.exceptions import ImproperlyConfigured
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
@@ -45,7 +45,6 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import Status, StatusCode
 
-T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 ON = False
 _NOTHING = nullcontext()
@@ -235,24 +234,6 @@ def stages(prefix: str) -> Callable[[str], AbstractContextManager[Any]] | None:
     if not ON:
         return None
     return lambda name: span(f"{prefix}.{name}")
-
-
-def carried(coroutine: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
-    """``coroutine``, run in the caller's trace wherever it runs (an event loop
-    on another thread starts with none). Only the trace context travels: the
-    caller's other context variables (Django's connections) stay behind."""
-    if not ON:
-        return coroutine
-    captured = otel_context.get_current()
-
-    async def within() -> T:
-        token = otel_context.attach(captured)
-        try:
-            return await coroutine
-        finally:
-            otel_context.detach(token)
-
-    return within()
 
 
 class Redacted(SpanExporter):
