@@ -77,17 +77,18 @@ class DatabaseCollector:
         )
 
 
+def state_parameters() -> dict[str, Any]:
+    return {
+        "pending": ApprovalStatus.PENDING,
+        "queued": JobState.QUEUED,
+        "running": JobState.RUNNING,
+        "embedding": EmbeddingStatus.PENDING,
+        "cap": COUNT_CAP,
+    }
+
+
 def _state(cursor: Any) -> tuple[Any, ...]:
-    cursor.execute(
-        STATE_SQL,
-        {
-            "pending": ApprovalStatus.PENDING,
-            "queued": JobState.QUEUED,
-            "running": JobState.RUNNING,
-            "embedding": EmbeddingStatus.PENDING,
-            "cap": COUNT_CAP,
-        },
-    )
+    cursor.execute(STATE_SQL, state_parameters())
     # Ages against the app's clock, which stamped the rows' created (Django's
     # timezone.now()), not the database's.
     return (*cursor.fetchone(), timezone.now())
