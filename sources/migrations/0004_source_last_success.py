@@ -14,7 +14,7 @@ def from_last_synced(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sources", "0002_stdio_kind"),
+        ("sources", "0003_bind_headers_to_origin"),
     ]
 
     operations = [
