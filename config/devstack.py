@@ -412,20 +412,18 @@ def _has_control_socket() -> bool:
     return any(setting.name == "control_socket" for setting in KNOWN_SETTINGS)
 
 
-def fresh_metrics_dir(state_dir: Path) -> str:
-    """The stack's prometheus_client multiprocess directory, emptied: a previous
-    run's files would add its counts again (docs/how-to/operating.md)."""
-    shutil.rmtree(state_dir / "metrics", ignore_errors=True)
-    (state_dir / "metrics").mkdir(parents=True)
-    return str(state_dir / "metrics")
-
-
 def run_stack(argv: list[str]) -> int:
     """Migrate, bootstrap (admin + demo catalog), then the worker and the web server."""
     options = run_options(argv, os.environ)
     with services(STATE_DIR) as env:
         env["DEBUG"] = "true" if options.debug else "false"
-        env.setdefault("PROMETHEUS_MULTIPROC_DIR", fresh_metrics_dir(STATE_DIR))
+        # Every process's metrics (docs/how-to/operating.md), emptied: the files
+        # of a previous run would add its counts again.
+        metrics = Path(
+            env.setdefault("PROMETHEUS_MULTIPROC_DIR", f"{STATE_DIR}/metrics")
+        )
+        shutil.rmtree(metrics, ignore_errors=True)
+        metrics.mkdir(parents=True)
         # whitenoise serves static files from the finders; it warns without this.
         (BASE_DIR / "staticfiles").mkdir(exist_ok=True)
         _manage(env, "migrate", "--noinput", "-v", "0")
