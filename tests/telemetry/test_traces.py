@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import mcp_types as types
 import pytest
 from django.db import connection
@@ -273,3 +274,49 @@ def test_an_exporter_quiver_cannot_run_stops_start_up_naming_the_variable():
         tracing.exporters({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
     [otlp] = tracing.exporters({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"})
     assert type(otlp).__name__ == "OTLPSpanExporter"
+
+
+def test_a_search_over_mcp_runs_in_the_agent_s_trace(
+    spans, module_upstream, monkeypatch
+):
+    """``/mcp`` is served beside Django (gateway.wsgi): its request span is made
+    there, and the MCP SDK's server span and Quiver's selection run under it."""
+    from gateway.wsgi import with_mcp
+
+    # The MCP work runs on threads of this process: each closes its connection
+    # when done, so none is left open on the test database.
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    link_source(module_upstream)
+    key = make_client_key("mcp-agent", "agent")
+    app = with_mcp(lambda environ, start: [])  # built with tracing on, as at start
+    turn = trace.get_tracer("agent").start_span("agent turn")
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {key}",
+        "Mcp-Protocol-Version": "2025-06-18",
+    }
+    inject(headers, context=trace.set_span_in_context(turn))
+    search = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": "weather"}},
+    }
+    SPANS["exporter"].clear()
+    transport = httpx.WSGITransport(app=app)
+    with httpx.Client(transport=transport, base_url="http://localhost") as http:
+        answer = http.post("/mcp", json=search, headers=headers)
+    turn.end()
+    assert answer.status_code == 200, answer.text
+    selection_id = answer.json()["result"]["structuredContent"]["selection_id"]
+    finished = list(spans.get_finished_spans())
+    by_id = {span.context.span_id: span for span in finished}
+    select = named(finished, "quiver.select")
+    assert select.attributes["quiver.selection_id"] == selection_id
+    assert select.attributes["quiver.channel"] == "mcp"
+    assert ancestors(select, by_id) == [
+        "tools/call search_tools",
+        "POST /mcp",
+        "agent turn",
+    ]
+    assert named(finished, "POST /mcp").attributes["http.route"] == "/mcp"
