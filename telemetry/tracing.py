@@ -51,7 +51,8 @@ _NOTHING = nullcontext()
 _tracer = trace.get_tracer("quiver")
 _state: dict[str, Any] = {"provider": None, "processors": [], "instrumented": []}
 # Health checks and scrapes come every few seconds and say nothing of a request.
-EXCLUDED_URLS = "healthz,metrics"
+# (Regexes searched in the request's URL without its query.)
+EXCLUDED_URLS = r"^https?://[^/]+/healthz$,^https?://[^/]+/metrics$"
 KEPT_EXCEPTION_KEYS = ("exception.type", "exception.escaped")
 
 
