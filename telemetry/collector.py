@@ -1,7 +1,8 @@
 """What the database knows, read when ``/metrics`` is asked (not counted).
 
 Approvals waiting for a person, audit rows waiting for the sealer, jobs waiting
-for a worker, tools waiting for their embedding and the state of each source are
+for a worker (imports and syncs, evaluations and learns), tools waiting for their
+embedding and the state of each source are
 rows, the same whichever process answers: they are read at scrape time with two
 statements (one of aggregates, one of the sources), each served by an index, so
 a scrape costs milliseconds (bench/README.md, "Metrics scrape"). A database that
@@ -26,6 +27,7 @@ from audit.models import AuditEvent
 from calls.models import Approval, ApprovalStatus
 from catalog.choices import EmbeddingStatus, JobState
 from catalog.models import Catalog, Job, Tool
+from learning.models import Evaluation, LearntModel
 from sources.models import Source, SourceStatus
 
 log = logging.getLogger(__name__)
@@ -33,19 +35,29 @@ log = logging.getLogger(__name__)
 # alert has long fired) and the scrape stays cheap whatever the backlog.
 COUNT_CAP = 1_000_000
 
+WAITING = """count(*) FILTER (WHERE state = %(queued)s) AS queued,
+     count(*) FILTER (WHERE state = %(running)s) AS running,
+     min(created) FILTER (WHERE state = %(queued)s) AS since"""
 STATE_SQL = f"""
-SELECT
-  (SELECT count(*) FROM {Approval._meta.db_table} WHERE status = %(pending)s),
-  (SELECT min(created) FROM {Approval._meta.db_table} WHERE status = %(pending)s),
-  (SELECT count(*) FROM (SELECT 1 FROM {AuditEvent._meta.db_table}
-     WHERE hash IS NULL LIMIT %(cap)s) AS unsealed),
-  (SELECT created FROM {AuditEvent._meta.db_table}
-     WHERE hash IS NULL ORDER BY id LIMIT 1),
-  (SELECT count(*) FROM {Job._meta.db_table} WHERE state = %(queued)s),
-  (SELECT min(created) FROM {Job._meta.db_table} WHERE state = %(queued)s),
-  (SELECT count(*) FROM {Job._meta.db_table} WHERE state = %(running)s),
-  (SELECT count(*) FROM (SELECT 1 FROM {Tool._meta.db_table}
-     WHERE embedding_status = %(embedding)s LIMIT %(cap)s) AS embeddings)
+SELECT a.pending, a.since, u.unsealed, u.since, j.queued, j.running, j.since,
+       e.pending, l.queued, l.running, l.since
+FROM
+  (SELECT count(*) AS pending, min(created) AS since
+     FROM {Approval._meta.db_table} WHERE status = %(pending)s) AS a,
+  (SELECT (SELECT count(*) FROM (SELECT 1 FROM {AuditEvent._meta.db_table}
+             WHERE hash IS NULL LIMIT %(cap)s) AS rows) AS unsealed,
+          (SELECT created FROM {AuditEvent._meta.db_table}
+             WHERE hash IS NULL ORDER BY id LIMIT 1) AS since) AS u,
+  (SELECT {WAITING} FROM {Job._meta.db_table}
+     WHERE state IN (%(queued)s, %(running)s)) AS j,
+  (SELECT count(*) AS pending FROM (SELECT 1 FROM {Tool._meta.db_table}
+     WHERE embedding_status = %(embedding)s LIMIT %(cap)s) AS rows) AS e,
+  (SELECT {WAITING} FROM (
+     SELECT state, created FROM {Evaluation._meta.db_table}
+       WHERE state IN (%(queued)s, %(running)s)
+     UNION ALL
+     SELECT state, created FROM {LearntModel._meta.db_table}
+       WHERE state IN (%(queued)s, %(running)s)) AS runs) AS l
 """
 SOURCES_SQL = f"""
 SELECT c.slug, s.name, s.status, s.last_success
@@ -104,8 +116,8 @@ def _age(now: datetime, since: datetime | None) -> float:
 
 
 def _state_metrics(row: tuple[Any, ...]) -> Iterator[Metric]:
-    pending, oldest, unsealed, unsealed_since, queued, queued_since = row[:6]
-    running, embeddings, now = row[6:]
+    pending, oldest, unsealed, unsealed_since = row[:4]
+    jobs, embeddings, runs, now = row[4:7], row[7], row[8:11], row[11]
     yield _gauge("quiver_approvals_pending", "Approvals waiting for a person.", pending)
     yield _gauge(
         "quiver_approval_oldest_pending_age_seconds",
@@ -122,22 +134,33 @@ def _state_metrics(row: tuple[Any, ...]) -> Iterator[Metric]:
         "Age of the oldest audit row not yet sealed (0: all are sealed).",
         _age(now, unsealed_since),
     )
-    jobs = GaugeMetricFamily(
-        "quiver_jobs", "Background jobs queued or running.", labels=["state"]
-    )
-    jobs.add_metric([JobState.QUEUED], queued)
-    jobs.add_metric([JobState.RUNNING], running)
-    yield jobs
-    yield _gauge(
-        "quiver_job_oldest_queued_age_seconds",
-        "How long the oldest queued job has waited for a worker (0: none waits).",
-        _age(now, queued_since),
-    )
+    yield from _queue_metrics(now, {"quiver": jobs, "learning": runs})
     yield _gauge(
         "quiver_tool_embeddings_pending",
         "Tools whose embedding is not computed yet (searchable by words only).",
         embeddings,
     )
+
+
+def _queue_metrics(now: datetime, queues: dict[str, Any]) -> Iterator[Metric]:
+    """Per Celery queue: ``quiver`` (imports, re-indexes, bulk edits, syncs) and
+    ``learning`` (evaluations and learns)."""
+    depth = GaugeMetricFamily(
+        "quiver_jobs",
+        "Background jobs queued or running, by queue.",
+        labels=["queue", "state"],
+    )
+    age = GaugeMetricFamily(
+        "quiver_job_oldest_queued_age_seconds",
+        "How long the oldest queued job has waited for a worker (0: none waits).",
+        labels=["queue"],
+    )
+    for queue, (queued, running, since) in queues.items():
+        depth.add_metric([queue, JobState.QUEUED], queued)
+        depth.add_metric([queue, JobState.RUNNING], running)
+        age.add_metric([queue], _age(now, since))
+    yield depth
+    yield age
 
 
 def _source_metrics(rows: list[tuple[Any, ...]]) -> Iterator[Metric]:

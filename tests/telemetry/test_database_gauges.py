@@ -14,6 +14,7 @@ from calls.models import Approval, ApprovalStatus
 from catalog.choices import EmbeddingStatus, JobKind, JobState
 from catalog.models import Job, Tool
 from catalog.services import create_catalog, ensure_default_catalog
+from learning.models import Evaluation, EvaluationState, LearntModel
 from sources.models import Source, SourceStatus
 from telemetry.collector import DatabaseCollector
 from telemetry.exposition import render
@@ -42,8 +43,9 @@ def test_an_empty_database_waits_for_nothing():
     assert gauge(found, "quiver_metrics_database_up") == 1
     assert gauge(found, "quiver_approvals_pending") == 0
     assert gauge(found, "quiver_approval_oldest_pending_age_seconds") == 0
-    assert gauge(found, "quiver_jobs", state="queued") == 0
-    assert gauge(found, "quiver_job_oldest_queued_age_seconds") == 0
+    for queue in ("quiver", "learning"):
+        assert gauge(found, "quiver_jobs", queue=queue, state="queued") == 0
+        assert gauge(found, "quiver_job_oldest_queued_age_seconds", queue=queue) == 0
     assert gauge(found, "quiver_tool_embeddings_pending") == 0
 
 
@@ -82,9 +84,27 @@ def test_queued_and_running_jobs_and_the_oldest_queued_one():
     Job.objects.create(kind=JobKind.IMPORT, catalog=catalog, state=JobState.RUNNING)
     Job.objects.create(kind=JobKind.IMPORT, catalog=catalog, state=JobState.FAILED)
     found = values(render())
-    assert gauge(found, "quiver_jobs", state="queued") == 2
-    assert gauge(found, "quiver_jobs", state="running") == 1
-    assert 7200 <= gauge(found, "quiver_job_oldest_queued_age_seconds") < 7200 * 2
+    assert gauge(found, "quiver_jobs", queue="quiver", state="queued") == 2
+    assert gauge(found, "quiver_jobs", queue="quiver", state="running") == 1
+    age = gauge(found, "quiver_job_oldest_queued_age_seconds", queue="quiver")
+    assert 7200 <= age < 7200 * 2
+    assert gauge(found, "quiver_jobs", queue="learning", state="queued") == 0
+
+
+def test_evaluations_and_learns_are_the_learning_queue():
+    catalog = ensure_default_catalog()
+    waiting = Evaluation.objects.create(catalog=catalog)
+    Evaluation.objects.filter(pk=waiting.pk).update(
+        created=timezone.now() - timedelta(minutes=30)
+    )
+    Evaluation.objects.create(catalog=catalog, state=EvaluationState.RUNNING)
+    Evaluation.objects.create(catalog=catalog, state=EvaluationState.SUCCEEDED)
+    LearntModel.objects.create(catalog=catalog, version=1)
+    found = values(render())
+    assert gauge(found, "quiver_jobs", queue="learning", state="queued") == 2
+    assert gauge(found, "quiver_jobs", queue="learning", state="running") == 1
+    age = gauge(found, "quiver_job_oldest_queued_age_seconds", queue="learning")
+    assert 1800 <= age < 3600
 
 
 def test_tools_waiting_for_their_embedding():
