@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("catalog", "0053_job_kind_sync"),
+        ("catalog", "0054_tool_original_name"),
     ]
 
     operations = [
