@@ -6,7 +6,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     HF_HUB_OFFLINE=1 \
     TOKENIZERS_PARALLELISM=false \
-    QUIVER_STATE_DIR=/data
+    QUIVER_STATE_DIR=/data \
+    PROMETHEUS_MULTIPROC_DIR=/tmp/quiver-metrics
 
 # The app runs as quiver; /app stays root-owned (read-only to it). Everything
 # Quiver writes (the admin password, a generated secret key) goes to /data.

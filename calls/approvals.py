@@ -20,6 +20,7 @@ from calls.hashing import arguments_hash
 from calls.models import Approval, ApprovalStatus
 from catalog.access import actor_name, stored_user
 from catalog.models import Tool
+from telemetry import tracing
 
 
 class ApprovalRefused(Exception):
@@ -37,6 +38,7 @@ def approval_ttl() -> timedelta:
     )
 
 
+@tracing.traced("quiver.call.approval", **{"quiver.approval.step": "request"})
 def request_approval(
     *,
     tool: Tool,
@@ -74,9 +76,11 @@ def request_approval(
             input=_approval_input(approval),
             output={"status": "requested", "reason": ""},
         )
+    tracing.annotate(**{"quiver.approval_id": str(approval.id)})
     return approval
 
 
+@tracing.traced("quiver.call.approval", **{"quiver.approval.step": "use"})
 def use_approval(
     approval_id: uuid.UUID | str,
     *,
@@ -91,6 +95,7 @@ def use_approval(
         key = uuid.UUID(str(approval_id))
     except ValueError as exc:
         raise ApprovalRefused("approval_id: not an approval id") from exc
+    tracing.annotate(**{"quiver.approval_id": str(key)})
     approval = (
         Approval.objects.select_for_update()
         .filter(pk=key, catalog=tool.catalog)

@@ -29,6 +29,7 @@ from audit.choices import EventType
 from audit.services import record_event
 from calls.approvals import ApprovalRefused, request_approval, use_approval
 from calls.hashing import arguments_hash, canonical_json
+from calls.observe import call_recorded, observed_call
 from calls.upstream import Target, UpstreamFailure, call_upstream, fingerprint
 from catalog.access import access_for, get_catalog_for_user
 from catalog.models import Catalog, Tool
@@ -40,6 +41,7 @@ from selection.services.tool_calls import (
 )
 from sources.models import SourceTool
 from sources.secrets import decrypt_headers
+from telemetry import tracing
 
 log = logging.getLogger(__name__)
 NOT_RECORDED = (
@@ -106,6 +108,7 @@ class _Call:
     upstream_tried: bool = False
 
 
+@observed_call
 def execute_call(
     user: Any,
     *,
@@ -121,11 +124,12 @@ def execute_call(
 
     Raises ``Http404`` for a catalog or selection the caller may not see (no row:
     nothing was attempted) and ``CallNotRecorded`` as described above."""
-    access = access_for(user)
-    selection = None
-    if selection_id is not None:
-        selection = get_selection_for_caller(access, selection_id, caller=user)
-    found = get_catalog_for_user(user, _catalog_slug(catalog, selection))
+    with tracing.span("quiver.call.access"):
+        access = access_for(user)
+        selection = None
+        if selection_id is not None:
+            selection = get_selection_for_caller(access, selection_id, caller=user)
+        found = get_catalog_for_user(user, _catalog_slug(catalog, selection))
     call = _Call(
         user, found, name, arguments, selection_id, approval_id, request_id, channel
     )
@@ -277,6 +281,7 @@ def _run(call: _Call) -> CallAnswer:
     target = Target(
         source_id=source.pk,
         source_name=source.name,
+        catalog=call.catalog.slug,
         url=source.url,
         headers=decrypt_headers(source),
         headers_fingerprint=fingerprint(source.headers_encrypted),
@@ -377,7 +382,7 @@ def _record(
     result_hash = None
     if body is not None:
         result_hash = sha256(canonical_json(body).encode()).hexdigest()
-    return record_event(
+    event = record_event(
         EventType.TOOL_CALL,
         actor=call.user,
         request_id=call.request_id,
@@ -394,6 +399,8 @@ def _record(
             "is_error": outcome != "ran",
         },
     )
+    call_recorded(call.catalog.slug, recorded["source"], outcome)
+    return event
 
 
 def _idempotent(tool: Tool, link: SourceTool) -> bool:

@@ -23,6 +23,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 from mcp import Client
@@ -32,6 +33,7 @@ from config.aio import LoopThread, per_process
 from sources.connect import open_client, open_stdio_client
 from sources.secrets import scrub
 from sources.stdio import StdioConfigError, StdioSpec, stdio_spec
+from telemetry import metrics, tracing
 
 log = logging.getLogger(__name__)
 CONNECTION_CLOSED = -32000  # the SDK's code when the transport went away
@@ -50,6 +52,8 @@ class Target:
     source_name: str
     url: str
     headers: dict[str, str] = field(hash=False, compare=False)
+    # The source's catalog: with its name, the source's label in the metrics.
+    catalog: str = field(default="", compare=False)
     headers_fingerprint: str = ""
     timeout: float = 30.0
     kind: str = "mcp"
@@ -200,7 +204,42 @@ def call_upstream(
     target: Target, name: str, arguments: dict[str, Any], *, idempotent: bool
 ) -> UpstreamResult:
     """Call ``name`` upstream within the target's timeout; ``UpstreamFailure``
-    when no result came back."""
+    when no result came back. Timed by source and outcome in the metrics, and
+    a ``quiver.call.upstream`` span, whose trace the MCP SDK carries to the
+    upstream in the request's ``_meta`` (``traceparent``)."""
+    began, outcome = time.perf_counter(), "failed"
+    with tracing.span("quiver.call.upstream", **_span_facts(target, name)):
+        try:
+            result = _call_upstream(target, name, arguments, idempotent=idempotent)
+            outcome = "failed" if result.is_error else "ran"
+            tracing.annotate(**{"quiver.attempts": result.attempts})
+            return result
+        except UpstreamFailure as exc:
+            outcome = "timed_out" if exc.timed_out else "failed"
+            tracing.annotate(**{"quiver.attempts": exc.attempts})
+            raise
+        finally:
+            tracing.annotate(**{"quiver.outcome": outcome})
+            source = metrics.source_name(target.catalog, target.source_name)
+            metrics.upstream_answered(source, outcome, time.perf_counter() - began)
+
+
+def _span_facts(target: Target, name: str) -> dict[str, Any]:
+    """RPC conventions for the call (the tool's name, where; no arguments)."""
+    where = urlsplit(target.url) if target.kind != "stdio" else None
+    return {
+        "rpc.system": "mcp",
+        "rpc.method": "tools/call",
+        "gen_ai.tool.name": name,
+        "quiver.source": target.source_name,
+        "server.address": where.hostname if where else None,
+        "server.port": where.port if where else None,
+    }
+
+
+def _call_upstream(
+    target: Target, name: str, arguments: dict[str, Any], *, idempotent: bool
+) -> UpstreamResult:
     deadline = time.monotonic() + target.timeout
     if target.kind == "stdio":
         try:

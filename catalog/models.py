@@ -232,6 +232,15 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        indexes = [
+            # The jobs that wait or run, oldest first: the sweeper's and the
+            # metrics' reads stay small however many finished jobs there are.
+            models.Index(
+                fields=["state", "created"],
+                condition=models.Q(state__in=["queued", "running"]),
+                name="job_waiting",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} job {self.pk} ({self.state})"

@@ -417,6 +417,13 @@ def run_stack(argv: list[str]) -> int:
     options = run_options(argv, os.environ)
     with services(STATE_DIR) as env:
         env["DEBUG"] = "true" if options.debug else "false"
+        # Every process's metrics (docs/how-to/operating.md), emptied: the files
+        # of a previous run would add its counts again.
+        metrics = Path(
+            env.setdefault("PROMETHEUS_MULTIPROC_DIR", f"{STATE_DIR}/metrics")
+        )
+        shutil.rmtree(metrics, ignore_errors=True)
+        metrics.mkdir(parents=True)
         # whitenoise serves static files from the finders; it warns without this.
         (BASE_DIR / "staticfiles").mkdir(exist_ok=True)
         _manage(env, "migrate", "--noinput", "-v", "0")

@@ -49,7 +49,8 @@ if QUIVER_HTTPS:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = True
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # container health checks speak http
+    # Container health checks and scrapers inside the network speak http.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = env_int("QUIVER_HSTS_SECONDS", 31_536_000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
@@ -71,9 +72,12 @@ INSTALLED_APPS = [
     "sources",
     "calls",
     "learning",
+    "telemetry",
 ]
 
 MIDDLEWARE = [
+    # Outermost: every answer counts in the metrics, refusals before a view too.
+    "telemetry.middleware.RequestMetricsMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
     "config.middleware.RequestIdMiddleware",
     "config.middleware.UnstorableTextMiddleware",
@@ -442,3 +446,38 @@ QUIVER_APPROVAL_TTL_SECONDS = env_int(
     "QUIVER_APPROVAL_TTL_SECONDS", 3600, minimum=60, maximum=30 * 86_400
 )
 QUIVER_CALL_ARGUMENTS_HASH_ONLY = env_bool("QUIVER_CALL_ARGUMENTS_HASH_ONLY", False)
+
+# GET /metrics (telemetry/, docs/how-to/operating.md): the bearer token a Prometheus
+# scraper sends (admin API keys and signed-in admins may read it too); _FILE works.
+QUIVER_METRICS_TOKEN = env_str("QUIVER_METRICS_TOKEN")
+if QUIVER_METRICS_TOKEN and len(QUIVER_METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("QUIVER_METRICS_TOKEN: must be at least 16 characters")
+# Distinct catalogs (and sources) one process names in metric labels; later ones
+# are counted as "other", so the number of series stays bounded.
+QUIVER_METRICS_MAX_LABEL_VALUES = env_int(
+    "QUIVER_METRICS_MAX_LABEL_VALUES", 100, minimum=1, maximum=10_000
+)
+# Every process of a host writes its metrics here and /metrics adds them up
+# (prometheus_client's multiprocess mode; make run and the image set it). Read by
+# prometheus_client itself: one directory per host or container, never shared.
+PROMETHEUS_MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+if PROMETHEUS_MULTIPROC_DIR:
+    try:
+        Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ImproperlyConfigured(
+            f"PROMETHEUS_MULTIPROC_DIR: cannot create {PROMETHEUS_MULTIPROC_DIR}"
+        ) from exc
+# A Celery worker in a container of its own serves its processes' metrics on this
+# port (GET /metrics, the token above); 0: off (make run's worker shares the web's
+# directory, so the web's /metrics already holds it).
+QUIVER_WORKER_METRICS_PORT = env_int(
+    "QUIVER_WORKER_METRICS_PORT", 0, minimum=0, maximum=65_535
+)
+if QUIVER_WORKER_METRICS_PORT and not (
+    QUIVER_METRICS_TOKEN and PROMETHEUS_MULTIPROC_DIR
+):
+    raise ImproperlyConfigured(
+        "QUIVER_WORKER_METRICS_PORT: needs QUIVER_METRICS_TOKEN and "
+        "PROMETHEUS_MULTIPROC_DIR (a worker's processes add up there)"
+    )

@@ -11,6 +11,7 @@ from calls.urls import api_urlpatterns as approvals_api
 from config.api_docs import ConsoleSwaggerView
 from config.health import healthz
 from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
+from telemetry.views import metrics
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
@@ -25,6 +26,8 @@ api_v1 = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Off the API (not in its schema): Prometheus' scrape, for a token or admins.
+    path("metrics", metrics, name="metrics"),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(

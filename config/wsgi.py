@@ -9,6 +9,8 @@ django_application = get_wsgi_application()
 
 from gateway.wsgi import with_mcp  # noqa: E402
 from selection.warmup import warm_up_in_background  # noqa: E402
+from telemetry.processes import process_started  # noqa: E402
 
 application = with_mcp(django_application)
+process_started("web")
 warm_up_in_background()  # each web process gets ready as it starts

@@ -19,4 +19,9 @@ if [ -z "${QUIVER_AUDIT_KEY:-}" ] && [ -z "${QUIVER_AUDIT_KEY_FILE:-}" ]; then
   fi
   export QUIVER_AUDIT_KEY_FILE="$audit_key"
 fi
+# Metrics: this container's processes add up in PROMETHEUS_MULTIPROC_DIR; files a
+# previous start left would count again, so it starts empty.
+if [ -n "${PROMETHEUS_MULTIPROC_DIR:-}" ]; then
+  rm -rf "$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
+fi
 exec "$@"

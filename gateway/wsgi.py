@@ -42,6 +42,7 @@ from config.bodies import Refusal, read_body
 from config.middleware import DATABASE_DOWN
 from gateway import inbound, refusals
 from gateway.server import CALLER, PROBLEM, REQUEST_ID, build_manager
+from telemetry.wsgi import observed
 
 PATH = "/mcp"
 ANSWER_TIMEOUT_S = 50.0  # under gunicorn's --timeout 60
@@ -56,10 +57,12 @@ WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 
 def with_mcp(django_app: WSGIApp) -> WSGIApp:
+    mcp = observed(serve_mcp, PATH)  # counted, timed and traced as Django's are
+
     def application(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path == PATH or path.startswith(PATH + "/"):
-            return serve_mcp(environ, start)
+            return mcp(environ, start)
         return django_app(environ, start)
 
     return application

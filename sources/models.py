@@ -40,6 +40,9 @@ class Source(models.Model):
         max_length=10, choices=SourceStatus.choices, default=SourceStatus.NEW
     )
     last_synced = models.DateTimeField(null=True, blank=True)
+    # When a sync last succeeded (last_synced also counts failures): the metrics'
+    # quiver_source_last_success_timestamp_seconds, for "no good sync in N hours".
+    last_success = models.DateTimeField(null=True, blank=True)
     last_outcome = models.CharField(max_length=200, blank=True, default="")
     last_error = models.TextField(blank=True, default="")
     tool_count = models.PositiveIntegerField(default=0)

@@ -241,10 +241,12 @@ def _succeeded(source: Source, job: Job, server: str) -> None:
     counts = Counter({k: v for k, v in job.counts.items() if v})
     summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or "nothing listed"
     rejected = [i["reason"] for i in job.items if i["outcome"] == REJECTED]
+    now = timezone.now()
     _set_status(
         source,
         SourceStatus.OK,
-        last_synced=timezone.now(),
+        last_synced=now,
+        last_success=now,
         last_outcome=(f"{server}: {summary}" if server else summary)[:200],
         last_error=f"{len(rejected)} rejected; first: {rejected[0]}"
         if rejected

@@ -144,6 +144,8 @@ class UpstreamCall:
     name: str
     arguments: dict[str, Any]
     headers: dict[str, str]
+    # The request's _meta as it arrived (the W3C traceparent, when traced).
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -178,8 +180,9 @@ class Upstream:
         arguments = dict(params.arguments or {})
         request = getattr(ctx, "request", None)
         headers = dict(request.headers) if request is not None else {}
+        meta = dict(params.meta or {})
         with self.lock:
-            self.calls.append(UpstreamCall(params.name, arguments, headers))
+            self.calls.append(UpstreamCall(params.name, arguments, headers, meta))
         return await self._answer(params.name, arguments)
 
     async def _answer(

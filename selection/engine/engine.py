@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,10 @@ from selection.engine.types import (
 )
 
 LLMCallable = Callable[[str], str]
+# ``stage(name)`` wraps each step (policy, scoring) of ``select``: the app passes
+# one that opens a trace span per step; the engine knows nothing of tracing.
+StageHook = Callable[[str], AbstractContextManager[Any]]
+_NO_STAGE = nullcontext()
 RANK_EXCLUSION_LIMIT = 10
 
 
@@ -81,17 +86,21 @@ def select(
     llm: LLMCallable | None = None,
     clock: Callable[[], float] = time.perf_counter,
     vector: np.ndarray | None = None,
+    stage: StageHook | None = None,
 ) -> SelectionResult:
     """Pick at most ``request.max_candidates`` tools (plus core tools) and explain.
 
-    ``vector``: the request's unit vector, for a learnt signal (optional)."""
+    ``vector``: the request's unit vector, for a learnt signal (optional);
+    ``stage``: a hook around each step (see ``StageHook``)."""
     name = _check(snapshot, request)
     deadline = Deadline(request.timeout_ms, clock)
     query = normalize(request)
-    codes = policy_codes(snapshot, request)
+    with stage("policy") if stage else _NO_STAGE:
+        codes = policy_codes(snapshot, request)
     ctx = ScoreContext(snapshot, query, request, codes == 0, deadline, semantic, llm)
     ctx.vector = vector
-    scored, degraded = _score(ctx, name)
+    with stage("scoring") if stage else _NO_STAGE:
+        scored, degraded = _score(ctx, name)
     if scored is None:
         return _registration_order(ctx, codes, name)
     return _finish(ctx, codes, scored, name, degraded)

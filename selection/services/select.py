@@ -15,7 +15,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Unpack
+from typing import Any, Required, TypedDict, Unpack
 
 from audit.choices import EventType
 from audit.services import (
@@ -44,6 +44,7 @@ from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest
 from selection.services.timings import Stopwatch
+from telemetry import metrics, tracing
 
 SEMANTIC_SCORERS = {"embedding", "hybrid", "ensemble", "llm"}
 ANSWER_CACHE_SIZE = 5_000
@@ -69,6 +70,48 @@ def cache_key(
 
 
 def select_tools(
+    catalog: Catalog, request: SelectionRequest, **options: Unpack[SelectOptions]
+) -> SelectionAnswer:
+    """``_select_tools`` in its span (``quiver.select``, its stages as children),
+    counted in the metrics by catalog, scorer and channel."""
+    began = time.perf_counter()
+    channel = options.get("channel", "api")
+    with tracing.span("quiver.select", **{"quiver.catalog": catalog.slug}):
+        served = _select_tools(catalog, request, **options)
+        tracing.annotate(
+            **{
+                "quiver.selection_id": served.selection_id,
+                "quiver.request_id": served.request_id,
+                "quiver.channel": channel,
+                "quiver.scorer": served.scorer,
+                "quiver.cached": served.cached,
+                "quiver.picked": len(served.tools),
+                "quiver.no_tool": served.no_tool is not None,
+            }
+        )
+    metrics.selection_answered(
+        catalog.slug,
+        served.scorer,
+        channel,
+        cached=served.cached,
+        no_tool=served.no_tool is not None,
+        degraded=served.degraded,
+        seconds=time.perf_counter() - began,
+    )
+    return served
+
+
+class SelectOptions(TypedDict, total=False):
+    fmt: Required[str]
+    actor: Required[Any]
+    request_id: uuid.UUID | None
+    arrived: tuple[float, float] | None
+    pending: list[PendingEvent] | None
+    channel: str
+    proposed: EngineSettings | None
+
+
+def _select_tools(
     catalog: Catalog,
     request: SelectionRequest,
     *,
@@ -216,15 +259,23 @@ def _compute(
     scorer = request.scorer or snapshot.settings.default_scorer
     semantic, sentence_encoder_id, vector = None, None, None
     if scorer in SEMANTIC_SCORERS:
-        semantic, sentence_encoder_id, vector = _semantic(
-            catalog, snapshot_and_names, request, watch
-        )
+        with tracing.span("quiver.select.semantic_pool"):
+            semantic, sentence_encoder_id, vector = _semantic(
+                catalog, snapshot_and_names, request, watch
+            )
     if request.timeout_ms is not None:
         spent = watch.elapsed_ms()
         request = replace(request, timeout_ms=max(0.0, request.timeout_ms - spent))
     llm = llm_callable() if scorer == "llm" else None
     with watch.stage("engine"):
-        result = select(snapshot, request, semantic=semantic, llm=llm, vector=vector)
+        result = select(
+            snapshot,
+            request,
+            semantic=semantic,
+            llm=llm,
+            vector=vector,
+            stage=tracing.stages("quiver.select"),
+        )
     with watch.stage("definitions"):
         picked = _picked(catalog, result.names, fmt)
     answer = build_answer(

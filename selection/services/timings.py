@@ -6,6 +6,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from telemetry import tracing
+
+# Each stage is also a span (quiver.select.<name>) when tracing is on; these two
+# are named for what they are in a trace.
+SPAN_NAMES = {"engine": "ranking", "audit": "audit_write"}
 # Every answer names all of these (0.0 for a stage a cached answer skips).
 STAGES = (
     "auth",
@@ -18,6 +23,7 @@ STAGES = (
     "audit",
     "total",
 )
+SPANS = {name: f"quiver.select.{SPAN_NAMES.get(name, name)}" for name in STAGES}
 
 
 class Stopwatch:
@@ -33,7 +39,11 @@ class Stopwatch:
         """Add the time spent in the ``with`` block to stage ``name``."""
         begin = time.perf_counter()
         try:
-            yield
+            if tracing.ON:
+                with tracing.span(SPANS.get(name) or f"quiver.select.{name}"):
+                    yield
+            else:
+                yield
         finally:
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - begin) * 1e3
 

@@ -48,6 +48,7 @@ from selection.engine.policy import policy_codes
 from selection.engine.types import HIDDEN, POLICY_REASONS, SelectionRequest
 from selection.toolcalls.hints import join_hints, schema_hints
 from selection.toolcalls.parse import ParsedOutput, ToolCall
+from telemetry import tracing
 
 FLAGS = (
     "parse_error",
@@ -409,6 +410,7 @@ def _audit_input(
     }
 
 
+@tracing.traced("quiver.call.validation")
 def decide_call(
     catalog: Catalog,
     access: Access,

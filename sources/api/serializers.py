@@ -60,6 +60,7 @@ class SourceSerializer(serializers.ModelSerializer):
             "max_result_bytes",
             "status",
             "last_synced",
+            "last_success",
             "last_outcome",
             "last_error",
             "tool_count",

@@ -1,0 +1,77 @@
+"""``GET /metrics``: the Prometheus text format, for the metrics token or an admin.
+
+Not part of the API (no /api/ path, not in the OpenAPI schema): a scraper sends
+``Authorization: Bearer <QUIVER_METRICS_TOKEN>``; an admin-scope API key or a
+signed-in admin may read it too. The token is checked before anything touches
+the database, so a scrape still answers while the database is down (and says so:
+``quiver_metrics_database_up 0``). Anything else is refused before any metric is
+read: no credentials 401, an unknown key 401 (with the unknown-key penalty, so
+the token cannot be guessed faster than a key), a key or person who is not an
+admin of every catalog 403 (the labels name every catalog and source).
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST
+from rest_framework.exceptions import APIException
+from rest_framework.request import Request
+
+from catalog.access import access_for
+from catalog.auth import ApiKeyAuthentication
+from telemetry.exposition import render
+
+BEARER = "Bearer "
+
+
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    refusal = _refusal(request)
+    if refusal is not None:
+        return refusal
+    return HttpResponse(render(), content_type=CONTENT_TYPE_LATEST)
+
+
+def has_metrics_token(request: HttpRequest) -> bool:
+    token = str(settings.QUIVER_METRICS_TOKEN)
+    header = request.headers.get("Authorization", "")
+    if not token or not header.startswith(BEARER):
+        return False
+    sent = header[len(BEARER) :].strip()
+    return hmac.compare_digest(sent.encode(), token.encode())
+
+
+def _refusal(request: HttpRequest) -> HttpResponse | None:
+    if has_metrics_token(request):
+        return None
+    user: Any = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        try:
+            found = ApiKeyAuthentication().authenticate(Request(request))
+        except APIException as exc:
+            return _refused(401, str(exc.detail), status=exc.status_code)
+        if found is None:
+            detail = "Authorization: send Bearer <metrics token or admin API key>"
+            return _refused(401, detail)
+        user = found[0]
+    access = access_for(user)
+    if not (access.is_admin and access.all_catalogs):
+        # Labels name every catalog and source: an admin of some catalogs only
+        # must not learn of the others.
+        detail = "metrics: only the metrics token or an admin of every catalog"
+        return _refused(403, detail)
+    return None
+
+
+def _refused(code: int, detail: str, *, status: int | None = None) -> JsonResponse:
+    status = status if status == 429 else code
+    error = {401: "unauthorized", 403: "forbidden", 429: "throttled"}[status]
+    response = JsonResponse({"error": error, "detail": detail}, status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="quiver-metrics"'
+    return response
