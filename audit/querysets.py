@@ -11,6 +11,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.lookups import DataContains
 from django.db import models
 from django.db.models import F, Func, Lookup, Q, Value
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 
 from audit.choices import EventType
 
@@ -110,8 +112,17 @@ class AuditEventQuerySet(models.QuerySet):
 
     def calls_of(self, selection_id: str) -> AuditEventQuerySet:
         """The tool calls made through Quiver that name this selection (their
-        ``input.selection_id``; the column is the selection's own)."""
-        return self.filter(
+        ``input.selection_id``; the column is the selection's own), one event
+        each: how it ended, or its ``started`` event while it has no outcome."""
+        calls = self.filter(
             event_type=EventType.TOOL_CALL,
             input__contains={"selection_id": selection_id},
+        )
+        ended = (
+            calls.filter(input__has_key="call_id")
+            .annotate(started=Cast(KT("input__call_id"), models.BigIntegerField()))
+            .values("started")
+        )
+        return calls.exclude(
+            Q(output__contains={"outcome": "started"}) & Q(id__in=ended)
         )

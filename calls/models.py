@@ -1,5 +1,7 @@
 """An approval covers exactly one tool with exactly those arguments, once, until it
-expires. Every attempt to call a tool is a ``tool_call`` audit event (no table)."""
+expires. Every attempt to call a tool is recorded as ``tool_call`` audit events
+(calls.records); a call the upstream may be running also has a ``CallInFlight``
+row until its outcome is recorded."""
 
 from __future__ import annotations
 
@@ -56,3 +58,18 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.status})"
+
+
+class CallInFlight(models.Model):
+    """A call that may be running upstream: written in the transaction that
+    records the attempt's ``started`` event (its id is the call's ``call_id``),
+    before the upstream is contacted, and deleted with the outcome's event. A row
+    still here well past its ``deadline`` belongs to a process that stopped
+    mid-call: the worker's sweep records its outcome ``interrupted``
+    (calls.attempts)."""
+
+    call_id = models.BigIntegerField(primary_key=True)
+    deadline = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"call {self.call_id} (until {self.deadline:%Y-%m-%d %H:%M:%S})"
