@@ -58,6 +58,12 @@ NOT_RECORDED = (
 )
 
 
+FAULT = (
+    "quiver: an unexpected error after the call was started; the upstream may "
+    "have run it (the server's log has the error)"
+)
+
+
 class CallNotRecorded(Exception):
     """The upstream ran but the call's outcome could not be written."""
 
@@ -206,7 +212,22 @@ def _attempt(call: CallRecord) -> CallAnswer:
                 field="approval_id",
                 outcome=outcome,
             )
-        return _run(call, target)
+        try:
+            return _run(call, target)
+        except CallNotRecorded:
+            raise
+        except Exception:  # a fault of Quiver's own: on record, then a 500
+            _record_fault(call)
+            raise
+
+
+def _record_fault(call: CallRecord) -> None:
+    """The outcome of a claimed call that broke inside Quiver (best effort: if
+    even this cannot be written, the sweep says ``interrupted``)."""
+    try:
+        finish(call, "failed", FAULT)
+    except DatabaseError:
+        log.warning("tool call %s: its fault could not be recorded", call.call_id)
 
 
 def _target(call: CallRecord) -> Target:
