@@ -109,10 +109,12 @@ def prepare(upstream_url: str) -> tuple[str, str]:
     )
     source = Source.objects.create(catalog=catalog, name="slow", url=upstream_url)
     SourceTool.objects.create(source=source, tool=tool, upstream_name="slow_echo")
-    _, caller = create_api_client("bench-slow-caller", "agent", rate_limit_per_minute=0)
-    _, selector = create_api_client("bench-selector", "agent", rate_limit_per_minute=0)
+    keys = [
+        create_api_client(name, "agent", catalogs="*", rate_limit_per_minute=0)[1]
+        for name in ("bench-slow-caller", "bench-selector")
+    ]
     connections.close_all()
-    return caller, selector
+    return keys[0], keys[1]
 
 
 def start_upstream() -> tuple[subprocess.Popen[str], str]:
