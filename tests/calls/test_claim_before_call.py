@@ -27,7 +27,10 @@ from tests.conftest import wait_until
 from tests.factories import make_client_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
-SLOW = {"name": "weather.slow_echo", "arguments": {"text": "bye", "seconds": 3}}
+SLOW: dict[str, Any] = {
+    "name": "weather.slow_echo",
+    "arguments": {"text": "bye", "seconds": 3},
+}
 
 
 @pytest.fixture
@@ -42,7 +45,7 @@ def agent(upstream: Any) -> Any:
 def approved(user: Any) -> str:
     pending = execute_call(user, **SLOW)
     assert pending.outcome == "pending"
-    Approval.objects.filter(pk=pending.approval_id).update(
+    Approval.objects.filter(pk=str(pending.approval_id)).update(
         status="approved", decided=timezone.now()
     )
     return str(pending.approval_id)

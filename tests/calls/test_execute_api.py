@@ -472,3 +472,16 @@ def test_a_call_costs_eleven_queries_beside_the_upstream(
     with django_assert_num_queries(11):
         answer = execute_call(user, name=FORECAST, arguments={"city": "Oslo"})
     assert answer.outcome == "ran"
+
+
+def test_unreadable_source_headers_are_a_503_and_nothing_is_sent(
+    agent, linked, upstream
+):
+    Source.objects.filter(name="weather").update(headers_encrypted="not-a-token")
+    response = execute(agent, FORECAST, {"city": "Oslo"})
+    assert response.status_code == 503
+    body = response.json()
+    assert body["service"] == "source_headers"
+    assert body["detail"].startswith("source 'weather': headers: cannot be decrypted")
+    assert upstream.calls == []
+    assert calls_recorded()[-1].output["outcome"] == "refused"
