@@ -17,6 +17,10 @@ from django.db.models.functions import Cast
 from audit.choices import EventType
 
 TOKENS = ArrayField(models.TextField())
+# The id of the ``started`` event a tool call's outcome names (calls.records);
+# the partial index ``audit_event_call_outcome`` is built on this expression.
+CALL_ID = Cast(KT("input__call_id"), models.BigIntegerField())
+CALL_OUTCOME = Q(event_type=EventType.TOOL_CALL) & Q(input__has_key="call_id")
 
 
 class SearchTokens(Func):
@@ -118,11 +122,21 @@ class AuditEventQuerySet(models.QuerySet):
             event_type=EventType.TOOL_CALL,
             input__contains={"selection_id": selection_id},
         )
-        ended = (
-            calls.filter(input__has_key="call_id")
-            .annotate(started=Cast(KT("input__call_id"), models.BigIntegerField()))
-            .values("started")
+        return calls.exclude(Q(output__contains={"outcome": "started"}) & _ended())
+
+    def calls_without_outcome(self) -> AuditEventQuerySet:
+        """``started`` events no outcome names yet: calls still running, or
+        whose process stopped mid-call (calls.attempts sweeps them)."""
+        return self.filter(
+            ~_ended(),
+            event_type=EventType.TOOL_CALL,
+            output__contains={"outcome": "started"},
         )
-        return calls.exclude(
-            Q(output__contains={"outcome": "started"}) & Q(id__in=ended)
-        )
+
+
+def _ended() -> Q:
+    """The event is a ``started`` event some outcome names (by the index
+    ``audit_event_call_outcome``)."""
+    model = apps.get_model("audit", "AuditEvent")
+    outcomes = model.objects.filter(CALL_OUTCOME).annotate(started=CALL_ID)
+    return Q(models.Exists(outcomes.filter(started=models.OuterRef("pk"))))

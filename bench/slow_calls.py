@@ -19,8 +19,8 @@ process of its own; its ``slow_echo`` answers after ``--slow-s`` seconds. One
 key makes the slow calls (half over REST, half as /mcp ``call_tool``), each
 thread sending the next as soon as one ends; another key selects. Phases, each
 ``--requests`` requests one after another on a keep-alive connection: quiet,
-loaded (once ``--slow`` calls are in flight: counted in the database's
-``calls_callinflight``), quiet again (the two quiet phases pooled). Queries vary
+loaded (once ``--slow`` calls are in flight: ``started`` events without an
+outcome in the database), quiet again (the two quiet phases pooled). Queries vary
 (no answer cache). Client-measured; prints one table.
 """
 
@@ -131,9 +131,21 @@ def start_upstream() -> tuple[subprocess.Popen[str], str]:
     return process, url
 
 
+IN_FLIGHT = """
+SELECT count(*) FROM audit_auditevent s
+WHERE s.event_type = 'tool_call' AND s.output @> '{"outcome": "started"}'
+  AND s.created > now() - interval '10 minutes'
+  AND NOT EXISTS (
+    SELECT 1 FROM audit_auditevent o
+    WHERE o.event_type = 'tool_call' AND o.input ? 'call_id'
+      AND (o.input ->> 'call_id')::bigint = s.id)
+"""
+
+
 def in_flight(dsn: str) -> int:
+    """Calls started and not ended (a ``started`` event no outcome names)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM calls_callinflight").fetchone()
+        row = conn.execute(IN_FLIGHT).fetchone()
     return int(row[0]) if row else 0
 
 

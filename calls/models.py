@@ -1,7 +1,7 @@
 """An approval covers exactly one tool with exactly those arguments, once, until it
 expires. Every attempt to call a tool is recorded as ``tool_call`` audit events
-(calls.records); a call the upstream may be running also has a ``CallInFlight``
-row until its outcome is recorded."""
+(calls.records); the worker's sweep of calls left without an outcome keeps its
+place in ``CallSweep``."""
 
 from __future__ import annotations
 
@@ -60,16 +60,12 @@ class Approval(models.Model):
         return f"{self.tool_name} ({self.status})"
 
 
-class CallInFlight(models.Model):
-    """A call that may be running upstream: written in the transaction that
-    records the attempt's ``started`` event (its id is the call's ``call_id``),
-    before the upstream is contacted, and deleted with the outcome's event. A row
-    still here well past its ``deadline`` belongs to a process that stopped
-    mid-call: the worker's sweep records its outcome ``interrupted``
-    (calls.attempts)."""
+class CallSweep(models.Model):
+    """How far the worker's sweep has judged the calls' ``started`` events:
+    every one made up to ``through`` has an outcome, its own or ``interrupted``
+    (calls.attempts). One row, locked by the sweep that runs."""
 
-    call_id = models.BigIntegerField(primary_key=True)
-    deadline = models.DateTimeField(db_index=True)
+    through = models.DateTimeField()
 
     def __str__(self) -> str:
-        return f"call {self.call_id} (until {self.deadline:%Y-%m-%d %H:%M:%S})"
+        return f"calls swept through {self.through:%Y-%m-%d %H:%M:%S}"

@@ -11,7 +11,6 @@ import pytest
 
 import calls.services
 from audit.models import AuditEvent
-from calls.models import CallInFlight
 from sources.models import Source
 from tests.calls.conftest import link_source
 
@@ -96,4 +95,4 @@ def test_a_fault_inside_quiver_after_the_start_is_a_json_500_on_record(
     assert ended.output["outcome"] == "failed"
     assert ended.output["reason"].startswith("quiver: an unexpected error")
     assert ended.input["call_id"] == start.pk
-    assert not CallInFlight.objects.exists()
+    assert not AuditEvent.objects.calls_without_outcome().exists()

@@ -15,9 +15,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+import calls.records
 from audit.models import AuditEvent
 from calls.attempts import sweep_interrupted
-from calls.models import Approval, CallInFlight
+from calls.models import Approval
 from calls.services import execute_call
 from calls.tasks import InterruptedCallTimer, sweep_interrupted_calls
 from catalog.models import ApiClient, Tool
@@ -86,7 +87,7 @@ def test_the_approval_is_used_and_the_start_recorded_before_the_upstream_answers
     assert start.input["approval_id"] == approval_id
     used = rows("approval")[-1]
     assert (used.output["status"], used.output["call_id"]) == ("used", start.pk)
-    assert CallInFlight.objects.filter(call_id=start.pk).exists()
+    assert AuditEvent.objects.calls_without_outcome().filter(pk=start.pk).exists()
 
     again = execute_call(agent, **SLOW, approval_id=approval_id)
     assert thread.is_alive()  # refused at once, not after waiting for the first
@@ -100,7 +101,7 @@ def test_the_approval_is_used_and_the_start_recorded_before_the_upstream_answers
     assert len(upstream.calls_to("slow_echo")) == 1
     outcome = [e for e in rows() if e.input.get("call_id") == start.pk]
     assert [e.output["outcome"] for e in outcome] == ["ran"]
-    assert not CallInFlight.objects.exists()
+    assert not AuditEvent.objects.calls_without_outcome().exists()
 
 
 def test_a_call_without_approval_is_on_record_before_the_upstream_answers(
@@ -117,23 +118,28 @@ def test_a_call_without_approval_is_on_record_before_the_upstream_answers(
     thread.join(30)
 
 
-def test_a_call_left_in_flight_is_recorded_interrupted_once_its_deadline_passed(
-    agent, upstream
+def test_a_call_left_without_outcome_is_recorded_interrupted_after_its_deadline(
+    agent, upstream, monkeypatch
 ):
     approval_id = approved(agent)
-    thread, done = in_background(
-        lambda: execute_call(agent, **SLOW, approval_id=approval_id)
-    )
-    wait_until(lambda: upstream.calls_to("slow_echo"), what="the call upstream")
+    real = calls.records.record_event
+
+    def dying(event_type: str, **fields: Any) -> Any:
+        """The process stops after the upstream answered: no outcome row."""
+        if fields["output"]["outcome"] == "ran":
+            raise SystemExit("killed")
+        return real(event_type, **fields)
+
+    monkeypatch.setattr(calls.records, "record_event", dying)
+    with pytest.raises(SystemExit):
+        execute_call(agent, **SLOW, approval_id=approval_id)
     start = rows()[-1]
-    assert sweep_interrupted() == 0  # not past its deadline: still running
-    thread.join(30)
-    # As if the process had died before the outcome: the row is back in flight.
-    CallInFlight.objects.create(call_id=start.pk, deadline=timezone.now())
+    assert start.output["outcome"] == "started"
+    assert sweep_interrupted() == 0  # its call could still be running
     later = timezone.now() + timedelta(minutes=5)
 
     assert sweep_interrupted(later) == 1
-    assert sweep_interrupted(later) == 0
+    assert sweep_interrupted(later + timedelta(minutes=1)) == 0  # judged once
     interrupted = rows()[-1]
     assert interrupted.output["outcome"] == "interrupted"
     assert interrupted.output["is_error"] is True
@@ -141,7 +147,15 @@ def test_a_call_left_in_flight_is_recorded_interrupted_once_its_deadline_passed(
     assert interrupted.input["approval_id"] == approval_id
     assert interrupted.actor_name == start.actor_name
     assert "the upstream may have run it" in interrupted.output["reason"]
-    assert not CallInFlight.objects.exists()
+    assert not AuditEvent.objects.calls_without_outcome().exists()
+    assert Approval.objects.get(pk=approval_id).status == "used"
+
+
+def test_a_sweep_leaves_calls_with_an_outcome_alone(agent, upstream):
+    quick = {"name": "weather.get_forecast", "arguments": {"city": "Oslo"}}
+    assert execute_call(agent, **quick).outcome == "ran"
+    assert sweep_interrupted(timezone.now() + timedelta(minutes=5)) == 0
+    assert [e.output["outcome"] for e in rows()] == ["started", "ran"]
 
 
 def test_every_worker_sweeps_interrupted_calls_on_an_interval():

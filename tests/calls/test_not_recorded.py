@@ -17,7 +17,7 @@ from django.utils import timezone
 import calls.records
 from audit.models import AuditEvent
 from calls.hashing import arguments_hash
-from calls.models import Approval, CallInFlight
+from calls.models import Approval
 
 URL = "/api/v1/tool-calls/execute"
 DELETE = {"name": "weather.delete_file", "arguments": {"path": "/a"}}
@@ -72,7 +72,7 @@ def test_a_call_whose_outcome_cannot_be_written_is_a_503_and_logged(
     assert start.output["outcome"] == "started"
     assert f"call_id {start.pk}" in body["detail"]
     # Still in flight: the sweep will say it was interrupted.
-    assert CallInFlight.objects.filter(call_id=start.pk).exists()
+    assert AuditEvent.objects.calls_without_outcome().filter(pk=start.pk).exists()
 
 
 def test_an_approved_call_whose_outcome_fails_has_spent_its_approval(
@@ -111,4 +111,4 @@ def test_a_database_lost_before_the_claim_calls_nothing_and_spends_nothing(
     assert upstream.calls == []
     assert Approval.objects.get(pk=approval_id).status == "approved"
     assert not AuditEvent.objects.filter(output__outcome="started").exists()
-    assert not CallInFlight.objects.exists()
+    assert not AuditEvent.objects.calls_without_outcome().exists()
