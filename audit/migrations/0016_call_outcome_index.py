@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("audit", "0014_event_types_calls_sources_labels"),
+        ("audit", "0015_mcp_refused_event"),
     ]
 
     operations = [
