@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -86,7 +87,7 @@ class Target:
         """The values no error may show: the headers, or the command's env."""
         return dict(self.stdio.env) if self.stdio is not None else self.headers
 
-    def opened(self, over: Any = None) -> Any:
+    def opened(self, over: Callable[[str], None] | None = None) -> Any:
         """The SDK client's context manager for this target, its answers capped
         (``over`` hears why a stdio connection was ended)."""
         cap = read_cap(self.max_result_bytes)

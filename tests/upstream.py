@@ -270,15 +270,23 @@ def _asgi_app(upstream: Upstream) -> Any:
             await _plain(send, 404, b"not found")
             return
         if upstream.flood_bytes and scope["method"] == "POST":
-            body = await _read_body(receive)
-            flood_id = _flood_id(body)
-            if flood_id is not None:
-                await _flood(upstream, flood_id, send)
+            receive = await _flooded(upstream, receive, send)
+            if receive is None:
                 return
-            receive = _replay(body)
         await manager.handle_request(scope, receive, send)
 
     return app
+
+
+async def _flooded(upstream: Upstream, receive: Any, send: Any) -> Any:
+    """Answer a tools/call of "flood" here (None), else the request's body
+    to replay to the SDK."""
+    body = await _read_body(receive)
+    flood_id = _flood_id(body)
+    if flood_id is None:
+        return _replay(body)
+    await _flood(upstream, flood_id, send)
+    return None
 
 
 async def _read_body(receive: Any) -> bytes:
