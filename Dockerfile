@@ -33,4 +33,5 @@ VOLUME ["/data"]
 USER quiver
 EXPOSE 8000
 ENTRYPOINT ["quiver-entrypoint"]
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--timeout", "60", "--access-logfile", "-"]
+# Threaded workers, their count and timeout: config/gunicorn.py (QUIVER_WEB_*).
+CMD ["gunicorn", "-c", "python:config.gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000"]

@@ -138,5 +138,11 @@ bench-calls: $(STAMP)
 bench-metrics: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/metrics_scrape.py $(ARGS)
 
+# /select with 8 slow tool calls in flight against quiet, make run's processes
+# (bench/README.md).
+.PHONY: bench-slow-calls
+bench-slow-calls: $(STAMP)
+	$(PY) -m config.devstack test -- $(PY) bench/slow_calls.py $(ARGS)
+
 clean-test:
 	$(PY) -m config.devstack clean-test

@@ -27,5 +27,16 @@ class RollupKind(models.TextChoices):
     RULE = "rule", "Rule that left a tool out"
 
 
-# A ``tool_call`` event's ``output.outcome`` (the call path, calls/services.py).
-CALL_OUTCOMES = ("ran", "refused", "pending", "denied", "failed", "timed_out")
+# A ``tool_call`` event's ``output.outcome`` (the call path, calls/services.py):
+# how an attempt ended. A call that reached for its upstream also has a first
+# event, ``started`` (calls/records.py), which is not an outcome.
+CALL_OUTCOMES = (
+    "ran",
+    "refused",
+    "pending",
+    "denied",
+    "failed",
+    "timed_out",
+    "interrupted",
+)
+CALL_STARTED = "started"

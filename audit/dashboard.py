@@ -21,7 +21,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.utils import timezone
 
-from audit.choices import CALL_OUTCOMES, EventType
+from audit.choices import CALL_OUTCOMES, CALL_STARTED, EventType
 from audit.querysets import AuditEventQuerySet
 from config.params import DayField
 
@@ -374,12 +374,13 @@ WHERE WHERE_CLAUSE GROUP BY 1
 def tool_calls(events: AuditEventQuerySet, window: Window) -> dict[str, int]:
     """Tool calls through Quiver in ``window`` by outcome (each outcome, zero when
     none, an unknown one under ``other``) and their ``total``; read from the
-    events (the (event_type, created) index), not the hourly summary."""
+    events (the (event_type, created) index), not the hourly summary. A call's
+    ``started`` event is not an outcome: each call counts once."""
     calls = events.filter(
         event_type=EventType.TOOL_CALL,
         created__gte=window.start,
         created__lt=window.end,
-    )
+    ).exclude(output__contains={"outcome": CALL_STARTED})
     counts = dict.fromkeys((*CALL_OUTCOMES, "other", "total"), 0)
     try:
         rows = _fetch(CALLS_SQL, calls)

@@ -59,6 +59,8 @@ CALL_WORDS = {
     "denied": "denied by a person",
     "failed": "failed upstream",
     "timed_out": "timed out",
+    "started": "started",
+    "interrupted": "was interrupted, no outcome recorded",
 }
 TIMED = frozenset({"ran", "failed", "timed_out"})
 
@@ -70,7 +72,8 @@ def _short(text: Any) -> str:
 
 def call_line(event: AuditEvent) -> str:
     """A ``tool_call``: the tool, its version and source, the outcome, why (when it
-    did not run) and how long it took."""
+    did not run) and how long it took; an outcome names the call it ends (the
+    id of its ``started`` event)."""
     call, output = event.input or {}, event.output or {}
     outcome = str(output.get("outcome") or "?")
     line = f"call to {call.get('tool') or '?'}"
@@ -84,6 +87,8 @@ def call_line(event: AuditEvent) -> str:
     duration = output.get("duration_ms")
     if outcome in TIMED and isinstance(duration, int | float):
         line += f" ({duration:.0f} ms)"
+    if call.get("call_id"):
+        line += f" [call {call['call_id']}]"
     return line
 
 

@@ -23,7 +23,7 @@ from django.db.models.functions import StrIndex, Upper
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
-from audit.choices import CALL_OUTCOMES, EventType
+from audit.choices import CALL_OUTCOMES, CALL_STARTED, EventType
 from audit.querysets import AuditEventQuerySet, has_tokens, may_contain_text
 from config.params import DayField
 
@@ -67,7 +67,8 @@ class AuditFilterForm(forms.Form):
     outcome = forms.ChoiceField(
         required=False,
         label="Tool call outcome",
-        choices=_ANY + [(name, name.replace("_", " ")) for name in CALL_OUTCOMES],
+        choices=_ANY
+        + [(name, name.replace("_", " ")) for name in (*CALL_OUTCOMES, CALL_STARTED)],
     )
     request_id = forms.UUIDField(required=False, label="Request id")
     selection_id = forms.UUIDField(required=False, label="Selection id")

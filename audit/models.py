@@ -11,7 +11,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from audit.choices import EventType, RollupKind
-from audit.querysets import AuditEventQuerySet
+from audit.querysets import CALL_ID, CALL_OUTCOME, AuditEventQuerySet
 from config.exceptions import AppendOnlyError
 
 
@@ -90,6 +90,11 @@ class AuditEvent(models.Model):
                     event_type=EventType.VALIDATION, output__contains={"valid": False}
                 ),
                 name="audit_event_invalid",
+            ),
+            # A tool call's outcome by the id of its ``started`` event
+            # (calls.attempts: the sweep of calls left without one).
+            models.Index(
+                CALL_ID, condition=CALL_OUTCOME, name="audit_event_call_outcome"
             ),
         ]
 

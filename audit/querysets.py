@@ -11,10 +11,16 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.lookups import DataContains
 from django.db import models
 from django.db.models import F, Func, Lookup, Q, Value
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 
 from audit.choices import EventType
 
 TOKENS = ArrayField(models.TextField())
+# The id of the ``started`` event a tool call's outcome names (calls.records);
+# the partial index ``audit_event_call_outcome`` is built on this expression.
+CALL_ID = Cast(KT("input__call_id"), models.BigIntegerField())
+CALL_OUTCOME = Q(event_type=EventType.TOOL_CALL) & Q(input__has_key="call_id")
 
 
 class SearchTokens(Func):
@@ -110,8 +116,27 @@ class AuditEventQuerySet(models.QuerySet):
 
     def calls_of(self, selection_id: str) -> AuditEventQuerySet:
         """The tool calls made through Quiver that name this selection (their
-        ``input.selection_id``; the column is the selection's own)."""
-        return self.filter(
+        ``input.selection_id``; the column is the selection's own), one event
+        each: how it ended, or its ``started`` event while it has no outcome."""
+        calls = self.filter(
             event_type=EventType.TOOL_CALL,
             input__contains={"selection_id": selection_id},
         )
+        return calls.exclude(Q(output__contains={"outcome": "started"}) & _ended())
+
+    def calls_without_outcome(self) -> AuditEventQuerySet:
+        """``started`` events no outcome names yet: calls still running, or
+        whose process stopped mid-call (calls.attempts sweeps them)."""
+        return self.filter(
+            ~_ended(),
+            event_type=EventType.TOOL_CALL,
+            output__contains={"outcome": "started"},
+        )
+
+
+def _ended() -> Q:
+    """The event is a ``started`` event some outcome names (by the index
+    ``audit_event_call_outcome``)."""
+    model = apps.get_model("audit", "AuditEvent")
+    outcomes = model.objects.filter(CALL_OUTCOME).annotate(started=CALL_ID)
+    return Q(models.Exists(outcomes.filter(started=models.OuterRef("pk"))))

@@ -34,8 +34,9 @@ from audit.keyring import keyring
 from audit.sealing import chain_head, seal_pending
 from audit.sinks import sink_status
 
-# A check asked for in a web request stops here (gunicorn kills a worker at 60 s):
-# a longer chain is checked with ``since`` or by ``audit_verify``.
+# A check asked for in a web request stops here, well inside the web server's
+# timeout (QUIVER_WEB_TIMEOUT_SECONDS, 60 s) and without holding a web thread
+# longer: a longer chain is checked with ``since`` or by ``audit_verify``.
 WEB_DEADLINE_S = 30.0
 # How long verify without a deadline (the command) seals before it checks.
 COMMAND_SEAL_S = 300.0

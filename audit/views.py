@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -172,7 +173,8 @@ def _validation_context(request: HttpRequest, event: AuditEvent) -> dict[str, An
 
 def _call_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any]:
     """A tool call or an approval step: what was asked and what came of it, with
-    the selection that offered the tool and the approval's other steps."""
+    the selection that offered the tool and the other steps of the call (its
+    start and outcome, by ``call_id``) and of its approval."""
     asked = event.input or {}
     sid = asked.get("selection_id")
     selection = _visible(request).filter(selection_id=sid).first() if sid else None
@@ -183,6 +185,13 @@ def _call_context(request: HttpRequest, event: AuditEvent) -> dict[str, Any]:
         steps = _visible(request).filter(
             event_type__in=[EventType.TOOL_CALL, EventType.APPROVAL],
             input__contains=link,
+            created__gte=event.created - APPROVAL_LOOKBACK,
+        )
+    elif event.event_type == EventType.TOOL_CALL:
+        call_id = asked.get("call_id") or event.pk
+        steps = _visible(request).filter(
+            Q(pk=call_id) | Q(input__contains={"call_id": call_id}),
+            event_type=EventType.TOOL_CALL,
             created__gte=event.created - APPROVAL_LOOKBACK,
         )
     return {

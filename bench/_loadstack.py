@@ -1,4 +1,5 @@
-"""The stack of ``bench/load.py``: its database, gunicorn, and a janitor.
+"""The stacks of the benches: a bench database, gunicorn, the processes of ``make
+run`` (``MakeRun``), and a janitor.
 
 The janitor is a small process in its own session that drops the bench database if
 ``bench/load.py`` dies without doing it (``config.devstack`` kills its command a
@@ -183,3 +184,77 @@ class Janitor:
             self.process.stdin.write(b"done\n")
             self.process.stdin.close()
         self.process.wait(timeout=30)
+
+
+class MakeRun:
+    """The Celery worker and gunicorn of ``make run`` (the commands
+    ``config.devstack`` runs), on the database ``env`` names; their output goes
+    to ``logs``/worker.log and web.log. Each dies with this process."""
+
+    def __init__(self, env: dict[str, str], logs: Path, name: str) -> None:
+        from config.devstack import RunOptions, web_command
+
+        logs.mkdir(parents=True, exist_ok=True)
+        self.logs = logs
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._logs = [(logs / "worker.log").open("wb"), (logs / "web.log").open("wb")]
+        worker = [
+            sys.executable, "-m", "celery", "-A", "config", "worker",
+            "--loglevel", "WARNING", "--concurrency", "2", "-Q", "quiver",
+            "--hostname", f"{name}-{self.port}@%h",
+        ]  # fmt: skip
+        web = web_command(RunOptions(port=self.port, debug=False))
+        self.processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", PDEATHSIG, *command],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+            for command, log in zip([worker, web], self._logs, strict=True)
+        ]
+
+    def wait_ready(self, timeout_s: float = 180) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in self.processes):
+                raise SystemExit(f"the worker or gunicorn exited; see {self.logs}")
+            try:
+                if httpx.get(f"{self.url}/api/v1/", timeout=2).status_code < 500:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise SystemExit(f"gunicorn did not answer in {timeout_s}s; see {self.logs}")
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for log in self._logs:
+            log.close()
+
+
+def wait_embedded(dsn: str, timeout_s: float = 600) -> None:
+    """Until the worker has embedded every tool of the database."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FILTER (WHERE embedding_status = 'ready'), count(*) "
+                "FROM catalog_tool"
+            ).fetchone()
+        if row and row[1] and row[0] == row[1]:
+            return
+        time.sleep(1)
+    raise SystemExit("the catalog was not embedded in time")

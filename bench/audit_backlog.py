@@ -47,7 +47,6 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -61,11 +60,11 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench._loadstack import (  # noqa: E402
-    PDEATHSIG,
     Janitor,
+    MakeRun,
     create_database,
     drop_database,
-    free_port,
+    wait_embedded,
     with_database,
 )
 
@@ -102,63 +101,6 @@ def query_at_limit(seed: int) -> str | dict[str, str]:
     size = len(json.dumps(value, sort_keys=True, separators=(",", ":")))
     value["q"] = text[: LIMIT - size]
     return value
-
-
-class Stack:
-    """The Celery worker and gunicorn of ``make run``, on this script's database."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        from config.devstack import RunOptions, web_command
-
-        LOGS.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._logs = [
-            (LOGS / "worker.log").open("wb"),
-            (LOGS / "web.log").open("wb"),
-        ]
-        worker = [
-            sys.executable, "-m", "celery", "-A", "config", "worker",
-            "--loglevel", "WARNING", "--concurrency", "2", "-Q", "quiver",
-            "--hostname", f"bench-backlog-{self.port}@%h",
-        ]  # fmt: skip
-        web = web_command(RunOptions(port=self.port, debug=False))
-        self.processes = [
-            subprocess.Popen(
-                [sys.executable, "-c", PDEATHSIG, *command],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
-            for command, log in zip([worker, web], self._logs, strict=True)
-        ]
-
-    def wait_ready(self, timeout_s: float = 180) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if any(p.poll() is not None for p in self.processes):
-                raise SystemExit(f"the worker or gunicorn exited; see {LOGS}")
-            try:
-                if httpx.get(f"{self.url}/api/v1/", timeout=2).status_code < 500:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise SystemExit(f"gunicorn did not answer in {timeout_s}s; see {LOGS}")
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        for log in self._logs:
-            log.close()
 
 
 CHAIN_SQL = """
@@ -202,21 +144,6 @@ def prepare(chain: int) -> tuple[str, str]:
 
     connections.close_all()
     return agent, compliance
-
-
-def wait_embedded(dsn: str, timeout_s: float = 600) -> None:
-    say("waiting for the worker to embed the demo catalog ...")
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            row = conn.execute(
-                "SELECT count(*) FILTER (WHERE embedding_status = 'ready'), count(*) "
-                "FROM catalog_tool"
-            ).fetchone()
-        if row and row[1] and row[0] == row[1]:
-            return
-        time.sleep(1)
-    raise SystemExit("the demo catalog was not embedded in time")
 
 
 def unsealed(dsn: str) -> int:
@@ -266,7 +193,7 @@ def _select(url: str, key: str, seed: int) -> tuple[int, float]:
 
 
 def backlog_round(
-    name: str, stack: Stack, dsn: str, keys: tuple[str, str], args: Any, base: int
+    name: str, stack: MakeRun, dsn: str, keys: tuple[str, str], args: Any, base: int
 ) -> Round:
     agent, compliance = keys
     result = Round(name)
@@ -387,9 +314,10 @@ def run(args: Any, dsn: str) -> str:
     agent, compliance = prepare(args.chain)
     env = {**os.environ, "DEBUG": "false"}
     env.setdefault("SECRET_KEY", os.urandom(32).hex())
-    stack = Stack(env)
+    stack = MakeRun(env, LOGS, "bench-backlog")
     try:
         stack.wait_ready()
+        say("waiting for the worker to embed the demo catalog ...")
         wait_embedded(dsn)
         say("warming up ...")
         for n in range(4):

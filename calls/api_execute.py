@@ -1,10 +1,13 @@
 """POST /api/v1/tool-calls/execute: run one tool call through Quiver.
 
 200 when the upstream was tried (``outcome`` ran, failed or timed_out; the
-upstream's result as it was), 202 while a person must approve the call, 4xx for
-a refusal naming the field and the rule (404 an unknown or hidden tool, 400 bad
-arguments, 403 not allowed or denied, 409 no source or an approval that does
-not cover the call), 503 when the call could not be recorded."""
+upstream's result as it was, scrubbed of the source's secrets), 202 while a
+person must approve the call, 4xx for a refusal naming the field and the rule
+(404 an unknown or hidden tool, 400 bad arguments, 403 not allowed or denied, 409
+no source or an approval that does not cover the call, 429 the key's calls in
+flight), 503 naming the part for a limit of the service (calls per source or web
+process), Redis down (the limits cannot be counted), unreadable source headers,
+or a call whose outcome could not be recorded."""
 
 from __future__ import annotations
 
@@ -21,7 +24,14 @@ from config.http import request_id
 from config.ratelimit import ClientRateThrottle
 from config.strict import StrictFieldsMixin
 
-REFUSAL_CODES = {400: "invalid", 403: "permission_denied", 404: "not_found"}
+REFUSAL_CODES = {
+    400: "invalid",
+    403: "permission_denied",
+    404: "not_found",
+    429: "throttled",
+    503: "unavailable",
+}
+RETRY_AFTER_S = 5
 
 
 class CallInputSerializer(StrictFieldsMixin, serializers.Serializer):
@@ -69,10 +79,14 @@ class ExecuteCallView(generics.GenericAPIView):
             down = {"error": "unavailable", "detail": str(exc), "service": "audit"}
             return Response(down, status=503)
         body = answer.as_dict()
-        if answer.status >= 400:
-            code = REFUSAL_CODES.get(answer.status, "conflict")
-            fields = (
-                {answer.refused_field: [answer.reason]} if answer.refused_field else {}
-            )
-            body = {"error": code, "detail": answer.reason, "fields": fields, **body}
-        return Response(body, status=answer.status)
+        if answer.status < 400:
+            return Response(body, status=answer.status)
+        code = REFUSAL_CODES.get(answer.status, "conflict")
+        fields = {answer.refused_field: [answer.reason]} if answer.refused_field else {}
+        body = {"error": code, "detail": answer.reason, "fields": fields, **body}
+        if answer.status == 503:
+            body["service"] = answer.limit
+        response = Response(body, status=answer.status)
+        if answer.status in (429, 503):
+            response["Retry-After"] = str(RETRY_AFTER_S)
+        return response

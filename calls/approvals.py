@@ -90,7 +90,9 @@ def use_approval(
 ) -> Approval:
     """Spend the approval on this call (``USED``), locking its row; raises
     ``ApprovalRefused`` naming the rule it breaks. Run it in the transaction
-    that records the call, so the use and the record commit together."""
+    that records the call's start (calls.attempts.claim), with ``record_use``,
+    so the use, its event and the start commit together, before the upstream is
+    contacted: a second call with it waits on the lock, then finds it used."""
     try:
         key = uuid.UUID(str(approval_id))
     except ValueError as exc:
@@ -107,10 +109,28 @@ def use_approval(
         # Another caller's approval is as unknown as a made-up id.
         raise ApprovalRefused(f"approval_id: no approval {str(key)!r} for this caller")
     _check(approval, tool, arguments)
+    approval.catalog = tool.catalog  # the same row, already read
     approval.status = ApprovalStatus.USED
     approval.used = timezone.now()
     approval.save(update_fields=["status", "used"])
     return approval
+
+
+def record_use(
+    approval: Approval, *, caller: Any, request_id: uuid.UUID | None, call_id: int
+) -> None:
+    """The ``approval`` event of its use (status ``used``) by the call
+    ``call_id``, in the caller's transaction (the one that marked it used)."""
+    record_event(
+        EventType.APPROVAL,
+        actor=caller,
+        request_id=request_id,
+        catalog_slug=approval.catalog.slug,
+        catalog_version=approval.catalog.version,
+        summary=f"{approval.tool_name} used",
+        input={**_approval_input(approval), "requester": approval.requester_name},
+        output={"status": ApprovalStatus.USED.value, "reason": "", "call_id": call_id},
+    )
 
 
 def _check(approval: Approval, tool: Tool, arguments: dict[str, Any]) -> None:

@@ -1,5 +1,7 @@
 """An approval covers exactly one tool with exactly those arguments, once, until it
-expires. Every attempt to call a tool is a ``tool_call`` audit event (no table)."""
+expires. Every attempt to call a tool is recorded as ``tool_call`` audit events
+(calls.records); the worker's sweep of calls left without an outcome keeps its
+place in ``CallSweep``."""
 
 from __future__ import annotations
 
@@ -56,3 +58,14 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.status})"
+
+
+class CallSweep(models.Model):
+    """How far the worker's sweep has judged the calls' ``started`` events:
+    every one made up to ``through`` has an outcome, its own or ``interrupted``
+    (calls.attempts). One row, locked by the sweep that runs."""
+
+    through = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"calls swept through {self.through:%Y-%m-%d %H:%M:%S}"

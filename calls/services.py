@@ -1,5 +1,5 @@
-"""Running a tool call through Quiver (issue 22): access -> validation -> approval
--> the upstream call -> one ``tool_call`` audit event -> the answer.
+"""Running a tool call through Quiver (issues 22 and 30): decide -> limits ->
+claim -> the upstream call -> the outcome -> the answer.
 
 * Access and validation are exactly POST tool-calls/validate's
   (``decide_call``): a tool the caller could never be offered is the same answer
@@ -7,32 +7,39 @@
 * A tool without a source, or gone from it, is refused: nothing can run it.
 * A tool that needs approval runs only with an approval of this exact call
   (``calls.approvals``); without one, a pending approval is made and the answer
-  says so. The approval is spent in the transaction that records the call.
-* Every attempt is one audit event with its outcome (``ran``, ``refused``,
-  ``pending``, ``denied``, ``failed``, ``timed_out``). When that row cannot be
-  written after the upstream ran, the answer is ``CallNotRecorded`` (a 503)."""
+  says so.
+* A call holds a slot of each limit on calls in flight (``calls.limits``: per
+  key, per source, per web process) or is refused naming the limit.
+* Then the steps of ``calls.attempts``: the claim (approval used, ``started``
+  event) is committed before the upstream is contacted, the outcome after.
+  The upstream's time is bounded by ``QUIVER_CALL_TIMEOUT_MAX_SECONDS``, under
+  the web server's timeout, whatever the source says.
+* A refusal or a pending call is one audit event (``refused``, ``denied``,
+  ``pending``); a call that reached for its upstream is ``started`` and then its
+  outcome (``ran``, ``failed``, ``timed_out``; ``interrupted`` from the sweep).
+  When the outcome cannot be written after the upstream ran, the answer is
+  ``CallNotRecorded`` (a 503)."""
 
 from __future__ import annotations
 
 import logging
-import time
 import uuid
-from dataclasses import dataclass, field
-from hashlib import sha256
 from typing import Any, NoReturn
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.http import Http404
 
-from audit.choices import EventType
-from audit.services import record_event
-from calls.approvals import ApprovalRefused, request_approval, use_approval
+from calls.answers import PENDING_REASON, CallAnswer, pending_answer
+from calls.approvals import ApprovalRefused, request_approval
+from calls.attempts import claim, finish
 from calls.hashing import arguments_hash, canonical_json
-from calls.observe import call_recorded, observed_call
+from calls.limits import LimitReached, hold
+from calls.observe import observed_call
+from calls.records import CallRecord, record_call
 from calls.upstream import Target, UpstreamFailure, call_upstream, fingerprint
 from catalog.access import access_for, get_catalog_for_user
-from catalog.models import Catalog, Tool
+from catalog.models import Tool
 from selection.services.tool_calls import (
     BLOCKING_FLAGS,
     LinkedSelection,
@@ -40,72 +47,25 @@ from selection.services.tool_calls import (
     get_selection_for_caller,
 )
 from sources.models import SourceTool
-from sources.secrets import decrypt_headers
+from sources.secrets import HeadersUnreadable, decrypt_headers
 from telemetry import tracing
 
 log = logging.getLogger(__name__)
 NOT_RECORDED = (
-    "audit: the call ran upstream but could not be recorded, so its result is "
-    "withheld; do not repeat it before checking with an operator"
+    "audit: the call ran upstream but its outcome could not be recorded, so its "
+    "result is withheld; its start is on record (call_id {call_id}); do not "
+    "repeat it before checking with an operator"
+)
+
+
+FAULT = (
+    "quiver: an unexpected error after the call was started; the upstream may "
+    "have run it (the server's log has the error)"
 )
 
 
 class CallNotRecorded(Exception):
-    """The upstream ran but the call's audit row could not be written."""
-
-
-@dataclass
-class CallAnswer:
-    """What the caller is told. ``status`` is the REST status of the outcome."""
-
-    outcome: str
-    tool: str
-    reason: str = ""
-    status: int = 200
-    refused_field: str = ""
-    content: list[dict[str, Any]] | None = None
-    structured_content: dict[str, Any] | None = None
-    is_error: bool = True
-    approval_id: str | None = None
-    call_id: str | None = None
-    errors: list[dict[str, str]] = field(default_factory=list)
-    hint: str = ""
-    flags: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        answer = {
-            "outcome": self.outcome,
-            "tool": self.tool,
-            "reason": self.reason,
-            "content": self.content or [],
-            "structured_content": self.structured_content,
-            "is_error": self.is_error,
-            "approval_id": self.approval_id,
-            "call_id": self.call_id,
-        }
-        if self.outcome == "pending":
-            answer["status"] = "pending_approval"
-        if self.errors or self.hint:
-            answer.update(errors=self.errors, hint=self.hint)
-        return answer
-
-
-@dataclass
-class _Call:
-    """One attempt, as the audit row records it."""
-
-    user: Any
-    catalog: Catalog
-    name: str
-    arguments: dict[str, Any]
-    selection_id: uuid.UUID | None
-    approval_id: str | None
-    request_id: uuid.UUID | None
-    channel: str
-    started: float = field(default_factory=time.perf_counter)
-    tool: Tool | None = None
-    link: SourceTool | None = None
-    upstream_tried: bool = False
+    """The upstream ran but the call's outcome could not be written."""
 
 
 @observed_call
@@ -130,7 +90,7 @@ def execute_call(
         if selection_id is not None:
             selection = get_selection_for_caller(access, selection_id, caller=user)
         found = get_catalog_for_user(user, _catalog_slug(catalog, selection))
-    call = _Call(
+    call = CallRecord(
         user, found, name, arguments, selection_id, approval_id, request_id, channel
     )
     tool, decided = decide_call(
@@ -148,12 +108,11 @@ def execute_call(
         return _refuse(call, "name: no source to run it", status=409, field="name")
     if call.link.gone:
         return _refuse(call, "name: gone from its source", status=409, field="name")
-    if "requires_approval" in decided["flags"]:
-        if not approval_id:
-            return _pending(call)
-        return _run_approved(call, approval_id)
-    call.approval_id = None
-    return _run(call)
+    if "requires_approval" not in decided["flags"]:
+        call.approval_id = None
+    elif not approval_id:
+        return _pending(call)
+    return _attempt(call)
 
 
 def _catalog_slug(asked: str | None, selection: LinkedSelection | None) -> str:
@@ -168,7 +127,7 @@ def _catalog_slug(asked: str | None, selection: LinkedSelection | None) -> str:
     return selection.catalog_slug
 
 
-def _refuse_invalid(call: _Call, decided: dict[str, Any]) -> CallAnswer:
+def _refuse_invalid(call: CallRecord, decided: dict[str, Any]) -> CallAnswer:
     """Not allowed or not offered (403, the validator's hint), else bad
     arguments (400 naming the first, with every error and the repair hint)."""
     flags = decided["flags"]
@@ -187,21 +146,31 @@ def _refuse_invalid(call: _Call, decided: dict[str, Any]) -> CallAnswer:
     return answer
 
 
-def _refuse(call: _Call, reason: str, *, status: int, field: str) -> CallAnswer:
+def _refuse(
+    call: CallRecord,
+    reason: str,
+    *,
+    status: int,
+    field: str = "",
+    outcome: str = "refused",
+    limit: str = "",
+) -> CallAnswer:
+    """A call that will not run, as its one event (its id is the ``call_id``)."""
     with transaction.atomic():
-        event = _record(call, "refused", reason)
+        event = record_call(call, outcome, reason)
     return CallAnswer(
-        "refused",
+        outcome,
         call.name,
         reason,
         status=status,
         refused_field=field,
         call_id=str(event.pk),
         approval_id=call.approval_id,
+        limit=limit,
     )
 
 
-def _pending(call: _Call) -> CallAnswer:
+def _pending(call: CallRecord) -> CallAnswer:
     """A pending approval and the pending call's row, in one transaction."""
     assert call.tool is not None
     with transaction.atomic():
@@ -213,83 +182,80 @@ def _pending(call: _Call) -> CallAnswer:
             request_id=call.request_id,
         )
         call.approval_id = str(approval.id)
-        reason = (
-            "approval: a person must approve this call; re-send it with approval_id"
-        )
-        event = _record(call, "pending", reason)
-    return CallAnswer(
-        "pending",
-        call.name,
-        reason,
-        status=202,
-        refused_field="approval_id",
-        approval_id=call.approval_id,
-        call_id=str(event.pk),
-        structured_content={
-            "status": "pending_approval",
-            "approval_id": call.approval_id,
-            "tool": call.name,
-            "expires": approval.expires.isoformat(),
-        },
-        content=[
-            {"type": "text", "text": f"pending_approval {call.approval_id}: {reason}"}
-        ],
-    )
+        event = record_call(call, "pending", PENDING_REASON)
+    return pending_answer(call.name, approval, call_id=str(event.pk))
 
 
-def _run_approved(call: _Call, approval_id: str) -> CallAnswer:
-    """Spend the approval, run, record: one transaction, so the approval is used
-    only with its record, and a second call with it waits on the row lock."""
-    assert call.tool is not None
-    refused: ApprovalRefused | None = None
-    try:
-        with transaction.atomic():
-            try:
-                with transaction.atomic():
-                    use_approval(
-                        approval_id,
-                        tool=call.tool,
-                        arguments=call.arguments,
-                        caller=call.user,
-                    )
-            except ApprovalRefused as exc:
-                refused = exc
-            if refused is None:
-                return _run(call)
-    except DatabaseError as exc:
-        if not call.upstream_tried:
-            raise
-        _not_recorded(call, "ran", exc)
-    outcome = "denied" if refused.denied else "refused"
-    with transaction.atomic():
-        event = _record(call, outcome, refused.reason)
-    return CallAnswer(
-        outcome,
-        call.name,
-        refused.reason,
-        status=403 if refused.denied else 409,
-        refused_field="approval_id",
-        approval_id=call.approval_id,
-        call_id=str(event.pk),
-    )
-
-
-def _run(call: _Call) -> CallAnswer:
-    """The upstream call and its row (in the caller's transaction, if any)."""
+def _attempt(call: CallRecord) -> CallAnswer:
+    """Slots, the claim, the upstream and the outcome (see calls.attempts)."""
     assert call.tool is not None and call.link is not None
     source = call.link.source
-    target = Target(
+    try:
+        target = _target(call)
+    except HeadersUnreadable as exc:
+        reason = f"source {source.name!r}: {exc}"
+        return _refuse(call, reason, status=503, limit="source_headers")
+    try:
+        slots = hold(call.user, source.pk, target.timeout)
+    except LimitReached as exc:
+        return _refuse(call, exc.reason, status=exc.status, limit=exc.limit)
+    with slots:
+        try:
+            claim(call, target.timeout)
+        except ApprovalRefused as refused:
+            outcome = "denied" if refused.denied else "refused"
+            status = 403 if refused.denied else 409
+            return _refuse(
+                call,
+                refused.reason,
+                status=status,
+                field="approval_id",
+                outcome=outcome,
+            )
+        try:
+            return _run(call, target)
+        except CallNotRecorded:
+            raise
+        except Exception:  # a fault of Quiver's own: on record, then a 500
+            _record_fault(call)
+            raise
+
+
+def _record_fault(call: CallRecord) -> None:
+    """The outcome of a claimed call that broke inside Quiver (best effort: if
+    even this cannot be written, the sweep says ``interrupted``)."""
+    try:
+        finish(call, "failed", FAULT)
+    except DatabaseError:
+        log.warning("tool call %s: its fault could not be recorded", call.call_id)
+
+
+def _target(call: CallRecord) -> Target:
+    """Where the call goes; its timeout is the source's, never more than
+    ``QUIVER_CALL_TIMEOUT_MAX_SECONDS`` (rows saved before that rule included)."""
+    assert call.link is not None
+    source = call.link.source
+    timeout = min(
+        float(source.timeout_seconds or 30.0),
+        float(settings.QUIVER_CALL_TIMEOUT_MAX_SECONDS),
+    )
+    return Target(
         source_id=source.pk,
         source_name=source.name,
         catalog=call.catalog.slug,
         url=source.url,
         headers=decrypt_headers(source),
         headers_fingerprint=fingerprint(source.headers_encrypted),
-        timeout=float(source.timeout_seconds or 30.0),
+        timeout=timeout,
         kind=source.kind,
         stdio_name=source.stdio_name,
+        max_result_bytes=source.max_result_bytes,
     )
-    call.upstream_tried = True
+
+
+def _run(call: CallRecord, target: Target) -> CallAnswer:
+    """The upstream call (claimed, no transaction open) and its outcome."""
+    assert call.tool is not None and call.link is not None
     try:
         result = call_upstream(
             target,
@@ -299,18 +265,18 @@ def _run(call: _Call) -> CallAnswer:
         )
     except UpstreamFailure as exc:
         outcome = "timed_out" if exc.timed_out else "failed"
-        return _finish(call, outcome, exc.reason, status=200)
+        return _finish(call, outcome, exc.reason)
     body = {"content": result.content, "structured_content": result.structured_content}
     size = len(canonical_json(body).encode())
-    if size > source.max_result_bytes:
+    if size > target.max_result_bytes:
         reason = (
-            f"result: {size} bytes, over source {source.name!r}'s limit of "
-            f"{source.max_result_bytes}"
+            f"result: {size} bytes, over source {target.source_name!r}'s limit of "
+            f"{target.max_result_bytes} (max_result_bytes)"
         )
-        return _finish(call, "failed", reason, status=200, size=size)
+        return _finish(call, "failed", reason, size=size)
     outcome = "failed" if result.is_error else "ran"
     reason = _error_text(result.content) if result.is_error else ""
-    answer = _finish(call, outcome, reason, status=200, size=size, body=body)
+    answer = _finish(call, outcome, reason, size=size, body=body)
     answer.content = result.content
     answer.structured_content = result.structured_content
     answer.is_error = result.is_error
@@ -318,89 +284,40 @@ def _run(call: _Call) -> CallAnswer:
 
 
 def _finish(
-    call: _Call,
+    call: CallRecord,
     outcome: str,
     reason: str,
     *,
-    status: int,
     size: int | None = None,
     body: dict[str, Any] | None = None,
 ) -> CallAnswer:
     try:
-        # One INSERT (autocommit), or a part of the approval's transaction.
-        event = _record(call, outcome, reason, size=size, body=body)
+        finish(call, outcome, reason, size=size, body=body)
     except DatabaseError as exc:
         _not_recorded(call, outcome, exc)
     return CallAnswer(
         outcome,
         call.name,
         reason,
-        status=status,
         approval_id=call.approval_id,
-        call_id=str(event.pk),
+        call_id=str(call.call_id),
     )
 
 
-def _not_recorded(call: _Call, outcome: str, exc: Exception) -> NoReturn:
-    """The upstream ran and its row is lost: say so in the log (no arguments,
-    their hash) and to the caller."""
+def _not_recorded(call: CallRecord, outcome: str, exc: Exception) -> NoReturn:
+    """The upstream ran and its outcome is lost (its start is on record, and the
+    sweep will call it interrupted): say so in the log (no arguments, their
+    hash) and to the caller."""
     log.warning(
-        "tool call NOT RECORDED: %s (%s, arguments %s, approval %s): %s",
+        "tool call NOT RECORDED: %s (%s, call %s, arguments %s, approval %s): %s",
         call.name,
         outcome,
+        call.call_id,
         arguments_hash(call.arguments),
         call.approval_id,
         exc,
     )
-    raise CallNotRecorded(NOT_RECORDED) from exc
-
-
-def _record(
-    call: _Call,
-    outcome: str,
-    reason: str,
-    *,
-    size: int | None = None,
-    body: dict[str, Any] | None = None,
-) -> Any:
-    """The one ``tool_call`` event of this attempt (I22.md's shape)."""
-    tool, link = call.tool, call.link
-    recorded: dict[str, Any] = {
-        "tool": tool.name if tool is not None else call.name,
-        "tool_version": tool.version if tool is not None else None,
-        "source": link.source.name if link is not None else None,
-        "upstream_name": link.upstream_name if link is not None else None,
-    }
-    if not getattr(settings, "QUIVER_CALL_ARGUMENTS_HASH_ONLY", False):
-        recorded["arguments"] = call.arguments
-    recorded.update(
-        arguments_hash=arguments_hash(call.arguments),
-        selection_id=str(call.selection_id) if call.selection_id else None,
-        approval_id=call.approval_id,
-        channel=call.channel,
-    )
-    result_hash = None
-    if body is not None:
-        result_hash = sha256(canonical_json(body).encode()).hexdigest()
-    event = record_event(
-        EventType.TOOL_CALL,
-        actor=call.user,
-        request_id=call.request_id,
-        catalog_slug=call.catalog.slug,
-        catalog_version=call.catalog.version,
-        summary=f"{recorded['tool']} {outcome}",
-        input=recorded,
-        output={
-            "outcome": outcome,
-            "reason": reason[:1000],
-            "duration_ms": round((time.perf_counter() - call.started) * 1000, 3),
-            "result_hash": result_hash,
-            "result_bytes": size,
-            "is_error": outcome != "ran",
-        },
-    )
-    call_recorded(call.catalog.slug, recorded["source"], outcome)
-    return event
+    raise CallNotRecorded(NOT_RECORDED.format(call_id=call.call_id)) from exc
 
 
 def _idempotent(tool: Tool, link: SourceTool) -> bool:

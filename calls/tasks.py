@@ -1,7 +1,9 @@
-"""Celery side of approvals: pending approvals past their expiry become
+"""Celery side of the call path. Pending approvals past their expiry become
 ``expired`` (one ``approval`` audit event each), run by every worker on a short
-interval, as the audit sealer is (audit/tasks.py). Idempotent: a run finds only
-what is still pending and due, and concurrent runs skip each other's rows."""
+interval, as the audit sealer is (audit/tasks.py); calls left in flight past
+their deadline by a process that stopped get their ``interrupted`` outcome
+(``calls.attempts.sweep_interrupted``), every ``QUIVER_SWEEP_S``. Idempotent:
+a run finds only what is still due, and concurrent runs skip each other's rows."""
 
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
+from calls.attempts import sweep_interrupted
 from calls.decisions import expire_due
+from catalog.services.periodic import PeriodicSend
+from config.celery import app
 
 log = logging.getLogger(__name__)
+SWEEP_CALLS = "calls.tasks.sweep_interrupted_calls"
 
 
 @shared_task
@@ -58,3 +64,21 @@ class ExpiryThread:
 @worker_ready.connect
 def _start_approval_expiry(sender: object = None, **kwargs: object) -> None:
     ExpiryThread(settings.QUIVER_APPROVAL_EXPIRY_INTERVAL_S)
+
+
+@shared_task
+def sweep_interrupted_calls() -> int:
+    """Record ``interrupted`` for the calls in flight past their deadline."""
+    return sweep_interrupted()
+
+
+class InterruptedCallTimer(PeriodicSend):
+    """Every QUIVER_SWEEP_S seconds the worker asks for the interrupted calls."""
+
+    task = SWEEP_CALLS
+
+    def every(self) -> float:
+        return float(settings.QUIVER_SWEEP_S)
+
+
+app.steps["worker"].add(InterruptedCallTimer)

@@ -12,6 +12,11 @@ is dropped and the next call opens a new one.
 The whole call, a retry included, stays within the source's timeout. A call is
 retried only when the tool says it is idempotent (``idempotentHint``), at most
 once, and only after a connection failure while time remains.
+
+What comes back is capped as it is read (``sources.capped``: at most twice the
+source's ``max_result_bytes`` plus 64 KiB) and scrubbed of the source's secrets
+(``sources.secrets.Scrubber``: every string of the content blocks and the
+structured content, and every failure's reason) before anyone keeps or sees it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import dataclasses
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,8 +36,9 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from config.aio import LoopThread, per_process
+from sources.capped import Overflow, read_cap
 from sources.connect import open_client, open_stdio_client
-from sources.secrets import scrub
+from sources.secrets import Scrubber
 from sources.stdio import StdioConfigError, StdioSpec, stdio_spec
 from telemetry import metrics, tracing
 
@@ -59,6 +66,7 @@ class Target:
     kind: str = "mcp"
     stdio_name: str = ""
     stdio: StdioSpec | None = field(default=None, hash=False, compare=False)
+    max_result_bytes: int = 100_000
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -71,6 +79,7 @@ class Target:
             stdio,
             self.headers_fingerprint,
             self.timeout,
+            self.max_result_bytes,
         )
 
     @property
@@ -78,11 +87,15 @@ class Target:
         """The values no error may show: the headers, or the command's env."""
         return dict(self.stdio.env) if self.stdio is not None else self.headers
 
-    def opened(self) -> Any:
-        """The SDK client's context manager for this target."""
+    def opened(self, over: Callable[[str], None] | None = None) -> Any:
+        """The SDK client's context manager for this target, its answers capped
+        (``over`` hears why a stdio connection was ended)."""
+        cap = read_cap(self.max_result_bytes)
         if self.stdio is not None:
-            return open_stdio_client(self.stdio, timeout=self.timeout)
-        return open_client(self.url, self.headers, timeout=self.timeout)
+            return open_stdio_client(
+                self.stdio, timeout=self.timeout, result_cap=cap, over=over
+            )
+        return open_client(self.url, self.headers, timeout=self.timeout, result_cap=cap)
 
 
 def fingerprint(secret_text: str) -> str:
@@ -121,6 +134,7 @@ class _Connection:
         self.target = target
         self.client: Client | None = None
         self.error: BaseException | None = None
+        self.overflow = ""  # why the transport ended it (a result over the cap)
         self.ready = asyncio.Event()
         self.stop = asyncio.Event()
         self.task = asyncio.get_running_loop().create_task(self._hold())
@@ -132,7 +146,7 @@ class _Connection:
     async def _hold(self) -> None:
         target = self.target
         try:
-            async with target.opened() as client:
+            async with target.opened(self._overflowed) as client:
                 await _list_every_page(client)
                 self.client = client
                 self.ready.set()
@@ -151,6 +165,10 @@ class _Connection:
 
     def close(self) -> None:
         self.stop.set()
+
+    def _overflowed(self, reason: str) -> None:
+        self.overflow = reason
+        self.close()
 
 
 async def _list_every_page(client: Client) -> None:
@@ -249,14 +267,21 @@ def _call_upstream(
         target = dataclasses.replace(target, stdio=spec)
     work = pool()
     coroutine = _call(work, target, name, arguments, idempotent, deadline)
+    scrub = Scrubber(target.secrets)
     try:
-        return work.submit(coroutine, target.timeout + 5)
+        result = work.submit(coroutine, target.timeout + 5)
     except TimeoutError as exc:  # the loop itself did not answer in time
         raise UpstreamFailure(_timed_out(target), timed_out=True) from exc
     except UpstreamFailure as exc:  # no header value or stdio env in a reason
-        exc.reason = scrub(exc.reason, target.secrets)
+        exc.reason = scrub(exc.reason)
         exc.args = (exc.reason,)
         raise
+    # Scrubbed here, in the caller's thread: the pool's loop serves every call.
+    return dataclasses.replace(
+        result,
+        content=scrub.value(result.content),
+        structured_content=scrub.value(result.structured_content),
+    )
 
 
 async def _call(
@@ -284,7 +309,8 @@ async def _call(
             work.drop(connection)
             retry = idempotent and attempts == 1 and deadline > time.monotonic()
             if retry:
-                log.info("retrying idempotent %s on %s: %s", name, target.url, exc)
+                why = Scrubber(target.secrets)(str(exc))
+                log.info("retrying idempotent %s on %s: %s", name, target.url, why)
                 continue
             reason = f"source {target.source_name!r}: {exc}"
             raise UpstreamFailure(_tried(reason, attempts), attempts=attempts) from exc
@@ -305,15 +331,38 @@ async def _call(
 async def _attempt(
     connection: _Connection, name: str, arguments: dict[str, Any]
 ) -> Any:
+    """One ``tools/call``. An answer the transport stopped reading fails the
+    call naming the cap, never retried (``sources.capped``)."""
     client = await connection.connected()
+    notes: list[str] = []
+    Overflow.set(notes)  # this task's own context, which the request's inherits
+    try:
+        return await _request(connection, client, name, arguments)
+    except (_BrokenConnection, UpstreamFailure) as exc:
+        over = notes[0] if notes else connection.overflow
+        if not over:
+            raise
+        target = connection.target
+        reason = (
+            f"{over}; source {target.source_name!r} allows "
+            f"{target.max_result_bytes} bytes (max_result_bytes)"
+        )
+        raise UpstreamFailure(reason) from exc
+
+
+async def _request(
+    connection: _Connection, client: Client, name: str, arguments: dict[str, Any]
+) -> Any:
     try:
         return await client.call_tool(name, arguments)
     except MCPError as exc:
         if exc.code == CONNECTION_CLOSED:
             raise _BrokenConnection(_describe(exc)) from exc
         # A protocol error (a session the server forgot, say): the next call
-        # opens a new connection, and this one is not retried.
-        connection.close()
+        # opens a new connection, and this one is not retried. (An answer over
+        # the cap is this call's alone: the connection stays.)
+        if not Overflow.get():
+            connection.close()
         reason = f"source {connection.target.source_name!r}: {_describe(exc)}"
         raise UpstreamFailure(reason) from exc
     except CONNECTION_ERRORS as exc:

@@ -386,16 +386,15 @@ MAX_SOCKET_PATH = 100
 
 
 def web_command(options: RunOptions, state_dir: Path = STATE_DIR) -> list[str]:
-    """gunicorn on loopback; whitenoise serves the static files (from the finders).
+    """gunicorn on loopback with Quiver's settings (``config/gunicorn.py``: threaded
+    workers, their count and timeout); whitenoise serves the static files.
 
     gunicorn's control socket defaults to one path per user (~/.gunicorn), which a
     second stack on the host would take over (or be driven through): each stack
     gets its own in its state directory, or none if that path is too long."""
     command = [
-        sys.executable, "-m", "gunicorn", "config.wsgi:application",
-        "--bind", f"127.0.0.1:{options.port}",
-        "--workers", "2", "--timeout", "60",
-        "--access-logfile", "-",
+        sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn",
+        "config.wsgi:application", "--bind", f"127.0.0.1:{options.port}",
     ]  # fmt: skip
     if not _has_control_socket():
         return command

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -139,3 +140,23 @@ def env_networks(name: str) -> tuple[IPNetwork, ...]:
                 f"{name}: {item!r} is not an IP address or CIDR network"
             ) from exc
     return tuple(networks)
+
+
+@dataclass(frozen=True)
+class WebServer:
+    """How gunicorn runs Quiver (``config/gunicorn.py``), read here once so the
+    settings can check the call path's limits against it."""
+
+    workers: int
+    threads: int
+    timeout_s: int
+
+
+def web_server() -> WebServer:
+    """``QUIVER_WEB_WORKERS`` processes of ``QUIVER_WEB_THREADS`` threads each,
+    killed by gunicorn after ``QUIVER_WEB_TIMEOUT_SECONDS`` without a heartbeat."""
+    return WebServer(
+        workers=env_int("QUIVER_WEB_WORKERS", 2, minimum=1, maximum=64),
+        threads=env_int("QUIVER_WEB_THREADS", 12, minimum=4, maximum=256),
+        timeout_s=env_int("QUIVER_WEB_TIMEOUT_SECONDS", 60, minimum=30, maximum=3600),
+    )

@@ -15,6 +15,7 @@ from config.env import (
     env_networks,
     env_str,
     env_url,
+    web_server,
 )
 
 SYSLOG_FACILITIES = {
@@ -481,3 +482,30 @@ if QUIVER_WORKER_METRICS_PORT and not (
         "QUIVER_WORKER_METRICS_PORT: needs QUIVER_METRICS_TOKEN and "
         "PROMETHEUS_MULTIPROC_DIR (a worker's processes add up there)"
     )
+
+# The web server (config/gunicorn.py) and what the call path may take of it
+# (issue 30). A call never outlives its request: its upstream time is bounded by
+# QUIVER_CALL_TIMEOUT_MAX_SECONDS, well under gunicorn's timeout. Upstream calls in
+# flight are limited per web process (below its threads, leaving threads for
+# selections and /healthz), per source and per key (the last two across
+# processes, in Redis): calls.limits.
+QUIVER_WEB = web_server()
+QUIVER_CALL_TIMEOUT_MAX_SECONDS = env_int(
+    "QUIVER_CALL_TIMEOUT_MAX_SECONDS", 45, minimum=1, maximum=3600
+)
+if QUIVER_WEB.timeout_s - 15 < QUIVER_CALL_TIMEOUT_MAX_SECONDS:
+    raise ImproperlyConfigured(
+        "QUIVER_CALL_TIMEOUT_MAX_SECONDS: must be at most "
+        f"QUIVER_WEB_TIMEOUT_SECONDS - 15 ({QUIVER_WEB.timeout_s - 15}): a call "
+        "and its audit rows must end before gunicorn's timeout"
+    )
+QUIVER_CALLS_PER_PROCESS = env_int(
+    "QUIVER_CALLS_PER_PROCESS", 8, minimum=1, maximum=QUIVER_WEB.threads - 2
+)
+QUIVER_CALLS_PER_SOURCE = env_int("QUIVER_CALLS_PER_SOURCE", 16, minimum=1)
+QUIVER_CALLS_PER_KEY = env_int("QUIVER_CALLS_PER_KEY", 8, minimum=1)
+# An attempt with no outcome this long after its deadline is recorded
+# "interrupted" by the worker's sweep (calls.attempts).
+QUIVER_CALL_SWEEP_MARGIN_S = env_int(
+    "QUIVER_CALL_SWEEP_MARGIN_S", 30, minimum=1, maximum=86_400
+)

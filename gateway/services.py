@@ -25,8 +25,9 @@ from django.http import Http404
 from rest_framework.exceptions import APIException, ValidationError
 
 from audit.writer import PendingEvent, wait_all
+from calls.answers import CallAnswer
 from calls.api_execute import CallInputSerializer
-from calls.services import CallAnswer, CallNotRecorded, execute_call
+from calls.services import CallNotRecorded, execute_call
 from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
 from catalog.models import Tool

@@ -45,7 +45,6 @@ from gateway.server import CALLER, PROBLEM, REQUEST_ID, build_manager
 from telemetry.wsgi import observed
 
 PATH = "/mcp"
-ANSWER_TIMEOUT_S = 50.0  # under gunicorn's --timeout 60
 # An answer this large is a result: JSON-RPC errors are a few hundred bytes.
 ERROR_ANSWER_BYTES = 65_536
 INTERNAL = -32603  # JSON-RPC's internal error: a failure, not a refusal
@@ -127,7 +126,7 @@ def _answer(
     try:
         status, headers, chunks = _loop().call(_scope(environ, state), checked.body)
     except TimeoutError:
-        detail = f"mcp: no answer within {ANSWER_TIMEOUT_S:.0f} s"
+        detail = f"mcp: no answer within {answer_timeout():.0f} s"
         return _json(start, 504, "timeout", detail)
     if not _error_answer_recorded(attempt, status, chunks):
         return _not_recorded(start)
@@ -221,6 +220,12 @@ def _not_recorded(start: StartResponse) -> list[bytes]:
     return _json(start, 503, "unavailable", refusals.NOT_RECORDED, service="audit")
 
 
+def answer_timeout() -> float:
+    """How long an /mcp request may take: 10 s under gunicorn's timeout, and
+    so above the longest tool call (QUIVER_CALL_TIMEOUT_MAX_SECONDS)."""
+    return float(settings.QUIVER_WEB.timeout_s - 10)
+
+
 def _refuse_host(request: WSGIRequest) -> tuple[int, str, str] | None:
     try:
         host = request.get_host()  # ALLOWED_HOSTS, as Django checks it
@@ -292,7 +297,7 @@ class _Loop(LoopThread):
     def call(
         self, scope: dict[str, Any], body: bytes
     ) -> tuple[int, list[tuple[str, str]], list[bytes]]:
-        return self.submit(self._call(scope, body), ANSWER_TIMEOUT_S)
+        return self.submit(self._call(scope, body), answer_timeout())
 
     async def _call(
         self, scope: dict[str, Any], body: bytes

@@ -14,15 +14,16 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TextIO
+from typing import Any, TextIO
 
 import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from sources.capped import CappedTransport, capped_stdio_client
 from sources.netguard import GuardedBackend
 from sources.secrets import scrub
 from sources.stdio import StdioSpec
@@ -48,7 +49,11 @@ class _NoStdioOutput(logging.Filter):
         return True
 
 
-logging.getLogger("mcp.client.stdio").addFilter(_NoStdioOutput())
+# The streamable HTTP client logs an answer it cannot parse the same way (a
+# validation error quotes the answer): an upstream echoing a secret would reach
+# the log.
+for _name in ("mcp.client.stdio", "mcp.client.streamable_http"):
+    logging.getLogger(_name).addFilter(_NoStdioOutput())
 
 
 @asynccontextmanager
@@ -59,23 +64,31 @@ async def open_client(
     timeout: float = DEFAULT_TIMEOUT_S,
     mode: str = "auto",
     http_errors: list[str] | None = None,
+    result_cap: int | None = None,
 ) -> AsyncIterator[Client]:
     """A connected client; ``mode="auto"`` speaks the 2026-07-28 protocol to a
     server that has it and falls back to the initialize handshake otherwise.
 
     ``http_errors``, when given, gets one line per HTTP answer that was not a
-    success ("HTTP 401 Unauthorized"), which the SDK's errors do not name."""
+    success ("HTTP 401 Unauthorized"), which the SDK's errors do not name.
+    ``result_cap``, when given, is the most read of an answer to a tool call
+    (``sources.capped``)."""
 
     async def note(response: httpx2.Response) -> None:
         if http_errors is not None and response.status_code >= 300:
             http_errors.append(f"HTTP {response.status_code} {response.reason_phrase}")
 
+    transport: httpx2.AsyncBaseTransport = guarded_transport()
+    sent = dict(headers or {})
+    if result_cap is not None:
+        transport = CappedTransport(transport, result_cap)
+        sent["Accept-Encoding"] = "identity"  # what is counted is what is kept
     http = httpx2.AsyncClient(
         event_hooks={"response": [note]},
-        headers=dict(headers or {}),
+        headers=sent,
         timeout=httpx2.Timeout(timeout),
         follow_redirects=False,
-        transport=guarded_transport(),
+        transport=transport,
         trust_env=False,
     )
     async with (
@@ -87,13 +100,21 @@ async def open_client(
 
 @asynccontextmanager
 async def open_stdio_client(
-    spec: StdioSpec, *, timeout: float = DEFAULT_TIMEOUT_S, mode: str = "auto"
+    spec: StdioSpec,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    mode: str = "auto",
+    result_cap: int | None = None,
+    over: Callable[[str], None] | None = None,
 ) -> AsyncIterator[Client]:
     """A connected client to the command of a stdio entry of the settings file,
     started as a child process of Quiver (with the SDK's safe inherited
     environment plus the entry's ``env``) and stopped when the block ends. Every
     request waits at most ``timeout`` seconds. No network address is involved, so
-    the deny-list of ``sources.netguard`` has nothing to check."""
+    the deny-list of ``sources.netguard`` has nothing to check.
+
+    With ``result_cap`` the child's output is read by Quiver's capped transport
+    (``sources.capped``), which tells ``over`` why it ended the connection."""
     params = StdioServerParameters(
         command=spec.command,
         args=list(spec.args),
@@ -101,9 +122,11 @@ async def open_stdio_client(
         cwd=spec.cwd,
     )
     with ScrubbedStderr(spec) as errlog:
-        async with Client(
-            stdio_client(params, errlog=errlog), mode=mode, read_timeout_seconds=timeout
-        ) as client:
+        transport: Any = stdio_client(params, errlog=errlog)
+        if result_cap is not None:
+            told = over or (lambda reason: None)
+            transport = capped_stdio_client(params, errlog, cap=result_cap, over=told)
+        async with Client(transport, mode=mode, read_timeout_seconds=timeout) as client:
             yield client
 
 

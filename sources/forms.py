@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from sources.secrets import MASK
@@ -45,9 +46,13 @@ class SourceForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
         help_text=HEADERS_HELP,
     )
-    timeout_seconds = forms.FloatField(
-        initial=30, min_value=1, max_value=300, label="Timeout (s)"
-    )
+    # The upper bound is the service's (sources.services.timeout_problem).
+    timeout_seconds = forms.FloatField(initial=30, min_value=1, label="Timeout (s)")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        most = settings.QUIVER_CALL_TIMEOUT_MAX_SECONDS
+        self.fields["timeout_seconds"].widget.attrs["max"] = most
 
     def clean_headers(self) -> dict[str, str]:
         return parse_header_lines(self.cleaned_data.get("headers", ""))

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
@@ -126,14 +127,114 @@ def masked(source: Any) -> dict[str, str]:
 
 
 def scrub(text: str, headers: dict[str, str]) -> str:
-    """``text`` with every header value in it replaced by the mask, for errors
-    (an upstream or a library may echo a request's headers back). A value's
-    words of 8 characters or more ("Bearer <token>": the token) are masked too."""
-    secrets = set()
-    for value in headers.values():
-        secrets.add(value)
-        secrets.update(word for word in value.split() if len(word) >= 8)
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, MASK)
-    return text
+    """``text`` with every header value in it replaced by the mask, in every
+    spelling an upstream or a library may echo it back in (``Scrubber``)."""
+    return Scrubber(headers)(text)
+
+
+# Shorter derived spellings (a password, a base64 fragment) would mask ordinary
+# words and data; the values themselves are masked at any length.
+MIN_DERIVED = 8
+
+
+class Scrubber:
+    """Masks a source's secrets (its header values, or a stdio command's env
+    values) in text, built once per call and used on every string it keeps or
+    forwards. For each value it masks:
+
+    * the value as it is, and its token after an auth scheme (``Bearer <t>``),
+      and each of its words of ``MIN_DERIVED`` characters or more;
+    * for ``Basic <b64>``, the decoded ``user:pass`` and the password alone;
+    * each of those as JSON string content (escapes), URL-encoded (``quote``,
+      ``quote_plus``, with upper- or lower-case hex) and base64 (standard and
+      URL-safe alphabets, padded or not), including inside a longer base64 text
+      (a header dump encoded whole): there its characters depend on where it
+      starts, so each of the three alignments' certain characters are masked.
+    """
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        forms: set[str] = set()
+        for value in headers.values():
+            if not value:
+                continue
+            forms.add(value)
+            for secret in _secrets_in(value):
+                forms.update(_spellings(secret))
+        forms.discard("")
+        self.forms = sorted(forms, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for form in self.forms:
+            if form in text:
+                text = text.replace(form, MASK)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A JSON value with every string in it (keys too) scrubbed."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        if isinstance(value, dict):
+            return {self(str(key)): self.value(item) for key, item in value.items()}
+        return value
+
+
+def _secrets_in(value: str) -> set[str]:
+    """The value, its token after a scheme, its long words, and what a Basic
+    credential decodes to."""
+    found = {value}
+    found.update(word for word in value.split() if len(word) >= MIN_DERIVED)
+    scheme, _, token = value.strip().partition(" ")
+    token = token.strip()
+    if token:
+        found.add(token)
+    if scheme.lower() == "basic" and token:
+        try:
+            pair = base64.b64decode(token + "=" * (-len(token) % 4)).decode()
+        except ValueError:
+            pair = ""
+        if ":" in pair:
+            found.add(pair)
+            password = pair.split(":", 1)[1]
+            if len(password) >= MIN_DERIVED:
+                found.add(password)
+    return {secret for secret in found if secret}
+
+
+def _spellings(secret: str) -> set[str]:
+    spelled = {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+    }
+    for quoted in (quote(secret, safe=""), quote(secret), quote_plus(secret)):
+        spelled.update({quoted, _lower_hex(quoted)})
+    if len(secret) >= MIN_DERIVED:
+        spelled.update(_base64_forms(secret.encode()))
+    return spelled
+
+
+def _lower_hex(quoted: str) -> str:
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quoted)
+
+
+# Characters of a base64 text fully decided by the secret, when it starts 0, 1
+# or 2 bytes into a 3-byte group: skip the ones its first byte shares.
+_SKIP_AT_START = (0, 2, 3)
+_KEEP_AT_END = (0, 1, 2)  # of a last partial group: its characters the secret decides
+
+
+def _base64_forms(data: bytes) -> set[str]:
+    forms: set[str] = set()
+    whole = base64.b64encode(data).decode()
+    forms.update({whole, whole.rstrip("=")})
+    for shift in range(3):
+        size = shift + len(data)
+        encoded = base64.b64encode(b"\0" * shift + data).decode()
+        end = (size // 3) * 4 + _KEEP_AT_END[size % 3]
+        core = encoded[_SKIP_AT_START[shift] : end]
+        if len(core) >= MIN_DERIVED:
+            forms.add(core)
+    forms.update({form.replace("+", "-").replace("/", "_") for form in forms})
+    return forms

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
@@ -144,12 +145,27 @@ def _check(source: Source) -> None:
             errors["url"] = [problem]
     if not NAME_RE.fullmatch(source.name or ""):
         errors["name"] = [NAME_RULE]
-    if not 1 <= float(source.timeout_seconds) <= 300:
-        errors["timeout_seconds"] = ["timeout_seconds: between 1 and 300 seconds"]
+    problem = timeout_problem(source.timeout_seconds)
+    if problem:
+        errors["timeout_seconds"] = [problem]
     if not 1 <= int(source.max_result_bytes) <= 10_000_000:
         errors["max_result_bytes"] = ["max_result_bytes: between 1 and 10000000"]
     if errors:
         raise ValidationError(errors)
+
+
+def timeout_problem(timeout: Any) -> str:
+    """The rule a source's ``timeout_seconds`` breaks, or "": a call waits on the
+    upstream inside a web request, so never as long as the web server's timeout
+    (settings: ``QUIVER_CALL_TIMEOUT_MAX_SECONDS``)."""
+    most = settings.QUIVER_CALL_TIMEOUT_MAX_SECONDS
+    if 1 <= float(timeout) <= most:
+        return ""
+    return (
+        f"timeout_seconds: between 1 and {most} seconds (a call must end within "
+        f"the web server's {settings.QUIVER_WEB.timeout_s} s limit; "
+        "QUIVER_CALL_TIMEOUT_MAX_SECONDS)"
+    )
 
 
 def _event(

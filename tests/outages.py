@@ -151,7 +151,8 @@ def _pipe(source: socket.socket, sink: socket.socket) -> None:
 
 
 def start_web(env: dict[str, str], name: str) -> tuple[subprocess.Popen[bytes], str]:
-    """gunicorn serving Quiver on a free loopback port; returns it and its URL."""
+    """gunicorn serving Quiver on a free loopback port, one worker process with
+    the threads of ``make run`` (config/gunicorn.py); returns it and its URL."""
     import sys
 
     port = free_port()
@@ -159,8 +160,8 @@ def start_web(env: dict[str, str], name: str) -> tuple[subprocess.Popen[bytes], 
     name = f"{name}{os.environ.get('PYTEST_XDIST_WORKER', '')}"
     log = open(ROOT / ".quiver" / "test" / f"web-{name}.log", "wb")  # noqa: SIM115
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind",
-         f"127.0.0.1:{port}", "--workers", "1", "--timeout", "60"],
+        [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn",
+         "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip

@@ -16,6 +16,7 @@ or unapproved call never did).
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -160,6 +161,13 @@ class Upstream:
     # Every HTTP request's headers, lower-cased names (to check secrets were sent).
     seen_headers: list[dict[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # A tools/call of "flood" is answered by the HTTP layer itself, streaming a
+    # text result of this many bytes in 1 MiB chunks (never held whole), as JSON
+    # or as one server-sent event (flood_as), optionally labelled gzip.
+    flood_bytes: int = 0
+    flood_as: str = "json"
+    flood_encoding: str = ""
+    flood_sent: list[int] = field(default_factory=list)
 
     async def on_list_tools(
         self, ctx: Any, params: types.PaginatedRequestParams | None
@@ -261,9 +269,95 @@ def _asgi_app(upstream: Upstream) -> Any:
         if scope["path"].rstrip("/") != "/mcp":
             await _plain(send, 404, b"not found")
             return
+        if upstream.flood_bytes and scope["method"] == "POST":
+            receive = await _flooded(upstream, receive, send)
+            if receive is None:
+                return
         await manager.handle_request(scope, receive, send)
 
     return app
+
+
+async def _flooded(upstream: Upstream, receive: Any, send: Any) -> Any:
+    """Answer a tools/call of "flood" here (None), else the request's body
+    to replay to the SDK."""
+    body = await _read_body(receive)
+    flood_id = _flood_id(body)
+    if flood_id is None:
+        return _replay(body)
+    await _flood(upstream, flood_id, send)
+    return None
+
+
+async def _read_body(receive: Any) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+def _replay(body: bytes) -> Any:
+    sent = {"done": False}
+
+    async def receive() -> dict[str, Any]:
+        if not sent["done"]:
+            sent["done"] = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()
+        return {"type": "http.disconnect"}
+
+    return receive
+
+
+def _flood_id(body: bytes) -> Any:
+    """The JSON-RPC id of a tools/call of "flood", else None."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if (
+        isinstance(message, dict)
+        and message.get("method") == "tools/call"
+        and (message.get("params") or {}).get("name") == "flood"
+    ):
+        return message.get("id")
+    return None
+
+
+async def _flood(upstream: Upstream, request_id: Any, send: Any) -> None:
+    """A tools/call answer whose text is ``flood_bytes`` of "x", streamed."""
+    head = json.dumps({"jsonrpc": "2.0", "id": request_id})[:-1]
+    head += ', "result": {"content": [{"type": "text", "text": "'
+    tail = '"}], "isError": false}}'
+    kind = "application/json"
+    if upstream.flood_as == "sse":
+        kind, head, tail = (
+            "text/event-stream",
+            "event: message\ndata: " + head,
+            tail + "\n\n",
+        )
+    headers = [(b"content-type", kind.encode())]
+    if upstream.flood_encoding:
+        headers.append((b"content-encoding", upstream.flood_encoding.encode()))
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    chunk = b"x" * (1 << 20)
+    sent = 0
+    try:
+        await send(
+            {"type": "http.response.body", "body": head.encode(), "more_body": True}
+        )
+        while sent < upstream.flood_bytes:
+            piece = chunk[: upstream.flood_bytes - sent]
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+            sent += len(piece)
+        await send({"type": "http.response.body", "body": tail.encode()})
+    except OSError:  # the reader hung up: the point of the test
+        pass
+    finally:
+        with upstream.lock:
+            upstream.flood_sent.append(sent)
 
 
 async def _plain(send: Any, status: int, body: bytes) -> None:

@@ -42,8 +42,9 @@ from catalog.services.tools import ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
 
 PROGRESS_EVERY = 10
-# A dry run runs in the web request (gunicorn ends a worker at 60 s): it stops
-# here and says so rather than be killed mid-check.
+# A dry run runs in the web request (well inside the web server's 60 s timeout,
+# QUIVER_WEB_TIMEOUT_SECONDS): it stops here and says so rather than hold a web
+# thread longer.
 DRY_RUN_DEADLINE_S = 30.0
 
 

@@ -78,6 +78,7 @@ _generations: weakref.WeakKeyDictionary[CatalogSnapshot, int] = (
 )
 _counter = [0]
 _rebuilding: dict[int, threading.Thread] = {}
+_makers: dict[int, threading.Lock] = {}
 # catalog id -> when its background index rebuild is due (time.monotonic()).
 _due: dict[int, float] = {}
 
@@ -86,7 +87,9 @@ def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
     """The snapshot of the catalog's current version and its id -> name map.
 
     A new catalog version patches the snapshot (or rebuilds it); readers of the
-    old one keep it until they finish (snapshots are immutable)."""
+    old one keep it until they finish (snapshots are immutable). One thread of
+    a process makes a catalog's snapshot at a time (the web workers are
+    threaded): the others wait for it instead of building copies of it."""
     engine_settings, settings_version = SelectionSettings.objects.effective_for(catalog)
     # The update time guards against a version number reused after a rollback
     # and moves when vectors land (catalog.services.embeddings).
@@ -94,16 +97,26 @@ def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
     cached = _cache.get(catalog.pk)
     if cached is not None and cached.key == key:
         return cached.snapshot, cached.names
-    entry = None
-    if cached is not None and _patchable(cached, catalog, settings_version):
-        entry = _refresh(catalog, cached, key)
-    if entry is None:
-        entry = _build(catalog, engine_settings, key)
-        _freeze()
-    _install(catalog.pk, entry)
+    with _making(catalog.pk):
+        cached = _cache.get(catalog.pk)
+        if cached is not None and cached.key == key:  # made while this one waited
+            return cached.snapshot, cached.names
+        entry = None
+        if cached is not None and _patchable(cached, catalog, settings_version):
+            entry = _refresh(catalog, cached, key)
+        if entry is None:
+            entry = _build(catalog, engine_settings, key)
+            _freeze()
+        _install(catalog.pk, entry)
     if entry.stale_index:
         _rebuild_later(catalog.pk, float(settings.QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY))
     return entry.snapshot, entry.names
+
+
+def _making(catalog_id: int) -> threading.Lock:
+    """The lock held while a thread makes this catalog's snapshot."""
+    with _lock:
+        return _makers.setdefault(catalog_id, threading.Lock())
 
 
 def cached_catalogs() -> set[int]:
@@ -484,6 +497,11 @@ def _index_in_child(snapshot: CatalogSnapshot) -> CatalogSnapshot:
     here instead, so a rebuild never waits forever."""
     if not hasattr(os, "fork"):
         return rebuild_index(snapshot)
+    with _forking:  # one child at a time: it finds its snapshot in _to_index
+        return _index_in_child_locked(snapshot)
+
+
+def _index_in_child_locked(snapshot: CatalogSnapshot) -> CatalogSnapshot:
     context = multiprocessing.get_context("fork")
     reader, writer = context.Pipe(duplex=False)
     _to_index[:] = [snapshot]
@@ -507,6 +525,7 @@ def _index_in_child(snapshot: CatalogSnapshot) -> CatalogSnapshot:
 
 
 _to_index: list[CatalogSnapshot] = []
+_forking = threading.Lock()
 
 
 def _index_child(writer: Any) -> None:

@@ -314,3 +314,65 @@ def test_audit_export_takes_the_outcome_filter(calls, tmp_path):
     assert [row["output"]["outcome"] for row in rows] == ["timed_out"]
     with pytest.raises(CommandError, match="--outcome"):
         call_command("audit_export", "--outcome", "exploded", stdout=StringIO())
+
+
+def started_and_ran(bot, **fields):
+    """A call that reached its upstream: its ``started`` event and its outcome."""
+    start = record_call(bot, outcome="started", **fields)
+    return start, record_call(bot, outcome="ran", call_id=start.pk, **fields)
+
+
+def test_a_call_with_its_start_counts_once_on_the_dashboard(bot):
+    started_and_ran(bot)
+    record_call(bot, outcome="started")  # still running: no outcome yet
+
+    board = build_dashboard(AuditEvent.objects.all(), preset_window("24h"))
+
+    assert board.calls["total"] == 1 and board.calls["ran"] == 1
+    assert board.calls["other"] == 0
+
+
+def test_the_lines_of_a_start_and_an_interruption_say_what_they_are(bot):
+    start = record_call(bot, outcome="started")
+    stopped = record_call(
+        bot, outcome="interrupted", reason="interrupted: no outcome", call_id=start.pk
+    )
+
+    assert display.describe(start) == (
+        "agent files-bot: call to delete_file v2 via files started"
+    )
+    assert display.describe(stopped) == (
+        "agent files-bot: call to delete_file v2 via files was interrupted, no "
+        f"outcome recorded: interrupted: no outcome [call {start.pk}]"
+    )
+
+
+def test_a_start_and_its_outcome_link_each_other(as_compliance, bot):
+    start, ran = started_and_ran(bot)
+
+    start_page = as_compliance.get(f"/audit/{start.pk}/").content.decode()
+    ran_page = as_compliance.get(f"/audit/{ran.pk}/").content.decode()
+
+    assert f'href="/audit/{ran.pk}/"' in start_page
+    assert f'href="/audit/{start.pk}/"' in ran_page
+    assert "Other steps of this call" in ran_page
+
+
+def test_the_selection_page_shows_a_call_once_by_how_it_ended(as_compliance, bot):
+    sid = uuid.uuid4()
+    event = selection_event(bot, sid)
+    started_and_ran(bot, selection_id=str(sid))
+    running = record_call(bot, outcome="started", selection_id=str(sid))
+
+    page = as_compliance.get(f"/audit/{event.pk}/").content.decode()
+
+    assert page.count('data-outcome="ran"') == 1
+    assert page.count('data-outcome="started"') == 1  # the one still running
+    assert f"/audit/{running.pk}/" in page
+
+
+def test_the_outcome_filter_offers_started_and_interrupted(as_compliance):
+    page = as_compliance.get("/audit/").content.decode()
+
+    assert '<option value="interrupted">interrupted</option>' in page
+    assert '<option value="started">started</option>' in page

@@ -71,9 +71,12 @@ def record_call(
     catalog_slug: str = "default",
     reason: str = "",
     duration_ms: float = 12.5,
+    call_id: int | None = None,
 ) -> AuditEvent:
-    """One ``tool_call`` event as the call path records it."""
+    """One ``tool_call`` event as the call path records it (an outcome names its
+    ``started`` event's id as ``call_id``)."""
     arguments = {"path": "/tmp/x"}
+    more = {} if call_id is None else {"call_id": call_id}
     return record_event(
         EventType.TOOL_CALL,
         actor=actor,
@@ -91,6 +94,7 @@ def record_call(
             "selection_id": selection_id,
             "approval_id": None,
             "channel": "api",
+            **more,
         },
         output={
             "outcome": outcome,

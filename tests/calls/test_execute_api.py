@@ -1,6 +1,8 @@
 """POST /api/v1/tool-calls/execute against a real upstream MCP server: the order
-access -> validation -> approval -> upstream -> audit, every outcome, one
-tool_call audit row per attempt, and nothing invalid ever reaching the upstream."""
+access -> validation -> approval -> claim -> upstream -> outcome, every outcome,
+the tool_call audit rows of each attempt (one for a refusal, ``started`` then the
+outcome for a call that reached for its upstream), and nothing invalid ever
+reaching the upstream."""
 
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ def calls_recorded() -> list[AuditEvent]:
     return list(AuditEvent.objects.filter(event_type="tool_call").order_by("pk"))
 
 
+def outcomes_recorded() -> list[AuditEvent]:
+    """The events that say how each attempt ended (not the ``started`` ones)."""
+    return [e for e in calls_recorded() if e.output["outcome"] != "started"]
+
+
 def approve(approval_id: str, **fields: Any) -> None:
     fields.setdefault("status", "approved")
     Approval.objects.filter(pk=approval_id).update(decided=timezone.now(), **fields)
@@ -64,8 +71,10 @@ def test_a_read_only_tool_runs_upstream_and_its_result_comes_back_as_it_was(
         "get_forecast",
         {"city": "Paris", "days": 2},
     )
-    [event] = calls_recorded()
-    assert str(event.pk) == answer["call_id"]
+    [start, event] = calls_recorded()
+    assert str(start.pk) == answer["call_id"]
+    assert start.summary == f"{FORECAST} started"
+    assert start.output == {"outcome": "started", "timeout_s": 30.0}
     assert event.summary == f"{FORECAST} ran"
     assert event.selection_id is None
     assert event.actor_name.endswith("agent-call") or "agent-call" in event.actor_name
@@ -79,7 +88,9 @@ def test_a_read_only_tool_runs_upstream_and_its_result_comes_back_as_it_was(
         "selection_id": None,
         "approval_id": None,
         "channel": "api",
+        "call_id": start.pk,
     }
+    assert start.input == {k: v for k, v in event.input.items() if k != "call_id"}
     output = event.output
     assert output["outcome"] == "ran" and output["reason"] == ""
     assert output["is_error"] is False
@@ -194,6 +205,7 @@ def test_a_call_that_needs_approval_is_pending_and_not_run(agent, linked, upstre
     assert upstream.calls == []
     [call] = calls_recorded()
     assert call.output["outcome"] == "pending"
+    assert answer["call_id"] == str(call.pk)
     assert call.input["approval_id"] == answer["approval_id"]
     [asked] = AuditEvent.objects.filter(event_type="approval")
     assert asked.output["status"] == "requested"
@@ -216,9 +228,13 @@ def test_an_approved_call_runs_once_and_its_approval_is_then_used(
     outcomes = [(e.output["outcome"], e.input["approval_id"]) for e in calls_recorded()]
     assert outcomes == [
         ("pending", approval_id),
+        ("started", approval_id),
         ("ran", approval_id),
         ("refused", approval_id),
     ]
+    steps = AuditEvent.objects.filter(event_type="approval").order_by("pk")
+    assert [e.output["status"] for e in steps] == ["requested", "used"]
+    assert steps[1].output["call_id"] == int(first.json()["call_id"])
 
 
 @pytest.mark.parametrize(
@@ -325,7 +341,7 @@ def test_an_upstream_error_is_failed_with_the_upstreams_own_content(
     assert answer["content"] == [
         {"type": "text", "text": "upstream: the disk is on fire"}
     ]
-    [event] = calls_recorded()
+    [event] = outcomes_recorded()
     assert "disk is on fire" in event.output["reason"]
     assert event.output["is_error"] is True
 
@@ -339,7 +355,7 @@ def test_a_slow_upstream_times_out_within_the_sources_timeout(agent, upstream):
     assert answer["outcome"] == "timed_out"
     assert answer["is_error"] is True
     assert answer["reason"] == "source 'slow': no answer within 0.5 s"
-    [event] = calls_recorded()
+    [event] = outcomes_recorded()
     assert event.output["outcome"] == "timed_out"
     assert len(upstream.calls_to("slow_echo")) == 1  # never retried
 
@@ -412,7 +428,8 @@ def test_editing_a_sources_url_sends_the_next_call_to_the_new_server(
 def test_a_setting_keeps_only_the_arguments_hash(agent, linked, upstream, settings):
     settings.QUIVER_CALL_ARGUMENTS_HASH_ONLY = True
     execute(agent, FORECAST, {"city": "Paris"})
-    [event] = calls_recorded()
+    [start, event] = calls_recorded()
+    assert "arguments" not in start.input
     assert "arguments" not in event.input
     assert event.input["arguments_hash"] == arguments_hash({"city": "Paris"})
 
@@ -441,15 +458,29 @@ def test_an_anonymous_caller_is_refused(api, linked, upstream):
     assert upstream.calls == []
 
 
-def test_a_call_costs_four_queries_beside_the_upstream(
+def test_a_call_costs_five_queries_beside_the_upstream(
     linked, upstream, django_assert_num_queries
 ):
     """The catalog, the tool with its source (one query), the selection settings
-    (the snapshot's freshness) and the audit row's INSERT."""
+    (the snapshot's freshness), the ``started`` row's INSERT before the upstream
+    and the outcome's after it (each one statement, autocommit)."""
     make_client_key("agent-count", "agent")
     user = ApiClient.objects.select_related("user").get(name="agent-count").user
     user = type(user).objects.select_related("api_client").get(pk=user.pk)
     execute_call(user, name=FORECAST, arguments={"city": "Oslo"})  # warm caches
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         answer = execute_call(user, name=FORECAST, arguments={"city": "Oslo"})
     assert answer.outcome == "ran"
+
+
+def test_unreadable_source_headers_are_a_503_and_nothing_is_sent(
+    agent, linked, upstream
+):
+    Source.objects.filter(name="weather").update(headers_encrypted="not-a-token")
+    response = execute(agent, FORECAST, {"city": "Oslo"})
+    assert response.status_code == 503
+    body = response.json()
+    assert body["service"] == "source_headers"
+    assert body["detail"].startswith("source 'weather': headers: cannot be decrypted")
+    assert upstream.calls == []
+    assert calls_recorded()[-1].output["outcome"] == "refused"

@@ -87,10 +87,12 @@ def test_call_tool_runs_the_upstream_tool_and_answers_its_result_as_it_was(
     assert result.content[0].text == "day 1: sunny, 21 C"
     [reached] = upstream.calls
     assert reached.arguments == {"city": "Lyon", "days": 1}
-    [event] = recorded()
+    started, event = recorded()
     assert event.input["channel"] == "mcp"
     assert event.output["outcome"] == "ran"
-    assert result.meta["quiver/call_id"] == str(event.pk)
+    assert (
+        result.meta["quiver/call_id"] == str(started.pk) == str(event.input["call_id"])
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -152,7 +154,7 @@ def test_a_call_needing_approval_is_pending_then_runs_once_approved(
     assert ran.is_error is False, ran.content
     assert [c.name for c in upstream.calls] == ["delete_file"]
     outcomes = [event.output["outcome"] for event in recorded()]
-    assert outcomes == ["pending", "ran"]
+    assert outcomes == ["pending", "started", "ran"]
 
 
 def test_a_hidden_tool_and_a_made_up_name_get_the_same_direct_answer(

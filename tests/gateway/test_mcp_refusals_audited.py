@@ -222,4 +222,9 @@ def test_what_is_not_refused_leaves_no_refusal_row(server_url, upstream, key):
     assert listed.status_code == 200 and "result" in listed.json()
     ran = send(server_url, key, call(FORECAST, {"city": "Nice"}))
     assert ran.json()["result"]["isError"] is False, ran.text
-    assert only_row("tool_call").output["outcome"] == "ran"
+    # A call that ran is its start and its outcome (calls.records), no refusal.
+    rows = AuditEvent.objects.filter(event_type__in=["mcp_refused", "tool_call"])
+    assert [(r.event_type, r.output["outcome"]) for r in rows.order_by("pk")] == [
+        ("tool_call", "started"),
+        ("tool_call", "ran"),
+    ]

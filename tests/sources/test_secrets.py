@@ -4,8 +4,10 @@ while the upstream does receive them."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+from urllib.parse import quote, quote_plus
 
 import pytest
 from django.db import connection
@@ -117,6 +119,74 @@ def test_scrub_masks_a_value_and_its_token_inside_an_error():
     assert "sk-1234567890" not in text
     text = scrub("token sk-1234567890 was refused", {"A": "Bearer sk-1234567890"})
     assert "sk-1234567890" not in text
+
+
+SCRUB_TOKEN = "sk-live-0a1b2c3d4e5f"
+SCRUB_PAIR = "deploy-bot:correct-horse-battery"
+SCRUB_HEADERS = {
+    "Authorization": f"Bearer {SCRUB_TOKEN}",
+    "Proxy-Authorization": "Basic " + base64.b64encode(SCRUB_PAIR.encode()).decode(),
+}
+
+
+@pytest.mark.parametrize(
+    "echoed",
+    [
+        f"Bearer {SCRUB_TOKEN}",
+        SCRUB_TOKEN,
+        base64.b64encode(SCRUB_TOKEN.encode()).decode(),
+        base64.b64encode(SCRUB_TOKEN.encode()).decode().rstrip("="),
+        base64.urlsafe_b64encode(b"\xfb" + SCRUB_TOKEN.encode()).decode(),
+        base64.b64encode(b"Authorization: Bearer " + SCRUB_TOKEN.encode()).decode(),
+        base64.b64encode(b"{'auth': '" + SCRUB_TOKEN.encode() + b"'}").decode(),
+        quote(f"Bearer {SCRUB_TOKEN}"),
+        quote_plus(f"Bearer {SCRUB_TOKEN}"),
+        quote(SCRUB_PAIR, safe="").lower(),
+        SCRUB_PAIR,
+        "correct-horse-battery",
+        base64.b64encode(SCRUB_PAIR.encode()).decode(),
+        json.dumps({"auth": f"Bearer {SCRUB_TOKEN}"})[1:-1],
+    ],
+    ids=[
+        "header",
+        "token",
+        "base64",
+        "base64-unpadded",
+        "base64-urlsafe-shifted",
+        "base64-of-a-header-line",
+        "base64-of-a-dump",
+        "url",
+        "url-plus",
+        "url-lower-hex",
+        "basic-decoded",
+        "basic-password",
+        "basic-encoded",
+        "json-escaped",
+    ],
+)
+def test_scrub_masks_every_spelling_of_a_secret(echoed):
+    text = scrub(f"the upstream said <{echoed}>, then stopped", SCRUB_HEADERS)
+    assert "the upstream said <" in text and ">, then stopped" in text
+    assert "••••••" in text
+    for secret in (SCRUB_TOKEN, "correct-horse-battery", SCRUB_PAIR):
+        assert secret not in text
+    # What is left of an encoded secret cannot be decoded back to it.
+    for part in text.split():
+        assert SCRUB_TOKEN.encode() not in _decoded(part)
+
+
+def _decoded(part: str) -> bytes:
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            return decode(part.strip("<>,") + "==")
+        except ValueError:
+            continue
+    return b""
+
+
+def test_scrub_leaves_ordinary_text_alone():
+    text = "deploy-bot ran 12 jobs; Bearer tokens are explained in the guide"
+    assert scrub(text, SCRUB_HEADERS) == text
 
 
 def test_saving_the_masked_headers_re_encrypts_them_with_the_new_key(

@@ -154,7 +154,8 @@ def test_a_call_runs_on_the_stdio_server_and_its_result_comes_back(
     assert reached["name"] == "get_forecast"
     assert reached["arguments"] == {"city": "Oslo", "days": 1}
     assert reached["token"] == TOKEN  # the settings file's env reached the command
-    [event] = AuditEvent.objects.filter(event_type="tool_call")
+    started, event = AuditEvent.objects.filter(event_type="tool_call").order_by("pk")
+    assert started.output["outcome"] == "started"
     assert event.input["source"] == "local"
     assert event.output["outcome"] == "ran"
     assert TOKEN not in answer.content.decode()

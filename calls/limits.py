@@ -1,0 +1,180 @@
+"""How many upstream calls may be in flight at once, so slow upstreams cannot
+starve the service (issue 30). Checked after the call is decided and before it is
+claimed, so a refusal spends nothing (an approval stays approved):
+
+* per key (an API client, or a person): ``QUIVER_CALLS_PER_KEY``, across every
+  process; beyond it a 429 naming ``calls_per_key``;
+* per source: ``QUIVER_CALLS_PER_SOURCE``, across every process; beyond it a 503
+  naming ``calls_per_source``;
+* per web process: ``QUIVER_CALLS_PER_PROCESS``, below gunicorn's threads
+  (config/gunicorn.py), so every process keeps threads for selections and
+  ``/healthz`` however many calls wait on upstreams; beyond it a 503 naming
+  ``calls_per_process``.
+
+The first two are Redis sorted sets (one per key, one per source) of the calls
+holding a slot, scored by the time the slot lapses (the call's deadline plus a
+margin, by Redis' clock): a process killed mid-call frees its slots then, with
+nobody's help. Both slots are taken by one script (atomic) and given back when
+the call ends. When Redis does not answer no call starts: a 503 naming
+``redis``, since a limit that cannot be counted does not hold."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import redis
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+SLOT_MARGIN_S = 30
+# KEYS: the key's set, the source's set. ARGV: lifetime (s), member, key limit,
+# source limit. Returns 0 (taken), 1 (the key is full) or 2 (the source is).
+TAKE = """
+local now = redis.call('TIME')
+local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+for i = 1, 2 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', t) end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 1 end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 2 end
+local life = tonumber(ARGV[1])
+for i = 1, 2 do
+  redis.call('ZADD', KEYS[i], t + life, ARGV[2])
+  redis.call('EXPIRE', KEYS[i], math.ceil(life) + 60)
+end
+return 0
+"""
+REDIS_DOWN = (
+    "redis: unavailable, so the limits on calls in flight cannot be counted; "
+    "nothing was called, try again shortly"
+)
+
+
+@dataclass
+class LimitReached(Exception):
+    """No slot for this call: ``reason`` names the limit, ``status`` is 429 or
+    503, ``limit`` the limit's name (or ``redis`` when it could not be read)."""
+
+    reason: str
+    status: int
+    limit: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class _ProcessGate:
+    """Calls in flight in this process (a new count after a fork)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+        self.in_flight = 0
+
+    def enter(self, limit: int) -> bool:
+        with self.lock:
+            if self.pid != os.getpid():
+                self.pid, self.in_flight = os.getpid(), 0
+            if self.in_flight >= limit:
+                return False
+            self.in_flight += 1
+            return True
+
+    def leave(self) -> None:
+        with self.lock:
+            self.in_flight = max(0, self.in_flight - 1)
+
+
+_gate = _ProcessGate()
+_clients: dict[str, redis.Redis] = {}
+_clients_lock = threading.Lock()
+
+
+def _redis() -> redis.Redis:
+    url = settings.CELERY_BROKER_URL
+    with _clients_lock:
+        if url not in _clients:
+            _clients[url] = redis.Redis.from_url(
+                url, socket_timeout=0.5, socket_connect_timeout=0.5
+            )
+        return _clients[url]
+
+
+class Slots:
+    """The slots one call holds; give them back by leaving the ``with``."""
+
+    def __init__(self, keys: tuple[str, str], member: str) -> None:
+        self.keys = keys
+        self.member = member
+
+    def __enter__(self) -> Slots:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def release(self) -> None:
+        _gate.leave()
+        try:
+            pipe = _redis().pipeline()
+            for key in self.keys:
+                pipe.zrem(key, self.member)
+            pipe.execute()
+        except redis.RedisError as exc:  # the slots lapse by themselves
+            log.warning("call slots not given back (they lapse): %s", exc)
+
+
+def caller_key(user: Any) -> str:
+    """The key a caller's calls count against: its API client, else the person."""
+    client = getattr(user, "api_client", None)
+    return f"client:{client.pk}" if client is not None else f"user:{user.pk}"
+
+
+def hold(user: Any, source_id: int, timeout: float) -> Slots:
+    """Slots for one call of ``user`` to the source, for at most ``timeout``
+    seconds plus a margin; raises ``LimitReached`` naming the limit."""
+    if not _gate.enter(settings.QUIVER_CALLS_PER_PROCESS):
+        raise LimitReached(_full("calls_per_process"), 503, "calls_per_process")
+    keys = (f"quiver:calls:{caller_key(user)}", f"quiver:calls:source:{source_id}")
+    member = uuid.uuid4().hex
+    try:
+        taken = _redis().eval(
+            TAKE,
+            2,
+            *keys,
+            timeout + SLOT_MARGIN_S,
+            member,
+            settings.QUIVER_CALLS_PER_KEY,
+            settings.QUIVER_CALLS_PER_SOURCE,
+        )
+    except redis.RedisError as exc:
+        _gate.leave()
+        log.warning("call refused, Redis unavailable: %s", exc)
+        raise LimitReached(REDIS_DOWN, 503, "redis") from exc
+    if taken:
+        _gate.leave()
+        name = "calls_per_key" if int(taken) == 1 else "calls_per_source"
+        raise LimitReached(_full(name), 429 if name == "calls_per_key" else 503, name)
+    return Slots(keys, member)
+
+
+def _full(name: str) -> str:
+    limit = getattr(settings, f"QUIVER_{name.upper()}")
+    whose = {
+        "calls_per_key": "of this key",
+        "calls_per_source": "to this source",
+        "calls_per_process": "in this web process",
+    }[name]
+    return (
+        f"{name}: {limit} upstream calls {whose} are already in flight "
+        f"(QUIVER_{name.upper()}); retry when one has ended"
+    )

@@ -1,0 +1,118 @@
+"""The ``tool_call`` audit events of one attempt to call a tool.
+
+A call that is refused or waits for a person is one event (``refused``,
+``denied``, ``pending``). A call that reaches for the upstream is two: ``started``,
+committed before the upstream is contacted, and its outcome (``ran``, ``failed``,
+``timed_out``, or ``interrupted`` when the process running it stopped: the
+worker's sweep writes that one), whose input names the started event's id as
+``call_id``. The call's ``call_id`` is always the id of its first event."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from hashlib import sha256
+from typing import Any
+
+from django.conf import settings
+
+from audit.choices import EventType
+from audit.models import AuditEvent
+from audit.services import record_event
+from calls.hashing import arguments_hash, canonical_json
+from calls.observe import call_recorded
+from catalog.models import Catalog, Tool
+from sources.models import SourceTool
+
+REASON_CHARS = 1000
+
+
+@dataclass
+class CallRecord:
+    """One attempt, as its audit events record it."""
+
+    user: Any
+    catalog: Catalog
+    name: str
+    arguments: dict[str, Any]
+    selection_id: uuid.UUID | None
+    approval_id: str | None
+    request_id: uuid.UUID | None
+    channel: str
+    started: float = field(default_factory=time.perf_counter)
+    tool: Tool | None = None
+    link: SourceTool | None = None
+    # The id of the attempt's ``started`` event, once it is committed.
+    call_id: int | None = None
+
+    def recorded_input(self) -> dict[str, Any]:
+        """The events' input: what was called, with what, how (I22.md's shape)."""
+        tool, link = self.tool, self.link
+        recorded: dict[str, Any] = {
+            "tool": tool.name if tool is not None else self.name,
+            "tool_version": tool.version if tool is not None else None,
+            "source": link.source.name if link is not None else None,
+            "upstream_name": link.upstream_name if link is not None else None,
+        }
+        if not getattr(settings, "QUIVER_CALL_ARGUMENTS_HASH_ONLY", False):
+            recorded["arguments"] = self.arguments
+        recorded.update(
+            arguments_hash=arguments_hash(self.arguments),
+            selection_id=str(self.selection_id) if self.selection_id else None,
+            approval_id=self.approval_id,
+            channel=self.channel,
+        )
+        if self.call_id is not None:
+            recorded["call_id"] = self.call_id
+        return recorded
+
+
+def record_call(
+    call: CallRecord,
+    outcome: str,
+    reason: str,
+    *,
+    size: int | None = None,
+    body: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """An event with the attempt's outcome (in the caller's transaction, if any),
+    counted in the metrics as it is recorded."""
+    result_hash = None
+    if body is not None:
+        result_hash = sha256(canonical_json(body).encode()).hexdigest()
+    event = _event(
+        call,
+        outcome,
+        {
+            "outcome": outcome,
+            "reason": reason[:REASON_CHARS],
+            "duration_ms": round((time.perf_counter() - call.started) * 1000, 3),
+            "result_hash": result_hash,
+            "result_bytes": size,
+            "is_error": outcome != "ran",
+        },
+    )
+    source = call.link.source.name if call.link is not None else None
+    call_recorded(call.catalog.slug, source, outcome)
+    return event
+
+
+def record_start(call: CallRecord, timeout: float) -> AuditEvent:
+    """The ``started`` event: the upstream is about to be contacted, for at most
+    ``timeout`` seconds."""
+    return _event(call, "started", {"outcome": "started", "timeout_s": timeout})
+
+
+def _event(call: CallRecord, outcome: str, output: dict[str, Any]) -> AuditEvent:
+    recorded = call.recorded_input()
+    return record_event(
+        EventType.TOOL_CALL,
+        actor=call.user,
+        request_id=call.request_id,
+        catalog_slug=call.catalog.slug,
+        catalog_version=call.catalog.version,
+        summary=f"{recorded['tool']} {outcome}",
+        input=recorded,
+        output=output,
+    )

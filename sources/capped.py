@@ -1,0 +1,229 @@
+"""Reading at most so many bytes of an upstream's answer to a tool call (issue 30):
+a 60 MB result must not be read whole before its size is checked.
+
+The cap (``read_cap``) is twice the source's ``max_result_bytes`` plus 64 KiB:
+room for JSON escapes and the JSON-RPC envelope around a result whose canonical
+size is within the limit (calls.services checks that size exactly afterwards).
+What passes it is not read further, and the call learns why through ``Overflow``:
+
+* HTTP (``CappedTransport``): the body of the answer to a ``tools/call`` POST is
+  counted as it arrives; past the cap the stream fails and the connection is
+  dropped with the rest unread. Quiver asks for ``Accept-Encoding: identity`` so
+  what is counted is what is kept; an answer compressed anyway is refused.
+* stdio (``capped_stdio_client``): Quiver's own transport for a stdio command, so
+  the child's output is read in chunks, never a whole line at a time: a message
+  passing the cap while only ``tools/call`` requests wait for answers ends the
+  connection (the child is stopped); while another request (the ``tools/list``
+  the pool reads once) waits, a message may take ``MESSAGE_CAP`` bytes.
+
+``Overflow`` is a context variable holding a list: the call sets a fresh one
+around its request, the SDK runs the HTTP request in a task copied from the
+caller's context, so the transport's note reaches exactly the call it concerns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
+from typing import Any, TextIO
+
+import anyio
+import httpx2
+import mcp_types as types
+from anyio.abc import Process
+from mcp.client.stdio import StdioServerParameters, get_default_environment
+from mcp.shared.message import SessionMessage
+
+MESSAGE_CAP = 16 * 1024 * 1024
+CHUNK = 65536
+STOP_WAIT_S = 2.0
+# The notes of the call in progress (in its context; None outside a call).
+Overflow: ContextVar[list[str] | None] = ContextVar("quiver_overflow", default=None)
+
+
+def read_cap(max_result_bytes: int) -> int:
+    return 2 * max_result_bytes + 65536
+
+
+def too_large(read: int, cap: int) -> str:
+    return f"result: the answer passed {cap} bytes (read {read}); not read further"
+
+
+class TooLarge(httpx2.StreamError):
+    """The answer passed the cap (the SDK turns a stream error into a failed
+    request for that call only)."""
+
+
+def _note(reason: str) -> None:
+    notes = Overflow.get()
+    if notes is not None:
+        notes.append(reason)
+
+
+class CappedTransport(httpx2.AsyncBaseTransport):
+    """``inner`` with the bodies of answers to ``tools/call`` capped."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, cap: int) -> None:
+        self.inner = inner
+        self.cap = cap
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        if not _is_tool_call(request):
+            return response
+        encoding = response.headers.get("content-encoding", "identity").lower()
+        stream = response.stream
+        assert isinstance(stream, httpx2.AsyncByteStream)
+        response.stream = _Capped(stream, self.cap, encoding)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _is_tool_call(request: httpx2.Request) -> bool:
+    if request.method != "POST":
+        return False
+    try:
+        message = json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        return False
+    return isinstance(message, dict) and message.get("method") == "tools/call"
+
+
+class _Capped(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, cap: int, encoding: str):
+        self.inner = inner
+        self.cap = cap
+        self.encoding = encoding
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self.encoding not in ("", "identity"):
+            reason = (
+                f"result: the answer came compressed ({self.encoding}) although "
+                "Quiver asks for none; refused, so its size cap holds"
+            )
+            _note(reason)
+            raise TooLarge(reason)
+        read = 0
+        async for chunk in self.inner:
+            read += len(chunk)
+            if read > self.cap:
+                reason = too_large(read, self.cap)
+                _note(reason)
+                raise TooLarge(reason)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@asynccontextmanager
+async def capped_stdio_client(
+    params: StdioServerParameters,
+    errlog: TextIO,
+    *,
+    cap: int,
+    over: Callable[[str], None],
+) -> AsyncIterator[tuple[Any, Any]]:
+    """A transport (read and write streams) to a child started from
+    ``params``, its output capped as the module says; ``over`` is told why when
+    a message passes the cap (the connection is then over)."""
+    process = await anyio.open_process(
+        [params.command, *params.args],
+        env=get_default_environment() | (params.env or {}),
+        cwd=params.cwd,
+        stderr=errlog,
+        start_new_session=True,
+    )
+    reader = _StdioReader(process, cap, over)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(reader.read)
+        tasks.start_soon(reader.write)
+        try:
+            yield reader.read_stream, reader.write_stream
+        finally:
+            with anyio.CancelScope(shield=True):
+                await reader.stop()
+            tasks.cancel_scope.cancel()
+
+
+class _StdioReader:
+    """Both pipes of one child: JSON-RPC lines out, capped lines in."""
+
+    def __init__(self, process: Process, cap: int, over: Callable[[str], None]):
+        self.process = process
+        self.cap = cap
+        self.over = over
+        self.waiting: dict[Any, str] = {}  # request id -> method
+        self.to_session, self.read_stream = anyio.create_memory_object_stream[
+            SessionMessage | Exception
+        ](0)
+        self.write_stream, self.from_session = anyio.create_memory_object_stream[
+            SessionMessage
+        ](0)
+
+    async def write(self) -> None:
+        assert self.process.stdin is not None
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async with self.from_session:
+                async for sent in self.from_session:
+                    message = sent.message
+                    if isinstance(message, types.JSONRPCRequest):
+                        self.waiting[message.id] = message.method
+                    line = message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await self.process.stdin.send((line + "\n").encode())
+
+    async def read(self) -> None:
+        assert self.process.stdout is not None
+        buffer = bytearray()
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            async with self.to_session:
+                async for chunk in self.process.stdout:
+                    while (end := chunk.find(b"\n")) >= 0:
+                        buffer += chunk[:end]
+                        await self._deliver(bytes(buffer))
+                        buffer.clear()
+                        chunk = chunk[end + 1 :]
+                    buffer += chunk
+                    if len(buffer) > self._limit():
+                        self.over(too_large(len(buffer), self._limit()))
+                        return
+
+    def _limit(self) -> int:
+        calls_only = all(m == "tools/call" for m in self.waiting.values())
+        return self.cap if calls_only else max(self.cap, MESSAGE_CAP)
+
+    async def _deliver(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError as exc:  # the session reports it; the line is not logged
+            await self.to_session.send(ValueError(type(exc).__name__))
+            return
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self.waiting.pop(message.id, None)
+        await self.to_session.send(SessionMessage(message))
+
+    async def stop(self) -> None:
+        """Close the child's stdin, then stop its process group if it lingers."""
+        for stream in (self.write_stream, self.read_stream):
+            stream.close()
+        if self.process.stdin is not None:
+            with suppress(OSError, anyio.BrokenResourceError):
+                await self.process.stdin.aclose()
+        for how in (None, signal.SIGTERM, signal.SIGKILL):
+            if how is not None:
+                with suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.process.pid, how)
+            with anyio.move_on_after(STOP_WAIT_S):
+                await self.process.wait()
+            if self.process.returncode is not None:
+                break
+        with suppress(OSError):
+            await self.process.aclose()
