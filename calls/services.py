@@ -46,7 +46,6 @@ from selection.services.tool_calls import (
     decide_call,
     get_selection_for_caller,
 )
-from sources.models import SourceTool
 from sources.secrets import HeadersUnreadable, decrypt_headers
 from telemetry import tracing
 
@@ -261,7 +260,7 @@ def _run(call: CallRecord, target: Target) -> CallAnswer:
             target,
             call.link.upstream_name,
             call.arguments,
-            idempotent=_idempotent(call.tool, call.link),
+            idempotent=_idempotent(call.tool),
         )
     except UpstreamFailure as exc:
         outcome = "timed_out" if exc.timed_out else "failed"
@@ -320,15 +319,12 @@ def _not_recorded(call: CallRecord, outcome: str, exc: Exception) -> NoReturn:
     raise CallNotRecorded(NOT_RECORDED.format(call_id=call.call_id)) from exc
 
 
-def _idempotent(tool: Tool, link: SourceTool) -> bool:
-    """The tool's own ``idempotentHint``, else the upstream's as last synced."""
+def _idempotent(tool: Tool) -> bool:
+    """The tool's own ``idempotentHint``: a sync writes the upstream's, held by the
+    never-loosen rule, and a curator's edit is final. The upstream's last word
+    (``SourceTool.upstream``) is a claim, never a reason to retry."""
     hints = tool.annotations if isinstance(tool.annotations, dict) else {}
-    if "idempotentHint" in hints:
-        return hints["idempotentHint"] is True
-    upstream = (
-        link.upstream.get("annotations") if isinstance(link.upstream, dict) else None
-    )
-    return isinstance(upstream, dict) and upstream.get("idempotentHint") is True
+    return hints.get("idempotentHint") is True
 
 
 def _error_text(content: list[dict[str, Any]]) -> str:

@@ -18,6 +18,7 @@ import pytest
 from django.utils import timezone
 
 from calls.models import Approval
+from catalog.models import Tool
 from sources.models import Source
 from tests.calls.conftest import link_source
 from tests.upstream import Upstream
@@ -163,3 +164,22 @@ def test_a_tool_not_marked_idempotent_is_never_retried(
     assert answer["outcome"] == "failed"
     assert answer["reason"].startswith("source 'relayed': ")
     assert reached(upstream, tool, 1) == 1
+
+
+def test_a_tool_whose_own_hints_lost_idempotent_is_never_retried_on_the_upstreams_word(
+    agent, upstream, relay
+):
+    """The upstream's last definition still says idempotent; the catalog tool's
+    own annotations (a curator's edit) no longer do: only the tool's count."""
+    through_relay(upstream, relay, "relayed")
+    tool = Tool.objects.get(name="relayed.set_thermostat")
+    tool.annotations = {
+        key: value for key, value in tool.annotations.items() if key != "idempotentHint"
+    }
+    tool.save(update_fields=["annotations"])
+    approved_call(agent, "relayed.set_thermostat", {"celsius": 20})  # warm the pool
+    upstream.calls.clear()
+    relay.breaks = 1
+    answer = approved_call(agent, "relayed.set_thermostat", {"celsius": 23}).json()
+    assert answer["outcome"] == "failed", answer
+    assert reached(upstream, "set_thermostat", 1) == 1
