@@ -169,6 +169,10 @@ def _call_result(answer: services.CallAnswer) -> types.CallToolResult:
         }
         return types.CallToolResult.model_validate({**found, "_meta": meta})
     text = answer.reason + (f"; {answer.hint}" if answer.hint else "")
+    if answer.outcome == "pending" and answer.content:
+        # "pending_approval <id>: ...": a model that reads only text (most
+        # frameworks' default) needs the id to send the call again.
+        text = str(answer.content[0]["text"])
     structured = answer.structured_content or {
         "status": answer.outcome,
         "reason": answer.reason,

@@ -111,6 +111,27 @@ def test_the_search_text_gives_each_tool_its_arguments_and_how_to_call_it(
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_pending_call_names_its_approval_in_the_text_a_model_reads(
+    server_url, upstream, mode
+):
+    """Most frameworks hand the model an error result's text only."""
+    key = make_client_key("agent-pending-text", "agent")
+    call = {"name": "weather_delete_file", "arguments": {"path": "/srv/a.log"}}
+
+    async def work(client):
+        by_meta_tool = await client.call_tool("call_tool", call)
+        by_name = await client.call_tool(call["name"], call["arguments"])
+        return by_meta_tool, by_name
+
+    results, _ = run_client(server_url, key, mode, work)
+    for result in results:
+        assert result.is_error is True
+        approval_id = result.structured_content["approval_id"]
+        assert result.content[0].text.startswith(f"pending_approval {approval_id}: ")
+    assert upstream.calls == []
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_found_tool_called_by_name_costs_a_second_exchange_without_the_cursor(
     server_url, upstream, mode
 ):
