@@ -1,0 +1,173 @@
+"""Agent frameworks as Quiver's clients, each a real agent loop with its own
+scripted model (no LLM key, no network but the loopback): Pydantic AI
+(``MCPToolset``, ``FunctionModel``), the OpenAI Agents SDK
+(``MCPServerStreamableHttp``, a scripted ``Model``) and LangGraph
+(``langchain-mcp-adapters``' ``MultiServerMCPClient``; a ``langgraph-bigtool``
+agent whose retrieval is Quiver's selection), with the mcp 1.x client they pin.
+
+Each runs as the docs show it: examples/<framework>.py, in the frameworks' own
+venv (.quiver/frameworks/venv, ``make frameworks``), against Quiver served as
+``make run`` serves it (gunicorn: the API and /mcp) on the test database, with a
+real upstream MCP server as the catalog's source. This side checks what the
+script printed against the audit log (one selection per search, one tool_call
+per call) and the calls that reached the upstream."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.models import AuditEvent
+from catalog.services import ensure_default_catalog
+from tests.calls.conftest import link_source
+from tests.conftest import worker_env
+from tests.factories import embed_now, make_client_key
+from tests.outages import running_web
+from tests.upstream import Upstream, running_upstream
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = ROOT / ".quiver" / "frameworks" / "venv" / "bin" / "python"
+FORECAST = ("weather forecast for a city", '{"city": "Paris", "days": 2}')
+UPSTREAM_ANSWER = "day 1: sunny, 21 C"
+# Every test transactional: the module stays whole on one xdist process, with
+# one gunicorn (tests/scheduling.py).
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@dataclass
+class Live:
+    url: str
+    key: str
+    upstream: Upstream
+
+
+@pytest.fixture(scope="module")
+def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
+    with running_web(worker_env(), "frameworks") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_upstream() -> Iterator[Upstream]:
+    with running_upstream() as upstream:
+        yield upstream
+
+
+@pytest.fixture
+def live(transactional_db: None, server_url: str, module_upstream: Upstream) -> Live:
+    """The upstream's tools as ``weather.*`` in the default catalog (read-only
+    ones run at once, the others wait for approval), embedded; an agent key."""
+    with module_upstream.lock:
+        module_upstream.calls.clear()
+    link_source(module_upstream)
+    embed_now(ensure_default_catalog())
+    return Live(
+        server_url, make_client_key("framework-agent", "agent"), module_upstream
+    )
+
+
+def run_example(name: str, live: Live, *args: str) -> str:
+    """examples/<name>.py in the frameworks' venv; its output, once it passed.
+    Proxies point at a closed port, so any request off the loopback fails."""
+    assert PYTHON.exists(), f"{PYTHON} is missing: `make frameworks` builds it"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OPENAI_", "ANTHROPIC_", "LANGSMITH_", "LANGCHAIN_"))
+    }
+    env.update(
+        QUIVER_URL=live.url,
+        QUIVER_API_KEY=live.key,
+        HTTP_PROXY="http://127.0.0.1:9",
+        HTTPS_PROXY="http://127.0.0.1:9",
+        ALL_PROXY="http://127.0.0.1:9",
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    done = subprocess.run(
+        [str(PYTHON), str(ROOT / "examples" / f"{name}.py"), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-8000:]
+    return done.stdout
+
+
+def answered(out: str) -> str:
+    """What the agent's last message said the tool answered."""
+    assert "The tool answered: " in out, out
+    return out.rsplit("The tool answered: ", 1)[1]
+
+
+def events(kind: str) -> list[AuditEvent]:
+    rows = AuditEvent.objects.filter(event_type=kind, actor_name__contains="framework")
+    return list(rows.order_by("pk"))
+
+
+def searched_and_called(live: Live, calls: list[str], channel: str) -> None:
+    """The audit holds one selection (the agent's one search) and one ran
+    tool_call per upstream call, each the call that reached the upstream, all
+    asked over ``channel``."""
+    selections = events("selection")
+    assert len(selections) == 1
+    tool_calls = events("tool_call")
+    rows = [*selections, *tool_calls]
+    assert [row.input["channel"] for row in rows] == [channel] * len(rows)
+    assert [row.output["outcome"] for row in tool_calls] == ["ran"] * len(calls)
+    assert [call.name for call in live.upstream.calls] == calls
+
+
+@dataclass(frozen=True)
+class Framework:
+    """How the docs run one framework's agent: ``examples/<script>.py *args``,
+    searching over ``channel`` (``mcp``: /mcp's search_tools; ``api``: POST
+    /select) for at most ``offered`` tools."""
+
+    script: str
+    args: tuple[str, ...] = ()
+    channel: str = "mcp"
+    offered: int = 3
+
+
+FRAMEWORKS = {
+    "pydantic-ai": Framework("pydantic_ai_agent"),
+    "openai-agents": Framework("openai_agents_agent"),
+    "langgraph-mcp-adapters": Framework("langgraph_agents", ("mcp",)),
+    "langgraph-bigtool": Framework("langgraph_agents", ("bigtool",), "api", 2),
+}
+EACH = pytest.mark.parametrize("framework", FRAMEWORKS.values(), ids=FRAMEWORKS)
+
+
+@EACH
+def test_the_agent_finds_the_tool_and_gets_the_upstreams_answer(live, framework):
+    out = run_example(framework.script, live, *framework.args, *FORECAST)
+    assert re.search(r"^found: weather_get_forecast, ", out, re.M), out
+    assert UPSTREAM_ANSWER in answered(out)
+    searched_and_called(live, ["get_forecast"], framework.channel)
+    [selection], [tool_call] = events("selection"), events("tool_call")
+    assert len(selection.output["tools"]) == framework.offered
+    assert tool_call.input["selection_id"] == str(selection.selection_id)
+    [call] = live.upstream.calls
+    assert call.arguments == {"city": "Paris", "days": 2}
+
+
+@EACH
+def test_a_call_waiting_for_approval_reaches_the_model_as_pending(live, framework):
+    task = ("delete a file from the shared drive", '{"path": "/srv/old.log"}')
+    out = run_example(framework.script, live, *framework.args, *task)
+    assert re.search(r"^found: weather_delete_file\b", out, re.M), out
+    assert "pending_approval" in answered(out)
+    assert live.upstream.calls == []
+    [tool_call] = events("tool_call")
+    assert tool_call.output["outcome"] == "pending"
+    assert tool_call.input["channel"] == framework.channel
