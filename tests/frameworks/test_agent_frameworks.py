@@ -5,35 +5,21 @@ scripted model (no LLM key, no network but the loopback): Pydantic AI
 (``langchain-mcp-adapters``' ``MultiServerMCPClient``; a ``langgraph-bigtool``
 agent whose retrieval is Quiver's selection), with the mcp 1.x client they pin.
 
-Each runs as the docs show it: examples/<framework>.py, in the frameworks' own
-venv (.quiver/frameworks/venv, ``make frameworks``), against Quiver served as
-``make run`` serves it (gunicorn: the API and /mcp) on the test database, with a
-real upstream MCP server as the catalog's source. This side checks what the
-script printed against the audit log (one selection per search, one tool_call
-per call) and the calls that reached the upstream."""
+Each runs as the docs show it: examples/<framework>.py in the frameworks' venv
+(tests/frameworks/runner.py) against Quiver served as ``make run`` serves it,
+with a real upstream MCP server as the catalog's source (conftest.py). This side
+checks what the script printed against the audit log (one selection per search,
+one tool_call per call) and the calls that reached the upstream."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from audit.models import AuditEvent
-from catalog.services import ensure_default_catalog
-from tests.calls.conftest import link_source
-from tests.conftest import worker_env
-from tests.factories import embed_now, make_client_key
-from tests.outages import running_web
-from tests.upstream import Upstream, running_upstream
+from tests.frameworks.runner import Live, events, run_example
 
-ROOT = Path(__file__).resolve().parents[2]
-PYTHON = ROOT / ".quiver" / "frameworks" / "venv" / "bin" / "python"
 FORECAST = ("weather forecast for a city", '{"city": "Paris", "days": 2}')
 UPSTREAM_ANSWER = "day 1: sunny, 21 C"
 # Every test transactional: the module stays whole on one xdist process, with
@@ -41,77 +27,10 @@ UPSTREAM_ANSWER = "day 1: sunny, 21 C"
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@dataclass
-class Live:
-    url: str
-    key: str
-    upstream: Upstream
-
-
-@pytest.fixture(scope="module")
-def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
-    with running_web(worker_env(), "frameworks") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def module_upstream() -> Iterator[Upstream]:
-    with running_upstream() as upstream:
-        yield upstream
-
-
-@pytest.fixture
-def live(transactional_db: None, server_url: str, module_upstream: Upstream) -> Live:
-    """The upstream's tools as ``weather.*`` in the default catalog (read-only
-    ones run at once, the others wait for approval), embedded; an agent key."""
-    with module_upstream.lock:
-        module_upstream.calls.clear()
-    link_source(module_upstream)
-    embed_now(ensure_default_catalog())
-    return Live(
-        server_url, make_client_key("framework-agent", "agent"), module_upstream
-    )
-
-
-def run_example(name: str, live: Live, *args: str) -> str:
-    """examples/<name>.py in the frameworks' venv; its output, once it passed.
-    Proxies point at a closed port, so any request off the loopback fails."""
-    assert PYTHON.exists(), f"{PYTHON} is missing: `make frameworks` builds it"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("OPENAI_", "ANTHROPIC_", "LANGSMITH_", "LANGCHAIN_"))
-    }
-    env.update(
-        QUIVER_URL=live.url,
-        QUIVER_API_KEY=live.key,
-        HTTP_PROXY="http://127.0.0.1:9",
-        HTTPS_PROXY="http://127.0.0.1:9",
-        ALL_PROXY="http://127.0.0.1:9",
-        NO_PROXY="127.0.0.1,localhost",
-    )
-    done = subprocess.run(
-        [str(PYTHON), str(ROOT / "examples" / f"{name}.py"), *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-8000:]
-    return done.stdout
-
-
 def answered(out: str) -> str:
     """What the agent's last message said the tool answered."""
     assert "The tool answered: " in out, out
     return out.rsplit("The tool answered: ", 1)[1]
-
-
-def events(kind: str) -> list[AuditEvent]:
-    rows = AuditEvent.objects.filter(event_type=kind, actor_name__contains="framework")
-    return list(rows.order_by("pk"))
 
 
 def searched_and_called(live: Live, calls: list[str], channel: str) -> None:
