@@ -279,3 +279,25 @@ def celery_worker(
         yield process
     finally:
         stop_worker(process)
+
+
+@pytest.fixture(scope="module")
+def web_url(
+    request: Any, django_db_setup: None, django_db_blocker: Any
+) -> Iterator[str]:
+    """gunicorn serving Quiver as ``make run`` does (the API and /mcp), on the
+    test database, for the whole module (its log is named after the module)."""
+    from tests.outages import running_web
+
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    with running_web(worker_env(), name) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_upstream() -> Iterator[Any]:
+    """A real upstream MCP server (tests/upstream.py) for the whole module."""
+    from tests.upstream import running_upstream
+
+    with running_upstream() as upstream:
+        yield upstream

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx2
@@ -26,26 +25,12 @@ from catalog.services.catalogs import create_catalog
 from gateway.listing import cursor_for
 from tests.aio import run_async
 from tests.calls.conftest import link_source
-from tests.conftest import worker_env
 from tests.factories import embed_now, make_client_key, make_tool
-from tests.outages import running_web
-from tests.upstream import Upstream, running_upstream
+from tests.upstream import Upstream
 
 MODES = ["legacy", "auto"]
 FORECAST = "weather_get_forecast"  # the name search_tools answers
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(scope="module")
-def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
-    with running_web(worker_env(), "mcp-found") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def module_upstream() -> Iterator[Upstream]:
-    with running_upstream() as upstream:
-        yield upstream
 
 
 @pytest.fixture
@@ -89,7 +74,7 @@ async def search(client: Any) -> dict[str, Any]:
 
 
 def test_the_search_text_gives_each_tool_its_arguments_and_how_to_call_it(
-    server_url, upstream
+    web_url, upstream
 ):
     key = make_client_key("agent-text", "agent")
 
@@ -97,7 +82,7 @@ def test_the_search_text_gives_each_tool_its_arguments_and_how_to_call_it(
         arguments = {"query": "weather forecast", "max_results": 2}
         return await client.call_tool("search_tools", arguments)
 
-    found, _ = run_client(server_url, key, "legacy", work)
+    found, _ = run_client(web_url, key, "legacy", work)
     lines = found.content[0].text.splitlines()
     [first, *_] = found.structured_content["tools"]
     assert lines[0].startswith(f"selection {found.structured_content['selection_id']}")
@@ -112,7 +97,7 @@ def test_the_search_text_gives_each_tool_its_arguments_and_how_to_call_it(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_pending_call_names_its_approval_in_the_text_a_model_reads(
-    server_url, upstream, mode
+    web_url, upstream, mode
 ):
     """Most frameworks hand the model an error result's text only."""
     key = make_client_key("agent-pending-text", "agent")
@@ -123,7 +108,7 @@ def test_a_pending_call_names_its_approval_in_the_text_a_model_reads(
         by_name = await client.call_tool(call["name"], call["arguments"])
         return by_meta_tool, by_name
 
-    results, _ = run_client(server_url, key, mode, work)
+    results, _ = run_client(web_url, key, mode, work)
     for result in results:
         assert result.is_error is True
         approval_id = result.structured_content["approval_id"]
@@ -133,7 +118,7 @@ def test_a_pending_call_names_its_approval_in_the_text_a_model_reads(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_found_tool_called_by_name_costs_a_second_exchange_without_the_cursor(
-    server_url, upstream, mode
+    web_url, upstream, mode
 ):
     key = make_client_key("agent-relist", "agent")
 
@@ -143,13 +128,13 @@ def test_a_found_tool_called_by_name_costs_a_second_exchange_without_the_cursor(
             result = await client.call_tool(FORECAST, {"city": city})
             assert result.structured_content["city"] == city
 
-    _, sent = run_client(server_url, key, mode, work)
+    _, sent = run_client(web_url, key, mode, work)
     assert sent[-4:] == ["tools/call", "tools/list", "tools/call", "tools/list"]
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_after_the_cursor_page_each_call_by_name_is_one_exchange(
-    server_url, upstream, mode
+    web_url, upstream, mode
 ):
     key = make_client_key("agent-cursor", "agent")
 
@@ -163,7 +148,7 @@ def test_after_the_cursor_page_each_call_by_name_is_one_exchange(
         ]
         return found, names, page.next_cursor, results
 
-    (found, names, next_cursor, results), sent = run_client(server_url, key, mode, work)
+    (found, names, next_cursor, results), sent = run_client(web_url, key, mode, work)
     assert names == [tool["name"] for tool in found["tools"]]
     assert next_cursor is None
     assert sent[-3:] == ["tools/list", "tools/call", "tools/call"]
@@ -175,7 +160,7 @@ def test_after_the_cursor_page_each_call_by_name_is_one_exchange(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_first_page_stays_the_three_tools_with_no_next_cursor(
-    server_url, upstream, mode
+    web_url, upstream, mode
 ):
     key = make_client_key("agent-first-page", "agent")
 
@@ -183,7 +168,7 @@ def test_the_first_page_stays_the_three_tools_with_no_next_cursor(
         await search(client)
         return await client.list_tools()
 
-    page, _ = run_client(server_url, key, mode, work)
+    page, _ = run_client(web_url, key, mode, work)
     assert [tool.name for tool in page.tools] == [
         "search_tools",
         "get_tool_details",
@@ -192,7 +177,7 @@ def test_the_first_page_stays_the_three_tools_with_no_next_cursor(
     assert page.next_cursor is None
 
 
-def test_a_cursor_lists_only_the_tools_the_key_may_see(server_url, upstream):
+def test_a_cursor_lists_only_the_tools_the_key_may_see(web_url, upstream):
     make_tool(
         name="payroll_export", description="Export payroll.", allowed_roles=["hr"]
     )
@@ -207,7 +192,7 @@ def test_a_cursor_lists_only_the_tools_the_key_may_see(server_url, upstream):
         theirs = await client.list_tools(cursor=elsewhere)
         return mine, theirs
 
-    (mine, theirs), _ = run_client(server_url, key, "auto", work)
+    (mine, theirs), _ = run_client(web_url, key, "auto", work)
     assert [tool.name for tool in mine.tools] == [FORECAST]
     assert theirs.tools == []
 
@@ -234,7 +219,7 @@ BAD_CURSORS = [
 
 
 def test_every_cursor_the_server_never_gave_is_an_invalid_params_error(
-    server_url, transactional_db
+    web_url, transactional_db
 ):
     key = make_client_key("agent-bad-cursor", "agent")
 
@@ -246,7 +231,7 @@ def test_every_cursor_the_server_never_gave_is_an_invalid_params_error(
             errors.append((refused.value.code, refused.value.message))
         return errors
 
-    errors, _ = run_client(server_url, key, "legacy", work)
+    errors, _ = run_client(web_url, key, "legacy", work)
     assert errors == [(INVALID_PARAMS, "cursor: not one this server gave")] * len(
         BAD_CURSORS
     )
