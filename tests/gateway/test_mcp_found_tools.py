@@ -221,7 +221,7 @@ BAD_CURSORS = [
 def test_every_cursor_the_server_never_gave_is_an_invalid_params_error(
     web_url, transactional_db
 ):
-    key = make_client_key("agent-bad-cursor", "agent")
+    key = make_client_key("agent-bad-cursor", "agent", rate_limit_per_minute=0)
 
     async def work(client):
         errors = []
@@ -232,6 +232,7 @@ def test_every_cursor_the_server_never_gave_is_an_invalid_params_error(
         return errors
 
     errors, _ = run_client(web_url, key, "legacy", work)
-    assert errors == [(INVALID_PARAMS, "cursor: not one this server gave")] * len(
-        BAD_CURSORS
-    )
+    refusal = "cursor: not one this server gave"
+    assert errors == [(INVALID_PARAMS, refusal)] * len(BAD_CURSORS)
+    rows = AuditEvent.objects.filter(event_type="mcp_refused")  # as every refusal
+    assert [row.output["refused"] for row in rows] == [refusal] * len(BAD_CURSORS)
