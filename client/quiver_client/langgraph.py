@@ -33,6 +33,8 @@ from quiver_client.client import DEFAULT_CATALOG, AsyncQuiver, Quiver
 from quiver_client.errors import APIError, PendingApproval
 from quiver_client.types import Selection, ToolCallResult
 
+# Quiver's refusal of an approval no person has decided yet: the call keeps it.
+WAITING = "still waiting for a person"
 # StructuredTool.from_function takes the tool's description from the docstring.
 RETRIEVE_DOC = (
     "Retrieve tools to use, given a search query: say what the next step must "
@@ -125,7 +127,8 @@ def tool_registry(
 
 class _Calls:
     """One catalog tool's calls through Quiver, remembering the approval a
-    pending call was given so the same call again carries it."""
+    pending call was given so the same call again carries it (until it ran, or
+    was denied, used or expired: then the next call asks anew)."""
 
     def __init__(
         self,
@@ -157,6 +160,8 @@ class _Calls:
                 "must approve this call, then make the same call again"
             )
         except APIError as exc:
+            if "approval_id" in exc.fields and WAITING not in exc.detail:
+                self.approvals.pop(key, None)  # denied, used or expired: ask anew
             raise ToolException(f"refused: {exc.detail}") from exc
         self.approvals.pop(key, None)
         text = _text(result)

@@ -53,6 +53,8 @@ def test_the_bigtool_registry_holds_what_the_key_may_see_and_carries_an_approval
 
     first = json.loads(script.line())["first"]
     assert first.startswith("pending_approval ")
+    waiting = json.loads(script.line())["waiting"]
+    assert waiting == "refused: approval_id: still waiting for a person"
     assert live.upstream.calls == []
     [pending] = Approval.objects.all()
     assert str(pending.pk) in first
@@ -61,14 +63,17 @@ def test_the_bigtool_registry_holds_what_the_key_may_see_and_carries_an_approval
     )
     script.send("approved")
     again = json.loads(script.line())["again"]
+    used = json.loads(script.line())["used"]
     refused = json.loads(script.line())["refused"]
     script.finish()
 
     assert again.startswith("delete_file done: "), again
+    assert used.startswith("pending_approval "), used  # a new approval, not reused
     assert [call.name for call in live.upstream.calls] == ["delete_file"]
-    assert refused.startswith("refused: "), refused
-    outcomes = [row.output["outcome"] for row in events("tool_call")]
-    assert outcomes == ["pending", "ran", "refused"]
+    assert refused.startswith("refused: arguments/path: "), refused
     calls = events("tool_call")
-    assert calls[1].input["approval_id"] == str(pending.pk)
+    outcomes = [row.output["outcome"] for row in calls]
+    assert outcomes == ["pending", "refused", "ran", "pending", "refused"]
+    assert [row.input.get("approval_id") for row in calls[1:3]] == [str(pending.pk)] * 2
     assert calls[0].input["selection_id"] == str(selection.selection_id)
+    assert Approval.objects.count() == 2

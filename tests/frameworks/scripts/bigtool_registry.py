@@ -1,6 +1,7 @@
 """quiver_client.langgraph's tool registry in the real LangChain: which tools
-it holds, and a call that waits for approval, then (once the test approved it)
-the same call again. Prints one JSON line per step; waits for a line on stdin
+it holds, and a call that waits for approval: again at once (still waiting),
+again once the test approved it (it runs), and again (the approval is used: it
+asks anew). Prints one JSON line per step; waits for a line on stdin
 between the two calls. Run by tests/frameworks in the frameworks' venv with
 QUIVER_URL and QUIVER_API_KEY set."""
 
@@ -34,8 +35,10 @@ def main() -> None:
     )
     arguments = {"path": "/srv/old.log"}
     say(first=delete.invoke(arguments))
+    say(waiting=delete.invoke(arguments))
     sys.stdin.readline()  # the test approves the call meanwhile
     say(again=delete.invoke(arguments))
+    say(used=delete.invoke(arguments))
     say(refused=delete.invoke({"path": ""}))
 
 
