@@ -76,8 +76,8 @@ ts: $(TS_BUILD)
 # The agent frameworks tests/frameworks runs against /mcp (Pydantic AI, the OpenAI
 # Agents SDK, LangGraph) pin the mcp 1.x client, so they never go into .venv: a
 # venv of their own, .quiver/frameworks/venv, from tests/frameworks/requirements.txt
-# (exact versions), rebuilt only when that file's hash changes (seconds when it
-# has not; about a minute and a half from pip's cache when it has).
+# (exact versions), rebuilt only when that file's hash changes (about a minute
+# from pip's cache; a tenth of a second to find it has not).
 frameworks:
 	@$(PYTHON) tests/frameworks/venv.py
 
