@@ -301,3 +301,39 @@ def module_upstream() -> Iterator[Any]:
 
     with running_upstream() as upstream:
         yield upstream
+
+
+def _answers(url: str) -> bool:
+    import httpx
+
+    try:
+        httpx.post(url, json={}, timeout=1)
+    except httpx.TransportError:
+        return False
+    return True
+
+
+@pytest.fixture
+def notes_url() -> Iterator[str]:
+    """examples/notes_server.py, the approvals tutorial's upstream, on a free
+    port: its /mcp URL."""
+    from tests.upstream import free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "notes_server.py"),
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        wait_until(lambda: _answers(url), timeout=30, what="the notes server")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

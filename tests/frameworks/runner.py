@@ -27,7 +27,7 @@ NOWHERE = "http://127.0.0.1:9"
 class Live:
     url: str
     key: str
-    upstream: Upstream
+    upstream: Upstream | None = None  # the test's own upstream, if any
 
 
 def events(kind: str) -> list[AuditEvent]:

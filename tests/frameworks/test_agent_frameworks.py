@@ -18,7 +18,12 @@ from dataclasses import dataclass
 
 import pytest
 
+from catalog.choices import JobState
+from catalog.services import ensure_default_catalog
+from sources.services import create_source
+from tests.factories import embed_now, make_client_key
 from tests.frameworks.runner import Live, events, run_example
+from tests.sources.conftest import sync
 
 FORECAST = ("weather forecast for a city", '{"city": "Paris", "days": 2}')
 UPSTREAM_ANSWER = "day 1: sunny, 21 C"
@@ -43,6 +48,7 @@ def searched_and_called(live: Live, calls: list[str], channel: str) -> None:
     rows = [*selections, *tool_calls]
     assert [row.input["channel"] for row in rows] == [channel] * len(rows)
     assert [row.output["outcome"] for row in tool_calls] == ["ran"] * len(calls)
+    assert live.upstream is not None
     assert [call.name for call in live.upstream.calls] == calls
 
 
@@ -90,3 +96,26 @@ def test_a_call_waiting_for_approval_reaches_the_model_as_pending(live, framewor
     [tool_call] = events("tool_call")
     assert tool_call.output["outcome"] == "pending"
     assert tool_call.input["channel"] == framework.channel
+
+
+@pytest.fixture
+def notes(transactional_db: None, web_url: str, notes_url: str, admin_user) -> Live:
+    """The approvals tutorial's state: examples/notes_server.py as the default
+    catalog's source ``notes``, synced and embedded; an agent key."""
+    source = create_source(
+        ensure_default_catalog(), name="notes", url=notes_url, actor=admin_user
+    )
+    assert sync(source).state == JobState.SUCCEEDED
+    embed_now(ensure_default_catalog())
+    return Live(web_url, make_client_key("framework-agent", "agent"))
+
+
+def test_the_examples_default_task_adds_a_note_as_the_docs_say(notes):
+    """docs/tutorials/connect-frameworks.md: after the approvals tutorial, the
+    examples' default task adds a note through the notes server."""
+    out = run_example("pydantic_ai_agent", notes)
+    assert re.search(r"^found: notes__add_note, ", out, re.M), out
+    assert answered(out).strip() == "3"  # the server starts with notes 1 and 2
+    [tool_call] = events("tool_call")
+    assert tool_call.output["outcome"] == "ran"
+    assert tool_call.input["arguments"] == {"text": "Buy milk"}
