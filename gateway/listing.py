@@ -27,6 +27,7 @@ from django.http import Http404
 from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
 from catalog.services.tools import tool_to_spec
+from config import jsonparse
 from selection.services.validate import find_tool
 
 PREFIX = "found."
@@ -67,7 +68,8 @@ def _read(cursor: str) -> tuple[str, list[str]]:
         raise BadCursor("cursor: not one this server gave")
     body = cursor.removeprefix(PREFIX)
     try:
-        found = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        decoded = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        found = jsonparse.loads(decoded, max_depth=2)  # the API's JSON rules
     except (binascii.Error, ValueError) as exc:
         raise BadCursor("cursor: not one this server gave") from exc
     catalog, names = (
@@ -80,6 +82,8 @@ def _read(cursor: str) -> tuple[str, list[str]]:
         or not isinstance(names, list)
         or len(names) > MAX_NAMES
         or not all(isinstance(name, str) and 0 < len(name) <= 200 for name in names)
+        # Postgres text holds no NUL, UTF-8 no lone surrogate: never queried.
+        or any(jsonparse.has_bad_text(text) for text in (catalog, *names))
     ):
         raise BadCursor("cursor: not one this server gave")
     return catalog, names

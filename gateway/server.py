@@ -23,7 +23,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types.jsonrpc import INVALID_PARAMS
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
 from gateway import listing, services
 from gateway.inbound import Problem
@@ -107,13 +107,16 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     cursor = getattr(params, "cursor", None)
     if not cursor:
         return types.ListToolsResult(tools=TOOLS)
-    user = _caller(ctx)[0]
+    user, request_id, _ = _caller(ctx)
     try:
         found = await anyio.to_thread.run_sync(
             listing.found_page, user, cursor, services.mcp_tool
         )
     except listing.BadCursor as exc:
         raise MCPError(INVALID_PARAMS, str(exc)) from exc
+    except Exception as exc:  # no exception's text reaches the caller
+        log.exception("MCP tools/list failed (request %s)", request_id)
+        raise MCPError(INTERNAL_ERROR, services.FAILED.format(request_id)) from exc
     return types.ListToolsResult.model_validate({"tools": found})
 
 

@@ -215,6 +215,10 @@ BAD_CURSORS = [
     raw({"catalog": "default", "names": ["x" * 201]}),
     raw({"catalog": "default", "names": [7]}),
     raw({"catalog": "default", "names": ["a"] * 51}),
+    # Text Postgres cannot hold or UTF-8 cannot encode, under the base64.
+    raw({"catalog": "default", "names": ["get\u0000forecast"]}),
+    raw({"catalog": "def\u0000ault", "names": [FORECAST]}),
+    raw({"catalog": "default", "names": ["\ud800"]}),
 ]
 
 
