@@ -4,7 +4,7 @@ A bigtool agent starts with one tool, ``retrieve_tools(query)``, whose answer (t
 ids) decides which tools of its registry are bound to the model next. Here the
 answer is Quiver's selection (policy, ranking, one audit row per search), and the
 registry is the catalog's tools as this key may see them, each run through Quiver
-(access, arguments, approval, the tool's server, one ``tool_call`` audit row):
+(access, arguments, approval, the tool's server, its ``tool_call`` audit rows):
 
     from langgraph_bigtool import create_agent
     from quiver_client import Quiver

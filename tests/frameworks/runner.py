@@ -36,6 +36,18 @@ def events(kind: str) -> list[AuditEvent]:
     return list(rows.order_by("pk"))
 
 
+def call_rows() -> list[tuple[AuditEvent, AuditEvent]]:
+    """Each call that reached for the upstream, as the call path records it:
+    its ``started`` row and its outcome row, which names the start as ``call_id``."""
+    rows = events("tool_call")
+    ends = {row.input.get("call_id"): row for row in rows if not started(row)}
+    return [(row, ends[row.pk]) for row in rows if started(row)]
+
+
+def started(row: AuditEvent) -> bool:
+    return row.output["outcome"] == "started"
+
+
 def command(path: Path, *args: str) -> list[str]:
     assert PYTHON.exists(), f"{PYTHON} is missing: `make frameworks` builds it"
     return [str(PYTHON), str(path), *args]

@@ -9,7 +9,7 @@ Each runs as the docs show it: examples/<framework>.py in the frameworks' venv
 (tests/frameworks/runner.py) against Quiver served as ``make run`` serves it,
 with a real upstream MCP server as the catalog's source (conftest.py). This side
 checks what the script printed against the audit log (one selection per search,
-one tool_call per call) and the calls that reached the upstream."""
+a call's start and outcome per call) and the calls that reached the upstream."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from catalog.choices import JobState
 from catalog.services import ensure_default_catalog
 from sources.services import create_source
 from tests.factories import embed_now, make_client_key
-from tests.frameworks.runner import Live, events, run_example
+from tests.frameworks.runner import Live, call_rows, events, run_example
 from tests.sources.conftest import sync
 
 FORECAST = ("weather forecast for a city", '{"city": "Paris", "days": 2}')
@@ -39,15 +39,17 @@ def answered(out: str) -> str:
 
 
 def searched_and_called(live: Live, calls: list[str], channel: str) -> None:
-    """The audit holds one selection (the agent's one search) and one ran
-    tool_call per upstream call, each the call that reached the upstream, all
-    asked over ``channel``."""
+    """The audit holds one selection (the agent's one search) and, per call
+    that reached the upstream, its start and its outcome (ran), all asked over
+    ``channel``; nothing else."""
     selections = events("selection")
     assert len(selections) == 1
     tool_calls = events("tool_call")
     rows = [*selections, *tool_calls]
     assert [row.input["channel"] for row in rows] == [channel] * len(rows)
-    assert [row.output["outcome"] for row in tool_calls] == ["ran"] * len(calls)
+    runs = call_rows()
+    assert len(tool_calls) == 2 * len(runs)
+    assert [end.output["outcome"] for _, end in runs] == ["ran"] * len(calls)
     assert live.upstream is not None
     assert [call.name for call in live.upstream.calls] == calls
 
@@ -79,7 +81,7 @@ def test_the_agent_finds_the_tool_and_gets_the_upstreams_answer(live, framework)
     assert re.search(r"^found: weather_get_forecast, ", out, re.M), out
     assert UPSTREAM_ANSWER in answered(out)
     searched_and_called(live, ["get_forecast"], framework.channel)
-    [selection], [tool_call] = events("selection"), events("tool_call")
+    [selection], [(tool_call, _ran)] = events("selection"), call_rows()
     assert len(selection.output["tools"]) == framework.offered
     assert tool_call.input["selection_id"] == str(selection.selection_id)
     [call] = live.upstream.calls
@@ -116,6 +118,6 @@ def test_the_examples_default_task_adds_a_note_as_the_docs_say(notes):
     out = run_example("pydantic_ai_agent", notes)
     assert re.search(r"^found: notes__add_note, ", out, re.M), out
     assert answered(out).strip() == "3"  # the server starts with notes 1 and 2
-    [tool_call] = events("tool_call")
-    assert tool_call.output["outcome"] == "ran"
+    [(tool_call, ran)] = call_rows()
+    assert ran.output["outcome"] == "ran"
     assert tool_call.input["arguments"] == {"text": "Buy milk"}

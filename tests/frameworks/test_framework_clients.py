@@ -12,7 +12,7 @@ from django.utils import timezone
 from calls.models import Approval
 from catalog.services import ensure_default_catalog
 from tests.factories import make_tool
-from tests.frameworks.runner import Script, events, run_script
+from tests.frameworks.runner import Script, call_rows, events, run_script
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,7 +30,9 @@ def test_a_plain_mcp1_client_calls_a_found_tool_in_one_exchange_after_the_cursor
     assert report["with_cursor"] == ["tools/call", "tools/call"]
     cities = [result["city"] for result in report["results"]]
     assert cities == ["Lyon", "Nice", "Lyon", "Nice"]
-    assert len(events("tool_call")) == len(live.upstream.calls) == 4
+    runs = call_rows()  # each call its start and its outcome
+    assert [end.output["outcome"] for _, end in runs] == ["ran"] * 4
+    assert len(events("tool_call")) == 2 * len(live.upstream.calls) == 8
 
 
 def test_the_bigtool_registry_holds_what_the_key_may_see_and_carries_an_approval(
@@ -73,7 +75,8 @@ def test_the_bigtool_registry_holds_what_the_key_may_see_and_carries_an_approval
     assert refused.startswith("refused: arguments/path: "), refused
     calls = events("tool_call")
     outcomes = [row.output["outcome"] for row in calls]
-    assert outcomes == ["pending", "refused", "ran", "pending", "refused"]
-    assert [row.input.get("approval_id") for row in calls[1:3]] == [str(pending.pk)] * 2
+    assert outcomes == ["pending", "refused", "started", "ran", "pending", "refused"]
+    approvals = [row.input.get("approval_id") for row in calls[1:4]]
+    assert approvals == [str(pending.pk)] * 3
     assert calls[0].input["selection_id"] == str(selection.selection_id)
     assert Approval.objects.count() == 2

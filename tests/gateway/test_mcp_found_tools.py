@@ -154,8 +154,8 @@ def test_after_the_cursor_page_each_call_by_name_is_one_exchange(
     assert sent[-3:] == ["tools/list", "tools/call", "tools/call"]
     assert [r.structured_content["city"] for r in results] == ["Lyon", "Nice"]
     assert [call.arguments["city"] for call in upstream.calls] == ["Lyon", "Nice"]
-    rows = AuditEvent.objects.filter(event_type="tool_call")
-    assert rows.count() == 2
+    rows = AuditEvent.objects.filter(event_type="tool_call").order_by("pk")
+    assert [row.output["outcome"] for row in rows] == ["started", "ran"] * 2
 
 
 @pytest.mark.parametrize("mode", MODES)
