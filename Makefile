@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # mkdocs-material prints a banner about MkDocs 2 on every build.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: run test lint typecheck docs docs-check pytest manage chromium ts bench bench-quality bench-speed bench-embeddings clean-test
+.PHONY: run test lint typecheck docs docs-check pytest manage chromium ts frameworks bench bench-quality bench-speed bench-embeddings clean-test
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -73,7 +73,15 @@ $(TS_BUILD): $(TS_STAMP) $(TS_SOURCES) $(TS_DIR)/tsconfig.json $(TS_DIR)/.pretti
 
 ts: $(TS_BUILD)
 
-pytest: $(STAMP) chromium $(TS_BUILD)
+# The agent frameworks tests/frameworks runs against /mcp (Pydantic AI, the OpenAI
+# Agents SDK, LangGraph) pin the mcp 1.x client, so they never go into .venv: a
+# venv of their own, .quiver/frameworks/venv, from tests/frameworks/requirements.txt
+# (exact versions), rebuilt only when that file's hash changes (about a minute
+# from pip's cache; a tenth of a second to find it has not).
+frameworks:
+	@$(PYTHON) tests/frameworks/venv.py
+
+pytest: $(STAMP) chromium $(TS_BUILD) frameworks
 	$(PY) -m config.devstack test -- $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/, git-ignored; docs-check is

@@ -15,9 +15,12 @@ The upstream is the tests' real MCP server (tests/upstream.py, the official SDK'
 server) in a process of its own; Quiver is gunicorn serving ``config.wsgi`` (one
 worker, as bench/speed.py starts it) with a source for that server and its
 read-only ``get_forecast`` as a catalog tool. Each round makes the same call
-three ways, in turns so none always goes first: directly with a connected SDK
-client, as ``POST /api/v1/tool-calls/execute`` (httpx, keep-alive) and as the
-``call_tool`` meta-tool over ``/mcp`` (a connected SDK client). Client-measured.
+five ways, in turns so none always goes first: directly with a connected SDK
+client, as ``POST /api/v1/tool-calls/execute`` (httpx, keep-alive), as the
+``call_tool`` meta-tool over ``/mcp`` (a connected SDK client), and over ``/mcp``
+by the name ``search_tools`` answered, by a client that never listed the tool
+(the SDK lists tools after each successful call, for the output schema) and by
+one that listed the search's ``list_cursor`` page once. Client-measured.
 """
 
 from __future__ import annotations
@@ -131,15 +134,22 @@ async def measure(
     args: argparse.Namespace, upstream: str, quiver: str, key: str
 ) -> tuple[dict[str, list[float]], list[float]]:
     bearer = {"Authorization": f"Bearer {key}"}
-    samples: dict[str, list[float]] = {"direct": [], "rest": [], "mcp": []}
+    samples: dict[str, list[float]] = {}
     tool, arguments, _ = the_call(args.tool_ms)
     call = {"name": f"weather.{tool}", "arguments": arguments, "catalog": SLUG}
+    endpoint = f"{quiver}/mcp"
     async with (
         Client(upstream) as direct,
         httpx.AsyncClient(headers=bearer, timeout=60) as rest,
         httpx2.AsyncClient(headers=bearer, timeout=60) as http,
-        Client(streamable_http_client(f"{quiver}/mcp", http_client=http)) as mcp,
+        Client(streamable_http_client(endpoint, http_client=http)) as mcp,
+        Client(streamable_http_client(endpoint, http_client=http)) as plain,
+        Client(streamable_http_client(endpoint, http_client=http)) as listed,
     ):
+        # The name search_tools answers, called directly by a client that never
+        # listed it (the SDK lists tools after each call, looking for its output
+        # schema) and by one that listed the search's list_cursor page once.
+        by_name = await found_name(listed, tool)
 
         async def by_rest() -> None:
             response = await rest.post(f"{quiver}/api/v1/tool-calls/execute", json=call)
@@ -155,8 +165,11 @@ async def measure(
             "direct": lambda: direct.call_tool(tool, arguments),
             "rest": by_rest,
             "mcp": by_mcp,
+            "by_name": lambda: plain.call_tool(by_name, arguments),
+            "by_name_listed": lambda: listed.call_tool(by_name, arguments),
         }
         order = list(ways)
+        samples.update({name: [] for name in ways})
         for number in range(args.warmup + args.requests):
             order = order[1:] + order[:1]  # each way goes first in turn
             for name in order:
@@ -172,6 +185,17 @@ async def measure(
     return samples, fresh
 
 
+async def found_name(client: Client, tool: str) -> str:
+    """search_tools for the tool (its name as the search answers it); then the
+    answer's list_cursor page, listed once."""
+    found = await client.call_tool("search_tools", {"query": tool, "catalog": SLUG})
+    answer = found.structured_content or {}
+    if found.is_error or not answer.get("tools"):
+        raise SystemExit(f"search_tools: {found.content}")
+    await client.list_tools(cursor=answer["list_cursor"])
+    return str(answer["tools"][0]["name"])
+
+
 def report(samples: dict[str, list[float]], fresh: list[float], tool_ms: int) -> None:
     def p(values: list[float], q: float) -> float:
         return float(np.percentile(values, q))
@@ -181,6 +205,8 @@ def report(samples: dict[str, list[float]], fresh: list[float], tool_ms: int) ->
         ("direct SDK call (connected client)", samples["direct"]),
         ("Quiver: POST /api/v1/tool-calls/execute", samples["rest"]),
         ("Quiver: /mcp call_tool", samples["mcp"]),
+        ("Quiver: /mcp the tool by its name (SDK re-lists)", samples["by_name"]),
+        ("Quiver: /mcp by name, list_cursor page listed", samples["by_name_listed"]),
         ("direct SDK call, new client each time", fresh),
     ]
     what = f"a tool taking {tool_ms} ms" if tool_ms else "a tool answering at once"
@@ -198,6 +224,12 @@ def report(samples: dict[str, list[float]], fresh: list[float], tool_ms: int) ->
     print(
         f"\nthrough Quiver / direct at p50: {worst:.2f}x (target <= 1.5x: {verdict}), "
         f"+{slowest - base:.1f} ms; load avg {os.getloadavg()[0]:.1f}"
+    )
+    relist, listed = p(samples["by_name"], 50), p(samples["by_name_listed"], 50)
+    print(
+        f"a found tool by its name at p50: {relist:.1f} ms re-listing, "
+        f"{listed:.1f} ms once the list_cursor page is listed "
+        f"({listed - relist:+.1f} ms)"
     )
 
 

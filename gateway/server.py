@@ -22,8 +22,10 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
-from gateway import services
+from gateway import listing, services
 from gateway.inbound import Problem
 
 log = logging.getLogger(__name__)
@@ -100,8 +102,22 @@ TOOLS = [
 
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    """The same three tools for every key, in this order."""
-    return types.ListToolsResult(tools=TOOLS)
+    """The same three tools for every key, in this order, and no next cursor;
+    with a search's ``list_cursor``, the tools it found (``gateway.listing``)."""
+    cursor = getattr(params, "cursor", None)
+    if not cursor:
+        return types.ListToolsResult(tools=TOOLS)
+    user, request_id, _ = _caller(ctx)
+    try:
+        found = await anyio.to_thread.run_sync(
+            listing.found_page, user, cursor, services.mcp_tool
+        )
+    except listing.BadCursor as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
+    except Exception as exc:  # no exception's text reaches the caller
+        log.exception("MCP tools/list failed (request %s)", request_id)
+        raise MCPError(INTERNAL_ERROR, services.FAILED.format(request_id)) from exc
+    return types.ListToolsResult.model_validate({"tools": found})
 
 
 async def call_tool(
@@ -156,6 +172,10 @@ def _call_result(answer: services.CallAnswer) -> types.CallToolResult:
         }
         return types.CallToolResult.model_validate({**found, "_meta": meta})
     text = answer.reason + (f"; {answer.hint}" if answer.hint else "")
+    if answer.outcome == "pending" and answer.content:
+        # "pending_approval <id>: ...": a model that reads only text (most
+        # frameworks' default) needs the id to send the call again.
+        text = str(answer.content[0]["text"])
     structured = answer.structured_content or {
         "status": answer.outcome,
         "reason": answer.reason,
@@ -182,12 +202,20 @@ def _caller(ctx: Any) -> tuple[Any, uuid.UUID, Problem | None]:
 
 
 def _search_text(found: dict[str, Any]) -> str:
+    """What a model that reads only text needs: each tool's name, why, what it
+    does and its arguments (as its input schema), and how to call it."""
     lines = [f"selection {found['selection_id']} in catalog {found['catalog']}:"]
     for tool in found["tools"]:
         lines.append(f"- {tool['name']} ({tool['score']:.3f}): {tool['reason']}")
         lines.append(f"  {tool.get('description', '')}")
+        schema = json.dumps(tool.get("inputSchema", {}), separators=(",", ":"))
+        lines.append(f"  arguments: {schema}")
     if not found["tools"]:
         lines.append("(no tool fits; try other words)")
+    else:
+        lines.append(
+            "Call one with call_tool {name, arguments, selection_id}, or by its name."
+        )
     return "\n".join(lines)
 
 

@@ -37,6 +37,7 @@ from config.api_errors import first_message
 from config.ratelimit import charge_caller
 from gateway import refusals
 from gateway.inbound import Problem
+from gateway.listing import cursor_for
 from selection.api.serializers import SelectInputSerializer
 from selection.engine import RequestError
 from selection.requests import build_request
@@ -166,6 +167,9 @@ def _found(answer: Any, pending: list[PendingEvent]) -> dict:
         log.warning("MCP search not recorded, answer withheld: %s", exc)
         raise ToolFailure(NOT_RECORDED) from exc  # no row: nothing to refuse
     found = {"selection_id": answer.selection_id, "catalog": answer.catalog}
+    if tools:  # tools/list with it lists these (gateway.listing)
+        names = [tool["name"] for tool in tools]
+        found["list_cursor"] = cursor_for(answer.catalog, names)
     if answer.no_tool is not None:  # issue 23: say why no tool fits
         return {**found, "tools": tools, "no_tool": answer.no_tool}
     return {**found, "tools": tools}

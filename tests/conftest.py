@@ -279,3 +279,61 @@ def celery_worker(
         yield process
     finally:
         stop_worker(process)
+
+
+@pytest.fixture(scope="module")
+def web_url(
+    request: Any, django_db_setup: None, django_db_blocker: Any
+) -> Iterator[str]:
+    """gunicorn serving Quiver as ``make run`` does (the API and /mcp), on the
+    test database, for the whole module (its log is named after the module)."""
+    from tests.outages import running_web
+
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    with running_web(worker_env(), name) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_upstream() -> Iterator[Any]:
+    """A real upstream MCP server (tests/upstream.py) for the whole module."""
+    from tests.upstream import running_upstream
+
+    with running_upstream() as upstream:
+        yield upstream
+
+
+def _answers(url: str) -> bool:
+    import httpx
+
+    try:
+        httpx.post(url, json={}, timeout=1)
+    except httpx.TransportError:
+        return False
+    return True
+
+
+@pytest.fixture
+def notes_url() -> Iterator[str]:
+    """examples/notes_server.py, the approvals tutorial's upstream, on a free
+    port: its /mcp URL."""
+    from tests.upstream import free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "notes_server.py"),
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        wait_until(lambda: _answers(url), timeout=30, what="the notes server")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
