@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from audit.choices import EventType
 from audit.services import record_event
+from calls import lifecycle
 from calls.hashing import arguments_hash
 from calls.models import Approval, ApprovalStatus
 from catalog.access import actor_name, stored_user
@@ -76,6 +77,7 @@ def request_approval(
             input=_approval_input(approval),
             output={"status": "requested", "reason": ""},
         )
+        lifecycle.announce(approval, lifecycle.REQUESTED)
     tracing.annotate(**{"quiver.approval_id": str(approval.id)})
     return approval
 
@@ -113,6 +115,7 @@ def use_approval(
     approval.status = ApprovalStatus.USED
     approval.used = timezone.now()
     approval.save(update_fields=["status", "used"])
+    lifecycle.announce(approval, lifecycle.USED)
     return approval
 
 
