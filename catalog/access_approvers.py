@@ -41,4 +41,6 @@ def approvers_to_tell(approval: Any) -> list[Any]:
         .distinct()
         .order_by("username")[:MAX_APPROVERS]
     )
-    return [person for person in people if not approval_decision_problem(person, approval)]
+    return [
+        person for person in people if not approval_decision_problem(person, approval)
+    ]

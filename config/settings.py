@@ -456,11 +456,15 @@ QUIVER_PUBLIC_URL = env_url("QUIVER_PUBLIC_URL", ("https", "http"))
 # backoff between them (doubling from BACKOFF_S, at most BACKOFF_MAX_S, jittered),
 # how often each worker sweeps for due deliveries, the old secret's default grace
 # after a rotation, and how many webhooks a catalog may have.
-QUIVER_WEBHOOK_TIMEOUT_S = env_int("QUIVER_WEBHOOK_TIMEOUT_S", 10, minimum=1, maximum=60)
+QUIVER_WEBHOOK_TIMEOUT_S = env_int(
+    "QUIVER_WEBHOOK_TIMEOUT_S", 10, minimum=1, maximum=60
+)
 QUIVER_WEBHOOK_MAX_ATTEMPTS = env_int(
     "QUIVER_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1, maximum=30
 )
-QUIVER_WEBHOOK_BACKOFF_S = env_int("QUIVER_WEBHOOK_BACKOFF_S", 10, minimum=1, maximum=3600)
+QUIVER_WEBHOOK_BACKOFF_S = env_int(
+    "QUIVER_WEBHOOK_BACKOFF_S", 10, minimum=1, maximum=3600
+)
 QUIVER_WEBHOOK_BACKOFF_MAX_S = env_int(
     "QUIVER_WEBHOOK_BACKOFF_MAX_S", 3600, minimum=1, maximum=86_400
 )

@@ -227,7 +227,9 @@ def _record(delivery: Delivery, sent: Sent, secrets: dict[str, str]) -> float | 
     now = timezone.now()
     fields: dict[str, Any] = {"last_status_code": sent.status}
     if sent.ok:
-        _finish(delivery, DeliveryOutcome.DELIVERED, delivered=now, last_error="", **fields)
+        _finish(
+            delivery, DeliveryOutcome.DELIVERED, delivered=now, last_error="", **fields
+        )
         return None
     fields["last_error"] = error_text(sent, secrets)
     if sent.refused:
@@ -274,7 +276,10 @@ def sweep(now: Any = None) -> dict[str, int]:
         status=DeliveryStatus.FAILED, lease_until=None, last_error=stopped
     )
     waiting = lost.update(
-        status=DeliveryStatus.PENDING, lease_until=None, next_attempt=now, last_error=stopped
+        status=DeliveryStatus.PENDING,
+        lease_until=None,
+        next_attempt=now,
+        last_error=stopped,
     )
     late = now - timedelta(seconds=settings.QUIVER_WEBHOOK_SWEEP_S)
     due = list(

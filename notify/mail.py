@@ -41,9 +41,7 @@ def email_approvers(approval_id: uuid.UUID | str) -> str:
     row = ApprovalEmail.objects.filter(approval_id=approval_id).first()
     if row is None or not claimed:
         return row.status if row is not None else "gone"
-    approval = (
-        Approval.objects.select_related("catalog").filter(pk=approval_id).first()
-    )
+    approval = Approval.objects.select_related("catalog").filter(pk=approval_id).first()
     if approval is None or approval.status != ApprovalStatus.PENDING:
         return _close(row, EmailStatus.NOBODY, "the approval no longer waits")
     people = approvers_to_tell(approval)
@@ -53,7 +51,9 @@ def email_approvers(approval_id: uuid.UUID | str) -> str:
         _message(approval, [p.email for p in people]).send()
     except Exception as exc:  # any backend's failure (SMTP, socket, TLS...)
         log.warning("approval email %s not sent: %s", approval_id, type(exc).__name__)
-        status = EmailStatus.FAILED if row.attempts >= MAX_ATTEMPTS else EmailStatus.PENDING
+        status = (
+            EmailStatus.FAILED if row.attempts >= MAX_ATTEMPTS else EmailStatus.PENDING
+        )
         return _close(row, status, f"{type(exc).__name__}: not sent")
     row.recipients = len(people)
     return _close(row, EmailStatus.SENT, "", sent=True)
@@ -83,7 +83,9 @@ def _message(approval: Approval, to: list[str]) -> EmailMessage:
         "",
         *_arguments(approval),
         "",
-        f"Approve or deny it: {link}" if link else "Approve or deny it on Quiver's "
+        f"Approve or deny it: {link}"
+        if link
+        else "Approve or deny it on Quiver's "
         "Approvals page (QUIVER_PUBLIC_URL is not set, so no link).",
         "",
         "You get this because you may approve calls in this catalog.",

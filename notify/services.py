@@ -171,7 +171,9 @@ def update_webhook(
         raise ValidationError({unknown[0]: [f"{unknown[0]}: not a webhook field"]})
     with transaction.atomic():
         webhook = _locked(webhook)
-        changed = [f for f in EDITABLE if f in changes and changes[f] != getattr(webhook, f)]
+        changed = [
+            f for f in EDITABLE if f in changes and changes[f] != getattr(webhook, f)
+        ]
         if not changed:
             return webhook
         for field in changed:
@@ -256,7 +258,8 @@ def replay_delivery(
     require_manager(actor, webhook.catalog)
     if delivery.status != DeliveryStatus.FAILED:
         raise Conflict(
-            "status", f"status: only a failed delivery is replayed, not {delivery.status}"
+            "status",
+            f"status: only a failed delivery is replayed, not {delivery.status}",
         )
     with transaction.atomic():
         webhook = _locked(webhook)
