@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import random
 import time
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from notify.payloads import render
 from notify.signing import HEADER, SecretUnreadable, signature_header, signing_secrets
 from sources.connect import guarded_transport
 from sources.netguard import DeniedAddress
-from sources.secrets import scrub
+from sources.secrets import origin, scrub
 from telemetry import metrics
 
 DELIVER = "notify.tasks.deliver_webhook"
@@ -121,14 +122,36 @@ def _claim(delivery_id: int) -> Delivery | None:
     )
 
 
+class _NoWebhookPaths(logging.Filter):
+    """httpx logs each request's whole URL at INFO; a webhook's path may be its
+    secret (a Slack URL's is), so while one is sent its URL is logged as its
+    origin only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and _IN_FLIGHT:
+            record.args = tuple(
+                f"{origin(str(arg))}/…" if str(arg) in _IN_FLIGHT else arg
+                for arg in record.args
+            )
+        return True
+
+
+_IN_FLIGHT: set[str] = set()
+logging.getLogger("httpx2").addFilter(_NoWebhookPaths())
+
+
 def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Sent:
     """POST ``body`` to ``url`` through the guarded transport; never raises."""
+    key = str(httpx2.URL(url))
+    _IN_FLIGHT.add(key)
     try:
         return run_sync(_post(url, body, headers, timeout))
     except TimeoutError:
         return Sent(error=f"timeout: no answer within {timeout:g} s")
     except httpx2.HTTPError as exc:
         return Sent(error=_describe(exc), refused=_denied(exc))
+    finally:
+        _IN_FLIGHT.discard(key)
 
 
 async def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Sent:
