@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -75,7 +74,20 @@ def announce(approval: Approval, event_type: str) -> None:
         return
     event = snapshot(approval, event_type)
     for listener in list(_listeners):
-        transaction.on_commit(partial(listener, event), robust=True)
+        transaction.on_commit(_telling(listener, event), robust=True)
+
+
+def _telling(listener: Listener, event: ApprovalEvent) -> Callable[[], None]:
+    """``listener(event)`` as a function of its own (Django names a robust
+    callback that fails by its ``__qualname__``)."""
+
+    def tell() -> None:
+        listener(event)
+
+    tell.__qualname__ = (
+        f"approval event to {getattr(listener, '__qualname__', listener)}"
+    )
+    return tell
 
 
 def snapshot(approval: Approval, event_type: str) -> ApprovalEvent:
