@@ -6,7 +6,6 @@ approver of another catalog, not a curator."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
 from django.core import mail
 
 from catalog.models import Catalog, UserCatalogAccess
