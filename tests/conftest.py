@@ -21,6 +21,7 @@ from audit.writer import close_all as close_audit_connections
 from catalog.services import ensure_default_catalog
 from tests.audit_trail import Trail, make_audit_trail
 from tests.factories import make_client_key, make_user
+from tests.receiver import Receiver, running_receiver
 
 ROOT = Path(__file__).resolve().parent.parent
 # Under pytest-xdist ("gw0", "gw1", ...; empty on one process) each process has
@@ -337,3 +338,10 @@ def notes_url() -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A real HTTP receiver for webhooks (tests/receiver.py)."""
+    with running_receiver() as found:
+        yield found

@@ -100,10 +100,13 @@ def test_a_use_is_announced(heard, agent, admin_user):
 
 def test_a_step_that_rolls_back_is_announced_to_nobody(heard, agent, admin_user):
     approval = make_approval(agent)
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        with pytest.raises(RuntimeError), transaction.atomic():
-            approve(approval, person=admin_user)
-            raise RuntimeError("after the decision")
+    with (
+        TestCase.captureOnCommitCallbacks(execute=True),
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        approve(approval, person=admin_user)
+        raise RuntimeError("after the decision")
     assert heard == []
     assert Approval.objects.get(pk=approval.pk).status == "pending"
 

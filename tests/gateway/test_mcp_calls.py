@@ -147,10 +147,8 @@ def test_a_call_needing_approval_is_pending_then_runs_once_approved(
     assert text.startswith(
         f"pending_approval {approval_id}: Not run: a person must approve this call"
     )
-    assert (
-        f'call call_tool again with the same name and arguments and "approval_id": "{approval_id}"'
-        in text
-    )
+    again = "call call_tool again with the same name and arguments and "
+    assert f'{again}"approval_id": "{approval_id}"' in text
     assert "do not report the action as done" in text
     Approval.objects.filter(pk=approval_id).update(
         status="approved", decided=timezone.now()
