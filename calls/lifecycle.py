@@ -55,7 +55,7 @@ class ApprovalEvent:
     used: datetime | None
 
 
-Listener = Callable[[ApprovalEvent], None]
+Listener = Callable[[ApprovalEvent], object]
 _listeners: list[Listener] = []
 
 

@@ -81,11 +81,13 @@ def attempt(delivery_id: int) -> float | None:
         return None
     webhook = delivery.webhook
     if not webhook.active:
-        return _fail(delivery, "webhook: paused when the delivery was due; replay it")
+        _fail(delivery, "webhook: paused when the delivery was due; replay it")
+        return None
     try:
         keys = signing_secrets(webhook, timezone.now())
     except SecretUnreadable as exc:
-        return _fail(delivery, str(exc))
+        _fail(delivery, str(exc))
+        return None
     body = render(webhook.format, delivery.payload)
     stamp = int(timezone.now().timestamp())
     headers = {

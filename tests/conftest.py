@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.db.backends.signals import connection_created
-from django.dispatch import receiver
+from django.dispatch import receiver as on_signal
 from rest_framework.test import APIClient
 
 from audit.writer import close_all as close_audit_connections
@@ -56,7 +56,7 @@ def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
     return InOrderModules(config, log)
 
 
-@receiver(connection_created)
+@on_signal(connection_created)
 def _tests_may_flush_the_audit_log(connection: Any, **kwargs: Any) -> None:
     """A transactional test's flush TRUNCATEs every table; the audit table's trigger
     refuses that unless the session says so (tests of the trigger unset it)."""
