@@ -330,3 +330,45 @@ def test_an_approval_asked_by_a_person_is_sent_too(receiver, admin_user):
     person = make_user("pat")
     [row] = attempts_of(ask_approval(person))
     assert row.payload["approval"]["agent"] == "pat"
+
+
+def test_a_webhook_paused_before_its_delivery_was_due_fails_it(
+    receiver, admin_user, agent
+):
+    hook, _secret = webhook_for(receiver)
+    [row] = attempts_of(ask_approval(agent))
+    hook.active = False
+    hook.save(update_fields=["active"])
+    assert delivery.attempt(row.pk) is None
+    row.refresh_from_db()
+    assert row.status == "failed" and "paused" in row.last_error
+    assert receiver.got == []
+
+
+def test_the_sweep_gives_back_a_dead_worker_s_attempt_and_sends_what_is_due(
+    receiver, admin_user, agent, settings
+):
+    settings.QUIVER_WEBHOOK_SWEEP_S = 5
+    webhook_for(receiver)
+    [row] = attempts_of(ask_approval(agent))
+    past = timezone.now() - timedelta(minutes=5)
+    Delivery.objects.filter(pk=row.pk).update(
+        status="sending", attempts=1, lease_until=past, next_attempt=past
+    )
+    assert delivery.sweep()["lost"] == 1
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == ("pending", 1)
+    assert "worker stopped" in row.last_error
+    Delivery.objects.filter(pk=row.pk).update(next_attempt=past)
+    assert delivery.sweep()["sent"] == 1
+    assert delivery.attempt(row.pk) is None  # what the sent task does
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == ("delivered", 2)
+
+
+def test_two_attempts_at_once_send_once(receiver, admin_user, agent):
+    webhook_for(receiver)
+    [row] = attempts_of(ask_approval(agent))
+    Delivery.objects.filter(pk=row.pk).update(status="sending", attempts=1)
+    assert delivery.attempt(row.pk) is None  # held by the other attempt
+    assert receiver.got == []
