@@ -115,7 +115,6 @@ def use_approval(
     approval.status = ApprovalStatus.USED
     approval.used = timezone.now()
     approval.save(update_fields=["status", "used"])
-    lifecycle.announce(approval, lifecycle.USED)
     return approval
 
 
@@ -123,7 +122,9 @@ def record_use(
     approval: Approval, *, caller: Any, request_id: uuid.UUID | None, call_id: int
 ) -> None:
     """The ``approval`` event of its use (status ``used``) by the call
-    ``call_id``, in the caller's transaction (the one that marked it used)."""
+    ``call_id``, in the caller's transaction (the one that marked it used), and
+    its announcement (``approval.used``) once that claim commits, before the
+    upstream is contacted."""
     record_event(
         EventType.APPROVAL,
         actor=caller,
@@ -134,6 +135,7 @@ def record_use(
         input={**_approval_input(approval), "requester": approval.requester_name},
         output={"status": ApprovalStatus.USED.value, "reason": "", "call_id": call_id},
     )
+    lifecycle.announce(approval, lifecycle.USED)
 
 
 def _check(approval: Approval, tool: Tool, arguments: dict[str, Any]) -> None:

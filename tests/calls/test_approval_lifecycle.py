@@ -14,7 +14,7 @@ from django.test import TestCase
 from django.utils import timezone
 
 from calls import lifecycle
-from calls.approvals import use_approval
+from calls.approvals import record_use, use_approval
 from calls.decisions import approve, deny, expire_due
 from calls.models import Approval
 from config.exceptions import Conflict
@@ -86,13 +86,16 @@ def test_a_use_is_announced(heard, agent, admin_user):
         approve(approval, person=admin_user)
     heard.clear()
     approval.refresh_from_db()
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        use_approval(
+    # As the call path's claim does: the use and its event, one transaction.
+    with TestCase.captureOnCommitCallbacks(execute=True), transaction.atomic():
+        used = use_approval(
             approval.pk,
             tool=approval.tool,
             arguments=approval.arguments,
             caller=agent,
         )
+        assert heard == []
+        record_use(used, caller=agent, request_id=None, call_id=1)
     [event] = heard
     assert (event.type, event.status) == ("approval.used", "used")
     assert event.used is not None and event.decider == "root"
