@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from audit.choices import EventType
 from audit.services import record_event
+from calls import lifecycle
 from calls.hashing import arguments_hash
 from calls.models import Approval, ApprovalStatus
 from catalog.access import actor_name, stored_user
@@ -76,6 +77,7 @@ def request_approval(
             input=_approval_input(approval),
             output={"status": "requested", "reason": ""},
         )
+        lifecycle.announce(approval, lifecycle.REQUESTED)
     tracing.annotate(**{"quiver.approval_id": str(approval.id)})
     return approval
 
@@ -120,7 +122,9 @@ def record_use(
     approval: Approval, *, caller: Any, request_id: uuid.UUID | None, call_id: int
 ) -> None:
     """The ``approval`` event of its use (status ``used``) by the call
-    ``call_id``, in the caller's transaction (the one that marked it used)."""
+    ``call_id``, in the caller's transaction (the one that marked it used), and
+    its announcement (``approval.used``) once that claim commits, before the
+    upstream is contacted."""
     record_event(
         EventType.APPROVAL,
         actor=caller,
@@ -131,6 +135,7 @@ def record_use(
         input={**_approval_input(approval), "requester": approval.requester_name},
         output={"status": ApprovalStatus.USED.value, "reason": "", "call_id": call_id},
     )
+    lifecycle.announce(approval, lifecycle.USED)
 
 
 def _check(approval: Approval, tool: Tool, arguments: dict[str, Any]) -> None:

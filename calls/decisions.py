@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from audit.choices import EventType
 from audit.services import record_event
+from calls import lifecycle
 from calls.models import Approval, ApprovalStatus
 from catalog.access import actor_name, approval_decision_problem, stored_user
 from config.exceptions import Conflict
@@ -97,6 +98,7 @@ def _decide(
             fields = ["status", "reason", "decided", "decided_by", "decider_name"]
             row.save(update_fields=fields)
             _record(row, actor=person, reason=reason, request_id=request_id)
+            lifecycle.announce(row, lifecycle.DECIDED)
             return row
         _expire(row, now)
     # The expiry is committed; the decision that came too late is a conflict.
@@ -115,6 +117,7 @@ def _expire(row: Approval, now: Any) -> None:
     row.status, row.decided = ApprovalStatus.EXPIRED, now
     row.save(update_fields=["status", "decided"])
     _record(row, actor=None, reason="not decided before it expired", request_id=None)
+    lifecycle.announce(row, lifecycle.DECIDED)
 
 
 def _record(

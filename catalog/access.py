@@ -122,6 +122,12 @@ class Access:
         return self.scope == ApiScope.ADMIN
 
     @property
+    def manages_webhooks(self) -> bool:
+        """Webhooks (where a catalog's approvals are announced, with their
+        arguments, and the secret that signs them) are admins' only, as sources."""
+        return self.scope == ApiScope.ADMIN
+
+    @property
     def sees_whole_catalog(self) -> bool:
         """Curators, compliance and admins see every tool of their catalogs."""
         return self.scope in WHOLE_CATALOG_SCOPES

@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "calls",
     "learning",
     "telemetry",
+    "notify",
 ]
 
 MIDDLEWARE = [
@@ -447,6 +448,55 @@ QUIVER_APPROVAL_TTL_SECONDS = env_int(
     "QUIVER_APPROVAL_TTL_SECONDS", 3600, minimum=60, maximum=30 * 86_400
 )
 QUIVER_CALL_ARGUMENTS_HASH_ONLY = env_bool("QUIVER_CALL_ARGUMENTS_HASH_ONLY", False)
+
+# Notifications (notify/, docs/how-to/operating.md): where links in webhooks and
+# emails point (the console's address as people reach it; empty: no link).
+QUIVER_PUBLIC_URL = env_url("QUIVER_PUBLIC_URL", ("https", "http"))
+# Webhooks: one attempt's whole exchange, the attempts of one delivery, the
+# backoff between them (doubling from BACKOFF_S, at most BACKOFF_MAX_S, jittered),
+# how often each worker sweeps for due deliveries, the old secret's default grace
+# after a rotation, and how many webhooks a catalog may have.
+QUIVER_WEBHOOK_TIMEOUT_S = env_int(
+    "QUIVER_WEBHOOK_TIMEOUT_S", 10, minimum=1, maximum=60
+)
+QUIVER_WEBHOOK_MAX_ATTEMPTS = env_int(
+    "QUIVER_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1, maximum=30
+)
+QUIVER_WEBHOOK_BACKOFF_S = env_int(
+    "QUIVER_WEBHOOK_BACKOFF_S", 10, minimum=1, maximum=3600
+)
+QUIVER_WEBHOOK_BACKOFF_MAX_S = env_int(
+    "QUIVER_WEBHOOK_BACKOFF_MAX_S", 3600, minimum=1, maximum=86_400
+)
+QUIVER_WEBHOOK_SWEEP_S = env_int("QUIVER_WEBHOOK_SWEEP_S", 15, minimum=1, maximum=3600)
+QUIVER_WEBHOOK_ROTATION_GRACE_HOURS = env_int(
+    "QUIVER_WEBHOOK_ROTATION_GRACE_HOURS", 24, minimum=0, maximum=720
+)
+QUIVER_WEBHOOKS_PER_CATALOG = env_int(
+    "QUIVER_WEBHOOKS_PER_CATALOG", 20, minimum=1, maximum=1000
+)
+# Email to a catalog's approvers when a call waits for one (one per approval).
+QUIVER_APPROVAL_EMAILS = env_bool("QUIVER_APPROVAL_EMAILS", True)
+EMAIL_BACKENDS = {
+    "console": "django.core.mail.backends.console.EmailBackend",
+    "smtp": "django.core.mail.backends.smtp.EmailBackend",
+    "dummy": "django.core.mail.backends.dummy.EmailBackend",
+}
+_email_backend = env_str("EMAIL_BACKEND", "console")
+if _email_backend not in EMAIL_BACKENDS:
+    raise ImproperlyConfigured("EMAIL_BACKEND: one of console, smtp, dummy")
+EMAIL_BACKEND = EMAIL_BACKENDS[_email_backend]
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1, maximum=65_535)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS, EMAIL_USE_SSL: set one, not both")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1, maximum=300)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "quiver@localhost")
+EMAIL_SUBJECT_PREFIX = env_str("EMAIL_SUBJECT_PREFIX", "[Quiver] ")
 
 # GET /metrics (telemetry/, docs/how-to/operating.md): the bearer token a Prometheus
 # scraper sends (admin API keys and signed-in admins may read it too); _FILE works.

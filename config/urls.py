@@ -22,6 +22,7 @@ api_v1 = [
     path("", include("sources.api.urls")),
     path("", include(approvals_api)),
     path("", include("calls.urls_execute")),
+    path("", include("notify.api.urls")),
 ]
 
 urlpatterns = [
@@ -51,6 +52,7 @@ urlpatterns = [
     path("", include("calls.urls")),
     path("", include("learning.urls")),
     path("", include("learning.urls_learn")),
+    path("", include("notify.urls")),
 ]
 
 handler400 = "config.errors.bad_request"

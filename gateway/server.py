@@ -142,7 +142,7 @@ async def call_tool(
             found = await anyio.to_thread.run_sync(services.details, *work)
             return _found(found, json.dumps(found, indent=1))
         answer = await anyio.to_thread.run_sync(services.call, *work)
-        return _call_result(answer)
+        return _call_result(answer, direct=name not in META_TOOLS)
     except services.ToolFailure as exc:
         return _error(str(exc))
     except Exception:
@@ -160,9 +160,13 @@ def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-def _call_result(answer: services.CallAnswer) -> types.CallToolResult:
+def _call_result(
+    answer: services.CallAnswer, *, direct: bool = False
+) -> types.CallToolResult:
     """The upstream's result as it was when it was tried; otherwise an error
-    result the model cannot take for done (pending: status pending_approval)."""
+    result the model cannot take for done (pending: status pending_approval,
+    with a text saying plainly what to do; ``direct``: the tool was called by its
+    own name, so the approval goes back in ``_meta``)."""
     meta = {"quiver/outcome": answer.outcome, "quiver/call_id": answer.call_id}
     if answer.outcome in ("ran", "failed", "timed_out") and answer.content:
         found = {
@@ -172,10 +176,13 @@ def _call_result(answer: services.CallAnswer) -> types.CallToolResult:
         }
         return types.CallToolResult.model_validate({**found, "_meta": meta})
     text = answer.reason + (f"; {answer.hint}" if answer.hint else "")
-    if answer.outcome == "pending" and answer.content:
+    if answer.outcome == "pending" and answer.approval_id:
         # "pending_approval <id>: ...": a model that reads only text (most
-        # frameworks' default) needs the id to send the call again.
-        text = str(answer.content[0]["text"])
+        # frameworks' default) needs the id to send the call again; the rest
+        # says plainly that a person must approve it and how to re-send it.
+        text = f"pending_approval {answer.approval_id}: " + pending_text(
+            answer, direct=direct
+        )
     structured = answer.structured_content or {
         "status": answer.outcome,
         "reason": answer.reason,
@@ -188,6 +195,32 @@ def _call_result(answer: services.CallAnswer) -> types.CallToolResult:
         structured_content=structured,
         is_error=True,
         _meta=meta,
+    )
+
+
+def pending_text(answer: services.CallAnswer, *, direct: bool) -> str:
+    """What the model reads when a call waits for a person: that nothing ran,
+    that a person must approve it, and exactly how to send it again."""
+    approval = answer.approval_id
+    expires = (answer.structured_content or {}).get("expires")
+    until = f" until {expires}" if expires else ""
+    if direct:
+        again = (
+            f"send the same tools/call of {answer.tool} with the same arguments "
+            f'and _meta {{"approval_id": "{approval}"}}'
+        )
+    else:
+        again = (
+            f"call call_tool again with the same name and arguments and "
+            f'"approval_id": "{approval}"'
+        )
+    return (
+        f"Not run: a person must approve this call of {answer.tool} before it "
+        f"runs. Approval {approval} is waiting for a person{until}. Nothing has "
+        "happened yet, so do not report the action as done; tell the user it "
+        f"waits for approval. Once a person approves it, {again}. Changing the "
+        "tool or any argument needs a new approval. If a person denies it, the "
+        "call never runs and the re-sent call answers why."
     )
 
 

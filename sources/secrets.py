@@ -64,17 +64,24 @@ def origin(url: str) -> str:
     return f"{scheme}://{host}:{port or DEFAULT_PORTS.get(scheme, '')}"
 
 
-def _fernet(material: str) -> Fernet:
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_LABEL).derive(
+def _fernet(material: str, label: bytes) -> Fernet:
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=label).derive(
         material.encode()
     )
     return Fernet(base64.urlsafe_b64encode(key))
 
 
-def _keys() -> MultiFernet:
+def keyring(label: bytes) -> MultiFernet:
+    """The Fernet keys of ``label`` (each use of these secrets has its own label,
+    so no two share a key): the current one from ``QUIVER_SOURCE_KEY`` (else
+    ``SECRET_KEY``) first, then the old keys, which still decrypt."""
     current = settings.QUIVER_SOURCE_KEY or settings.SECRET_KEY
     old = [key for key in settings.QUIVER_SOURCE_OLD_KEYS if key]
-    return MultiFernet([_fernet(current), *(_fernet(key) for key in old)])
+    return MultiFernet([_fernet(current, label), *(_fernet(k, label) for k in old)])
+
+
+def _keys() -> MultiFernet:
+    return keyring(_LABEL)
 
 
 def encrypt_headers(headers: dict[str, str], url: str | None = None) -> str:

@@ -108,6 +108,19 @@ TASK_DURATION = Histogram(
     buckets=TASK_BUCKETS,
     registry=REGISTRY,
 )
+WEBHOOK_OUTCOMES = ("delivered", "retrying", "failed", "refused")
+WEBHOOK_DELIVERIES = Counter(
+    "quiver_webhook_deliveries",
+    "Webhook delivery attempts by outcome: delivered (a 2xx), retrying (failed, "
+    "another attempt is due), failed (no attempt left, or it cannot be sent), "
+    "refused (the destination is a denied address).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+# Every outcome is a series from the start, so a rate or an alert has a zero to
+# compare with before the first failure.
+for _outcome in WEBHOOK_OUTCOMES:
+    WEBHOOK_DELIVERIES.labels(_outcome)
 # "liveall": one series per live process (the pid label is added); a dead
 # process's series goes away (telemetry.exposition forgets dead processes).
 PROCESS_START = Gauge(
@@ -187,3 +200,8 @@ def task_finished(task: str, state: str, seconds: float | None) -> None:
     TASKS.labels(task, state.lower()).inc()
     if seconds is not None:
         TASK_DURATION.labels(task).observe(seconds)
+
+
+def webhook_delivered(outcome: str) -> None:
+    """One webhook delivery attempt's outcome (notify.delivery)."""
+    WEBHOOK_DELIVERIES.labels(outcome if outcome in WEBHOOK_OUTCOMES else OTHER).inc()

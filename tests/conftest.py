@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.db.backends.signals import connection_created
-from django.dispatch import receiver
+from django.dispatch import receiver as on_signal
 from rest_framework.test import APIClient
 
 from audit.writer import close_all as close_audit_connections
 from catalog.services import ensure_default_catalog
 from tests.audit_trail import Trail, make_audit_trail
 from tests.factories import make_client_key, make_user
+from tests.receiver import Receiver, running_receiver
 
 ROOT = Path(__file__).resolve().parent.parent
 # Under pytest-xdist ("gw0", "gw1", ...; empty on one process) each process has
@@ -55,7 +56,7 @@ def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
     return InOrderModules(config, log)
 
 
-@receiver(connection_created)
+@on_signal(connection_created)
 def _tests_may_flush_the_audit_log(connection: Any, **kwargs: Any) -> None:
     """A transactional test's flush TRUNCATEs every table; the audit table's trigger
     refuses that unless the session says so (tests of the trigger unset it)."""
@@ -337,3 +338,10 @@ def notes_url() -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A real HTTP receiver for webhooks (tests/receiver.py)."""
+    with running_receiver() as found:
+        yield found

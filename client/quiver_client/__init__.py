@@ -4,6 +4,7 @@ from quiver_client.adapters import SEARCH_TOOL_NAME, SearchArgumentsError
 from quiver_client.client import AsyncQuiver, Quiver, RetryPolicy
 from quiver_client.errors import (
     APIError,
+    ApprovalTimeout,
     AuthenticationError,
     BadRequest,
     Conflict,
@@ -19,6 +20,8 @@ from quiver_client.errors import (
     Unavailable,
 )
 from quiver_client.types import (
+    Approval,
+    ApprovalStatus,
     BatchError,
     CheckedCall,
     Exclusion,
@@ -30,6 +33,9 @@ from quiver_client.types import (
 
 __all__ = [
     "APIError",
+    "Approval",
+    "ApprovalStatus",
+    "ApprovalTimeout",
     "AsyncQuiver",
     "AuthenticationError",
     "BadRequest",

@@ -22,11 +22,13 @@ from quiver_client.errors import (
     error_class,
 )
 from quiver_client.types import (
+    Approval,
     BatchError,
     Selection,
     ToolCallResult,
     ToolCallsValidation,
 )
+from quiver_client.waiting import Waiter
 
 API = "/api/v1/"
 RETRY_STATUSES = frozenset({429, 503})
@@ -358,6 +360,36 @@ class Quiver(_Base):
         body = call_body(name, arguments, catalog, selection_id, approval_id)
         return call_answer(self.request("POST", "tool-calls/execute", json=body))
 
+    def wait_for_approval(
+        self,
+        approval_id: Any,
+        *,
+        timeout: float | None = 600.0,
+        interval: float = 1.0,
+        max_interval: float = 15.0,
+    ) -> Approval:
+        """Wait for a person to decide a pending call's approval (its id, or the
+        ``PendingApproval`` raised by ``call``): polls ``GET
+        /api/v1/approvals/{id}`` with a growing wait (``interval`` to
+        ``max_interval`` seconds, at least a 429's ``Retry-After``) and returns
+        the approval once its ``status`` is ``approved``, ``denied``,
+        ``expired`` or ``used``. ``ApprovalTimeout`` after ``timeout`` seconds
+        (None: until it is decided or expires)."""
+        waiter = Waiter(
+            approval_id, timeout=timeout, interval=interval, max_interval=max_interval
+        )
+        while True:
+            try:
+                response = self._http.get(waiter.path)
+            except httpx.HTTPError as exc:
+                found, wait = waiter.settle(None, exc)
+            else:
+                found, wait = waiter.settle(response, None)
+            if found is not None:
+                return found
+            assert wait is not None
+            self._sleep(wait)
+
     def list_tools(self, **filters: Any) -> list[dict[str, Any]]:
         """``GET /api/v1/tools/``, every page: the tools this key can read."""
         tools: list[dict[str, Any]] = []
@@ -547,6 +579,30 @@ class AsyncQuiver(_Base):
         body = call_body(name, arguments, catalog, selection_id, approval_id)
         answer = await self.request("POST", "tool-calls/execute", json=body)
         return call_answer(answer)
+
+    async def wait_for_approval(
+        self,
+        approval_id: Any,
+        *,
+        timeout: float | None = 600.0,
+        interval: float = 1.0,
+        max_interval: float = 15.0,
+    ) -> Approval:
+        """See ``Quiver.wait_for_approval``."""
+        waiter = Waiter(
+            approval_id, timeout=timeout, interval=interval, max_interval=max_interval
+        )
+        while True:
+            try:
+                response = await self._http.get(waiter.path)
+            except httpx.HTTPError as exc:
+                found, wait = waiter.settle(None, exc)
+            else:
+                found, wait = waiter.settle(response, None)
+            if found is not None:
+                return found
+            assert wait is not None
+            await self._sleep(wait)
 
     async def list_tools(self, **filters: Any) -> list[dict[str, Any]]:
         """See ``Quiver.list_tools``."""

@@ -32,6 +32,17 @@ class PendingApproval(QuiverError):
         )
 
 
+class ApprovalTimeout(QuiverError, TimeoutError):
+    """``wait_for_approval`` gave up: no decision came within its ``timeout``.
+    The approval may still be decided later (until it expires); ``status`` is
+    the last one seen (``pending``)."""
+
+    def __init__(self, approval_id: str, status: str = "pending") -> None:
+        self.approval_id = approval_id
+        self.status = status
+        super().__init__(f"approval {approval_id}: still {status} when the wait ended")
+
+
 class APIError(QuiverError):
     """A 4xx or 5xx answer.
 

@@ -103,3 +103,30 @@ class ToolCallResult(TypedDict):
     is_error: bool
     approval_id: str | None
     call_id: str | None
+
+
+ApprovalStatus = Literal["pending", "approved", "denied", "expired", "used"]
+
+
+class Approval(TypedDict):
+    """The answer of ``GET /api/v1/approvals/{id}``; ``wait_for_approval``
+    returns it once ``status`` is no longer ``pending``: ``approved`` (send the
+    same call again with ``approval_id``), ``denied`` (``reason`` says why),
+    ``expired`` (nobody decided in time) or ``used`` (the call ran)."""
+
+    id: str
+    status: ApprovalStatus
+    catalog: str
+    tool_name: str
+    tool_version: int
+    arguments: dict[str, Any]
+    arguments_hash: str
+    requester: str
+    selection_id: str | None
+    request_id: str | None
+    decider: str
+    reason: str
+    created: str
+    decided: str | None
+    expires: str
+    used: str | None

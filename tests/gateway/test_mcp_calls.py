@@ -143,6 +143,13 @@ def test_a_call_needing_approval_is_pending_then_runs_once_approved(
     assert pending.structured_content["status"] == "pending_approval"
     approval_id = pending.structured_content["approval_id"]
     assert upstream.calls == []
+    text = pending.content[0].text
+    assert text.startswith(
+        f"pending_approval {approval_id}: Not run: a person must approve this call"
+    )
+    again = "call call_tool again with the same name and arguments and "
+    assert f'{again}"approval_id": "{approval_id}"' in text
+    assert "do not report the action as done" in text
     Approval.objects.filter(pk=approval_id).update(
         status="approved", decided=timezone.now()
     )
@@ -205,6 +212,10 @@ def test_a_direct_call_carries_its_approval_in_meta(server_url, upstream):
     pending = run_client(server_url, key, "legacy", ask)
     assert pending.is_error is True
     approval_id = pending.structured_content["approval_id"]
+    text = pending.content[0].text
+    assert "a person must approve this call of weather.delete_file" in text
+    assert f'_meta {{"approval_id": "{approval_id}"}}' in text
+    assert pending.structured_content["expires"] in text
     Approval.objects.filter(pk=approval_id).update(
         status="approved", decided=timezone.now()
     )

@@ -221,6 +221,19 @@ def test_quiver_tools_wait_for_approval_run_once_and_never_reuse_it(live, tmp_pa
     assert [call.arguments for call in ran] == [{"celsius": 21}]
 
 
+def test_wait_for_approval_resolves_to_the_decision(live, tmp_path):
+    key = make_client_key("ts-wait", "agent")
+    report = run_node("wait", {**live.env, "QUIVER_API_KEY": key}, tmp_path)
+
+    statuses = dict(Approval.objects.values_list("id", "status"))
+    assert {str(pk): status for pk, status in statuses.items()} == {
+        report["approved"]: "used",
+        report["denied"]: "denied",
+    }
+    ran = [call for call in live.upstream.calls if call.name == "set_thermostat"]
+    assert [call.arguments for call in ran] == [{"celsius": 19}]
+
+
 def test_the_typescript_mcp_sdks_search_and_call_through_mcp_in_both_eras(
     live, tmp_path
 ):

@@ -6,6 +6,7 @@
 
 import {
   APIError,
+  ApprovalTimeout,
   PendingApproval,
   type PendingApprovalAnswer,
   QuiverConnectionError,
@@ -25,6 +26,7 @@ import type {
   ToolCallResult,
   ToolCallsValidation,
   ValidateOptions,
+  WaitOptions,
 } from "./types.js";
 
 export const DEFAULT_CATALOG = "default";
@@ -194,6 +196,77 @@ export class Quiver {
   /** `GET /api/v1/approvals/{id}`: an approval this key asked for. */
   approval(approvalId: string): Promise<Approval> {
     return this.request<Approval>("GET", `approvals/${encodeURIComponent(approvalId)}`);
+  }
+
+  /**
+   * Wait for a person to decide a pending call's approval (its id, or the
+   * `PendingApproval` thrown by `call`): polls `GET /api/v1/approvals/{id}`
+   * with a growing wait (`interval` to `maxInterval` seconds, at least a 429's
+   * `Retry-After`) and resolves to the approval once its `status` is
+   * `approved`, `denied`, `expired` or `used`; `ApprovalTimeout` after
+   * `timeout` seconds.
+   */
+  async waitForApproval(
+    approval: string | PendingApproval,
+    options: WaitOptions = {},
+  ): Promise<Approval> {
+    const approvalId =
+      approval instanceof PendingApproval ? approval.approvalId : approval;
+    if (!approvalId) {
+      throw new TypeError("approvalId: give the id a pending call answered");
+    }
+    const timeout = options.timeout === undefined ? 600 : options.timeout;
+    const deadline = timeout === null ? undefined : Date.now() + timeout * 1000;
+    let interval = options.interval ?? 1;
+    const maxInterval = Math.max(interval, options.maxInterval ?? 15);
+    const path = `approvals/${encodeURIComponent(approvalId)}`;
+    let status = "pending";
+    for (;;) {
+      let retryAfter: number | undefined;
+      const polled = await this.#poll(path, options.signal);
+      if (polled instanceof APIError) {
+        retryAfter = polled.retryAfter;
+      } else if (polled !== undefined) {
+        status = polled.status;
+        if (polled.status !== "pending") {
+          return polled;
+        }
+      }
+      let wait = Math.max(interval * (0.9 + Math.random() / 5), retryAfter ?? 0);
+      interval = Math.min(maxInterval, interval * 1.5);
+      if (deadline !== undefined) {
+        const left = (deadline - Date.now()) / 1000;
+        if (left <= 0 || (retryAfter !== undefined && retryAfter > left)) {
+          throw new ApprovalTimeout(approvalId, status);
+        }
+        wait = Math.min(wait, left);
+      }
+      await sleep(wait, options.signal);
+    }
+  }
+
+  /** One poll: the approval, a 429/503 to wait out, or undefined (no connection). */
+  async #poll(
+    path: string,
+    signal: AbortSignal | undefined,
+  ): Promise<Approval | APIError | undefined> {
+    let response: Response;
+    try {
+      response = await this.#send("GET", path, { signal });
+    } catch (failure) {
+      if (signal?.aborted) {
+        throw transportError(`GET ${path}`, failure, signal);
+      }
+      return undefined;
+    }
+    if (response.status < 400) {
+      return (await decoded(`GET ${path}`, response)) as Approval;
+    }
+    const error = await apiError(response);
+    if (RETRY_STATUSES.has(response.status)) {
+      return error;
+    }
+    throw error;
   }
 
   async #attempt(

@@ -47,6 +47,22 @@ export class PendingApproval extends QuiverError {
   }
 }
 
+/**
+ * `waitForApproval` gave up: no decision came within its `timeout`. The
+ * approval may still be decided later (until it expires); `status` is the last
+ * one seen (`pending`).
+ */
+export class ApprovalTimeout extends QuiverError {
+  override name = "ApprovalTimeout";
+
+  constructor(
+    readonly approvalId: string,
+    readonly status: string = "pending",
+  ) {
+    super(`approval ${approvalId}: still ${status} when the wait ended`);
+  }
+}
+
 export interface APIErrorInit {
   status: number;
   error: string;

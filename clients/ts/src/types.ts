@@ -191,6 +191,17 @@ export interface Approval {
   used: string | null;
 }
 
+/** How `waitForApproval` polls (the Python client's `wait_for_approval`). */
+export interface WaitOptions {
+  /** Seconds before `ApprovalTimeout` (600); `null` waits until it is decided or expires. */
+  timeout?: number | null;
+  /** Seconds before the second poll (1), growing by half each poll... */
+  interval?: number;
+  /** ...up to this many seconds (15). */
+  maxInterval?: number;
+  signal?: AbortSignal | undefined;
+}
+
 /** A catalog tool in Quiver's canonical JSON (`export?format=canonical`). */
 export interface CanonicalTool {
   name: string;

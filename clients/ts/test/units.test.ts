@@ -9,6 +9,8 @@ import { test } from "node:test";
 import type { ModelMessage } from "ai";
 
 import {
+  ApprovalTimeout,
+  Quiver,
   QuiverError,
   RetryPolicy,
   type Selection,
@@ -152,3 +154,38 @@ function fakeStep(): StepSelection {
     activeTools: [],
   };
 }
+
+test("waitForApproval waits out a 429's Retry-After and a 503, then resolves", async () => {
+  const answers = [
+    new Response(JSON.stringify({ error: "throttled" }), {
+      status: 429,
+      headers: { "Retry-After": "0.2" },
+    }),
+    new Response(JSON.stringify({ error: "unavailable" }), { status: 503 }),
+    Response.json({ id: "a-1", status: "pending" }),
+    Response.json({ id: "a-1", status: "expired", reason: "" }),
+  ];
+  const paths: string[] = [];
+  const fakeFetch = (async (input: URL | string) => {
+    paths.push(new URL(String(input)).pathname);
+    return answers.shift() ?? Response.json({}, { status: 500 });
+  }) as typeof fetch;
+  const quiver = new Quiver({ url: "http://quiver.test", key: "k", fetch: fakeFetch });
+  const decision = await quiver.waitForApproval("a-1", {
+    interval: 0.01,
+    maxInterval: 0.02,
+  });
+  assert.equal(decision.status, "expired");
+  assert.deepEqual(paths, Array(4).fill("/api/v1/approvals/a-1"));
+});
+
+test("waitForApproval gives up at once when Retry-After is past its deadline", async () => {
+  let polls = 0;
+  const fakeFetch = (async () => {
+    polls += 1;
+    return new Response("{}", { status: 429, headers: { "Retry-After": "3600" } });
+  }) as typeof fetch;
+  const quiver = new Quiver({ url: "http://quiver.test", fetch: fakeFetch });
+  await assert.rejects(quiver.waitForApproval("a-1", { timeout: 60 }), ApprovalTimeout);
+  assert.equal(polls, 1);
+});
