@@ -75,7 +75,9 @@ def _hold(data: Path) -> subprocess.Popen[str]:
         text=True,
     )
     assert holder.stdout is not None
-    assert holder.stdout.readline().strip() == "up"
+    if holder.stdout.readline().strip() != "up":
+        _, stderr = holder.communicate(timeout=60)
+        pytest.fail(f"the holder did not start Postgres:\n{stderr}")
     return holder
 
 
