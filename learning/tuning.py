@@ -28,6 +28,7 @@ import numpy as np
 
 from learning.metrics import ndcg_at_10
 from selection.engine.deadline import Deadline
+from selection.engine.diversity import diversified, several_sentences
 from selection.engine.fusion import (
     CatalogFusion,
     hybrid_weights,
@@ -80,6 +81,8 @@ class LabelParts:
     confidence: float
     semantic: bool
     signals: Mapping[str, np.ndarray]
+    # A request of several sentences (its top tools are diversified).
+    several: bool = False
 
 
 def parts_of(
@@ -105,6 +108,7 @@ def parts_of(
         missing=_without_vector(ctx),
         confidence=semantic_confidence(ctx) if semantic is not None else 1.0,
         semantic=semantic is not None,
+        several=several_sentences(query.embed_text),
         signals={
             "embed": pool_cosine(ctx).astype(np.float32),
             "lexical": lexical.keyword(index, query).astype(np.float32),
@@ -230,9 +234,23 @@ class Tuner:
         factor = np.maximum(st["confidence"][:, None], lex_conf)
         factor = np.where(missing, 1.0, factor)
         scores: np.ndarray = np.where(candidates & allowed, fused * factor, 0.0)
+        self._diversify(s, scores, rows, candidates & allowed)
         if s.min_combined_score > 0:
             scores[(scores > 0) & (scores < s.min_combined_score)] = 0.0
         return scores
+
+    def _diversify(
+        self, s: EngineSettings, scores: np.ndarray, rows: np.ndarray, mask: np.ndarray
+    ) -> None:
+        """Re-order the rows of requests of several sentences in place, as the
+        hybrid scorer does (selection.engine.diversity)."""
+        for j, i in enumerate(rows):
+            if self.parts[int(i)].several:
+                moved = diversified(
+                    scores[j], mask[j], self.snapshot.vectors, s.diversity
+                )
+                if moved is not None:
+                    scores[j] = moved
 
 
 def _lexical_key(settings: EngineSettings) -> tuple[Any, ...]:
@@ -270,7 +288,7 @@ def patch_between(old: EngineSettings, new: EngineSettings) -> dict[str, Any]:
 
 
 def _key(settings: EngineSettings) -> tuple[Any, ...]:
-    fixed = (settings.auto_fusion, settings.family_pull)
+    fixed = (settings.auto_fusion, settings.family_pull, settings.diversity)
     return (*fixed, *(value_of(settings, k) for k in GRID))
 
 

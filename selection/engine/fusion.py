@@ -199,10 +199,14 @@ HYBRID_SIGNALS = ("embed", "lexical", "bm25f", "tag", "name")
 
 
 def describe(
-    settings: EngineSettings, fusion: CatalogFusion | None, terms: int | None = None
+    settings: EngineSettings,
+    fusion: CatalogFusion | None,
+    terms: int | None = None,
+    diversified: bool = False,
 ) -> dict[str, Any]:
     """The fusion of one answer (a request of ``terms`` content words), for its
-    ``stats``: the weights used and why they are what they are."""
+    ``stats``: the weights used, why they are what they are, and whether its
+    top tools were re-ordered for diversity (selection.engine.diversity)."""
     weights = hybrid_weights(settings, fusion, terms)
     measured = fusion is not None and fusion.agreement is not None
     auto = settings.auto_fusion and measured
@@ -211,6 +215,8 @@ def describe(
         "weights": {k: round(v, 4) for k, v in weights.items() if v},
         "family_pull": settings.family_pull,
         "families": fusion.families if fusion is not None else 0,
+        "diversity": settings.diversity,
+        "diversified": diversified,
     }
     if measured and fusion is not None and fusion.agreement is not None:
         out["lexical_agreement"] = round(fusion.agreement, 4)

@@ -114,6 +114,9 @@ class EngineSettings:
     auto_fusion: bool = True
     # How far a tool is pulled towards its name family's best score (0: off).
     family_pull: float = 0.5
+    # For a request of several sentences: how much near-duplicates of a tool
+    # ranked above are moved down (selection.engine.diversity; 0: off).
+    diversity: float = 0.2
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> EngineSettings:
@@ -312,6 +315,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "lexical_floor": (0.0, 1.0),
     "no_tool_threshold": (0.0, 1.0),
     "family_pull": (0.0, 1.0),
+    "diversity": (0.0, 1.0),
     "semantic_floor": (-1.0, 1.0),
     "semantic_ceiling": (-1.0, 1.0),
     "lexical_confidence_floor": (0.0, 1.0),

@@ -37,7 +37,13 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "weights",
         "Weights",
-        ("hybrid_weights", "auto_fusion", "family_pull", "ensemble_weights"),
+        (
+            "hybrid_weights",
+            "auto_fusion",
+            "family_pull",
+            "diversity",
+            "ensemble_weights",
+        ),
     ),
     (
         "thresholds",
@@ -78,6 +84,8 @@ HELP = {
     "texts (how far its words agree with its embeddings), not hybrid_weights.",
     "family_pull": "How far a tool is pulled towards the best match among tools "
     "sharing its name prefix (before __ . / or :).",
+    "diversity": "For a request of several sentences, how far tools much like "
+    "one ranked above them move down (needs the tool vectors in process).",
     "ensemble_weights": "How much each signal counts in the ensemble score.",
     "min_lexical_overlap": "Request words a tool must share to be picked "
     "(0: none needed).",

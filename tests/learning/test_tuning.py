@@ -139,20 +139,26 @@ def test_the_recombined_scores_are_the_engines_own_with_a_measured_fusion(change
     assert snap.fusion.agreement is not None and snap.fusion.families == COUNT
     settings = EngineSettings.from_dict(changes)
     asked = [
-        (replace(r, query=f"{r.query} svc{i % COUNT}"), row)
+        (replace(r, query=f"{r.query} svc{i % COUNT}{second(i)}"), row)
         for i, (r, row) in enumerate(requests(PHRASES[:2]))
     ]
     pool = {t.name: 0.1 + 0.02 * (n % 9) for n, t in enumerate(snap.tools)}
     tuner = Tuner(snap, [parts_of(snap, r, pool) for r, _ in asked])
     recombined = tuner.matrix(settings)
     other = snap.with_settings(settings)
-    pulled_any = False
+    pulled_any = moved_any = False
     for j, (request, _) in enumerate(asked):
         result = select(other, request, semantic=pool)
         real = engine(other, request, pool)
         pulled_any |= any(p.signals.get("family", 0) > 0 for p in result.tools)
+        moved_any |= result.stats.fusion["diversified"]
         assert np.allclose(recombined[j][real > 0], real[real > 0], atol=1e-4)
-    assert pulled_any
+    assert pulled_any and moved_any
+
+
+def second(i: int) -> str:
+    """Every other request gets a second sentence (it is then diversified)."""
+    return f". Then run the {word((i + 1) % COUNT)} one too." if i % 2 else ""
 
 
 def test_tuning_starts_from_the_catalogs_choice_with_auto_fusion_off():

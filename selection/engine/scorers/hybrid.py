@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from selection.engine.diversity import diversified, several_sentences
 from selection.engine.fusion import describe, hybrid_weights, pulled
 from selection.engine.scorers import lexical
 from selection.engine.scorers.base import ScoreContext, Scored
@@ -165,14 +166,30 @@ def hybrid(ctx: ScoreContext) -> Scored:
         signals["family"] = pull
     factor = np.maximum(confidence, lexical_confidence(ctx))
     factor[missing] = 1.0
-    out = Scored("hybrid", np.where(candidates, fused * factor, 0.0), signals)
+    scores = np.where(candidates, fused * factor, 0.0)
+    moved = _diversified(ctx, scores, candidates)
+    if moved is not None:
+        signals["diversity"] = moved - scores
+        scores = moved
+    out = Scored("hybrid", scores, signals)
     out.notes, out.extras["category"] = notes, (category, share)
-    out.extras["fusion"] = describe(s, fusion, terms)
+    out.extras["fusion"] = describe(s, fusion, terms, moved is not None)
     out.signals["confidence"] = np.where(missing, 1.0, confidence)
     if ctx.semantic is not None:
         out.signals["cosine"] = semantic_raw(ctx)
     _thresholds(ctx, out)
     return out
+
+
+def _diversified(
+    ctx: ScoreContext, scores: np.ndarray, candidates: np.ndarray
+) -> np.ndarray | None:
+    """The scores re-ordered for a request of several sentences (None: as is)."""
+    weight = ctx.snapshot.settings.diversity
+    if weight <= 0 or not several_sentences(ctx.query.embed_text):
+        return None
+    vectors = ctx.snapshot.vectors
+    return diversified(scores, candidates & ctx.allowed, vectors, weight)
 
 
 def _without_vector(ctx: ScoreContext) -> np.ndarray:
