@@ -10,17 +10,19 @@ ways and prints NDCG@10:
   description and parameters (bench/quality.py's peer, issue 33's yardstick);
 * **before**: the engine under the defaults before issue 33 (field weights name 3,
   title 2.5, keywords 3, examples 2, parameters 0.5, tags 1; the hybrid's BM25F
-  weight fixed at 0.1; no family pull), which reproduces main at db03463;
+  weight fixed at 0.1; no family pull, no diversity), which reproduces main at
+  db03463;
 * **after**: the engine at today's defaults: the fusion it chooses from the
   catalog itself (selection.engine.fusion), shown under the table.
 
 Then the same for the "first sentence" proxies of short, vague requests (each
 request of several sentences cut to its first sentence, e.g. "I want to plan a
 surprise birthday party for my friend."; its labels kept), the per-fold spread
-of after - plain (5 folds), and with ``--speed N`` the engine's own time per
-request, before and after, interleaved on one BLAS thread (N requests per set,
-the default request: 3 candidates, min_score 0.05). See bench/README.md,
-"No history: a fusion chosen from the catalog".
+of after - plain (5 folds), on MetaTool the no-tool false-positive rate and
+single-tool R@1 at the default request (3 candidates, min_score 0.05), and with
+``--speed N`` the engine's own time per request, before and after, interleaved
+on one BLAS thread (N requests per set, the default request). See
+bench/README.md, "No history: a fusion chosen from the catalog".
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ FOLDS, SEED = 5, 20261127
 BEFORE = {
     "auto_fusion": False,
     "family_pull": 0.0,
+    "diversity": 0.0,
     "field_weights": {
         "name": 3.0,
         "title": 2.5,
@@ -163,6 +166,33 @@ def fusion_line(data: Prepared) -> str:
     return f"  {data.name}: {fusion}"
 
 
+def no_tool_line(data: Prepared) -> str | None:
+    """Before / after at the default request (3 candidates, min_score 0.05): the
+    share of no-tool requests offered a tool, and single-tool R@1."""
+    if all(q.relevant for q in data.queries):
+        return None
+    ask = SelectionRequest(query="")
+    cells = []
+    for label, snap in (("before", before_snapshot(data)), ("after", data.snapshot)):
+        matrix = engine_matrix(data, snap, request=ask)
+        top = matrix > 0
+        none = [i for i, q in enumerate(data.queries) if not q.relevant]
+        single = [i for i, q in enumerate(data.queries) if len(q.relevant) == 1]
+        fp = float(np.mean([top[i].any() for i in none]))
+        hits = [_first(matrix[i]) in _rows(data, i) for i in single]
+        cells.append(f"{label} FP {fp:.3f} single-tool R@1 {np.mean(hits):.3f}")
+    return f"  {data.name}: " + "; ".join(cells)
+
+
+def _first(row: np.ndarray) -> int:
+    return int(np.argmax(row)) if row.max() > 0 else -1
+
+
+def _rows(data: Prepared, i: int) -> set[int]:
+    at = {s.name: r for r, s in enumerate(data.specs)}
+    return {at[t] for t in data.queries[i].relevant}
+
+
 def engine_time(data: Prepared, count: int) -> str:
     """p50 / p95 ms of ``select`` alone, before vs after, interleaved."""
     from threadpoolctl import threadpool_limits
@@ -184,6 +214,10 @@ def engine_time(data: Prepared, count: int) -> str:
         f"{k} p50 {np.median(v):.2f} p95 {np.percentile(v, 95):.2f}"
         for k, v in times.items()
     ]
+    paired = np.array(times["after"]) - np.array(times["before"])
+    parts.append(
+        f"after - before, same request back to back: median {np.median(paired):+.3f}"
+    )
     return f"  {data.name}: {len(times['after'])} requests: " + "; ".join(parts)
 
 
@@ -197,8 +231,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     cache = EmbeddingCache(get_embedder())
     names = DATASETS if args.data == "all" else (args.data,)
     lines, proxies, fusions, speeds, gains = [], [], [], [], []
+    no_tool = []
     for name in names:
-        data = labelled_only(prepare(name, args.limit, cache))
+        everything = prepare(name, args.limit, cache)
+        no_tool.append(no_tool_line(everything))
+        data = labelled_only(everything)
         per = scores(data)
         gains.append(float((per["after"] - per["plain"]).mean()))
         lines.append(row(name, per))
@@ -217,6 +254,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("\n".join(proxies))
     print("\nfusion chosen per catalog (stats.fusion of an answer):")
     print("\n".join(fusions))
+    found = [line for line in no_tool if line]
+    if found:
+        print("\nno-tool requests at the default request (3 candidates, 0.05):")
+        print("\n".join(found))
     if speeds:
         print("\nengine time per request, in process (ms):")
         print("\n".join(speeds))
