@@ -15,11 +15,11 @@ from selection.engine.vectors import VectorTable, unit_rows
 
 SCHEMA = {"type": "object", "properties": {"id": {"type": "string"}}}
 TOOLS = (
-    ("getUser", "Retrieve user information by user ID.", [1, 0, 0]),
-    ("getUserInfo", "Retrieve user information.", [0.99, 0.05, 0]),
-    ("getUserProfile", "Retrieve a user's profile information.", [0.98, 0.1, 0]),
-    ("sendInvoice", "Send an invoice to a customer by email.", [0, 1, 0]),
-    ("getWeather", "Current weather for a city.", [0, 0, 1]),
+    ("getUser", "Retrieve user information by user ID.", [1.0, 0.0, 0.0]),
+    ("getUserInfo", "Retrieve user information.", [0.99, 0.05, 0.0]),
+    ("getUserProfile", "Retrieve a user's profile information.", [0.98, 0.1, 0.0]),
+    ("sendInvoice", "Send an invoice to a customer by email.", [0.0, 1.0, 0.0]),
+    ("getWeather", "Current weather for a city.", [0.0, 0.0, 1.0]),
 )
 
 
@@ -91,7 +91,7 @@ def test_only_the_best_candidates_move_and_keep_their_scores():
 
 def test_a_tool_the_caller_may_not_see_neither_moves_nor_is_moved_around():
     scores = np.array([0.9, 0.8, 0.7, 0.6])
-    vectors = table([[1, 0], [1, 0.01], [0, 1], [0.5, 0.5]])
+    vectors = table([[1.0, 0.0], [1.0, 0.01], [0.0, 1.0], [0.5, 0.5]])
     mask = np.array([True, False, True, True])
     moved = diversified(scores, mask, vectors, 0.5)
     assert moved is not None and moved[1] == 0.8
