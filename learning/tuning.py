@@ -387,5 +387,10 @@ def tune(
     if after <= before + MARGIN:
         return Tuned(settings, {}, {**report, "changed": False})
     final = search.best(start, np.arange(len(rows)))
+    if float(search.ndcg(final).mean()) <= before:
+        # The folds' choices won, the one fitted on every label does not even
+        # rank them better (e.g. the catalog's own choice written out, which
+        # would only turn ``auto_fusion`` off): nothing to propose.
+        return Tuned(settings, {}, {**report, "changed": False})
     patch = patch_between(settings, final)
     return Tuned(final, patch, {**report, "changed": bool(patch), "patch": patch})
