@@ -23,7 +23,7 @@ from catalog.spec import ToolSpec
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("QUIVER_BENCH_DATA", ROOT.parent / "shared/bench/data"))
 CACHE_DIR = ROOT / ".quiver" / "bench-cache"
-DATASETS = ("metatool", "sealtools")
+DATASETS = ("metatool", "sealtools", "stabletoolbench")
 CHUNK = 512
 # Cache kind of query vectors: the app's query path (one text at a time, up to 256
 # word pieces, int8 graph). Older kinds: "query" (int8 batches cut at 64 word

@@ -60,6 +60,7 @@ from selection.engine import (  # noqa: E402
 )
 from selection.engine.normalize import normalize  # noqa: E402
 from selection.engine.sentences import pooled, split_sentences  # noqa: E402
+from selection.engine.vectors import VectorTable, unit_rows  # noqa: E402
 
 ENGINE_SCORERS = ("keyword", "bm25f", "embedding", "hybrid", "ensemble")
 # The fixed random halves of bench/quality_fusion.py (A = tune, B = check).
@@ -172,7 +173,14 @@ def prepare(name: str, limit: int | None, cache: EmbeddingCache) -> Prepared:
     """Load tools and queries, build the snapshot and fetch cached embeddings."""
     specs = load_specs(name)
     queries = load_queries(name, limit)
-    snapshot = CatalogSnapshot(name, "bench", records_from_specs(specs)).warm()
+    tool_vecs = cache.get([tool_embedding_text(s) for s in specs])
+    # The tool vectors in process, as the app holds them for catalogs up to
+    # QUIVER_INPROCESS_VECTORS_MAX tools (the fusion measures the catalog on them).
+    table = VectorTable(
+        cache.embedder.model_id, unit_rows(tool_vecs), np.ones(len(specs), bool)
+    )
+    records = records_from_specs(specs)
+    snapshot = CatalogSnapshot(name, "bench", records, vectors=table).warm()
     sentences = [split_sentences(embed_text(q.text)) for q in queries]
     flat = sorted({s for group in sentences for s in group})
     at = {s: i for i, s in enumerate(flat)}
@@ -182,7 +190,7 @@ def prepare(name: str, limit: int | None, cache: EmbeddingCache) -> Prepared:
         specs=specs,
         snapshot=snapshot,
         queries=queries,
-        tool_vecs=cache.get([tool_embedding_text(s) for s in specs]),
+        tool_vecs=tool_vecs,
         peer_vecs=cache.get([f"{s.name}: {s.description}" for s in specs]),
         query_vecs=cache.get([q.text for q in queries], kind="query"),
         hybrid_vecs=cache.get([hybrid_text(s) for s in specs]),

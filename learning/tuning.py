@@ -28,6 +28,14 @@ import numpy as np
 
 from learning.metrics import ndcg_at_10
 from selection.engine.deadline import Deadline
+from selection.engine.diversity import diversified, several_sentences
+from selection.engine.fusion import (
+    CatalogFusion,
+    hybrid_weights,
+    measure,
+    pulled,
+    request_scale,
+)
 from selection.engine.index import LexicalIndex
 from selection.engine.normalize import NormalizedQuery, normalize
 from selection.engine.policy import policy_codes
@@ -73,6 +81,8 @@ class LabelParts:
     confidence: float
     semantic: bool
     signals: Mapping[str, np.ndarray]
+    # A request of several sentences (its top tools are diversified).
+    several: bool = False
 
 
 def parts_of(
@@ -98,6 +108,7 @@ def parts_of(
         missing=_without_vector(ctx),
         confidence=semantic_confidence(ctx) if semantic is not None else 1.0,
         semantic=semantic is not None,
+        several=several_sentences(query.embed_text),
         signals={
             "embed": pool_cosine(ctx).astype(np.float32),
             "lexical": lexical.keyword(index, query).astype(np.float32),
@@ -127,6 +138,7 @@ class Tuner:
     _raw: dict[Any, np.ndarray] = field(default_factory=dict)
     _stacked: dict[str, np.ndarray] = field(default_factory=dict)
     _indexes: dict[Any, LexicalIndex] = field(default_factory=dict)
+    _fusions: dict[Any, CatalogFusion] = field(default_factory=dict)
     _tokens: LexicalIndex | None = None
 
     def __post_init__(self) -> None:
@@ -149,12 +161,7 @@ class Tuner:
     def _bm25f(self, settings: EngineSettings, rows: np.ndarray) -> np.ndarray:
         """Raw BM25F coverage of the labels ``rows`` under the lexical settings
         (cached)."""
-        key = (
-            tuple(sorted(settings.field_weights.items())),
-            settings.bm25_k1,
-            settings.bm25_b,
-            rows.tobytes(),
-        )
+        key = (*_lexical_key(settings), rows.tobytes())
         if key not in self._raw:
             index = self._index(settings, key[:3])
             self._raw[key] = np.stack(
@@ -179,6 +186,18 @@ class Tuner:
             )
         return self._indexes[key]
 
+    def fusion(self, settings: EngineSettings) -> CatalogFusion:
+        """The catalog's fusion as the engine measures it under ``settings``'
+        lexical index (the snapshot's own when they are the same)."""
+        key = _lexical_key(settings)
+        if key == _lexical_key(self.snapshot.settings):
+            return self.snapshot.fusion
+        if key not in self._fusions:
+            index = self._index(settings, key)
+            snap = self.snapshot
+            self._fusions[key] = measure(snap.tools, index, snap.vectors)
+        return self._fusions[key]
+
     def matrix(
         self, settings: EngineSettings, rows: np.ndarray | None = None
     ) -> np.ndarray:
@@ -194,23 +213,53 @@ class Tuner:
         best = np.where(candidates, raw, 0.0).max(axis=1, initial=0.0)
         yardstick = np.maximum(best, s.lexical_floor)[:, None]
         signals = {**st, "bm25f": np.minimum(raw / yardstick, 1.0)}
-        weights = {k: s.hybrid_weight(k) for k in (*HYBRID_PARTS, "bm25f")}
+        fusion = self.fusion(s)
+        weights: dict[str, Any] = hybrid_weights(s, fusion)
+        # Per label: the engine scales the catalog's BM25F weight by its length.
+        terms = [len(self.parts[int(i)].query.terms) for i in rows]
+        scales = np.array([request_scale(t) for t in terms])[:, None]
+        if s.auto_fusion and fusion.lexical_weight is not None:
+            weights["bm25f"] = weights["bm25f"] * scales
         embed = np.where(st["semantic"], weights["embed"], 0.0)[:, None]
         embed = np.where(missing, 0.0, embed)
         combined = embed * signals["embed"]
         total = embed + sum(w for k, w in weights.items() if k != "embed")
         for key, weight in weights.items():
-            if key != "embed" and weight:
+            if key != "embed" and np.any(weight):
                 combined = combined + weight * signals[key]
         fused = np.divide(combined, total, out=np.zeros_like(combined), where=total > 0)
+        fused += pulled(fused, candidates & allowed, fusion, s.family_pull)
         span = max(s.lexical_confidence_ceiling - s.lexical_confidence_floor, 1e-6)
         lex_conf = np.clip((raw - s.lexical_confidence_floor) / span, 0.0, 1.0)
         factor = np.maximum(st["confidence"][:, None], lex_conf)
         factor = np.where(missing, 1.0, factor)
         scores: np.ndarray = np.where(candidates & allowed, fused * factor, 0.0)
+        self._diversify(s, scores, rows, candidates & allowed)
         if s.min_combined_score > 0:
             scores[(scores > 0) & (scores < s.min_combined_score)] = 0.0
         return scores
+
+    def _diversify(
+        self, s: EngineSettings, scores: np.ndarray, rows: np.ndarray, mask: np.ndarray
+    ) -> None:
+        """Re-order the rows of requests of several sentences in place, as the
+        hybrid scorer does (selection.engine.diversity)."""
+        for j, i in enumerate(rows):
+            if self.parts[int(i)].several:
+                moved = diversified(
+                    scores[j], mask[j], self.snapshot.vectors, s.diversity
+                )
+                if moved is not None:
+                    scores[j] = moved
+
+
+def _lexical_key(settings: EngineSettings) -> tuple[Any, ...]:
+    """What a lexical index is built from, besides the tools."""
+    return (
+        tuple(sorted(settings.field_weights.items())),
+        settings.bm25_k1,
+        settings.bm25_b,
+    )
 
 
 def with_value(
@@ -239,7 +288,21 @@ def patch_between(old: EngineSettings, new: EngineSettings) -> dict[str, Any]:
 
 
 def _key(settings: EngineSettings) -> tuple[Any, ...]:
-    return tuple(value_of(settings, k) for k in GRID)
+    fixed = (settings.auto_fusion, settings.family_pull, settings.diversity)
+    return (*fixed, *(value_of(settings, k) for k in GRID))
+
+
+def materialised(settings: EngineSettings, fusion: CatalogFusion) -> EngineSettings:
+    """Where the search starts: the catalog's chosen BM25F weight written into
+    ``hybrid_weights`` (as for a request of 15 content words or more) and
+    ``auto_fusion`` off, so that the search can move it: labels are better
+    evidence than the catalog's label-free choice. A change is still proposed
+    only when it beats the settings in force (auto) on held-out labels."""
+    if not settings.auto_fusion:
+        return settings
+    chosen = hybrid_weights(settings, fusion)["bm25f"]
+    weights = {**settings.hybrid_weights, "bm25f": chosen}
+    return replace(settings, auto_fusion=False, hybrid_weights=weights)
 
 
 @dataclass
@@ -307,8 +370,9 @@ def tune(
     fold_of = np.arange(len(rows)) % folds
     rng.shuffle(fold_of)
     held = np.zeros(len(rows))
+    start = materialised(settings, tuner.fusion(settings))
     for f in range(folds):
-        chosen = search.best(settings, np.flatnonzero(fold_of != f))
+        chosen = search.best(start, np.flatnonzero(fold_of != f))
         test = np.flatnonzero(fold_of == f)
         held[test] = search.ndcg(chosen)[test]
     before = float(search.ndcg(settings).mean())
@@ -322,6 +386,11 @@ def tune(
     }
     if after <= before + MARGIN:
         return Tuned(settings, {}, {**report, "changed": False})
-    final = search.best(settings, np.arange(len(rows)))
+    final = search.best(start, np.arange(len(rows)))
+    if float(search.ndcg(final).mean()) <= before:
+        # The folds' choices won, the one fitted on every label does not even
+        # rank them better (e.g. the catalog's own choice written out, which
+        # would only turn ``auto_fusion`` off): nothing to propose.
+        return Tuned(settings, {}, {**report, "changed": False})
     patch = patch_between(settings, final)
     return Tuned(final, patch, {**report, "changed": bool(patch), "patch": patch})

@@ -133,6 +133,7 @@ def build_answer(
             "hidden": result.stats.hidden,
             "account": dict(result.stats.account),
             "engine_ms": round(result.stats.elapsed_ms, 3),
+            "fusion": dict(result.stats.fusion),
         },
         cached=False,
         degraded=result.degraded,

@@ -160,10 +160,12 @@ class SelectOutputSerializer(serializers.Serializer):
         help_text="only when the request set explain",
     )
     stats = serializers.DictField(
-        help_text="counts, latency_ms, and timings_ms: milliseconds per stage "
+        help_text="counts, latency_ms, timings_ms: milliseconds per stage "
         "(auth, snapshot, embed_query, embed_sentences (the sentences of a long "
         "request, each embedded too), vector_search, engine, definitions, audit, "
-        "total)"
+        "total), and fusion: how the hybrid scorer weighed its signals for this "
+        "catalog and why (chosen_by, weights, lexical_agreement, family_pull, "
+        "families, why)"
     )
     cached = serializers.BooleanField()
     degraded = serializers.BooleanField()

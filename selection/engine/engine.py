@@ -235,6 +235,7 @@ def _stats(
         below_min_score=below,
         candidates=int(np.count_nonzero(scored.scores > 0)),
         elapsed_ms=round(ctx.deadline.elapsed_ms(), 3),
+        fusion=dict(scored.extras.get("fusion") or {}),
     )
 
 

@@ -93,6 +93,15 @@ def reason(
         parts.append(match)
     if signals.get("cosine", 0) > 0:
         parts.append(f"semantic similarity {signals['cosine']:.2f}")
+    if signals.get("family", 0) > 0:
+        parts.append(
+            "pulled towards the best match among tools sharing its name prefix "
+            f"(+{signals['family']:.2f})"
+        )
+    if signals.get("diversity", 0) < 0:
+        parts.append("moved down: much like a tool ranked above it")
+    elif signals.get("diversity", 0) > 0:
+        parts.append("moved up: unlike the tools ranked above it")
     if signals.get("learnt", 0) > 0:
         parts.append(
             f"learnt from this catalog's labelled requests (+{signals['learnt']:.2f})"

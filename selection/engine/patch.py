@@ -29,7 +29,7 @@ from selection.engine.snapshot import CatalogSnapshot, PolicyArrays
 from selection.engine.types import ToolRecord
 from selection.engine.vectors import VectorTable
 
-CACHES = ("index", "by_name", "by_lower_name", "order", "arrays")
+CACHES = ("index", "by_name", "by_lower_name", "order", "arrays", "fusion")
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,9 @@ def patch(
     }
     if index is not None:
         caches["index"] = index
+    fusion = old.fusion
+    if fusion.agreement is not None:  # a catalog-wide mean: a few edits keep it
+        caches["fusion"] = fusion.with_tools(new.tools)
     return with_caches(new, **caches), stale
 
 

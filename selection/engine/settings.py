@@ -27,15 +27,18 @@ DEFAULT_HYBRID_WEIGHTS = {
     "name": 0.1,
     "category": 0.0,
 }
+# The name, description and parameters count alike: weighting the name 3x and
+# parameters 0.5x lost NDCG@10 on all three dev sets as a lexical ranker and in
+# the hybrid (bench/README.md, "No history: a fusion chosen from the catalog").
 DEFAULT_FIELD_WEIGHTS = {
-    "name": 3.0,
-    "title": 2.5,
-    "keywords": 3.0,
-    "examples": 2.0,
+    "name": 1.0,
+    "title": 0.5,
+    "keywords": 1.0,
+    "examples": 1.0,
     "description": 1.0,
     "category": 0.5,
-    "tags": 1.0,
-    "params": 0.5,
+    "tags": 0.5,
+    "params": 1.0,
     "avoid_when": 0.3,
 }
 DEFAULT_ENSEMBLE_WEIGHTS = {
@@ -106,6 +109,14 @@ class EngineSettings:
     no_tool_threshold: float = 0.0
     # The applied learnt model (learning.models.LearntModel id), if any.
     learnt_model: int | None = None
+    # The hybrid's BM25F weight is the one the catalog's own texts call for
+    # (selection.engine.fusion) instead of ``hybrid_weights.bm25f``.
+    auto_fusion: bool = True
+    # How far a tool is pulled towards its name family's best score (0: off).
+    family_pull: float = 0.5
+    # For a request of several sentences: how much near-duplicates of a tool
+    # ranked above are moved down (selection.engine.diversity; 0: off).
+    diversity: float = 0.2
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> EngineSettings:
@@ -303,6 +314,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "llm_shortlist": (1, 500),
     "lexical_floor": (0.0, 1.0),
     "no_tool_threshold": (0.0, 1.0),
+    "family_pull": (0.0, 1.0),
+    "diversity": (0.0, 1.0),
     "semantic_floor": (-1.0, 1.0),
     "semantic_ceiling": (-1.0, 1.0),
     "lexical_confidence_floor": (0.0, 1.0),

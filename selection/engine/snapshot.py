@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from selection.engine.learnt import LearntSignal
 from selection.engine.settings import EngineSettings
 from selection.engine.types import ToolRecord
 from selection.engine.vectors import VectorTable
+
+if TYPE_CHECKING:
+    from selection.engine.fusion import CatalogFusion
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,6 +42,15 @@ class CatalogSnapshot:
         """BM25F impacts and field postings over all tools (built on first use)."""
         s = self.settings
         return LexicalIndex(self.tools, s.field_weights, s.bm25_k1, s.bm25_b)
+
+    @cached_property
+    def fusion(self) -> CatalogFusion:
+        """What the catalog's own texts chose for the hybrid's fusion (built
+        once per snapshot: ``selection.engine.fusion``)."""
+        # Imported here: fusion scores with the scorers, which import this module.
+        from selection.engine.fusion import measure
+
+        return measure(self.tools, self.index, self.vectors)
 
     @cached_property
     def by_name(self) -> dict[str, int]:
@@ -92,7 +105,7 @@ class CatalogSnapshot:
         other = replace(self, settings=settings)
         shared = ["by_name", "by_lower_name", "order"]
         if _lexical(settings) == _lexical(self.settings):
-            shared.append("index")
+            shared += ["index", "fusion"]
         for name in shared:
             if name in self.__dict__:
                 other.__dict__[name] = self.__dict__[name]
@@ -101,6 +114,7 @@ class CatalogSnapshot:
     def warm(self) -> CatalogSnapshot:
         """Build every cache now (e.g. at publish time) and return self."""
         _ = self.index, self.by_name, self.by_lower_name, self.order, self.arrays
+        _ = self.fusion
         if self.learnt is not None:
             _ = self.learnt.warm(), self.learnt_map
         return self

@@ -153,6 +153,9 @@ class SelectionStats:
     # considered = picked + policy + below_min_score + scorer_threshold + cut +
     # no_evidence (see engine.exclusion_account); hidden tools are in policy.
     account: dict[str, int] = field(default_factory=dict)
+    # How the hybrid fused its signals for this catalog and why
+    # (selection.engine.fusion.describe); empty for the other scorers.
+    fusion: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

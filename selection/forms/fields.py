@@ -34,7 +34,17 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "exploration_depth",
         ),
     ),
-    ("weights", "Weights", ("hybrid_weights", "ensemble_weights")),
+    (
+        "weights",
+        "Weights",
+        (
+            "hybrid_weights",
+            "auto_fusion",
+            "family_pull",
+            "diversity",
+            "ensemble_weights",
+        ),
+    ),
     (
         "thresholds",
         "Thresholds",
@@ -70,6 +80,12 @@ HELP = {
     "exploration_seed": "Seed of that choice, so a run can be repeated.",
     "exploration_depth": "How far down the ranking exploration may reach.",
     "hybrid_weights": "How much each signal counts in the hybrid score.",
+    "auto_fusion": "The hybrid's BM25F weight is chosen from the catalog's own "
+    "texts (how far its words agree with its embeddings), not hybrid_weights.",
+    "family_pull": "How far a tool is pulled towards the best match among tools "
+    "sharing its name prefix (before __ . / or :).",
+    "diversity": "For a request of several sentences, how far tools much like "
+    "one ranked above them move down (needs the tool vectors in process).",
     "ensemble_weights": "How much each signal counts in the ensemble score.",
     "min_lexical_overlap": "Request words a tool must share to be picked "
     "(0: none needed).",

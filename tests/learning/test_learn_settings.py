@@ -64,7 +64,10 @@ def test_a_learn_proposes_engine_settings_with_their_held_out_evidence(catalog):
     assert report["changed"]
     assert report["ndcg_tuned"] > report["ndcg_before"] + 0.3
     patch = model.params["settings"]
-    assert patch and set(patch) <= {"field_weights", "hybrid_weights", "bm25_k1"}
+    tunable = {"field_weights", "hybrid_weights", "bm25_k1", "auto_fusion"}
+    assert patch and set(patch) <= tunable
+    # Weights fitted on labels replace the catalog's label-free choice.
+    assert patch.get("auto_fusion", False) is False
     for key, value in patch.items():
         assert model.proposed_settings[key] == value
     assert not SelectionSettings.objects.filter(catalog=catalog).exists()

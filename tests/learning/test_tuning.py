@@ -6,15 +6,20 @@ to gain propose no change."""
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from learning.fit import Labelled, fit, relevance
 from learning.metrics import ndcg_at_10
-from learning.tuning import Tuner, parts_of, tune
+from learning.tuning import Search, Tuner, materialised, parts_of, tune
 from selection.engine import CatalogSnapshot, EngineSettings, SelectionRequest, select
 from selection.engine.normalize import normalize
 from selection.engine.records import record_from_dict
+from selection.engine.text import tokenize
+from selection.engine.vectors import VectorTable, unit_rows
 
 COUNT = 12
 PHRASES = ("use the {w} please", "I need {w} now", "run {w} for me", "{w} today")
@@ -109,6 +114,61 @@ def test_the_recombined_scores_are_the_engines_own(changes, with_pool):
         assert set(np.flatnonzero(real > 0)) <= set(np.flatnonzero(recombined[j] > 0))
 
 
+def families_with_vectors() -> CatalogSnapshot:
+    """The catalog above with its tools in name families of two (``svc3__...``)
+    and vectors made of their own words, so that the engine measures its fusion
+    (a BM25F weight of its own) and pulls siblings together."""
+    snap = catalog()
+    records = tuple(
+        replace(t, name=f"svc{n // 2}__{t.name}") for n, t in enumerate(snap.tools)
+    )
+    vectors = np.zeros((len(records), 128), dtype=np.float32)
+    for row, tool in enumerate(records):
+        for token in tokenize(f"{tool.name} {tool.description} {tool.param_text}"):
+            vectors[row, zlib.crc32(token.encode()) % 128] += 1.0
+    table = VectorTable("m", unit_rows(vectors), np.ones(len(records), dtype=bool))
+    return CatalogSnapshot("t", "1", records, vectors=table).warm()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"field_weights": {"params": 3.0, "description": 2.0}}, {"family_pull": 1}],
+)
+def test_the_recombined_scores_are_the_engines_own_with_a_measured_fusion(changes):
+    snap = families_with_vectors()
+    assert snap.fusion.agreement is not None and snap.fusion.families == COUNT
+    settings = EngineSettings.from_dict(changes)
+    asked = [
+        (replace(r, query=f"{r.query} svc{i % COUNT}{second(i)}"), row)
+        for i, (r, row) in enumerate(requests(PHRASES[:2]))
+    ]
+    pool = {t.name: 0.1 + 0.02 * (n % 9) for n, t in enumerate(snap.tools)}
+    tuner = Tuner(snap, [parts_of(snap, r, pool) for r, _ in asked])
+    recombined = tuner.matrix(settings)
+    other = snap.with_settings(settings)
+    pulled_any = moved_any = False
+    for j, (request, _) in enumerate(asked):
+        result = select(other, request, semantic=pool)
+        real = engine(other, request, pool)
+        pulled_any |= any(p.signals.get("family", 0) > 0 for p in result.tools)
+        moved_any |= result.stats.fusion["diversified"]
+        assert np.allclose(recombined[j][real > 0], real[real > 0], atol=1e-4)
+    assert pulled_any and moved_any
+
+
+def second(i: int) -> str:
+    """Every other request gets a second sentence (it is then diversified)."""
+    return f". Then run the {word((i + 1) % COUNT)} one too." if i % 2 else ""
+
+
+def test_tuning_starts_from_the_catalogs_choice_with_auto_fusion_off():
+    snap = families_with_vectors()
+    chosen = snap.fusion.lexical_weight
+    start = materialised(snap.settings, snap.fusion)
+    assert not start.auto_fusion and start.hybrid_weights["bm25f"] == chosen
+    assert materialised(start, snap.fusion) is start
+
+
 def test_a_settings_choice_that_clearly_wins_is_fitted_and_holds_on_new_requests():
     snap = catalog()
     train = requests(PHRASES[:3])
@@ -144,6 +204,29 @@ def test_labels_the_engine_already_ranks_right_propose_no_settings_change():
     tuned = tune(tuner, snap.settings, rel)
     assert tuned.patch == {}
     assert tuned.settings == snap.settings
+    assert tuned.report["changed"] is False
+
+
+def test_settings_fitted_on_every_label_that_rank_them_no_better_are_not_proposed(
+    monkeypatch,
+):
+    # The folds' searches find the field weights that win (held out), but the
+    # search on every label stops where it started: the catalog's own choice
+    # written out, which ranks as the settings in force. Proposing it would
+    # only turn auto_fusion off.
+    snap = catalog()
+    asked = requests(PHRASES[:3])
+    tuner = Tuner(snap, [parts_of(snap, r, None) for r, _ in asked])
+    rel = relevance(labelled(asked), np.arange(len(asked)), len(snap.tools))
+    searched = Search.best
+
+    def best(self: Search, start: EngineSettings, on: np.ndarray) -> EngineSettings:
+        return start if len(on) == len(self.rows) else searched(self, start, on)
+
+    monkeypatch.setattr(Search, "best", best)
+    tuned = tune(tuner, snap.settings, rel)
+    assert tuned.report["ndcg_tuned"] > tuned.report["ndcg_before"] + 0.3
+    assert tuned.patch == {} and tuned.settings == snap.settings
     assert tuned.report["changed"] is False
 
 

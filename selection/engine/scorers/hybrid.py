@@ -10,7 +10,10 @@ over the signals ``embed`` (cosine clamped to 0..1), ``lexical`` (seed 002's
 share of query words found in the tool), ``bm25f`` (BM25F coverage relative to
 the best candidate's, see ``relative_lexical``), ``tag``, ``name`` (share of the
 tool's own name the query mentions) and ``category`` (the tool is in the
-category the ranking points at). The result is multiplied by the pool's
+category the ranking points at). With ``auto_fusion`` the ``bm25f`` weight is
+the one the catalog's own texts chose (``selection.engine.fusion``); each
+candidate is then pulled ``family_pull`` of the way towards the best combined
+score of its name family (signal ``family``). The result is multiplied by the pool's
 ``semantic_confidence`` (never 0, see ``MIN_SEMANTIC_CONFIDENCE``) so that a
 request no tool fits scores low everywhere but keeps its ranking.
 Without semantic scores the ``embed`` weight drops out, the rest are
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from selection.engine.diversity import diversified, several_sentences
+from selection.engine.fusion import describe, hybrid_weights, pulled
 from selection.engine.scorers import lexical
 from selection.engine.scorers.base import ScoreContext, Scored
 from selection.engine.scorers.simple import (
@@ -92,9 +97,6 @@ def relative_lexical(ctx: ScoreContext, candidates: np.ndarray) -> np.ndarray:
     return np.minimum(raw / max(best, ctx.snapshot.settings.lexical_floor), 1.0)
 
 
-SIGNALS = ("embed", "lexical", "bm25f", "tag", "name")
-
-
 def lexical_confidence(ctx: ScoreContext) -> np.ndarray:
     """Per tool: how much of the query's IDF mass the tool itself covers, rescaled
     between ``lexical_confidence_floor`` (0) and ``..._ceiling`` (1).
@@ -136,10 +138,11 @@ def _signals(ctx: ScoreContext, candidates: np.ndarray) -> dict[str, np.ndarray]
 
 def hybrid(ctx: ScoreContext) -> Scored:
     """Weighted fusion over the candidate pool, then seed 002's thresholds."""
-    s = ctx.snapshot.settings
+    s, fusion = ctx.snapshot.settings, ctx.snapshot.fusion
     candidates = candidate_mask(ctx)
     signals = _signals(ctx, candidates)
-    weights = {k: s.hybrid_weight(k) for k in SIGNALS}
+    terms = len(ctx.query.terms)
+    weights = hybrid_weights(s, fusion, terms)
     notes, confidence = [], 1.0
     if ctx.semantic is None:
         weights["embed"] = 0.0
@@ -157,15 +160,36 @@ def hybrid(ctx: ScoreContext) -> Scored:
     signals["category"], category, share = category_signal(ctx, combined)
     combined += cat_weight * signals["category"]
     fused = np.divide(combined, total, out=np.zeros(ctx.n), where=total > 0)
+    pull = pulled(fused, candidates & ctx.allowed, fusion, s.family_pull)
+    if pull.any():
+        fused += pull
+        signals["family"] = pull
     factor = np.maximum(confidence, lexical_confidence(ctx))
     factor[missing] = 1.0
-    out = Scored("hybrid", np.where(candidates, fused * factor, 0.0), signals)
+    scores = np.where(candidates, fused * factor, 0.0)
+    moved = _diversified(ctx, scores, candidates)
+    if moved is not None:
+        signals["diversity"] = moved - scores
+        scores = moved
+    out = Scored("hybrid", scores, signals)
     out.notes, out.extras["category"] = notes, (category, share)
+    out.extras["fusion"] = describe(s, fusion, terms, moved is not None)
     out.signals["confidence"] = np.where(missing, 1.0, confidence)
     if ctx.semantic is not None:
         out.signals["cosine"] = semantic_raw(ctx)
     _thresholds(ctx, out)
     return out
+
+
+def _diversified(
+    ctx: ScoreContext, scores: np.ndarray, candidates: np.ndarray
+) -> np.ndarray | None:
+    """The scores re-ordered for a request of several sentences (None: as is)."""
+    weight = ctx.snapshot.settings.diversity
+    if weight <= 0 or not several_sentences(ctx.query.embed_text):
+        return None
+    vectors = ctx.snapshot.vectors
+    return diversified(scores, candidates & ctx.allowed, vectors, weight)
 
 
 def _without_vector(ctx: ScoreContext) -> np.ndarray:

@@ -11,7 +11,8 @@ def test_defaults_are_valid_and_round_trip_through_json():
     settings = EngineSettings()
     assert settings.validate() == {}
     assert EngineSettings.from_dict(settings.to_dict()) == settings
-    assert settings.field_weights["name"] == 3.0
+    assert settings.field_weights["name"] == settings.field_weights["description"]
+    assert settings.auto_fusion and settings.family_pull == 0.5
     assert settings.ensemble_weights["bm25f"] == 0.40
 
 

@@ -1,0 +1,69 @@
+"""A request of several sentences asks for several things: its top tools are
+re-ordered so that near-duplicates of a tool already ranked do not crowd out
+the tools for its other parts (maximal marginal relevance).
+
+Among the ``DEPTH`` best candidates, picked greedily, each next tool maximises
+
+    (1 - diversity) x its score (rescaled 0..1 over those candidates)
+    - diversity x its highest cosine to a tool picked before it,
+
+the cosines taken between the tools' own vectors (the snapshot's, so catalogs
+whose vectors are held in process; elsewhere nothing moves). The candidates keep
+their scores as a set: the k-th tool picked gets the k-th highest, so
+``min_score`` and the no-tool rules read the same numbers. Seal-Tools' requests
+name several tools in several sentences and hold near-identical ones
+(``getUser`` / ``getUserInfo``): measured in bench/README.md, "No history: a
+fusion chosen from the catalog". Pure: no Django.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from selection.engine.sentences import split_sentences
+from selection.engine.vectors import VectorTable
+
+DEPTH = 30
+
+
+def several_sentences(text: str) -> bool:
+    """Whether the request's embedded text has the sentences the app embeds
+    one by one (selection.engine.sentences)."""
+    return bool(split_sentences(text))
+
+
+def diversified(
+    scores: np.ndarray, mask: np.ndarray, vectors: VectorTable | None, weight: float
+) -> np.ndarray | None:
+    """``scores`` with its ``DEPTH`` best ``mask`` rows re-ordered (None: nothing
+    to do: no weight, no vectors, or too few candidates)."""
+    if weight <= 0 or vectors is None or len(vectors.present) != len(scores):
+        return None
+    rows = np.flatnonzero(mask & (scores > 0) & vectors.present)
+    if len(rows) > DEPTH:
+        rows = rows[np.argpartition(-scores[rows], DEPTH - 1)[:DEPTH]]
+    rows = rows[np.lexsort((rows, -scores[rows]))]
+    values = scores[rows]
+    span = float(values[0] - values[-1]) if len(rows) > 2 else 0.0
+    if span <= 0:
+        return None
+    order = _greedy((values - values[-1]) / span, vectors.matrix[rows], weight)
+    out = scores.copy()
+    out[rows[order]] = values
+    return out
+
+
+def _greedy(value: np.ndarray, vecs: np.ndarray, weight: float) -> list[int]:
+    """Positions in pick order (maximal marginal relevance)."""
+    similar = vecs @ vecs.T
+    nearest = np.full(len(value), -np.inf)  # highest cosine to a picked tool
+    left = np.ones(len(value), dtype=bool)
+    order: list[int] = []
+    for _ in range(len(value)):
+        penalty = np.where(np.isfinite(nearest), nearest, 0.0)
+        gain = np.where(left, (1 - weight) * value - weight * penalty, -np.inf)
+        pick = int(np.argmax(gain))
+        order.append(pick)
+        left[pick] = False
+        nearest = np.maximum(nearest, similar[pick])
+    return order
