@@ -191,7 +191,9 @@ def official(
             embed_now(catalog)
             yield Official(
                 catalog=catalog,
-                sources={n: Source.objects.get(pk=a.source.pk) for n, a in added.items()},
+                sources={
+                    n: Source.objects.get(pk=a.source.pk) for n, a in added.items()
+                },
                 jobs=jobs,
                 agent_key=make_client_key("official-agent", "agent", allow_unsafe=True),
                 admin_key=make_client_key("official-ops", "admin"),
