@@ -47,6 +47,7 @@ EVERYTHING = (
     HERE / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
 )
 BIN = Path(sys.executable).parent
+STDIO_SECRET = "sk-everything-5d1c9e7a3b"
 
 
 def everything_command(transport: str) -> list[str]:
@@ -61,7 +62,12 @@ def stdio_entries(repo: Path) -> dict[str, dict[str, Any]]:
     """The settings file's stdio entries, as the walk-through writes them."""
     node, script, _ = everything_command("stdio")
     return {
-        "everything": {"command": node, "args": [script, "stdio"]},
+        "everything": {
+            "command": node,
+            "args": [script, "stdio"],
+            # get-env answers its whole environment: this must never be shown.
+            "env": {"EVERYTHING_API_TOKEN": STDIO_SECRET},
+        },
         "time": {
             "command": str(BIN / "mcp-server-time"),
             "args": ["--local-timezone", "Europe/Paris"],
