@@ -214,6 +214,8 @@ class Upstream:
             )
         if name == "big_result":
             return _text("x" * int(arguments["size"]))
+        if name == "structured_only":  # added by a test: no content block at all
+            return types.CallToolResult(content=[], structured_content={"ok": True})
         if name in self.tools:
             return _text(f"{name} done: {arguments}")
         return types.CallToolResult(
