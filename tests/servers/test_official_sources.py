@@ -88,7 +88,7 @@ def test_each_server_s_first_sync_brings_its_tools_namespaced(
 
 def test_the_hints_each_server_sends_become_the_documented_flags(official: Official):
     everything, git_tools = synced("everything"), synced("git")
-    read_only = (True, False, "low", ["idempotent", "read-only"], [])
+    read_only: tuple[Any, ...] = (True, False, "low", ["idempotent", "read-only"], [])
     assert flags(everything["get-sum"]) == read_only
     assert flags(synced("time")["convert_time"]) == read_only
     assert flags(git_tools["git_log"]) == read_only
@@ -115,6 +115,7 @@ def test_the_schemas_and_output_schemas_are_kept_verbatim(official: Official):
     assert tool.parameters["$schema"] == "http://json-schema.org/draft-07/schema#"
     assert tool.annotations["outputSchema"] == everything.upstream["outputSchema"]
     log = synced("git")["git_log"].parameters
+    assert log is not None
     assert log["properties"]["start_timestamp"]["anyOf"] == [
         {"type": "string"},
         {"type": "null"},

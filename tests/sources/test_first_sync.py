@@ -27,10 +27,12 @@ STDIO_UPSTREAM = str(Path(__file__).resolve().parents[1] / "stdio_upstream.py")
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
     """The tasks sent to the broker by name, instead of sending them."""
     names: list[tuple[str, tuple[Any, ...]]] = []
-    monkeypatch.setattr(
-        "catalog.services.jobs.send",
-        lambda name, *args, priority=None: names.append((name, args)) or True,
-    )
+
+    def send(name: str, *args: Any, priority: int | None = None) -> bool:
+        names.append((name, args))
+        return True
+
+    monkeypatch.setattr("catalog.services.jobs.send", send)
     return names
 
 
@@ -153,7 +155,9 @@ def test_with_a_real_worker_the_tools_appear_after_adding_alone(
             pk=data["sync_job"]["id"]
         )[0]
         for job_id in (data["sync_job"]["id"], stdio_job.pk):
-            job = wait_until(lambda: finished(job_id), timeout=90, what="the sync")
+            job = wait_until(
+                lambda job_id=job_id: finished(job_id), timeout=90, what="the sync"
+            )
             assert job.state == JobState.SUCCEEDED, job.errors
     finally:
         stop_worker(worker)

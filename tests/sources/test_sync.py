@@ -355,6 +355,7 @@ def listing_with_task_only(upstream: Any, name: str) -> list[dict[str, Any]]:
 def apply(source: Any, listed: list[dict[str, Any]]) -> Any:
     """A sync job applying ``listed``, as ``run_sync`` does after listing."""
     job = claim_job(start_sync(source, actor=None).pk)
+    assert job is not None
     job.items, job.counts, job.total, job.done = [], {}, len(listed), 0
     apply_listing(source, listed, job, None)
     return finish_job(job, "items", "counts", "done", "total")
