@@ -10,8 +10,9 @@ module, installed by the project's files (`make servers`, the dev extra):
 the API's service, the stdio ones by the settings file and ``add_stdio_source``),
 runs each queued first sync here as a worker would, embeds the catalog and makes
 the keys, all committed once for the module; each test then runs in a
-transaction rolled back after it, and the module ends with the database flushed
-and the pooled upstream processes stopped. ``quiver_url`` is gunicorn serving
+transaction rolled back after it, and the module ends with the database as it
+was before (``committed_for_the_module``) and the pooled upstream processes
+stopped. ``quiver_url`` is gunicorn serving
 Quiver as ``make run`` does, with the same settings file, for /mcp."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 import httpx
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import override_settings
 
 from calls.upstream import pool
@@ -178,6 +181,29 @@ def _add_all(catalog: Catalog, everything_url: str) -> dict[str, SourceAdded]:
     return added
 
 
+@contextmanager
+def committed_for_the_module() -> Iterator[None]:
+    """Rows committed inside are gone after, and the database is as it was
+    before: the rows the migrations made (the default catalog, the groups and
+    their permissions) are put back, since the database tests that follow in
+    this process rely on them (a flush alone empties them too). As Django's
+    serialized rollback does, with the pooled upstream processes stopped."""
+    before = connection.creation.serialize_db_to_string()
+    try:
+        yield
+    finally:
+        work = pool()
+        work.submit(work.close_all(), 10)
+        call_command(
+            "flush",
+            interactive=False,
+            verbosity=0,
+            reset_sequences=False,
+            inhibit_post_migrate=True,
+        )
+        connection.creation.deserialize_db_from_string(before)
+
+
 @pytest.fixture(scope="module")
 def official(
     django_db_setup: None,
@@ -187,31 +213,24 @@ def official(
     repo: Path,
 ) -> Iterator[Official]:
     """The four sources added, synced and embedded, committed for the module."""
-    settings_file = override_settings(QUIVER_SOURCES_FILE=sources_file)
-    settings_file.enable()
-    try:
-        with django_db_blocker.unblock():
-            catalog = ensure_default_catalog()
-            added = _add_all(catalog, everything_url)
-            jobs = {name: _first_sync(one) for name, one in added.items()}
-            embed_now(catalog)
-            yield Official(
-                catalog=catalog,
-                sources={
-                    n: Source.objects.get(pk=a.source.pk) for n, a in added.items()
-                },
-                jobs=jobs,
-                agent_key=make_client_key("official-agent", "agent", allow_unsafe=True),
-                admin_key=make_client_key("official-ops", "admin"),
-                approver=make_user("official-approver", groups=("approver",)),
-                repo=repo,
-            )
-            work = pool()
-            work.submit(work.close_all(), 10)
-            call_command("flush", interactive=False, verbosity=0)
-            ensure_default_catalog()
-    finally:
-        settings_file.disable()
+    with (
+        override_settings(QUIVER_SOURCES_FILE=sources_file),
+        django_db_blocker.unblock(),
+        committed_for_the_module(),
+    ):
+        catalog = ensure_default_catalog()
+        added = _add_all(catalog, everything_url)
+        jobs = {name: _first_sync(one) for name, one in added.items()}
+        embed_now(catalog)
+        yield Official(
+            catalog=catalog,
+            sources={n: Source.objects.get(pk=a.source.pk) for n, a in added.items()},
+            jobs=jobs,
+            agent_key=make_client_key("official-agent", "agent", allow_unsafe=True),
+            admin_key=make_client_key("official-ops", "admin"),
+            approver=make_user("official-approver", groups=("approver",)),
+            repo=repo,
+        )
 
 
 @pytest.fixture(scope="module")
