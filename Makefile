@@ -82,7 +82,8 @@ frameworks:
 	@$(PYTHON) tests/frameworks/venv.py
 
 # The official MCP servers tests/servers runs as sources: the npm one
-# (@modelcontextprotocol/server-everything) by `npm ci` from tests/servers'
+# (@modelcontextprotocol/server-everything, with the TypeScript SDK it is built
+# on, for tests/servers/asking_server.mjs) by `npm ci` from tests/servers'
 # lock file into tests/servers/node_modules, again only when the lock changes
 # (npm keeps its download cache in ~/.npm); the PyPI ones (mcp-server-time,
 # mcp-server-git) are in the dev extra, since they take Quiver's mcp 2.x.

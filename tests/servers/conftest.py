@@ -71,6 +71,8 @@ def stdio_entries(repo: Path) -> dict[str, dict[str, Any]]:
             # get-env answers its whole environment: this must never be shown.
             "env": {"EVERYTHING_API_TOKEN": STDIO_SECRET},
         },
+        # Not added by ``official``: the test of a server asking anyway adds it.
+        "asker": {"command": node, "args": [str(HERE / "asking_server.mjs")]},
         "time": {
             "command": str(BIN / "mcp-server-time"),
             "args": ["--local-timezone", "Europe/Paris"],
@@ -162,7 +164,7 @@ class Official:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _first_sync(added: SourceAdded) -> Any:
+def first_sync(added: SourceAdded) -> Any:
     """The queued first sync, run here as a worker runs it."""
     claimed = claim_job(added.sync_job.pk)
     assert claimed is not None
@@ -220,7 +222,7 @@ def official(
     ):
         catalog = ensure_default_catalog()
         added = _add_all(catalog, everything_url)
-        jobs = {name: _first_sync(one) for name, one in added.items()}
+        jobs = {name: first_sync(one) for name, one in added.items()}
         embed_now(catalog)
         yield Official(
             catalog=catalog,

@@ -4,7 +4,8 @@ resource links, annotated content, structured content, a long operation (whose
 progress Quiver does not ask for), log notifications in the middle of a call,
 tools/list_changed after the handshake, MCP task-only tools, sampling,
 elicitation and roots (Quiver declares none, so the server offers none of those
-tools), odd schemas, and an environment dump holding the entry's secret."""
+tools, and a server asking anyway is refused), odd schemas, and an environment
+dump holding the entry's secret."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from mcp.client.streamable_http import streamable_http_client
 from audit.models import AuditEvent
 from catalog.models import Tool
 from sources.models import Source
+from sources.services import add_stdio_source
 from tests.aio import run_async
-from tests.servers.conftest import STDIO_SECRET, Official
+from tests.servers.conftest import STDIO_SECRET, Official, first_sync
 from tests.servers.helpers import call_rows, execute, straight
 
 pytestmark = pytest.mark.django_db
@@ -192,3 +194,32 @@ def test_an_environment_dump_never_shows_the_entry_s_secret(official: Official):
         [[e.input, e.output] for e in AuditEvent.objects.all()], default=str
     )
     assert STDIO_SECRET not in recorded
+
+
+ASKED = {
+    "asks_sampling": "Sampling not supported",
+    "asks_elicitation": "Elicitation not supported",
+    "asks_roots": "List roots not supported",
+}
+
+
+def test_a_server_asking_anyway_is_refused_and_its_call_fails_saying_so(
+    official: Official,
+):
+    """asking_server.mjs (the TypeScript SDK, handshake era over stdio) sends
+    sampling, elicitation and roots requests mid-call although Quiver declared
+    none: each is refused at once (nothing waits for a model or a person) and
+    the server's error result is the call's, naming what is not supported."""
+    added = add_stdio_source(official.catalog, name="asker", stdio_name="asker")
+    synced = first_sync(added)
+    assert synced.counts["created"] == len(ASKED), synced.items
+
+    for tool, refusal in ASKED.items():
+        status, answer = execute(official.agent_key, f"asker__{tool}", {})
+
+        assert status == 200 and answer["outcome"] == "failed", answer
+        assert answer["is_error"] is True
+        assert answer["content"] == [
+            {"type": "text", "text": f"MCP error -32600: {refusal}"}
+        ]
+        assert call_rows(answer["call_id"])[-1].output["outcome"] == "failed"
