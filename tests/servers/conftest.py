@@ -1,5 +1,6 @@
-"""Official MCP servers as Quiver's sources (issue 31), each started once per
-module, installed by the project's files (`make servers`, the dev extra):
+"""Official MCP servers as Quiver's sources (issue 31), each started once for
+the package's tests, installed by the project's files (`make servers`, the dev
+extra):
 
 * ``@modelcontextprotocol/server-everything`` (npm, tests/servers/node_modules)
   over streamable HTTP (``everything_url``) and over stdio;
@@ -9,11 +10,12 @@ module, installed by the project's files (`make servers`, the dev extra):
 ``official`` adds them to the default catalog as a person would (the HTTP one by
 the API's service, the stdio ones by the settings file and ``add_stdio_source``),
 runs each queued first sync here as a worker would, embeds the catalog and makes
-the keys, all committed once for the module; each test then runs in a
-transaction rolled back after it, and the module ends with the database as it
-was before (``committed_for_the_module``) and the pooled upstream processes
-stopped. ``quiver_url`` is gunicorn serving
-Quiver as ``make run`` does, with the same settings file, for /mcp."""
+the keys, all committed once for the package (both modules: one setup, where
+pytest-xdist does not hand them to two processes); each test then runs in a
+transaction rolled back after it, and the package ends with the database as it
+was before (``committed_for_the_package``) and the pooled upstream processes
+stopped. ``quiver_url`` is gunicorn serving Quiver as ``make run`` does, with the
+same settings file, for /mcp (once per module that asks for it)."""
 
 from __future__ import annotations
 
@@ -116,7 +118,7 @@ def _answers(url: str) -> bool:
     return True
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def everything_url() -> Iterator[str]:
     """server-everything over streamable HTTP on a free loopback port."""
     port = free_port()
@@ -136,12 +138,12 @@ def everything_url() -> Iterator[str]:
         server.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_repo(tmp_path_factory.mktemp("git") / "garden")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def sources_file(tmp_path_factory: pytest.TempPathFactory, repo: Path) -> str:
     path = tmp_path_factory.mktemp("settings") / "sources.json"
     path.write_text(json.dumps({"stdio": stdio_entries(repo)}))
@@ -150,7 +152,7 @@ def sources_file(tmp_path_factory: pytest.TempPathFactory, repo: Path) -> str:
 
 @dataclass
 class Official:
-    """What the module's tests share: the catalog, its sources by name, the
+    """What the package's tests share: the catalog, its sources by name, the
     first syncs' jobs, and the keys (an agent that may be offered unsafe tools,
     an admin)."""
 
@@ -184,7 +186,7 @@ def _add_all(catalog: Catalog, everything_url: str) -> dict[str, SourceAdded]:
 
 
 @contextmanager
-def committed_for_the_module() -> Iterator[None]:
+def committed_for_the_package() -> Iterator[None]:
     """Rows committed inside are gone after, and the database is as it was
     before: the rows the migrations made (the default catalog, the groups and
     their permissions) are put back, since the database tests that follow in
@@ -206,7 +208,7 @@ def committed_for_the_module() -> Iterator[None]:
         connection.creation.deserialize_db_from_string(before)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def official(
     django_db_setup: None,
     django_db_blocker: Any,
@@ -214,11 +216,11 @@ def official(
     sources_file: str,
     repo: Path,
 ) -> Iterator[Official]:
-    """The four sources added, synced and embedded, committed for the module."""
+    """The four sources added, synced and embedded, committed for the package."""
     with (
         override_settings(QUIVER_SOURCES_FILE=sources_file),
         django_db_blocker.unblock(),
-        committed_for_the_module(),
+        committed_for_the_package(),
     ):
         catalog = ensure_default_catalog()
         added = _add_all(catalog, everything_url)
@@ -238,7 +240,7 @@ def official(
 @pytest.fixture(scope="module")
 def quiver_url(official: Official, sources_file: str) -> Iterator[str]:
     """gunicorn serving Quiver (the API and /mcp) as ``make run`` does, on the
-    test database, with the module's settings file."""
+    test database, with the package's settings file."""
     env = {**worker_env(), "QUIVER_SOURCES_FILE": sources_file}
     with running_web(env, "official-servers") as url:
         yield url

@@ -1,4 +1,4 @@
-"""The official servers' modules commit their sources for the whole module;
+"""The official servers' tests share sources committed for the package;
 the database tests that follow in the same process still find the rows that
 were there before (the migrations' groups and their permissions, the default
 catalog): a flush alone took them too."""
@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group, Permission
 
 from catalog.models import Catalog
 from tests.factories import make_user
-from tests.servers.conftest import committed_for_the_module
+from tests.servers.conftest import committed_for_the_package
 
 KEPT = "kept-from-before"
 
@@ -29,7 +29,7 @@ def rows() -> dict[str, Any]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_rows_committed_for_a_module_go_and_those_from_before_stay() -> None:
+def test_rows_committed_for_the_package_go_and_those_from_before_stay() -> None:
     """Transactional (its writes commit), so ordered after the other flushes:
     the migrations' rows may be gone already; a group committed before stands
     in for them."""
@@ -37,7 +37,7 @@ def test_rows_committed_for_a_module_go_and_those_from_before_stay() -> None:
     kept.permissions.add(Permission.objects.get(codename="decide_approval"))
     before = rows()
 
-    with committed_for_the_module():
+    with committed_for_the_package():
         make_user("passing-through", groups=(KEPT, "newcomers"))
         Group.objects.get(name=KEPT).permissions.clear()
 
