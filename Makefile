@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # mkdocs-material prints a banner about MkDocs 2 on every build.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: run test lint typecheck docs docs-check pytest manage chromium ts frameworks bench bench-quality bench-speed bench-embeddings clean-test
+.PHONY: run test lint typecheck docs docs-check pytest manage chromium ts frameworks servers bench bench-quality bench-speed bench-embeddings clean-test
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -81,7 +81,22 @@ ts: $(TS_BUILD)
 frameworks:
 	@$(PYTHON) tests/frameworks/venv.py
 
-pytest: $(STAMP) chromium $(TS_BUILD) frameworks
+# The official MCP servers tests/servers runs as sources: the npm one
+# (@modelcontextprotocol/server-everything, with the TypeScript SDK it is built
+# on, for tests/servers/asking_server.mjs) by `npm ci` from tests/servers'
+# lock file into tests/servers/node_modules, again only when the lock changes
+# (npm keeps its download cache in ~/.npm); the PyPI ones (mcp-server-time,
+# mcp-server-git) are in the dev extra, since they take Quiver's mcp 2.x.
+SERVERS_DIR := tests/servers
+SERVERS_STAMP := $(SERVERS_DIR)/node_modules/.installed
+
+$(SERVERS_STAMP): $(SERVERS_DIR)/package.json $(SERVERS_DIR)/package-lock.json
+	cd $(SERVERS_DIR) && $(NPM) ci --prefer-offline --no-audit --no-fund --loglevel=error
+	touch $@
+
+servers: $(SERVERS_STAMP)
+
+pytest: $(STAMP) chromium $(TS_BUILD) frameworks $(SERVERS_STAMP)
 	$(PY) -m config.devstack test -- $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/, git-ignored; docs-check is

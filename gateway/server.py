@@ -168,7 +168,9 @@ def _call_result(
     with a text saying plainly what to do; ``direct``: the tool was called by its
     own name, so the approval goes back in ``_meta``)."""
     meta = {"quiver/outcome": answer.outcome, "quiver/call_id": answer.call_id}
-    if answer.outcome in ("ran", "failed", "timed_out") and answer.content:
+    # An upstream's answer may hold no content block (structured content alone):
+    # ``content`` is None only when no answer came back.
+    if answer.outcome in ("ran", "failed", "timed_out") and answer.content is not None:
         found = {
             "content": answer.content,
             "structuredContent": answer.structured_content,

@@ -85,6 +85,19 @@ def new_tool_names(
     return chosen
 
 
+def unsupported(upstream: dict[str, Any]) -> str:
+    """Why Quiver cannot run this upstream tool, or "": one whose
+    ``execution.taskSupport`` is "required" runs only as an MCP task (the
+    caller polls ``tasks/get``), and Quiver calls tools directly."""
+    execution = upstream.get("execution")
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+        return (
+            "execution.taskSupport: 'required': the tool runs only as an MCP "
+            "task, which Quiver does not support (it calls tools directly)"
+        )
+    return ""
+
+
 def upstream_hash(upstream: dict[str, Any]) -> str:
     encoded = json.dumps(upstream, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(encoded.encode()).hexdigest()

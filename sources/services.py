@@ -2,6 +2,8 @@
 
 Each write is one ``source_changed`` audit event in its transaction. The event
 names the headers a source sends, never their values (``sources.secrets``).
+Adding a source queues its first sync in the same transaction (the job is sent
+to the workers on commit), so its tools appear without a second step.
 """
 
 from __future__ import annotations
@@ -206,6 +208,15 @@ def _event(
     )
 
 
+@dataclass(frozen=True)
+class SourceAdded:
+    """A new source and the job of its first sync (queued, sent on commit), for
+    the caller to name so the person can follow it."""
+
+    source: Source
+    sync_job: Job
+
+
 def create_source(
     catalog: Catalog,
     *,
@@ -217,9 +228,9 @@ def create_source(
     max_result_bytes: int = 100_000,
     actor: Actor,
     request_id: uuid.UUID | None = None,
-) -> Source:
-    """A new source of ``catalog`` (never synced yet): a streamable HTTP one
-    only (``add_stdio_source`` is the settings file's way)."""
+) -> SourceAdded:
+    """A new source of ``catalog``, its first sync queued: a streamable HTTP
+    one only (``add_stdio_source`` is the settings file's way)."""
     require_manager(actor, catalog)
     if kind != SourceKind.MCP:
         raise ValidationError({"kind": [STDIO_RULE]})
@@ -254,11 +265,12 @@ def add_stdio_source(
     max_result_bytes: int = 100_000,
     actor: Actor = None,
     request_id: uuid.UUID | None = None,
-) -> Source:
-    """A new stdio source of ``catalog``: the command of entry ``stdio_name`` of
-    the server's settings file (``sources.stdio``), which must be there and well
-    formed. Only the ``add_stdio_source`` management command calls this (as the
-    system: whoever runs it holds the server's files); no view or API does."""
+) -> SourceAdded:
+    """A new stdio source of ``catalog``, its first sync queued: the command of
+    entry ``stdio_name`` of the server's settings file (``sources.stdio``), which
+    must be there and well formed. Only the ``add_stdio_source`` management
+    command calls this (as the system: whoever runs it holds the server's files);
+    no view or API does."""
     if actor is not None:
         require_manager(actor, catalog)
     try:
@@ -282,7 +294,7 @@ def add_stdio_source(
 
 def _save_new(
     source: Source, actor: Actor, request_id: uuid.UUID | None, headers: dict[str, str]
-) -> Source:
+) -> SourceAdded:
     catalog, name = source.catalog, source.name
     with transaction.atomic():
         if Source.objects.filter(catalog=catalog, name=name).exists():
@@ -297,7 +309,9 @@ def _save_new(
                 {"name": [f"name: a source named {name!r} already exists here"]}
             ) from exc
         _event(source, "create", actor, request_id, headers)
-    return source
+        job = start_sync(source, actor=actor)
+    source.refresh_from_db()
+    return SourceAdded(source, job)
 
 
 LIMITS = ("timeout_seconds", "max_result_bytes")

@@ -12,7 +12,9 @@ one transaction per tool:
 * an unchanged one (same upstream JSON hash) is not touched: no event;
 * a changed one gets its upstream fields, the curator's overrides kept;
 * one gone upstream is deprecated (no longer offered) and marked ``gone``, kept;
-* one back upstream is active again (if the sync had deprecated it).
+* one back upstream is active again (if the sync had deprecated it);
+* one Quiver cannot run (``sources.mapping.unsupported``: an MCP task-only tool)
+  is rejected when new and, when synced before, taken out of service as if gone.
 
 An unreachable upstream (or unreadable headers) sets the source's status to
 ``error`` with the reason and changes no tool. Running the same sync twice gives
@@ -39,7 +41,13 @@ from catalog.services.tools import (
     set_tool_status,
     update_tool,
 )
-from sources.mapping import new_tool_names, synced_spec, tool_name, upstream_hash
+from sources.mapping import (
+    new_tool_names,
+    synced_spec,
+    tool_name,
+    unsupported,
+    upstream_hash,
+)
 from sources.models import Source, SourceStatus, SourceTool
 from sources.secrets import HeadersUnreadable
 from sources.upstream import UpstreamError, list_tools
@@ -89,7 +97,12 @@ def apply_listing(
             )
             continue
         seen.add(name)
-        entry = _sync_one(source, links.get(name), upstream, actor, renamed.get(name))
+        why = unsupported(upstream)
+        if why:
+            entry = _unsupported(source, links.get(name), name, why, actor)
+        else:
+            link = links.get(name)
+            entry = _sync_one(source, link, upstream, actor, renamed.get(name))
         _record(job, {"index": index, **entry})
     gone = [link for name, link in links.items() if name not in seen and not link.gone]
     job.total += len(gone)
@@ -97,6 +110,28 @@ def apply_listing(
         _mark_gone(link, actor)
         entry = {"index": len(listed) + offset, "name": link.tool.name, "outcome": GONE}
         _record(job, {**entry, "reason": f"{link.upstream_name} is no longer listed"})
+
+
+def _unsupported(
+    source: Source, link: SourceTool | None, name: str, why: str, actor: Actor
+) -> dict[str, Any]:
+    """A tool Quiver cannot run: a new one is rejected; one synced before is
+    taken out of service as if gone (never offered, never called; back once the
+    upstream lists it callable again)."""
+    if link is None:
+        return {
+            "name": tool_name(source.name, name),
+            "outcome": REJECTED,
+            "reason": why,
+        }
+    if not link.gone:
+        _mark_gone(link, actor)
+        return {"name": link.tool.name, "outcome": GONE, "reason": why}
+    return {
+        "name": link.tool.name,
+        "outcome": ImportOutcome.UNCHANGED.value,
+        "reason": why,
+    }
 
 
 def _record(job: Job, entry: dict[str, Any]) -> None:

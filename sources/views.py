@@ -32,7 +32,7 @@ def source_list(request: HttpRequest, slug: str) -> HttpResponse:
         form = SourceForm(request.POST)
         if form.is_valid():
             try:
-                source = services.create_source(
+                added = services.create_source(
                     catalog,
                     **form.cleaned_data,
                     actor=acting_user(request),
@@ -41,8 +41,12 @@ def source_list(request: HttpRequest, slug: str) -> HttpResponse:
             except ValidationError as exc:
                 form.add_service_error(exc)
             else:
-                messages.success(request, f"Added source {source.name}.")
-                return redirect("sources:source-detail", source_id=source.pk)
+                messages.success(
+                    request,
+                    f"Added source {added.source.name}; its first sync is queued "
+                    f"(job #{added.sync_job.pk}, below).",
+                )
+                return redirect("sources:source-detail", source_id=added.source.pk)
     context = {"catalog": catalog, "sources": sources, "form": form}
     return render_page(request, "sources/source_list.html", context)
 

@@ -191,6 +191,8 @@ class Upstream:
         meta = dict(params.meta or {})
         with self.lock:
             self.calls.append(UpstreamCall(params.name, arguments, headers, meta))
+        if params.name in ASKS_THE_CLIENT:  # added by a test: a request back
+            return await _ask_the_client(ctx, params.name)
         return await self._answer(params.name, arguments)
 
     async def _answer(
@@ -214,6 +216,8 @@ class Upstream:
             )
         if name == "big_result":
             return _text("x" * int(arguments["size"]))
+        if name == "structured_only":  # added by a test: no content block at all
+            return types.CallToolResult(content=[], structured_content={"ok": True})
         if name in self.tools:
             return _text(f"{name} done: {arguments}")
         return types.CallToolResult(
@@ -223,6 +227,26 @@ class Upstream:
     def calls_to(self, name: str) -> list[UpstreamCall]:
         with self.lock:
             return [call for call in self.calls if call.name == name]
+
+
+# Tools a test may add whose server asks the client something mid-call (MCP's
+# sampling, elicitation and roots requests), answering what the client said.
+ASKS_THE_CLIENT = ("asks_sampling", "asks_elicitation", "asks_roots")
+
+
+async def _ask_the_client(ctx: Any, name: str) -> types.CallToolResult:
+    session = ctx.session
+    if name == "asks_sampling":
+        message = types.SamplingMessage(
+            role="user", content=types.TextContent(text="Say hello")
+        )
+        answered: Any = await session.create_message([message], max_tokens=10)
+    elif name == "asks_elicitation":
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        answered = await session.elicit_form("Go ahead?", schema)
+    else:
+        answered = await session.list_roots()
+    return _text(f"the client answered: {answered}")
 
 
 def _text(text: str) -> types.CallToolResult:

@@ -7,6 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from catalog.api.serializers import JobSerializer
 from sources.models import Source
 from sources.secrets import masked
 
@@ -67,4 +68,21 @@ class SourceSerializer(serializers.ModelSerializer):
             "created",
             "updated",
         ]
+        read_only_fields = fields
+
+
+class SourceAddedSerializer(SourceSerializer):
+    """The answer to adding a source: the source and its first sync's job."""
+
+    sync_job = JobSerializer(
+        read_only=True, help_text="the first sync, queued: GET /api/v1/jobs/{id}"
+    )
+    warning = serializers.CharField(
+        read_only=True,
+        required=False,
+        help_text="the task queue could not be reached: the sync runs later",
+    )
+
+    class Meta(SourceSerializer.Meta):
+        fields = [*SourceSerializer.Meta.fields, "sync_job", "warning"]
         read_only_fields = fields

@@ -20,7 +20,11 @@ from catalog.services import jobs
 from config.http import request_id
 from config.ratelimit import WriteRateThrottle
 from sources import services
-from sources.api.serializers import SourceInputSerializer, SourceSerializer
+from sources.api.serializers import (
+    SourceAddedSerializer,
+    SourceInputSerializer,
+    SourceSerializer,
+)
 from sources.models import Source
 from sources.querysets import get_source_for_user, sources_of
 from sources.upstream import check_connection
@@ -47,18 +51,28 @@ class CatalogSourceList(generics.ListCreateAPIView):
     def get_queryset(self) -> QuerySet[Source]:
         return sources_of(self.request.user, self.kwargs["slug"])[1]
 
-    @extend_schema(request=SourceInputSerializer, responses={201: SourceSerializer})
+    @extend_schema(
+        request=SourceInputSerializer, responses={201: SourceAddedSerializer}
+    )
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Add a source; its first sync is queued (``sync_job``, to follow at
+        ``GET /api/v1/jobs/{id}``)."""
         catalog, _sources = sources_of(request.user, kwargs["slug"])
         given = SourceInputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        source = services.create_source(
-            catalog,
-            **given.validated_data,
-            actor=request.user,
-            request_id=request_id(request),
-        )
-        return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
+        with jobs.watch_enqueues() as watch:
+            added = services.create_source(
+                catalog,
+                **given.validated_data,
+                actor=request.user,
+                request_id=request_id(request),
+            )
+        data = dict(SourceSerializer(added.source).data)
+        job = JobSerializer(added.sync_job, context={"request": request})
+        data["sync_job"] = job.data
+        if watch.warning:
+            data["warning"] = watch.warning
+        return Response(data, status=status.HTTP_201_CREATED)
 
 
 class SourceViewSet(viewsets.GenericViewSet):

@@ -39,6 +39,7 @@ def test_an_admin_adds_tests_and_syncs_a_source(admin_page, screenshot):
         page.fill("#id_headers", f"Authorization: {SECRET}")
         page.get_by_role("button", name="Add source").click()
         expect(page.locator("h1")).to_contain_text("weather")
+        expect(page.get_by_text("its first sync is queued")).to_be_visible()
         expect(page.locator("#id_headers")).to_have_value("Authorization: ••••••")
         assert "sk-e2e" not in page.content()
 

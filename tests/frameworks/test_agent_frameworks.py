@@ -106,7 +106,7 @@ def notes(transactional_db: None, web_url: str, notes_url: str, admin_user) -> L
     catalog's source ``notes``, synced and embedded; an agent key."""
     source = create_source(
         ensure_default_catalog(), name="notes", url=notes_url, actor=admin_user
-    )
+    ).source
     assert sync(source).state == JobState.SUCCEEDED
     embed_now(ensure_default_catalog())
     return Live(web_url, make_client_key("framework-agent", "agent"))

@@ -22,7 +22,7 @@ from tests.calls.conftest import link_source
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
 from tests.outages import running_web
-from tests.upstream import Upstream, running_upstream
+from tests.upstream import Upstream, running_upstream, upstream_tool
 
 MODES = ["legacy", "auto"]
 FORECAST = "weather.get_forecast"
@@ -228,3 +228,25 @@ def test_a_direct_call_carries_its_approval_in_meta(server_url, upstream):
     assert ran.is_error is False, ran.content
     assert [call.arguments for call in upstream.calls] == [arguments]
     assert recorded()[-1].input["approval_id"] == approval_id
+
+
+def test_a_result_with_structured_content_and_no_content_block_is_a_success(
+    server_url, upstream
+):
+    """MCP allows a result of structured content alone; it is no error."""
+    upstream.tools["structured_only"] = upstream_tool(
+        "structured_only", "Answers structured content only.", read_only=True
+    )
+    try:
+        link_source(upstream, name="bare")
+        key = make_client_key("agent-mcp-bare", "agent")
+
+        async def work(client):
+            return await client.call_tool("bare.structured_only", {})
+
+        result = run_client(server_url, key, "legacy", work)
+    finally:
+        del upstream.tools["structured_only"]
+    assert result.is_error is False, result.content
+    assert result.content == [] and result.structured_content == {"ok": True}
+    assert recorded()[-1].output["outcome"] == "ran"

@@ -47,7 +47,8 @@ def admin_api(api: APIClient, admin_user: Any) -> APIClient:
 @pytest.fixture
 def make_source(catalog: Catalog, admin_user: Any) -> Callable[..., Source]:
     def make(url: str, name: str = "weather", **fields: Any) -> Source:
-        return create_source(catalog, name=name, url=url, actor=admin_user, **fields)
+        added = create_source(catalog, name=name, url=url, actor=admin_user, **fields)
+        return added.source
 
     return make
 

@@ -92,7 +92,7 @@ def test_the_command_adds_a_stdio_source_as_one_audit_event_without_secrets(
     source = Source.objects.get()
     assert "Added stdio source 'local'" in said
     assert (source.kind, source.stdio_name, source.url) == ("stdio", "local", "")
-    assert source.status == SourceStatus.NEW
+    assert source.status == SourceStatus.SYNCING  # its first sync is queued
     [event] = source_events()
     assert event.input["action"] == "create"
     assert event.input["kind"] == "stdio"

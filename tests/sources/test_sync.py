@@ -12,8 +12,11 @@ import pytest
 from audit.models import AuditEvent
 from catalog.choices import JobState, ToolStatus
 from catalog.models import Tool, ToolChange
+from catalog.services.jobs import claim_job, finish_job
 from catalog.services.tools import set_tool_status, tool_to_spec, update_tool
 from sources.models import SourceStatus, SourceTool
+from sources.services import start_sync
+from sources.sync import apply_listing
 from tests.sources.conftest import SECRET, sync
 from tests.upstream import running_upstream, upstream_tool
 
@@ -333,3 +336,57 @@ def test_a_new_upstream_name_breaking_the_name_rule_gets_a_safe_one(
     assert source.tool_count == 1
     tool = source.links.get().tool
     assert tool.original_name == "weather__bad name!"
+
+
+def listing_with_task_only(upstream: Any, name: str) -> list[dict[str, Any]]:
+    """The upstream's tools as a 2025-11-25 server lists them, ``name`` runnable
+    only as an MCP task (the 2026-07-28 era has no ``execution`` field, so the
+    listing is applied as the sync applies what it read)."""
+    listed = [
+        tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for tool in upstream.tools.values()
+    ]
+    for tool in listed:
+        if tool["name"] == name:
+            tool["execution"] = {"taskSupport": "required"}
+    return listed
+
+
+def apply(source: Any, listed: list[dict[str, Any]]) -> Any:
+    """A sync job applying ``listed``, as ``run_sync`` does after listing."""
+    job = claim_job(start_sync(source, actor=None).pk)
+    assert job is not None
+    job.items, job.counts, job.total, job.done = [], {}, len(listed), 0
+    apply_listing(source, listed, job, None)
+    return finish_job(job, "items", "counts", "done", "total")
+
+
+def test_a_task_only_tool_is_rejected_naming_what_quiver_lacks(upstream, make_source):
+    job = apply(
+        make_source(upstream.url), listing_with_task_only(upstream, "send_note")
+    )
+
+    [item] = [i for i in job.items if i["name"] == "weather__send_note"]
+    assert item["outcome"] == "rejected"
+    assert "execution.taskSupport: 'required'" in item["reason"]
+    assert "Quiver does not support" in item["reason"]
+    assert not Tool.objects.filter(name="weather__send_note").exists()
+    assert job.counts["created"] == 6
+
+
+def test_a_synced_tool_turning_task_only_is_out_of_service_until_callable_again(
+    upstream, make_source
+):
+    source = make_source(upstream.url)
+    sync(source)
+
+    job = apply(source, listing_with_task_only(upstream, "send_note"))
+
+    link = SourceTool.objects.get(upstream_name="send_note")
+    assert link.gone and link.tool.status == ToolStatus.DEPRECATED
+    [item] = [i for i in job.items if i["name"] == "weather__send_note"]
+    assert item["outcome"] == "gone" and "taskSupport" in item["reason"]
+    job = sync(source)
+    link.refresh_from_db()
+    assert not link.gone and link.tool.status == ToolStatus.ACTIVE
+    assert job.counts["back"] == 1

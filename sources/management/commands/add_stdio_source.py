@@ -5,7 +5,8 @@ Adds a stdio source to catalog CATALOG: the MCP server started by the command of
 entry ENTRY (NAME by default) under "stdio" in the server's settings file
 (QUIVER_SOURCES_FILE). This is the only way to add one: the API and the console
 refuse kind "stdio". The command acts as the system (whoever runs it already holds
-the server's files); the source is one ``source_changed`` audit event."""
+the server's files); the source is one ``source_changed`` audit event, and its
+first sync is queued (the job's id is printed, to follow it)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ class Command(BaseCommand):
         if catalog is None:
             raise CommandError(f"catalog: no catalog {options['catalog']!r}")
         try:
-            source = add_stdio_source(
+            added = add_stdio_source(
                 catalog,
                 name=options["name"],
                 stdio_name=options["stdio_name"] or options["name"],
@@ -47,7 +48,9 @@ class Command(BaseCommand):
         except ValidationError as exc:
             messages = [m for msgs in exc.message_dict.values() for m in msgs]
             raise CommandError("; ".join(messages)) from exc
+        source, job = added.source, added.sync_job
         self.stdout.write(
             f"Added stdio source {source.name!r} (id {source.pk}) to catalog "
-            f"{catalog.slug!r}; sync it to bring its tools."
+            f"{catalog.slug!r}; its first sync is queued as job {job.pk} "
+            f"(GET /api/v1/jobs/{job.pk}, or the console's source page)."
         )
