@@ -1,5 +1,8 @@
 """Reading at most so many bytes of an upstream's answer to a tool call (issue 30):
-a 60 MB result must not be read whole before its size is checked.
+a 60 MB result must not be read whole before its size is checked. Every other
+answer of an upstream (a ``tools/list`` page a sync or a test reads, the listing
+a call connection reads once) is capped too, at ``MESSAGE_CAP``: no upstream can
+make a web or worker process read more than that for one message.
 
 The cap (``read_cap``) is twice the source's ``max_result_bytes`` plus 64 KiB:
 room for JSON escapes and the JSON-RPC envelope around a result whose canonical
@@ -8,7 +11,8 @@ What passes it is not read further, and the call learns why through ``Overflow``
 
 * HTTP (``CappedTransport``): the body of the answer to a ``tools/call`` POST is
   counted as it arrives; past the cap the stream fails and the connection is
-  dropped with the rest unread. Quiver asks for ``Accept-Encoding: identity`` so
+  dropped with the rest unread (the answer to any other POST likewise, past
+  ``MESSAGE_CAP``). Quiver asks for ``Accept-Encoding: identity`` so
   what is counted is what is kept; an answer compressed anyway is refused.
 * stdio (``capped_stdio_client``): Quiver's own transport for a stdio command, so
   the child's output is read in chunks, never a whole line at a time: a message
@@ -24,6 +28,7 @@ caller's context, so the transport's note reaches exactly the call it concerns.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -38,6 +43,7 @@ from anyio.abc import Process
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
+log = logging.getLogger(__name__)
 MESSAGE_CAP = 16 * 1024 * 1024
 CHUNK = 65536
 STOP_WAIT_S = 2.0
@@ -49,8 +55,8 @@ def read_cap(max_result_bytes: int) -> int:
     return 2 * max_result_bytes + 65536
 
 
-def too_large(read: int, cap: int) -> str:
-    return f"result: the answer passed {cap} bytes (read {read}); not read further"
+def too_large(read: int, cap: int, what: str = "result") -> str:
+    return f"{what}: the answer passed {cap} bytes (read {read}); not read further"
 
 
 class TooLarge(httpx2.StreamError):
@@ -65,7 +71,8 @@ def _note(reason: str) -> None:
 
 
 class CappedTransport(httpx2.AsyncBaseTransport):
-    """``inner`` with the bodies of answers to ``tools/call`` capped."""
+    """``inner`` with the bodies of answers to ``tools/call`` capped at ``cap``,
+    those of every other POST at ``MESSAGE_CAP``."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport, cap: int) -> None:
         self.inner = inner
@@ -73,12 +80,15 @@ class CappedTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self.inner.handle_async_request(request)
-        if not _is_tool_call(request):
-            return response
+        if request.method != "POST":
+            return response  # the session's own event stream: notifications only
+        cap, what = (
+            (self.cap, "result") if _is_tool_call(request) else (MESSAGE_CAP, "message")
+        )
         encoding = response.headers.get("content-encoding", "identity").lower()
         stream = response.stream
         assert isinstance(stream, httpx2.AsyncByteStream)
-        response.stream = _Capped(stream, self.cap, encoding)
+        response.stream = _Capped(stream, cap, encoding, what)
         return response
 
     async def aclose(self) -> None:
@@ -96,16 +106,19 @@ def _is_tool_call(request: httpx2.Request) -> bool:
 
 
 class _Capped(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, cap: int, encoding: str):
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, cap: int, encoding: str, what: str
+    ) -> None:
         self.inner = inner
         self.cap = cap
         self.encoding = encoding
+        self.what = what
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self.encoding not in ("", "identity"):
             reason = (
-                f"result: the answer came compressed ({self.encoding}) although "
-                "Quiver asks for none; refused, so its size cap holds"
+                f"{self.what}: the answer came compressed ({self.encoding}) "
+                "although Quiver asks for none; refused, so its size cap holds"
             )
             _note(reason)
             raise TooLarge(reason)
@@ -113,7 +126,7 @@ class _Capped(httpx2.AsyncByteStream):
         async for chunk in self.inner:
             read += len(chunk)
             if read > self.cap:
-                reason = too_large(read, self.cap)
+                reason = too_large(read, self.cap, self.what)
                 _note(reason)
                 raise TooLarge(reason)
             yield chunk
@@ -190,20 +203,24 @@ class _StdioReader:
                         buffer.clear()
                         chunk = chunk[end + 1 :]
                     buffer += chunk
-                    if len(buffer) > self._limit():
-                        self.over(too_large(len(buffer), self._limit()))
+                    limit, what = self._limit()
+                    if len(buffer) > limit:
+                        self.over(too_large(len(buffer), limit, what))
                         return
 
-    def _limit(self) -> int:
-        calls_only = all(m == "tools/call" for m in self.waiting.values())
-        return self.cap if calls_only else max(self.cap, MESSAGE_CAP)
+    def _limit(self) -> tuple[int, str]:
+        """What the message being read may take, and what it is called."""
+        if all(m == "tools/call" for m in self.waiting.values()):
+            return self.cap, "result"
+        return max(self.cap, MESSAGE_CAP), "message"
 
     async def _deliver(self, line: bytes) -> None:
         if not line.strip():
             return
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except ValueError as exc:  # the session reports it; the line is not logged
+        except ValueError as exc:  # logged as the SDK's reader logs it, never the line
+            log.warning("Failed to parse JSONRPC message (%s)", type(exc).__name__)
             await self.to_session.send(ValueError(type(exc).__name__))
             return
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):

@@ -16,14 +16,14 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TextIO
+from typing import TextIO
 
 import httpx2
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from sources.capped import CappedTransport, capped_stdio_client
+from sources.capped import MESSAGE_CAP, CappedTransport, capped_stdio_client
 from sources.netguard import GuardedBackend
 from sources.secrets import scrub
 from sources.stdio import StdioSpec
@@ -71,18 +71,16 @@ async def open_client(
 
     ``http_errors``, when given, gets one line per HTTP answer that was not a
     success ("HTTP 401 Unauthorized"), which the SDK's errors do not name.
-    ``result_cap``, when given, is the most read of an answer to a tool call
-    (``sources.capped``)."""
+    ``result_cap``, when given, is the most read of an answer to a tool call;
+    any other answer is read to ``MESSAGE_CAP`` at most (``sources.capped``)."""
 
     async def note(response: httpx2.Response) -> None:
         if http_errors is not None and response.status_code >= 300:
             http_errors.append(f"HTTP {response.status_code} {response.reason_phrase}")
 
-    transport: httpx2.AsyncBaseTransport = guarded_transport()
-    sent = dict(headers or {})
-    if result_cap is not None:
-        transport = CappedTransport(transport, result_cap)
-        sent["Accept-Encoding"] = "identity"  # what is counted is what is kept
+    transport = CappedTransport(guarded_transport(), result_cap or MESSAGE_CAP)
+    # What is counted is what is kept: a compressed answer could not be capped.
+    sent = dict(headers or {}) | {"Accept-Encoding": "identity"}
     http = httpx2.AsyncClient(
         event_hooks={"response": [note]},
         headers=sent,
@@ -113,8 +111,9 @@ async def open_stdio_client(
     request waits at most ``timeout`` seconds. No network address is involved, so
     the deny-list of ``sources.netguard`` has nothing to check.
 
-    With ``result_cap`` the child's output is read by Quiver's capped transport
-    (``sources.capped``), which tells ``over`` why it ended the connection."""
+    The child's output is read by Quiver's capped transport (``sources.capped``:
+    an answer to a tool call to ``result_cap``, any message to ``MESSAGE_CAP``),
+    which tells ``over`` why it ended the connection."""
     params = StdioServerParameters(
         command=spec.command,
         args=list(spec.args),
@@ -122,10 +121,9 @@ async def open_stdio_client(
         cwd=spec.cwd,
     )
     with ScrubbedStderr(spec) as errlog:
-        transport: Any = stdio_client(params, errlog=errlog)
-        if result_cap is not None:
-            told = over or (lambda reason: None)
-            transport = capped_stdio_client(params, errlog, cap=result_cap, over=told)
+        told = over or (lambda reason: None)
+        cap = result_cap or MESSAGE_CAP
+        transport = capped_stdio_client(params, errlog, cap=cap, over=told)
         async with Client(transport, mode=mode, read_timeout_seconds=timeout) as client:
             yield client
 

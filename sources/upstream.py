@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from mcp import Client
 
 from config.aio import run_sync
+from sources.capped import Overflow
 from sources.connect import open_client, open_stdio_client
 from sources.models import Source, SourceKind
 from sources.secrets import decrypt_headers, scrub
@@ -57,7 +58,9 @@ async def _list(
     opened: AbstractAsyncContextManager[Client],
     max_pages: int,
     first_page_only: bool,
+    notes: list[str],
 ) -> Listing:
+    Overflow.set(notes)  # this task's context, which the SDK's requests inherit
     async with opened as client:
         info = client.server_info
         server = f"{info.name} {info.version}".strip() if info is not None else ""
@@ -98,6 +101,7 @@ def list_tools(source: Source, *, first_page_only: bool = False) -> Listing:
 
     timeout = float(source.timeout_seconds)
     http_errors: list[str] = []
+    notes: list[str] = []  # why the capped transport stopped reading, if it did
     opened: AbstractAsyncContextManager[Client]
     if source.kind == SourceKind.STDIO:
         try:
@@ -105,18 +109,17 @@ def list_tools(source: Source, *, first_page_only: bool = False) -> Listing:
         except StdioConfigError as exc:
             raise UpstreamError(str(exc)) from None
         headers = spec.env
-        opened = open_stdio_client(spec, timeout=timeout)
+        opened = open_stdio_client(spec, timeout=timeout, over=notes.append)
     else:
         headers = decrypt_headers(source)
         opened = open_client(
             source.url, headers, timeout=timeout, http_errors=http_errors
         )
     try:
-        return run_sync(
-            _list(opened, int(settings.QUIVER_SOURCE_MAX_PAGES), first_page_only)
-        )
+        pages = int(settings.QUIVER_SOURCE_MAX_PAGES)
+        return run_sync(_list(opened, pages, first_page_only, notes))
     except Exception as exc:
-        why = reason(exc, headers)
+        why = f"tools/list: {notes[0]}" if notes else reason(exc, headers)
         if http_errors:
             why = f"{', '.join(dict.fromkeys(http_errors))}: {why}"
         raise UpstreamError(why[:1000]) from None

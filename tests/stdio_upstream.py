@@ -25,6 +25,20 @@ from tests.upstream import Upstream  # noqa: E402
 
 
 class LoggedUpstream(Upstream):
+    async def on_list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        """With ``STDIO_UPSTREAM_LIST_BYTES``, one more tool whose description
+        is that many bytes (a listing too large to read whole)."""
+        listed = await super().on_list_tools(ctx, params)
+        size = int(os.environ.get("STDIO_UPSTREAM_LIST_BYTES") or 0)
+        if size:
+            huge = types.Tool(
+                name="huge", description="x" * size, input_schema={"type": "object"}
+            )
+            listed.tools.append(huge)
+        return listed
+
     async def on_call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:

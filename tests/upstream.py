@@ -168,6 +168,9 @@ class Upstream:
     flood_as: str = "json"
     flood_encoding: str = ""
     flood_sent: list[int] = field(default_factory=list)
+    # With flood_bytes, a tools/list is flooded too: one tool whose description
+    # is flood_bytes of "x".
+    flood_list: bool = False
 
     async def on_list_tools(
         self, ctx: Any, params: types.PaginatedRequestParams | None
@@ -306,10 +309,10 @@ async def _flooded(upstream: Upstream, receive: Any, send: Any) -> Any:
     """Answer a tools/call of "flood" here (None), else the request's body
     to replay to the SDK."""
     body = await _read_body(receive)
-    flood_id = _flood_id(body)
+    flood_id, listing = _flood_id(body, upstream.flood_list)
     if flood_id is None:
         return _replay(body)
-    await _flood(upstream, flood_id, send)
+    await _flood(upstream, flood_id, send, listing)
     return None
 
 
@@ -335,26 +338,34 @@ def _replay(body: bytes) -> Any:
     return receive
 
 
-def _flood_id(body: bytes) -> Any:
-    """The JSON-RPC id of a tools/call of "flood", else None."""
+def _flood_id(body: bytes, lists: bool) -> tuple[Any, bool]:
+    """The JSON-RPC id of a tools/call of "flood" (or of a tools/list when
+    ``lists``), else None; and whether it is a tools/list."""
     try:
         message = json.loads(body)
     except ValueError:
-        return None
-    if (
-        isinstance(message, dict)
-        and message.get("method") == "tools/call"
-        and (message.get("params") or {}).get("name") == "flood"
-    ):
-        return message.get("id")
-    return None
+        return None, False
+    if not isinstance(message, dict):
+        return None, False
+    method = message.get("method")
+    if method == "tools/list" and lists:
+        return message.get("id"), True
+    if method == "tools/call" and (message.get("params") or {}).get("name") == "flood":
+        return message.get("id"), False
+    return None, False
 
 
-async def _flood(upstream: Upstream, request_id: Any, send: Any) -> None:
-    """A tools/call answer whose text is ``flood_bytes`` of "x", streamed."""
+async def _flood(upstream: Upstream, request_id: Any, send: Any, listing: bool) -> None:
+    """A tools/call answer whose text is ``flood_bytes`` of "x" (or a tools/list
+    answer whose one tool's description is), streamed."""
     head = json.dumps({"jsonrpc": "2.0", "id": request_id})[:-1]
-    head += ', "result": {"content": [{"type": "text", "text": "'
-    tail = '"}], "isError": false}}'
+    if listing:
+        head += ', "result": {"tools": [{"name": "huge", "inputSchema": {}, '
+        head += '"description": "'
+        tail = '"}]}}'
+    else:
+        head += ', "result": {"content": [{"type": "text", "text": "'
+        tail = '"}], "isError": false}}'
     kind = "application/json"
     if upstream.flood_as == "sse":
         kind, head, tail = (
