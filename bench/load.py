@@ -38,6 +38,16 @@ with ``--keep`` (the catalog is then not rebuilt).
    lock in the app is the audit chain's ``pg_advisory_xact_lock`` in
    ``audit.services.record_event``; if a later design drops it, the wait reads 0.
 
+6. With ``--peer-python`` (a Python with the ``bench`` extra, e.g.
+   ``.venv-bench/bin/python``): the in-process MiniLM peer (``bench/_selectpeer.py``,
+   sentence-transformers on one torch thread, one process per core) answers the same
+   distinct queries for ``--duration`` seconds after the HTTP runs; and, unless
+   ``--engine-requests 0``, this process times the engine with its query encoding
+   (``semantic_for`` + ``select``: what /select computes besides the framework) on
+   one thread over that many of the same queries, in CPU time. ``--static`` builds
+   the static query encoder first (as ``make run``'s worker does; kept under
+   ``.quiver/bench-cache/`` and removed from the state directory at the end).
+
 Tables (stdout): per worker count, requests, errors (non-2xx and exceptions, by
 kind), throughput, client-measured p50/p95/p99/mean, the answers' own
 ``stats.latency_ms`` p50 (the server's selection time, excluding queueing, auth and
@@ -79,6 +89,13 @@ from bench._loadgen import (  # noqa: E402
     distinct_queries,
     is_2xx,
     run_load,
+)
+from bench._loadpeer import (  # noqa: E402
+    fmt,
+    install_static_encoder,
+    peer_and_engine,
+    peer_table,
+    table,
 )
 from bench._loadstack import (  # noqa: E402
     Gunicorn,
@@ -164,17 +181,6 @@ def measure(workers: int, ctx: dict[str, Any]) -> Run:
 
 
 # --- report ---------------------------------------------------------------------------
-
-
-def fmt(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |"]
-    lines.append("|" + "|".join("---:" for _ in headers) + "|")
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def outcomes(result: LoadResult) -> str:
@@ -322,6 +328,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds")
     parser.add_argument("--database", default="quiver_bench_load")
     parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument("--static", action="store_true", help="static encoder on")
+    parser.add_argument("--peer-python", default="", help="a Python with [bench]")
+    parser.add_argument("--peer-processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--engine-requests", type=int, default=300)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=0,
+        help="send only this many queries, over and over (answers cached)",
+    )
     args = parser.parse_args(argv)
     try:
         args.workers = [int(w) for w in args.workers.split(",") if w.strip()]
@@ -367,11 +383,21 @@ def run(args: argparse.Namespace, dsn: str) -> str:
         "tools": tools,
         "model": model,
         "pool": len(pool),
+        "slug": slug,
     }
-    runs = [measure(workers, ctx) for workers in args.workers]
-    ctx["cycled"] = max((r.result.requests - 1) // len(pool) for r in runs)
-    say(f"gunicorn logs are in {ctx['log_dir']} (replaced by the next run)")
-    return report(runs, ctx)
+    if args.repeat:  # every answer from the cache: the framework's own cost
+        ctx["queries"] = (pool[: args.repeat] * args.max_requests)[: args.max_requests]
+        ctx["warmup_queries"] = ctx["queries"]
+    static = install_static_encoder(args.catalog) if args.static else None
+    try:
+        runs = [measure(workers, ctx) for workers in args.workers]
+        ctx["cycled"] = max((r.result.requests - 1) // len(pool) for r in runs)
+        say(f"gunicorn logs are in {ctx['log_dir']} (replaced by the next run)")
+        peer, engine = peer_and_engine(args, ctx)
+    finally:
+        if static is not None:  # the tests share this state directory
+            static.unlink(missing_ok=True)
+    return report(runs, ctx) + peer_table(runs, peer, engine, args)
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,158 @@
+"""The /select load bench's comparison with the in-process MiniLM peer (bench/load.py).
+
+* ``install_static_encoder``: the static query encoder, as ``make run``'s worker
+  trains it, from the bench cache when it was trained before;
+* ``engine_cpu_ms``: the CPU time of the engine with its query encoding, per
+  request, in the bench process (what /select computes besides the framework);
+* ``peer_and_engine`` / ``peer_table``: both, next to the peer's run
+  (``bench/_selectpeer.py``) and the HTTP runs' throughput and web CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench._selectpeer import PeerResult, run_peer
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTED = time.monotonic()
+
+
+def say(message: str) -> None:
+    elapsed = time.monotonic() - STARTED
+    print(f"[load {elapsed:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |"]
+    lines.append("|" + "|".join("---:" for _ in headers) + "|")
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def install_static_encoder(catalog: str) -> Path | None:
+    """The static query encoder, from the bench cache or trained (20-160 s): the
+    path it was installed at (for the caller to remove), or None when one was
+    there already."""
+    from catalog.embeddings import backends
+    from catalog.services.query_encoder import build_query_encoder
+
+    path = backends.static_encoder_path()
+    if path.exists():
+        say(f"static encoder: {path.name} is there already (kept)")
+        return None
+    cached = ROOT / ".quiver" / "bench-cache" / f"static-{catalog}-{path.name}"
+    if cached.exists():
+        shutil.copyfile(cached, path)
+        say(f"static encoder: {path.name} from the bench cache")
+    else:
+        say("static encoder: training it on the bench catalog ...")
+        build_query_encoder(progress=say)
+        shutil.copyfile(path, cached)
+    return path
+
+
+def engine_cpu_ms(slug: str, queries: list[str], count: int) -> list[float]:
+    """CPU ms of the engine with its query encoding, per request, in this process
+    (one BLAS thread, as the web workers): the semantic pool exactly as /select
+    computes it (query and sentence vectors, in-process cosine) and the ranking.
+    An agent key's request (no roles, no unsafe tools)."""
+    import bench.speed as speed
+    from catalog.models import Catalog
+    from selection.adapters.snapshots import get_snapshot
+    from selection.engine.engine import select
+    from selection.engine.types import SelectionRequest
+    from selection.services.select import semantic_for
+
+    catalog = Catalog.objects.get(slug=slug)
+    snapshot_and_names = get_snapshot(catalog)
+
+    def one(text: str) -> float:
+        request = SelectionRequest(query=text, roles=(), visible_roles=())
+        request = dataclasses.replace(request, visible_unsafe=False)
+        began = time.thread_time()
+        pool, vector = semantic_for(catalog, snapshot_and_names, request)
+        select(snapshot_and_names[0], request, semantic=pool, vector=vector)
+        return (time.thread_time() - began) * 1000
+
+    for text in queries[-10:]:  # loads the models
+        one(f"{text} engine warm-up")
+    speed.cold_caches()
+    return [one(text) for text in queries[:count]]
+
+
+def peer_and_engine(
+    args: argparse.Namespace, ctx: dict[str, Any]
+) -> tuple[PeerResult | None, list[float]]:
+    """The peer's run (``--peer-python``) and the engine's CPU per request, after
+    the HTTP runs (nothing else of the bench's runs meanwhile)."""
+    import bench.speed as speed
+
+    engine: list[float] = []
+    if args.engine_requests > 0:
+        say(f"engine in process: {args.engine_requests} requests, CPU time")
+        engine = engine_cpu_ms(ctx["slug"], ctx["queries"], args.engine_requests)
+    if not args.peer_python:
+        return None, engine
+    src = speed.source(args.catalog, True)
+    say(f"peer: {args.peer_processes} process(es) for {args.duration:g}s")
+    peer = run_peer(
+        args.peer_python, src.vectors[: ctx["tools"]], ctx["queries"],
+        args.duration, args.peer_processes,
+    )  # fmt: skip
+    say(f"peer: {peer.answers} answers, {peer.rate:.1f}/s")
+    return peer, engine
+
+
+def peer_table(
+    runs: list[Any],
+    peer: PeerResult | None,
+    engine: list[float],
+    args: argparse.Namespace,
+) -> str:
+    """/select against the in-process peer (issue 32's goals: throughput >= 3x
+    the peer's, web CPU a request <= 2x the engine's own)."""
+    if peer is None and not engine:
+        return ""
+    engine_mean = sum(engine) / len(engine) if engine else None
+    engine_p50 = float(np.percentile(engine, 50)) if engine else None
+    rows = []
+    for r in runs:
+        rate = r.result.requests / r.result.wall_s if r.result.wall_s else 0.0
+        rows.append([
+            str(r.workers), fmt(rate),
+            f"{fmt(peer.rate)} ({peer.processes})" if peer else "—",
+            fmt(rate / peer.rate, 2) if peer and peer.rate else "—",
+            fmt(r.web_cpu_ms), f"{fmt(engine_mean, 2)} / {fmt(engine_p50, 2)}",
+            fmt(r.web_cpu_ms / engine_mean, 2) if engine_mean else "—",
+            fmt(peer.cpu_ms) if peer else "—",
+            f"{fmt(peer.pct(50))} / {fmt(peer.pct(95))}" if peer else "—",
+        ])  # fmt: skip
+    return "\n".join([
+        "\n### Against the in-process MiniLM peer (same queries, same cores)\n",
+        table(
+            ["workers", "/select req/s", "peer answers/s (processes)",
+             "select / peer (>= 3)", "web CPU ms/req",
+             "engine CPU ms/req in process (mean / p50)",
+             "web CPU / engine (<= 2)", "peer CPU ms/answer",
+             "peer p50 / p95 ms"],
+            rows,
+        ),
+        f"\nEngine: {len(engine)} requests on one thread in the bench process "
+        f"(query and sentence encoding, pool, ranking). Peer: "
+        + (f"{peer.answers:,} answers in {peer.wall_s:.1f}s, load average "
+           f"{os.getloadavg()[0]:.1f} after it." if peer else "not run."),
+    ])  # fmt: skip
