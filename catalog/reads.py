@@ -13,8 +13,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from catalog.models import ApiClient, Catalog
-from config.rows import Columns, fetch_one, split
+from catalog.models import ApiClient, Catalog, Tool
+from catalog.spec import ToolSpec
+from config.rows import Columns, fetch_all, fetch_one, split
 
 
 @functools.cache
@@ -74,3 +75,25 @@ def catalog_by_slug(slug: str) -> Catalog | None:
     sql, columns = _catalog_read()
     row = fetch_one(sql, [slug])
     return columns.instance(row) if row is not None else None  # type: ignore[return-value]
+
+
+@functools.cache
+def _tools_read() -> tuple[str, Columns]:
+    wanted = ("id", "version", "content_hash", *ToolSpec.field_names())
+    columns = Columns(Tool, "t", only=wanted)
+    quote = connection.ops.quote_name
+    field = Tool._meta.get_field
+    sql = (
+        f"SELECT {columns.sql()} FROM {quote(Tool._meta.db_table)} t "
+        f"WHERE t.{quote(str(field('catalog').column))} = %s "
+        f"AND t.{quote(str(field('name').column))} = ANY(%s)"
+    )
+    return sql, columns
+
+
+def tools_named(catalog: Catalog, names: list[str]) -> list[Tool]:
+    """The catalog's tools of these names, with what their definitions, versions
+    and hashes are made of (the rest of each row deferred)."""
+    sql, columns = _tools_read()
+    rows = fetch_all(sql, [catalog.pk, names])
+    return [columns.instance(row) for row in rows]  # type: ignore[misc]

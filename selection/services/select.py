@@ -26,7 +26,8 @@ from audit.services import (
 )
 from catalog.access import access_for
 from catalog.formats import export_tool
-from catalog.models import Catalog, Tool
+from catalog.models import Catalog
+from catalog.reads import tools_named
 from catalog.services.tools import tool_to_spec
 from selection.adapters.llm import llm_callable
 from selection.adapters.pgvector import (
@@ -380,7 +381,7 @@ def _picked(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Picked]:
         }
     missing = [name for name in names if name not in found]
     if missing:
-        tools = Tool.objects.filter(catalog=catalog, name__in=missing)
+        tools = tools_named(catalog, missing)
         fresh = {
             tool.name: Picked(
                 export_tool(tool_to_spec(tool), fmt), tool.version, tool.content_hash
