@@ -17,6 +17,10 @@ from catalog.models import ApiClient, Catalog, Tool
 from catalog.spec import ToolSpec
 from config.rows import Columns, fetch_all, fetch_one, split
 
+# What a request reads of a key's service user and of its owner (who acts, whether
+# they are active); any other field loads on first use, as with ``only()``.
+USER_FIELDS = ("id", "username", "is_active", "is_staff", "is_superuser")
+
 
 @functools.cache
 def _client_read() -> tuple[str, tuple[Columns, Columns, Columns]]:
@@ -25,8 +29,8 @@ def _client_read() -> tuple[str, tuple[Columns, Columns, Columns]]:
     user_model = get_user_model()
     parts = (
         Columns(ApiClient, "c"),
-        Columns(user_model, "u"),
-        Columns(user_model, "o"),
+        Columns(user_model, "u", only=USER_FIELDS),
+        Columns(user_model, "o", only=USER_FIELDS),
     )
     quote = connection.ops.quote_name
     field = ApiClient._meta.get_field
