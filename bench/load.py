@@ -16,9 +16,11 @@ with ``--keep`` (the catalog is then not rebuilt).
    ``build_catalog``: bulk rows, binary COPY of the vectors, HNSW index; document
    vectors cached under ``.quiver/bench-cache/``). One ``agent`` key for it, with a
    rate limit far above what the run can send.
-2. For each worker count N: ``gunicorn config.wsgi -w N`` (sync workers, one
-   thread) on a free loopback port, DEBUG false, with this environment; Postgres
-   sees its connections as application_name ``bench-load-web-<port>``.
+2. For each worker count N: gunicorn as ``make run`` starts it
+   (``-c python:config.gunicorn``: threaded workers, ``--threads`` each or the
+   config's, metrics written to a directory of their own) with ``-w N``, on a free
+   loopback port, DEBUG false, with this environment; Postgres sees its
+   connections as application_name ``bench-load-web-<port>``.
 3. ``--warmup`` seconds of the same load with warm-up queries (every worker loads
    the model and builds its snapshot), not measured.
 4. ``--duration`` seconds (at most ``--max-requests`` requests) of load:
@@ -159,7 +161,7 @@ def warm_up(web: Gunicorn, ctx: dict[str, Any]) -> None:
 
 def measure(workers: int, ctx: dict[str, Any]) -> Run:
     args = ctx["args"]
-    with gunicorn(workers, ctx["log_dir"]) as web:
+    with gunicorn(workers, ctx["log_dir"], args.threads) as web:
         say(f"{workers} worker(s): gunicorn on {web.url}; warm-up {args.warmup:g}s")
         warm_up(web, ctx)
         say(f"{workers} worker(s): measuring {args.duration:g}s")
@@ -256,7 +258,8 @@ def report(runs: list[Run], ctx: dict[str, Any]) -> str:
         f"at the start and {os.getloadavg()[0]:.1f} at the end; catalog "
         f"{args.catalog} ({ctx['tools']:,} tools), model {ctx['model']}; "
         f"{args.clients} clients, {args.duration:g}s per worker count after "
-        f"{args.warmup:g}s of warm-up; gunicorn sync workers, 1 thread, DEBUG false.",
+        f"{args.warmup:g}s of warm-up; gunicorn as make run starts it (threaded "
+        f"workers, {args.threads or 'the default'} threads each), DEBUG false.",
         f"Queries: {ctx['pool']:,} distinct dev queries of {args.catalog}; "
         + (f"up to {cycles} more cycle(s) of them with a counter word appended."
            if cycles else "no run used them all (no counter words)."),
@@ -323,6 +326,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--catalog", choices=sorted(CATALOG_SIZES), default="sealtools")
     parser.add_argument("--workers", default="1,2,4", help="gunicorn worker counts")
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--threads", type=int, default=0, help="threads per worker (make run's)"
+    )
     parser.add_argument("--duration", type=float, default=300.0, help="seconds")
     parser.add_argument("--max-requests", type=int, default=200_000)
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds")
