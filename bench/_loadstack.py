@@ -77,6 +77,24 @@ def web_backends(dsn: str, app_name: str) -> int:
     return int(row[0]) if row else 0
 
 
+def backend_cpu_s(dsn: str, app_name: str) -> dict[int, float]:
+    """CPU seconds so far of each Postgres backend serving the web (by pid)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+            (app_name,),
+        ).fetchall()
+    return {int(pid): cpu_seconds(int(pid)) for (pid,) in rows}
+
+
+def redis_cpu_s(url: str) -> float:
+    """The Redis server's CPU seconds so far (INFO cpu; the broker devstack runs)."""
+    import redis
+
+    info = redis.Redis.from_url(url).info("cpu")
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
 # --- gunicorn -------------------------------------------------------------------------
 
 

@@ -102,10 +102,12 @@ from bench._loadpeer import (  # noqa: E402
 from bench._loadstack import (  # noqa: E402
     Gunicorn,
     Janitor,
+    backend_cpu_s,
     create_database,
     database_exists,
     drop_database,
     gunicorn,
+    redis_cpu_s,
     web_backends,
     with_database,
 )
@@ -130,10 +132,15 @@ class Run:
     """One worker count's measured load and what was sampled meanwhile."""
 
     def __init__(
-        self, workers: int, result: LoadResult, lock: LockStats, cpu_s: float
+        self,
+        workers: int,
+        result: LoadResult,
+        lock: LockStats,
+        cpu_s: tuple[float, float, float],
     ) -> None:
         self.workers, self.result, self.lock = workers, result, lock
-        self.web_cpu_ms = cpu_s * 1000 / result.requests if result.requests else 0.0
+        per = 1000 / result.requests if result.requests else 0.0
+        self.web_cpu_ms, self.db_cpu_ms, self.redis_cpu_ms = (c * per for c in cpu_s)
         self.load = os.getloadavg()[0]
 
 
@@ -166,13 +173,20 @@ def measure(workers: int, ctx: dict[str, Any]) -> Run:
         warm_up(web, ctx)
         say(f"{workers} worker(s): measuring {args.duration:g}s")
         inflight = InFlight()
-        cpu_before = web.workers_cpu_s()
+        broker = os.environ["CELERY_BROKER_URL"]
+        before = (web.workers_cpu_s(), backend_cpu_s(ctx["dsn"], web.app_name))
+        redis_before = redis_cpu_s(broker)
         with LockSampler(ctx["dsn"], web.app_name, inflight) as sampler:
             result = run_load(
                 web.url + SELECT_PATH, ctx["headers"], ctx["body"], ctx["queries"],
                 args.clients, args.duration, inflight,
             )  # fmt: skip
-        cpu_s = web.workers_cpu_s() - cpu_before
+        db = backend_cpu_s(ctx["dsn"], web.app_name)
+        cpu_s = (
+            web.workers_cpu_s() - before[0],
+            sum(cpu - before[1].get(pid, 0.0) for pid, cpu in db.items()),
+            redis_cpu_s(broker) - redis_before,
+        )
     run = Run(workers, result, sampler.stats(), cpu_s)
     say(
         f"{workers} worker(s): {result.requests} requests, {result.errors} errors, "
