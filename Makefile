@@ -145,6 +145,11 @@ bench-load: $(STAMP)
 bench-audit-backlog: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/audit_backlog.py $(ARGS)
 
+# How long a decision outlives a change of key, person, catalog or settings.
+.PHONY: bench-staleness
+bench-staleness: $(STAMP)
+	$(PY) -m config.devstack test -- $(PY) bench/staleness.py $(ARGS)
+
 # A search over /mcp against POST /select: same queries, same run (bench/README.md).
 .PHONY: bench-mcp
 bench-mcp: $(STAMP)
