@@ -14,7 +14,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Required, TypedDict, Unpack
 
 from audit.choices import EventType
@@ -65,9 +65,21 @@ def cache_key(
     """Exactly (catalog, its version and update time, settings version, request)."""
     stamp = catalog.updated.isoformat()
     body = json.dumps(
-        [catalog.pk, version, stamp, asdict(request), fmt], sort_keys=True, default=str
+        [catalog.pk, version, stamp, request_fields(request), fmt],
+        sort_keys=True,
+        default=str,
     )
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+def request_fields(request: SelectionRequest) -> dict[str, Any]:
+    """The request's fields by name, for JSON (the cache key, the audit row):
+    what ``asdict`` gives, without its deep copies (nothing here is changed, only
+    encoded; ``asdict`` twice was ~8% of a cached answer's CPU)."""
+    return {field.name: getattr(request, field.name) for field in _REQUEST_FIELDS}
+
+
+_REQUEST_FIELDS = fields(SelectionRequest)
 
 
 def select_tools(
@@ -235,7 +247,7 @@ def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, A
         json.dumps(given, sort_keys=True, default=str).encode()
     ).hexdigest()
     return {
-        "request": asdict(request),
+        "request": request_fields(request),
         "format": fmt,
         "input_hash": digest,
         "caller": {
