@@ -91,6 +91,7 @@ def in_process_cpu_ms(
     from django.test import Client
 
     import bench.speed as speed
+    from catalog.embeddings.backends import local_static_encoder
     from catalog.models import Catalog
     from selection.adapters.snapshots import get_snapshot
     from selection.engine.engine import select
@@ -99,6 +100,7 @@ def in_process_cpu_ms(
 
     catalog = Catalog.objects.get(slug=slug)
     snapshot_and_names = get_snapshot(catalog)
+    local_static_encoder(wait=True)  # as the web's warm-up: loaded before timing
     web = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=authorization)
 
     def engine(text: str) -> float:
