@@ -15,7 +15,7 @@ from django.db import connection
 
 from catalog.models import ApiClient, Catalog, Tool
 from catalog.spec import ToolSpec
-from config.rows import Columns, fetch_all, fetch_one, split
+from config.rows import Columns, column, fetch_all, fetch_one, split
 
 # What a request reads of a key's service user and of its owner (who acts, whether
 # they are active); any other field loads on first use, as with ``only()``.
@@ -33,15 +33,14 @@ def _client_read() -> tuple[str, tuple[Columns, Columns, Columns]]:
         Columns(user_model, "o", only=USER_FIELDS),
     )
     quote = connection.ops.quote_name
-    field = ApiClient._meta.get_field
     clients = quote(ApiClient._meta.db_table)
     users = quote(user_model._meta.db_table)
     pk = quote(str(user_model._meta.pk.column))  # type: ignore[union-attr]
     sql = (
         f"SELECT {', '.join(part.sql() for part in parts)} FROM {clients} c "
-        f"JOIN {users} u ON u.{pk} = c.{quote(str(field('user').column))} "
-        f"LEFT JOIN {users} o ON o.{pk} = c.{quote(str(field('owner').column))} "
-        f"WHERE c.{quote(str(field('key_prefix').column))} = %s"
+        f"JOIN {users} u ON u.{pk} = c.{column(ApiClient, 'user')} "
+        f"LEFT JOIN {users} o ON o.{pk} = c.{column(ApiClient, 'owner')} "
+        f"WHERE c.{column(ApiClient, 'key_prefix')} = %s"
     )
     return sql, parts
 
@@ -86,11 +85,10 @@ def _tools_read() -> tuple[str, Columns]:
     wanted = ("id", "version", "content_hash", *ToolSpec.field_names())
     columns = Columns(Tool, "t", only=wanted)
     quote = connection.ops.quote_name
-    field = Tool._meta.get_field
     sql = (
         f"SELECT {columns.sql()} FROM {quote(Tool._meta.db_table)} t "
-        f"WHERE t.{quote(str(field('catalog').column))} = %s "
-        f"AND t.{quote(str(field('name').column))} = ANY(%s)"
+        f"WHERE t.{column(Tool, 'catalog')} = %s "
+        f"AND t.{column(Tool, 'name')} = ANY(%s)"
     )
     return sql, columns
 

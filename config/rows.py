@@ -72,6 +72,15 @@ class Columns:
         return self.model.from_db(DEFAULT_DB_ALIAS, names, row)
 
 
+def column(model: type[Model], name: str) -> str:
+    """The quoted column of ``model``'s concrete field ``name`` (a foreign key's
+    ``_id`` column), for a statement's text."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, Field):
+        raise TypeError(f"{model.__name__}.{name} is not a column")
+    return str(connection.ops.quote_name(str(field.column)))
+
+
 def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
     """The first row of ``sql`` on Django's connection (None when there is none)."""
     with connection.cursor() as cursor:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection, models
 
-from config.rows import Columns, fetch_one
+from config.rows import Columns, column, fetch_one
 from selection.engine.settings import EngineSettings
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class SelectionSettingsQuerySet(models.QuerySet):
 def _settings_read(model: type[models.Model]) -> tuple[str, Columns]:
     columns = Columns(model, "s", only=("id", "data", "version"))
     quote = connection.ops.quote_name
-    catalog = quote(str(model._meta.get_field("catalog").column))
+    catalog = column(model, "catalog")
     table = quote(model._meta.db_table)
     return f"SELECT {columns.sql()} FROM {table} s WHERE s.{catalog} = %s", columns
 

@@ -59,7 +59,7 @@ def _plain(data: Any) -> dict[str, Any] | None:
             valid[name] = value
         elif default is not f.empty:
             valid[name] = default
-    hooks = (query_or_messages_problem(valid),)
+    hooks: tuple[str, ...] = (query_or_messages_problem(valid),)
     if "query" in valid:
         hooks += (query_problem(valid["query"]),)
     if "messages" in valid:

@@ -42,7 +42,7 @@ def an_answer(**changes: Any) -> SelectionAnswer:
         name="get_weather",
         score=1,  # an int where the field renders a float
         reason="matches 'weather'",
-        signals={"bm25f": 0.7, "semantic": 1, "gone": None},
+        signals={"bm25f": 0.7, "semantic": 1, "gone": None},  # type: ignore[dict-item]
         requires_approval=True,
         core=False,
         exploration=True,
