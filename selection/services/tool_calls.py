@@ -45,7 +45,7 @@ from catalog.schema_policy import (
 )
 from catalog.services.tools import tool_to_spec
 from selection.adapters.snapshots import get_snapshot
-from selection.engine.policy import policy_codes
+from selection.engine.policy import kept_policy_codes, policy_codes
 from selection.engine.types import HIDDEN, POLICY_REASONS, SelectionRequest
 from selection.toolcalls.hints import join_hints, schema_hints
 from selection.toolcalls.parse import ParsedOutput, ToolCall
@@ -243,7 +243,13 @@ def _not_allowed(
         requests.append(selection.request)
     reasons: dict[str, str] = {}
     for position, request in enumerate(requests):
-        codes = policy_codes(snapshot, request)
+        # The caller's widest request holds no text: its codes are kept with
+        # the snapshot (a selection's request may hold messages: computed).
+        codes = (
+            kept_policy_codes(snapshot, request)
+            if position == 0
+            else policy_codes(snapshot, request)
+        )
         for tool in tools.values():
             row = snapshot.by_name.get(tool.name)
             if tool.name in reasons:

@@ -15,6 +15,7 @@ from calls.reads import read_call
 from catalog.access import Access
 from catalog.models import Tool
 from catalog.services import ensure_default_catalog
+from catalog.services.tools import set_tool_status
 from sources.models import Source, SourceTool
 from sources.services import update_source
 from tests.calls.conftest import link_source
@@ -86,6 +87,17 @@ def test_a_tool_hidden_after_a_call_is_unknown_to_the_very_next_one(
     Tool.objects.filter(name=FORECAST).update(allowed_roles=["finance"])
     response = execute(agent, FORECAST, {"city": "Oslo"})
     assert response.status_code == 404
+    assert len(upstream.calls) == 1
+
+
+def test_a_tool_disabled_after_a_call_is_refused_from_the_very_next_one(
+    agent, linked, upstream
+):
+    assert execute(agent, FORECAST, {"city": "Oslo"}).status_code == 200
+    set_tool_status(Tool.objects.get(name=FORECAST), "disabled", actor=None)
+    response = execute(agent, FORECAST, {"city": "Oslo"})
+    assert response.status_code == 403
+    assert "not active" in response.json()["detail"]
     assert len(upstream.calls) == 1
 
 
