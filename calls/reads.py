@@ -24,7 +24,7 @@ from django.http import Http404
 
 from catalog.access import Access
 from catalog.models import Catalog, Tool
-from config.rows import Columns, fetch_all, split
+from config.rows import Columns, column, fetch_all, split
 from sources.models import Source, SourceTool
 
 
@@ -46,9 +46,6 @@ def _call_read() -> tuple[str, tuple[Columns, Columns, Columns, Columns]]:
         Columns(Source, "s"),
     )
     quote = connection.ops.quote_name
-
-    def column(model: Any, name: str) -> str:
-        return quote(str(model._meta.get_field(name).column))
 
     def table(model: Any) -> str:
         return quote(model._meta.db_table)
