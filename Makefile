@@ -145,14 +145,36 @@ bench-load: $(STAMP)
 bench-audit-backlog: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/audit_backlog.py $(ARGS)
 
+# How long a decision outlives a change of key, person, catalog or settings.
+.PHONY: bench-staleness
+bench-staleness: $(STAMP)
+	$(PY) -m config.devstack test -- $(PY) bench/staleness.py $(ARGS)
+
 # A search over /mcp against POST /select: same queries, same run (bench/README.md).
 .PHONY: bench-mcp
 bench-mcp: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/mcp_overhead.py $(ARGS)
 
-# A tool call through Quiver against a direct SDK call: same run (bench/README.md).
+# The calls bench's peer, the FastMCP proxy, in a venv of its own (fastmcp ships and
+# pins an mcp of its own: never in .venv), from exact versions; rebuilt when the
+# requirements file changes.
+FASTMCP_VENV := .quiver/bench-fastmcp/venv
+FASTMCP_STAMP := $(FASTMCP_VENV)/.installed
+$(FASTMCP_STAMP): bench/fastmcp-requirements.txt
+	rm -rf $(FASTMCP_VENV)
+	$(PYTHON) -m venv $(FASTMCP_VENV)
+	$(FASTMCP_VENV)/bin/python -m pip install -q --upgrade pip
+	$(FASTMCP_VENV)/bin/python -m pip install -q --no-deps -r bench/fastmcp-requirements.txt
+	$(FASTMCP_VENV)/bin/python -c "import fastmcp; from fastmcp.server import create_proxy"
+	touch $(FASTMCP_STAMP)
+
+.PHONY: bench-fastmcp
+bench-fastmcp: $(FASTMCP_STAMP)
+
+# A tool call through Quiver against the FastMCP proxy (reused upstream session) and
+# a direct SDK call: same run, make run's processes (bench/README.md).
 .PHONY: bench-calls
-bench-calls: $(STAMP)
+bench-calls: $(STAMP) $(FASTMCP_STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/call_overhead.py $(ARGS)
 
 # GET /metrics against 100,000 tools, 50,000 jobs and a 100,000-row audit backlog:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from audit.sealing import seal_and_checkpoint, seal_pending
 from audit.verify import ChainCheck, Damage, parse_since, verify_chain
-from audit.writer import PendingEvent, send_soon
+from audit.writer import PendingEvent, insert, send_soon
 from catalog.access import actor_name, stored_user
 from config.copy_rows import copy_insert
 
@@ -58,10 +58,8 @@ class EventFields(TypedDict, total=False):
 
 def record_event(event_type: str, **fields: Unpack[EventFields]) -> AuditEvent:
     """Append one unsealed event, inside the caller's transaction if any (a single
-    INSERT: it needs no savepoint of its own)."""
-    event = _event(event_type, fields, plain=True)
-    event.save()
-    return event
+    INSERT, made once per process: it needs no savepoint of its own)."""
+    return insert(_event(event_type, fields, plain=True))
 
 
 def record_event_soon(event_type: str, **fields: Unpack[EventFields]) -> PendingEvent:

@@ -77,6 +77,24 @@ def web_backends(dsn: str, app_name: str) -> int:
     return int(row[0]) if row else 0
 
 
+def backend_cpu_s(dsn: str, app_name: str) -> dict[int, float]:
+    """CPU seconds so far of each Postgres backend serving the web (by pid)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+            (app_name,),
+        ).fetchall()
+    return {int(pid): cpu_seconds(int(pid)) for (pid,) in rows}
+
+
+def redis_cpu_s(url: str) -> float:
+    """The Redis server's CPU seconds so far (INFO cpu; the broker devstack runs)."""
+    import redis
+
+    info = redis.Redis.from_url(url).info("cpu")
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
 # --- gunicorn -------------------------------------------------------------------------
 
 
@@ -97,26 +115,31 @@ def cpu_seconds(pid: int) -> float:
 
 
 class Gunicorn:
-    """``gunicorn config.wsgi -w N`` on a free loopback port, DEBUG false."""
+    """gunicorn as ``make run`` starts it (``config/gunicorn.py``: threaded
+    workers, metrics written to a directory of its own) with ``workers``
+    processes of ``threads`` threads, on a free loopback port, DEBUG false."""
 
-    def __init__(self, workers: int, log_dir: Path) -> None:
+    def __init__(self, workers: int, log_dir: Path, threads: int = 0) -> None:
         self.workers = workers
         self.port = free_port()
         self.app_name = f"bench-load-web-{self.port}"
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"gunicorn-{workers}w-{self.port}.log"
+        metrics = log_dir / f"metrics-{self.port}"
+        metrics.mkdir()
         env = {
             **os.environ,
             "DEBUG": "false",
             "SECRET_KEY": os.environ.get("SECRET_KEY") or os.urandom(32).hex(),
             "PGAPPNAME": self.app_name,
+            "PROMETHEUS_MULTIPROC_DIR": str(metrics),
         }
         command = [
             sys.executable, "-c", PDEATHSIG,
-            sys.executable, "-m", "gunicorn", "config.wsgi:application",
-            "--workers", str(workers), "--threads", "1",
-            "--bind", f"127.0.0.1:{self.port}", "--timeout", "120",
-            "--log-level", "warning",
+            sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn",
+            "config.wsgi:application", "--workers", str(workers),
+            *(["--threads", str(threads)] if threads else []),
+            "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning",
         ]  # fmt: skip
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
@@ -159,8 +182,8 @@ class Gunicorn:
 
 
 @contextmanager
-def gunicorn(workers: int, log_dir: Path) -> Iterator[Gunicorn]:
-    web = Gunicorn(workers, log_dir)
+def gunicorn(workers: int, log_dir: Path, threads: int = 0) -> Iterator[Gunicorn]:
+    web = Gunicorn(workers, log_dir, threads)
     try:
         web.wait_ready()
         yield web

@@ -16,9 +16,11 @@ with ``--keep`` (the catalog is then not rebuilt).
    ``build_catalog``: bulk rows, binary COPY of the vectors, HNSW index; document
    vectors cached under ``.quiver/bench-cache/``). One ``agent`` key for it, with a
    rate limit far above what the run can send.
-2. For each worker count N: ``gunicorn config.wsgi -w N`` (sync workers, one
-   thread) on a free loopback port, DEBUG false, with this environment; Postgres
-   sees its connections as application_name ``bench-load-web-<port>``.
+2. For each worker count N: gunicorn as ``make run`` starts it
+   (``-c python:config.gunicorn``: threaded workers, ``--threads`` each or the
+   config's, metrics written to a directory of their own) with ``-w N``, on a free
+   loopback port, DEBUG false, with this environment; Postgres sees its
+   connections as application_name ``bench-load-web-<port>``.
 3. ``--warmup`` seconds of the same load with warm-up queries (every worker loads
    the model and builds its snapshot), not measured.
 4. ``--duration`` seconds (at most ``--max-requests`` requests) of load:
@@ -37,6 +39,16 @@ with ``--keep`` (the catalog is then not rebuilt).
    transaction, next to the requests in flight at the clients. The only advisory
    lock in the app is the audit chain's ``pg_advisory_xact_lock`` in
    ``audit.services.record_event``; if a later design drops it, the wait reads 0.
+
+6. With ``--peer-python`` (a Python with the ``bench`` extra, e.g.
+   ``.venv-bench/bin/python``): the in-process MiniLM peer (``bench/_selectpeer.py``,
+   sentence-transformers on one torch thread, one process per core) answers the same
+   distinct queries for ``--duration`` seconds after the HTTP runs; and, unless
+   ``--engine-requests 0``, this process times the engine with its query encoding
+   (``semantic_for`` + ``select``: what /select computes besides the framework) on
+   one thread over that many of the same queries, in CPU time. ``--static`` builds
+   the static query encoder first (as ``make run``'s worker does; kept under
+   ``.quiver/bench-cache/`` and removed from the state directory at the end).
 
 Tables (stdout): per worker count, requests, errors (non-2xx and exceptions, by
 kind), throughput, client-measured p50/p95/p99/mean, the answers' own
@@ -80,13 +92,22 @@ from bench._loadgen import (  # noqa: E402
     is_2xx,
     run_load,
 )
+from bench._loadpeer import (  # noqa: E402
+    fmt,
+    install_static_encoder,
+    peer_and_engine,
+    peer_table,
+    table,
+)
 from bench._loadstack import (  # noqa: E402
     Gunicorn,
     Janitor,
+    backend_cpu_s,
     create_database,
     database_exists,
     drop_database,
     gunicorn,
+    redis_cpu_s,
     web_backends,
     with_database,
 )
@@ -111,10 +132,15 @@ class Run:
     """One worker count's measured load and what was sampled meanwhile."""
 
     def __init__(
-        self, workers: int, result: LoadResult, lock: LockStats, cpu_s: float
+        self,
+        workers: int,
+        result: LoadResult,
+        lock: LockStats,
+        cpu_s: tuple[float, float, float],
     ) -> None:
         self.workers, self.result, self.lock = workers, result, lock
-        self.web_cpu_ms = cpu_s * 1000 / result.requests if result.requests else 0.0
+        per = 1000 / result.requests if result.requests else 0.0
+        self.web_cpu_ms, self.db_cpu_ms, self.redis_cpu_ms = (c * per for c in cpu_s)
         self.load = os.getloadavg()[0]
 
 
@@ -142,18 +168,25 @@ def warm_up(web: Gunicorn, ctx: dict[str, Any]) -> None:
 
 def measure(workers: int, ctx: dict[str, Any]) -> Run:
     args = ctx["args"]
-    with gunicorn(workers, ctx["log_dir"]) as web:
+    with gunicorn(workers, ctx["log_dir"], args.threads) as web:
         say(f"{workers} worker(s): gunicorn on {web.url}; warm-up {args.warmup:g}s")
         warm_up(web, ctx)
         say(f"{workers} worker(s): measuring {args.duration:g}s")
         inflight = InFlight()
-        cpu_before = web.workers_cpu_s()
+        broker = os.environ["CELERY_BROKER_URL"]
+        before = (web.workers_cpu_s(), backend_cpu_s(ctx["dsn"], web.app_name))
+        redis_before = redis_cpu_s(broker)
         with LockSampler(ctx["dsn"], web.app_name, inflight) as sampler:
             result = run_load(
                 web.url + SELECT_PATH, ctx["headers"], ctx["body"], ctx["queries"],
                 args.clients, args.duration, inflight,
             )  # fmt: skip
-        cpu_s = web.workers_cpu_s() - cpu_before
+        db = backend_cpu_s(ctx["dsn"], web.app_name)
+        cpu_s = (
+            web.workers_cpu_s() - before[0],
+            sum(cpu - before[1].get(pid, 0.0) for pid, cpu in db.items()),
+            redis_cpu_s(broker) - redis_before,
+        )
     run = Run(workers, result, sampler.stats(), cpu_s)
     say(
         f"{workers} worker(s): {result.requests} requests, {result.errors} errors, "
@@ -164,17 +197,6 @@ def measure(workers: int, ctx: dict[str, Any]) -> Run:
 
 
 # --- report ---------------------------------------------------------------------------
-
-
-def fmt(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |"]
-    lines.append("|" + "|".join("---:" for _ in headers) + "|")
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def outcomes(result: LoadResult) -> str:
@@ -250,7 +272,8 @@ def report(runs: list[Run], ctx: dict[str, Any]) -> str:
         f"at the start and {os.getloadavg()[0]:.1f} at the end; catalog "
         f"{args.catalog} ({ctx['tools']:,} tools), model {ctx['model']}; "
         f"{args.clients} clients, {args.duration:g}s per worker count after "
-        f"{args.warmup:g}s of warm-up; gunicorn sync workers, 1 thread, DEBUG false.",
+        f"{args.warmup:g}s of warm-up; gunicorn as make run starts it (threaded "
+        f"workers, {args.threads or 'the default'} threads each), DEBUG false.",
         f"Queries: {ctx['pool']:,} distinct dev queries of {args.catalog}; "
         + (f"up to {cycles} more cycle(s) of them with a counter word appended."
            if cycles else "no run used them all (no counter words)."),
@@ -317,11 +340,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--catalog", choices=sorted(CATALOG_SIZES), default="sealtools")
     parser.add_argument("--workers", default="1,2,4", help="gunicorn worker counts")
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--threads", type=int, default=0, help="threads per worker (make run's)"
+    )
     parser.add_argument("--duration", type=float, default=300.0, help="seconds")
     parser.add_argument("--max-requests", type=int, default=200_000)
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds")
     parser.add_argument("--database", default="quiver_bench_load")
     parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument("--static", action="store_true", help="static encoder on")
+    parser.add_argument("--peer-python", default="", help="a Python with [bench]")
+    parser.add_argument("--peer-processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--engine-requests", type=int, default=300)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=0,
+        help="send only this many queries, over and over (answers cached)",
+    )
     args = parser.parse_args(argv)
     try:
         args.workers = [int(w) for w in args.workers.split(",") if w.strip()]
@@ -367,11 +403,21 @@ def run(args: argparse.Namespace, dsn: str) -> str:
         "tools": tools,
         "model": model,
         "pool": len(pool),
+        "slug": slug,
     }
-    runs = [measure(workers, ctx) for workers in args.workers]
-    ctx["cycled"] = max((r.result.requests - 1) // len(pool) for r in runs)
-    say(f"gunicorn logs are in {ctx['log_dir']} (replaced by the next run)")
-    return report(runs, ctx)
+    if args.repeat:  # every answer from the cache: the framework's own cost
+        ctx["queries"] = (pool[: args.repeat] * args.max_requests)[: args.max_requests]
+        ctx["warmup_queries"] = ctx["queries"]
+    static = install_static_encoder(args.catalog) if args.static else None
+    try:
+        runs = [measure(workers, ctx) for workers in args.workers]
+        ctx["cycled"] = max((r.result.requests - 1) // len(pool) for r in runs)
+        say(f"gunicorn logs are in {ctx['log_dir']} (replaced by the next run)")
+        peer, engine = peer_and_engine(args, ctx)
+    finally:
+        if static is not None:  # the tests share this state directory
+            static.unlink(missing_ok=True)
+    return report(runs, ctx) + peer_table(runs, peer, engine, args)
 
 
 def main(argv: list[str]) -> int:

@@ -1,5 +1,5 @@
-"""What a search over /mcp costs beside POST /api/v1/select (issue 21: at most
-/select + 5 ms at p50), same queries, same run.
+"""What a search over /mcp costs beside POST /api/v1/select (issue 32: at most
+/select + 2 ms at p50; issue 21 had 5 ms), same queries, same run.
 
 Run (one line):
 
@@ -37,6 +37,8 @@ from django.core.management import call_command  # noqa: E402
 from bench import speed  # noqa: E402  (sets up Django)
 from catalog.services.clients import create_api_client  # noqa: E402
 
+# Issue 32: search_tools within 2 ms of /select at p50 (issue 21 had 5 ms).
+TARGET_MS = 2.0
 MCP_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "MCP-Protocol-Version": "2025-11-25",
@@ -115,14 +117,16 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(log_dir, ignore_errors=True)
     s50, m50 = float(np.median(select_ms)), float(np.median(mcp_ms))
     s95, m95 = (float(np.percentile(x, 95)) for x in (select_ms, mcp_ms))
+    paired = float(np.median(np.subtract(mcp_ms, select_ms)))
     print(f"\n### /mcp search_tools vs /api/v1/select ({args.size} tools)\n")
     print("| | requests | p50 ms | p95 ms |\n|---|---:|---:|---:|")
     print(f"| /api/v1/select | {len(select_ms)} | {s50:.1f} | {s95:.1f} |")
     print(f"| /mcp search_tools | {len(mcp_ms)} | {m50:.1f} | {m95:.1f} |")
-    verdict = "ok" if m50 - s50 <= 5 else "OVER"
+    verdict = "ok" if m50 - s50 <= TARGET_MS else "OVER"
     print(
-        f"\n/mcp - /select at p50: {m50 - s50:+.1f} ms (target <= +5 ms: {verdict}); "
-        f"load avg {os.getloadavg()[0]:.1f}"
+        f"\n/mcp - /select at p50: {m50 - s50:+.1f} ms (target <= +{TARGET_MS:g} ms: "
+        f"{verdict}); the same query's /mcp minus its /select, median: "
+        f"{paired:+.1f} ms; load avg {os.getloadavg()[0]:.1f}"
     )
     return 0
 

@@ -36,9 +36,10 @@ from calls.attempts import claim, finish
 from calls.hashing import arguments_hash, canonical_json
 from calls.limits import LimitReached, hold
 from calls.observe import observed_call
+from calls.reads import read_call
 from calls.records import CallRecord, record_call
 from calls.upstream import Target, UpstreamFailure, call_upstream, fingerprint
-from catalog.access import access_for, get_catalog_for_user
+from catalog.access import access_for
 from catalog.models import Tool
 from selection.services.tool_calls import (
     BLOCKING_FLAGS,
@@ -88,20 +89,19 @@ def execute_call(
         selection = None
         if selection_id is not None:
             selection = get_selection_for_caller(access, selection_id, caller=user)
-        found = get_catalog_for_user(user, _catalog_slug(catalog, selection))
+        rows = read_call(access, _catalog_slug(catalog, selection), name)
+    found = rows.catalog
     call = CallRecord(
         user, found, name, arguments, selection_id, approval_id, request_id, channel
     )
-    tool, decided = decide_call(
-        found, access, selection, name, arguments, ("source_link__source",)
-    )
+    tool, decided = decide_call(found, access, selection, name, arguments, rows.tools)
     if tool is None:
         rule = f"name: no tool {name!r} in {found.slug!r}"
         return _refuse(call, rule, status=404, field="name")
     call.tool = tool
     if BLOCKING_FLAGS & set(decided["flags"]) or not decided["valid"]:
         return _refuse_invalid(call, decided)
-    # Fetched with the tool; a tool without a source has no ``source_link``.
+    # Read with the tool (calls.reads); a tool without a source has none.
     call.link = getattr(tool, "source_link", None)
     if call.link is None:
         return _refuse(call, "name: no source to run it", status=409, field="name")

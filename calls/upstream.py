@@ -267,7 +267,7 @@ def _call_upstream(
         target = dataclasses.replace(target, stdio=spec)
     work = pool()
     coroutine = _call(work, target, name, arguments, idempotent, deadline)
-    scrub = Scrubber(target.secrets)
+    scrub = Scrubber.of(target.secrets)
     try:
         result = work.submit(coroutine, target.timeout + 5)
     except TimeoutError as exc:  # the loop itself did not answer in time

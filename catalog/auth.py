@@ -12,6 +12,7 @@ from rest_framework.request import Request
 
 from catalog.access import MAX_CHAIN, key_chain
 from catalog.models import ApiClient
+from catalog.reads import client_by_prefix
 from catalog.services.clients import hash_key, split_key
 from config.ratelimit import penalize_unknown_key
 
@@ -37,11 +38,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if parts is None:
             raise exceptions.AuthenticationFailed("Authorization: malformed API key")
         prefix, key = parts
-        client = (
-            ApiClient.objects.select_related("user", "owner")
-            .filter(key_prefix=prefix)
-            .first()
-        )
+        client = client_by_prefix(prefix)
         if client is None or not hmac.compare_digest(client.key_hash, hash_key(key)):
             penalize_unknown_key(request)  # slow, then 429 after many per address
             raise exceptions.AuthenticationFailed("Authorization: unknown API key")

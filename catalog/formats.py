@@ -115,7 +115,7 @@ def json_copy(value: Any) -> Any:
 def _export_canonical(spec: ToolSpec) -> dict[str, Any]:
     """Quiver JSON with a private copy of the schema."""
     data = spec.to_dict()
-    data["parameters"] = copy.deepcopy(spec.parameters)
+    data["parameters"] = json_copy(spec.parameters)
     return data
 
 

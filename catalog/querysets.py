@@ -35,6 +35,31 @@ def _visible_tools_q(access: Access, prefix: str = "") -> Q:
     return condition
 
 
+def tool_visible(access: Access, tool: Any) -> bool:
+    """``_visible_tools_q`` for a tool already read (the call path reads its
+    tools with SQL made once, calls.reads): the same rule on the row's values,
+    held to the queryset's answer by tests/catalog/test_tool_visible.py."""
+    if access.sees_whole_catalog:
+        return True
+    if not access.allow_unsafe and tool.safe is not True:
+        return False
+    if access.roles is None:
+        return True
+    return tool.allowed_roles == [] or bool(
+        _top_level_texts(tool.allowed_roles) & set(access.roles)
+    )
+
+
+def _top_level_texts(value: Any) -> set[str]:
+    """What jsonb's ``?|`` (``has_any_keys``) matches in a stored value: an
+    object's keys, an array's string elements, a string itself."""
+    if isinstance(value, dict):
+        return set(value)
+    if isinstance(value, list):
+        return {item for item in value if isinstance(item, str)}
+    return {value} if isinstance(value, str) else set()
+
+
 # The tool list's sort keys (API ``?ordering=``, console ``?sort=``), each with the
 # columns it sorts by; ``-key`` reverses. Ties fall back to catalog, name and id.
 TOOL_ORDERINGS: dict[str, tuple[str, ...]] = {

@@ -63,7 +63,9 @@ class Counter:
         return self._add_here(key, window, cost, ttl)
 
     def _add_in_redis(self, key: str, window: int, cost: int, ttl: int) -> int:
-        pipe = self._redis().pipeline()
+        # No MULTI/EXEC: each command is atomic on its own, and another client's
+        # command between the two changes neither the count nor the expiry.
+        pipe = self._redis().pipeline(transaction=False)
         name = f"quiver:rate:{key}:{window}"
         pipe.incrby(name, cost)
         pipe.expire(name, ttl)

@@ -38,7 +38,7 @@ from config.ratelimit import charge_caller
 from gateway import refusals
 from gateway.inbound import Problem
 from gateway.listing import cursor_for
-from selection.api.serializers import SelectInputSerializer
+from selection.api.input import select_input
 from selection.engine import RequestError
 from selection.requests import build_request
 from selection.services.select import select_tools
@@ -126,10 +126,10 @@ def _search(attempt: refusals.Attempt, arguments: dict[str, Any]) -> dict:
     if unknown:
         raise ToolRefused(f"{unknown[0]}: is not an argument of search_tools")
     data = {RENAMED.get(key, key): value for key, value in arguments.items()}
-    serializer = SelectInputSerializer(data={**data, "format": "mcp"})
-    if not serializer.is_valid():
-        raise ToolRefused(_renamed(first_message(serializer.errors)))
-    valid = dict(serializer.validated_data)
+    try:
+        valid = select_input({**data, "format": "mcp"})
+    except ValidationError as exc:
+        raise ToolRefused(_renamed(first_message(exc.detail))) from exc
     pending: list[PendingEvent] = []  # the row commits while the answer is shaped
     _charge(attempt)
     try:

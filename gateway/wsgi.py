@@ -201,8 +201,10 @@ def _error_answer_recorded(
 
 
 def _error_of(status: int, body: bytes) -> dict[str, Any] | None:
-    """The JSON-RPC error an answer carries, if it is one."""
-    if status < 400 and len(body) > ERROR_ANSWER_BYTES:
+    """The JSON-RPC error an answer carries, if it is one. An answer under 400
+    without the member name ``"error"`` anywhere in it carries none: it is not
+    parsed again (that was ~15% of a search's CPU on the request thread)."""
+    if status < 400 and (len(body) > ERROR_ANSWER_BYTES or b'"error"' not in body):
         return None
     try:
         answer = jsonparse.loads(body) if body else None  # a deep result: not one

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
-from django.db import models
+from django.db import connection, models
 
+from config.rows import Columns, column, fetch_one
 from selection.engine.settings import EngineSettings
 
 if TYPE_CHECKING:
@@ -15,11 +17,23 @@ if TYPE_CHECKING:
 class SelectionSettingsQuerySet(models.QuerySet):
     def effective_for(self, catalog: Catalog) -> tuple[EngineSettings, int]:
         """The one reader of a catalog's settings: defaults filled in, and the
-        version (0 while the catalog has never changed them)."""
-        row: Any = self.filter(catalog=catalog).only("data", "version").first()
-        if row is None:
+        version (0 while the catalog has never changed them). Read on every
+        selection, with SQL made once per process (config.rows)."""
+        sql, columns = _settings_read(self.model)
+        found = fetch_one(sql, [catalog.pk])
+        if found is None:
             return EngineSettings(), 0
+        row: Any = columns.instance(found)
         return EngineSettings.from_dict(row.data), row.version
+
+
+@functools.cache
+def _settings_read(model: type[models.Model]) -> tuple[str, Columns]:
+    columns = Columns(model, "s", only=("id", "data", "version"))
+    quote = connection.ops.quote_name
+    catalog = column(model, "catalog")
+    table = quote(model._meta.db_table)
+    return f"SELECT {columns.sql()} FROM {table} s WHERE s.{catalog} = %s", columns
 
 
 class SelectionSettingsChangeQuerySet(models.QuerySet):

@@ -24,6 +24,7 @@ refused). Text saved before the binding (no origin in it) is read as before."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from typing import Any
@@ -76,12 +77,28 @@ def keyring(label: bytes) -> MultiFernet:
     so no two share a key): the current one from ``QUIVER_SOURCE_KEY`` (else
     ``SECRET_KEY``) first, then the old keys, which still decrypt."""
     current = settings.QUIVER_SOURCE_KEY or settings.SECRET_KEY
-    old = [key for key in settings.QUIVER_SOURCE_OLD_KEYS if key]
+    old = tuple(key for key in settings.QUIVER_SOURCE_OLD_KEYS if key)
+    return _key_ring(current, old, label)
+
+
+@functools.lru_cache(maxsize=16)
+def _key_ring(current: str, old: tuple[str, ...], label: bytes) -> MultiFernet:
+    """The keys derived once per key material and label (HKDF on every call cost
+    more than the decryption), a new ring as soon as the settings name other keys."""
     return MultiFernet([_fernet(current, label), *(_fernet(k, label) for k in old)])
 
 
 def _keys() -> MultiFernet:
     return keyring(_LABEL)
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_text(stored: str, keys: MultiFernet) -> bytes:
+    """A column's clear text, decrypted once per (text, keys) in this process:
+    a call decrypts its source's headers, and the text only changes when they
+    are saved again (then it is another text, decrypted anew). A text that
+    does not decrypt raises every time (nothing is kept of it)."""
+    return keys.decrypt(stored.encode())
 
 
 def encrypt_headers(headers: dict[str, str], url: str | None = None) -> str:
@@ -104,7 +121,7 @@ def decrypt_headers(source: Any) -> dict[str, str]:
     if not stored:
         return {}
     try:
-        plain = _keys().decrypt(stored.encode())
+        plain = _plain_text(stored, _keys())
     except InvalidToken as exc:
         raise HeadersUnreadable(
             "headers: cannot be decrypted with the configured key "
@@ -159,6 +176,12 @@ class Scrubber:
       starts, so each of the three alignments' certain characters are masked.
     """
 
+    @classmethod
+    def of(cls, headers: dict[str, str]) -> Scrubber:
+        """The scrubber of these values, made once per process for each set of
+        values (a call builds one for its source's headers; they rarely change)."""
+        return _scrubber(tuple(sorted(headers.items())))
+
     def __init__(self, headers: dict[str, str]) -> None:
         forms: set[str] = set()
         for value in headers.values():
@@ -185,6 +208,11 @@ class Scrubber:
         if isinstance(value, dict):
             return {self(str(key)): self.value(item) for key, item in value.items()}
         return value
+
+
+@functools.lru_cache(maxsize=256)
+def _scrubber(items: tuple[tuple[str, str], ...]) -> Scrubber:
+    return Scrubber(dict(items))
 
 
 def _secrets_in(value: str) -> set[str]:

@@ -263,12 +263,19 @@ class OnnxMiniLM:
 
 _SHARED_LOCK = threading.Lock()
 _SHARED: dict[str, OnnxMiniLM] = {}
+# The same encoders by the path as callers give it: resolving a path is a few
+# system calls, and every query embedding asks (~0.1 ms a request).
+_GIVEN: dict[str, OnnxMiniLM] = {}
 
 
 def shared_onnx_encoder(model_dir: str | Path) -> OnnxMiniLM:
     """The process-wide ONNX encoder for ``model_dir`` (created once, under a lock)."""
+    found = _GIVEN.get(str(model_dir))
+    if found is not None:
+        return found
     key = str(Path(model_dir).resolve())
     with _SHARED_LOCK:
         if key not in _SHARED:
             _SHARED[key] = OnnxMiniLM(key)
+        _GIVEN[str(model_dir)] = _SHARED[key]
         return _SHARED[key]

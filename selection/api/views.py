@@ -31,6 +31,7 @@ from config.ratelimit import (
 )
 from learning.gate import RegressionRefused
 from selection.api import serializers as s
+from selection.api.input import select_input
 from selection.engine import RequestError
 from selection.models import SelectionSettingsChange
 from selection.requests import build_request
@@ -85,7 +86,7 @@ def answer_for(
         raise ValidationError(
             {field: [f"{field}: {message}"] for field, message in exc.errors.items()}
         ) from exc
-    return s.SelectOutputSerializer(answer).data
+    return s.answer_body(answer)
 
 
 class SelectView(generics.GenericAPIView):
@@ -97,10 +98,8 @@ class SelectView(generics.GenericAPIView):
 
     @extend_schema(request=s.SelectInputSerializer, responses=s.SelectOutputSerializer)
     def post(self, request: Request) -> Response:
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
         pending: list[PendingEvent] = []
-        data = answer_for(request, dict(serializer.validated_data), pending=pending)
+        data = answer_for(request, select_input(request.data), pending=pending)
         response = Response(data)
         response.add_post_render_callback(hold_until_recorded(request, pending))
         return response
@@ -158,16 +157,15 @@ class SelectBatchView(generics.GenericAPIView):
         """One item's answer, or its error in place; a failed item leaves no
         audit row (its savepoint is rolled back). A lost database is no item's
         fault: it fails the whole batch (a 503)."""
-        serializer = s.SelectInputSerializer(data=item)
-        if not serializer.is_valid():
-            fields = serializer.errors
+        try:
+            valid = select_input(item)
+        except ValidationError as exc:
+            fields = exc.detail
             detail = f"requests[{index}].{first_message(fields)}"
             return {"error": "invalid", "detail": detail, "fields": fields}
         try:
             with transaction.atomic():
-                return answer_for(
-                    request, dict(serializer.validated_data), timed=index == 0
-                )
+                return answer_for(request, valid, timed=index == 0)
         except (OperationalError, InterfaceError):
             raise
         except ValidationError as exc:

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Required, TypedDict, Unpack
 
 from audit.choices import EventType
@@ -26,7 +26,8 @@ from audit.services import (
 )
 from catalog.access import access_for
 from catalog.formats import export_tool
-from catalog.models import Catalog, Tool
+from catalog.models import Catalog
+from catalog.reads import tools_named
 from catalog.services.tools import tool_to_spec
 from selection.adapters.llm import llm_callable
 from selection.adapters.pgvector import (
@@ -64,9 +65,21 @@ def cache_key(
     """Exactly (catalog, its version and update time, settings version, request)."""
     stamp = catalog.updated.isoformat()
     body = json.dumps(
-        [catalog.pk, version, stamp, asdict(request), fmt], sort_keys=True, default=str
+        [catalog.pk, version, stamp, request_fields(request), fmt],
+        sort_keys=True,
+        default=str,
     )
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+def request_fields(request: SelectionRequest) -> dict[str, Any]:
+    """The request's fields by name, for JSON (the cache key, the audit row):
+    what ``asdict`` gives, without its deep copies (nothing here is changed, only
+    encoded; ``asdict`` twice was ~8% of a cached answer's CPU)."""
+    return {field.name: getattr(request, field.name) for field in _REQUEST_FIELDS}
+
+
+_REQUEST_FIELDS = fields(SelectionRequest)
 
 
 def select_tools(
@@ -234,7 +247,7 @@ def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, A
         json.dumps(given, sort_keys=True, default=str).encode()
     ).hexdigest()
     return {
-        "request": asdict(request),
+        "request": request_fields(request),
         "format": fmt,
         "input_hash": digest,
         "caller": {
@@ -380,7 +393,7 @@ def _picked(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Picked]:
         }
     missing = [name for name in names if name not in found]
     if missing:
-        tools = Tool.objects.filter(catalog=catalog, name__in=missing)
+        tools = tools_named(catalog, missing)
         fresh = {
             tool.name: Picked(
                 export_tool(tool_to_spec(tool), fmt), tool.version, tool.content_hash

@@ -36,6 +36,7 @@ from audit.models import AuditEvent
 from audit.services import record_event
 from catalog.access import Access
 from catalog.models import Catalog, Tool, ToolChange
+from catalog.querysets import tool_visible
 from catalog.schema_policy import (
     SchemaPolicyError,
     get_validator,
@@ -44,7 +45,7 @@ from catalog.schema_policy import (
 )
 from catalog.services.tools import tool_to_spec
 from selection.adapters.snapshots import get_snapshot
-from selection.engine.policy import policy_codes
+from selection.engine.policy import kept_policy_codes, policy_codes
 from selection.engine.types import HIDDEN, POLICY_REASONS, SelectionRequest
 from selection.toolcalls.hints import join_hints, schema_hints
 from selection.toolcalls.parse import ParsedOutput, ToolCall
@@ -202,6 +203,12 @@ def _lookup(
         .filter(Q(name__in=names) | Q(provider_name__in=names))
         .select_related(*related)
     )
+    return _by_called_name(rows, names)
+
+
+def _by_called_name(rows: list[Tool], names: list[str]) -> dict[str, Tool]:
+    """Called name -> the visible tool it names: its canonical name first, then
+    a provider-safe name."""
     by_name = {tool.name: tool for tool in rows}
     by_provider = {tool.provider_name: tool for tool in rows}
     found = {name: by_name.get(name) or by_provider.get(name) for name in names}
@@ -236,7 +243,13 @@ def _not_allowed(
         requests.append(selection.request)
     reasons: dict[str, str] = {}
     for position, request in enumerate(requests):
-        codes = policy_codes(snapshot, request)
+        # The caller's widest request holds no text: its codes are kept with
+        # the snapshot (a selection's request may hold messages: computed).
+        codes = (
+            kept_policy_codes(snapshot, request)
+            if position == 0
+            else policy_codes(snapshot, request)
+        )
         for tool in tools.values():
             row = snapshot.by_name.get(tool.name)
             if tool.name in reasons:
@@ -417,13 +430,19 @@ def decide_call(
     selection: LinkedSelection | None,
     name: str,
     arguments: dict[str, Any],
-    related: tuple[str, ...] = (),
+    read: list[Tool] | None = None,
 ) -> tuple[Tool | None, dict[str, Any]]:
     """One call decided exactly as tool-calls/validate decides it (flags, errors,
     repair hint), without its audit row: the caller records its own. The tool is
-    None when the caller may not know of it; ``related`` relations come with it."""
+    None when the caller may not know of it. ``read``: the catalog's tools named
+    ``name`` (by name or provider name) as the caller read them (calls.reads),
+    whoever may see them; else they are looked up here."""
     call = ToolCall(0, name, None, arguments, arguments, "", "canonical")
-    tools = _lookup(catalog, access, [name], related)
+    if read is None:
+        tools = _lookup(catalog, access, [name])
+    else:
+        visible = [tool for tool in read if tool_visible(access, tool)]
+        tools = _by_called_name(visible, [name])
     context = _Context(
         catalog, selection, tools, _not_allowed(catalog, access, selection, tools)
     )

@@ -137,3 +137,18 @@ def test_policy_stats_count_every_excluded_tool():
     result = select(snap, SelectionRequest(query=WEATHER))
     assert result.stats.considered == 5
     assert result.stats.excluded_by_policy == 2
+
+
+def test_kept_policy_codes_are_the_codes_of_their_own_snapshot_and_read_only():
+    from selection.engine.policy import kept_policy_codes, policy_codes
+
+    request = SelectionRequest(query="", roles=("ops",), visible_roles=("ops",))
+    open_snap = snapshot(tools())
+    closed_snap = snapshot(tools(getWeatherForecast={"allowed_roles": ("finance",)}))
+    first = kept_policy_codes(open_snap, request)
+    assert (first == policy_codes(open_snap, request)).all()
+    assert kept_policy_codes(open_snap, request) is first  # kept
+    other = kept_policy_codes(closed_snap, request)
+    assert (other == policy_codes(closed_snap, request)).all()
+    assert (other != first).any()  # a new snapshot is never answered from the old
+    assert not first.flags.writeable

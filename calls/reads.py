@@ -1,0 +1,106 @@
+"""The rows a tool call is decided on, read in one statement whose SQL is made once
+per process (``config.rows``): the catalog by its slug and its tools of the called
+name (by name or by the provider-safe name the model was shown), each with its
+source link and source.
+
+Building this as a queryset (the catalog, then the tools with
+``select_related("source_link__source")`` behind the visibility filter) cost two
+round trips and most of a call's CPU in Django's SQL compiler (bench/README.md,
+"A tool call at a tuned proxy's cost"). Nothing here is kept between calls: each
+call reads the current rows, so a changed or removed tool, link or source, and a
+new catalog version, count from the very next call. Who may see the catalog is
+decided before it is read (``Access.may_see_catalog``, the rule of
+``Catalog.objects.visible_to``); which of the tools the caller may see is the
+caller's to decide (``catalog.querysets.tool_visible``)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+from django.http import Http404
+
+from catalog.access import Access
+from catalog.models import Catalog, Tool
+from config.rows import Columns, column, fetch_all, split
+from sources.models import Source, SourceTool
+
+
+@dataclass(frozen=True)
+class CallRows:
+    """The catalog, and its tools named as called with ``source_link`` (and its
+    ``source``) already set: None for a tool without a source."""
+
+    catalog: Catalog
+    tools: list[Tool]
+
+
+@functools.cache
+def _call_read() -> tuple[str, tuple[Columns, Columns, Columns, Columns]]:
+    parts = (
+        Columns(Catalog, "c"),
+        Columns(Tool, "t"),
+        Columns(SourceTool, "l"),
+        Columns(Source, "s"),
+    )
+    quote = connection.ops.quote_name
+
+    def table(model: Any) -> str:
+        return quote(model._meta.db_table)
+
+    # Each part's first column is its primary key (a row without a tool or a
+    # link has NULL there).
+    assert all(part.fields[0].primary_key for part in parts)
+    pk = quote("id")
+    sql = (
+        f"SELECT {', '.join(part.sql() for part in parts)} FROM {table(Catalog)} c "
+        f"LEFT JOIN {table(Tool)} t ON t.{column(Tool, 'catalog')} = c.{pk} "
+        f"AND (t.{column(Tool, 'name')} = %s "
+        f"OR t.{column(Tool, 'provider_name')} = %s) "
+        f"LEFT JOIN {table(SourceTool)} l ON l.{column(SourceTool, 'tool')} = t.{pk} "
+        f"LEFT JOIN {table(Source)} s ON s.{pk} = l.{column(SourceTool, 'source')} "
+        f"WHERE c.{column(Catalog, 'slug')} = %s ORDER BY t.{pk}"
+    )
+    return sql, parts
+
+
+def read_call(access: Access, slug: str, name: str) -> CallRows:
+    """The catalog ``slug`` and its tools called ``name``; 404 naming the catalog
+    when the caller may not see it or there is none (one answer for both)."""
+    if not access.may_see_catalog(slug):
+        raise Http404(f"catalog: no catalog {slug!r}")
+    sql, parts = _call_read()
+    rows = fetch_all(sql, [name, name, slug])
+    if not rows:
+        raise Http404(f"catalog: no catalog {slug!r}")
+    catalogs, tools, links, sources = parts
+    catalog: Any = catalogs.instance(split(rows[0], parts)[0])
+    found = [_tool(catalog, split(row, parts), tools, links, sources) for row in rows]
+    return CallRows(catalog, [tool for tool in found if tool is not None])
+
+
+def _tool(
+    catalog: Catalog,
+    row: list[Any],
+    tools: Columns,
+    links: Columns,
+    sources: Columns,
+) -> Tool | None:
+    """The row's tool with its link and source set as ``select_related`` sets
+    them (so reading them costs no query), or None when the row has no tool."""
+    _, tool_row, link_row, source_row, _ = row
+    if tool_row[0] is None:
+        return None
+    tool: Any = tools.instance(tool_row)
+    Tool._meta.get_field("catalog").set_cached_value(tool, catalog)  # type: ignore[union-attr]
+    link: Any = None
+    if link_row[0] is not None:
+        link = links.instance(link_row)
+        source: Any = sources.instance(source_row)
+        Source._meta.get_field("catalog").set_cached_value(source, catalog)  # type: ignore[union-attr]
+        SourceTool._meta.get_field("source").set_cached_value(link, source)  # type: ignore[union-attr]
+        SourceTool._meta.get_field("tool").set_cached_value(link, tool)  # type: ignore[union-attr]
+    Tool._meta.get_field("source_link").set_cached_value(tool, link)  # type: ignore[union-attr]
+    return tool
