@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -94,7 +95,7 @@ def select(
     ``stage``: a hook around each step (see ``StageHook``)."""
     name = _check(snapshot, request)
     deadline = Deadline(request.timeout_ms, clock)
-    query = normalize(request)
+    query = _catalog_names(normalize(request), snapshot)
     with stage("policy") if stage else _NO_STAGE:
         codes = policy_codes(snapshot, request)
     ctx = ScoreContext(snapshot, query, request, codes == 0, deadline, semantic, llm)
@@ -104,6 +105,23 @@ def select(
     if scored is None:
         return _registration_order(ctx, codes, name)
     return _finish(ctx, codes, scored, name, degraded)
+
+
+def _catalog_names(query: NormalizedQuery, snap: CatalogSnapshot) -> NormalizedQuery:
+    """The conversation's tools by their catalog names: a model calls a tool by
+    the name it was shown, often the provider-safe one, while the ensemble's
+    focus, transition and recency signals key on catalog names."""
+    if not query.recent_tools:
+        return query
+    names = tuple(dict.fromkeys(_catalog_name(snap, n) for n in query.recent_tools))
+    return query if names == query.recent_tools else replace(query, recent_tools=names)
+
+
+def _catalog_name(snap: CatalogSnapshot, name: str) -> str:
+    if name in snap.by_name:
+        return name
+    row = snap.by_provider_name.get(name)
+    return name if row is None else snap.tools[row].name
 
 
 def _eligible(ctx: ScoreContext, scored: Scored) -> np.ndarray:

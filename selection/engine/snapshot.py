@@ -58,6 +58,14 @@ class CatalogSnapshot:
         return _first_rows([tool.name for tool in self.tools])
 
     @cached_property
+    def by_provider_name(self) -> dict[str, int]:
+        """Provider-safe name -> row: the name a model was shown and calls a
+        tool by (``weather_get_forecast`` for ``weather.get_forecast``)."""
+        named = _first_rows([tool.provider_name for tool in self.tools])
+        named.pop("", None)
+        return named
+
+    @cached_property
     def by_lower_name(self) -> dict[str, int]:
         """Lower-cased tool name -> row, for forgiving lookups (LLM answers)."""
         return _first_rows([tool.name.lower() for tool in self.tools])

@@ -160,3 +160,37 @@ def test_without_context_the_ensemble_scores_like_its_relevance_signal():
     assert [(p.name, p.score) for p in hybrid.tools] == [
         (p.name, p.score) for p in ensemble.tools
     ]
+
+
+def test_a_call_by_the_provider_safe_name_counts_as_a_call_of_the_catalog_tool():
+    # A model is shown (and calls) web_search_web for the catalog's web.searchWeb.
+    snap = snapshot(
+        tools(searchWeb={"name": "web.searchWeb", "provider_name": "web_searchWeb"}),
+        transitions={"web.searchWeb": {"send_email": 0.9}},
+    )
+    call = {
+        "type": "function",
+        "function": {"name": "web_searchWeb", "arguments": "{}"},
+    }
+    messages = [
+        {"role": "user", "content": "find articles about rain"},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "user", "content": "and share them with the team"},
+    ]
+    result = select(snap, SelectionRequest(messages=messages, scorer="ensemble"))
+    picks = {p.name: p for p in result.tools}
+    assert picks["send_email"].signals["transition"] == 0.9
+    assert "often follows web.searchweb" in picks["send_email"].reason.lower()
+    assert picks["web.searchWeb"].signals["sticky"] > 0
+
+
+def test_an_explicit_recent_tool_by_its_provider_safe_name_keeps_it_in_reach():
+    snap = snapshot(
+        tools(calculate={"name": "math.calc", "provider_name": "math_calc"})
+    )
+    request = SelectionRequest(
+        query="weather forecast", recent_tools=("math_calc",), scorer="ensemble"
+    )
+    result = select(snap, request)
+    assert result.names[:2] == ["getWeatherForecast", "math.calc"]
+    assert "used recently" in result.tools[1].reason.lower()
