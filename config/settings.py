@@ -188,6 +188,9 @@ SPECTACULAR_SETTINGS = {
         "ToolStatusEnum": "catalog.choices.ToolStatus",
         "LabelStatusEnum": "learning.models.LabelStatus",
         "SourceStatusEnum": "sources.models.SourceStatus",
+        "SourceKindEnum": "sources.models.SourceKind",
+        "WebhookEventEnum": "notify.choices.WebhookEvent",
+        "WebhookFormatEnum": "notify.choices.WebhookFormat",
         "ReviewStatusEnum": [("accepted", "Accepted"), ("rejected", "Rejected")],
     },
 }

@@ -17,6 +17,7 @@ from audit.models import AuditEvent
 from catalog.models import ApiClient, Job, Tool
 from config.jsonparse import MAX_BODY_DEPTH
 from learning.models import Label
+from notify.models import Delivery, Webhook
 from sources.models import Source
 from tests.factories import make_client_key, make_tool
 
@@ -48,6 +49,9 @@ def world(client: Any) -> dict[str, Any]:
     source = Source.objects.create(
         catalog=tool.catalog, name="up", url="https://mcp.example.com/mcp"
     )
+    webhook = Webhook.objects.create(
+        catalog=tool.catalog, name="ops", url="https://hooks.example.com/q"
+    )
     return {
         "client": client,
         "key": key,
@@ -56,6 +60,7 @@ def world(client: Any) -> dict[str, Any]:
             "/clients/": ApiClient.objects.get(name="sweeper").pk,
             "/sources/": source.pk,
             "/approvals/": uuid.uuid4(),
+            "/webhooks/": webhook.pk,
         },
     }
 
@@ -93,7 +98,7 @@ def _url(path: str, ids: dict[str, Any]) -> str:
 
 
 def written() -> tuple[int, ...]:
-    models = (Tool, Job, Label, Source, ApiClient, AuditEvent)
+    models = (Tool, Job, Label, Source, ApiClient, AuditEvent, Webhook, Delivery)
     return tuple(model.objects.count() for model in models)
 
 
