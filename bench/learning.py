@@ -35,6 +35,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -138,16 +139,15 @@ def label_parts(data: Prepared) -> list[LabelParts]:
     ]
 
 
-def quiver_learnt(
+def fitted_snapshot(
     data: Prepared,
     labels: list[Labelled],
     base: Matrix,
     train: np.ndarray,
-    test: np.ndarray,
     parts: Sequence[LabelParts] | None = None,
-) -> tuple[Matrix, dict, object]:
-    """Fit on ``train`` (engine settings and learnt signal), apply both through
-    the real engine, score ``test``."""
+) -> tuple[Any, CatalogSnapshot]:
+    """Fit on ``train`` (engine settings and learnt signal, learning.fit) and
+    the snapshot that applies both."""
     names = [s.name for s in data.specs]
     train_labels = [labels[i] for i in train]
     current = data.snapshot.settings
@@ -161,14 +161,32 @@ def quiver_learnt(
         data.snapshot.with_settings(fitted),
         learnt=signal if used else None,
     )
-    snap = snap.warm()
-    sub = replace(data, queries=[data.queries[i] for i in test])
-    sub = replace(
-        sub,
-        query_vecs=data.query_vecs[test],
-        sentence_vecs=[data.sentence_vecs[i] for i in test],
+    return result, snap.warm()
+
+
+def subset(data: Prepared, rows: np.ndarray) -> Prepared:
+    """``data`` with only the queries ``rows``."""
+    return replace(
+        data,
+        queries=[data.queries[i] for i in rows],
+        query_vecs=data.query_vecs[rows],
+        sentence_vecs=[data.sentence_vecs[i] for i in rows],
     )
-    return engine_matrix(sub, snap, vectors=True), result.cv, (result, snap)
+
+
+def quiver_learnt(
+    data: Prepared,
+    labels: list[Labelled],
+    base: Matrix,
+    train: np.ndarray,
+    test: np.ndarray,
+    parts: Sequence[LabelParts] | None = None,
+) -> tuple[Matrix, dict, object]:
+    """Fit on ``train`` (engine settings and learnt signal), apply both through
+    the real engine, score ``test``."""
+    result, snap = fitted_snapshot(data, labels, base, train, parts)
+    matrix = engine_matrix(subset(data, test), snap, vectors=True)
+    return matrix, result.cv, (result, snap)
 
 
 # --- report -----------------------------------------------------------------
@@ -221,7 +239,13 @@ def run_dataset(data: Prepared, folds: int) -> dict:
         rows["quiver: with learning"] += metrics_of(matrix, test, data)
         print(f"  fold {f}: fit {cv} ({fits[-1]:.1f} s)", flush=True)
     print_table(data, rows, tuned, folds)
-    return {"fold_of": fold_of, "applied": applied, "labels": labels, "base": base}
+    return {
+        "fold_of": fold_of,
+        "applied": applied,
+        "labels": labels,
+        "base": base,
+        "parts": parts,
+    }
 
 
 def print_table(data: Prepared, rows: dict, tuned: dict, folds: int) -> None:
@@ -519,8 +543,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument(
+        "--skip-by-kind",
+        action="store_true",
+        help="skip the no-tool check held out by kind of request (5 more fits)",
+    )
     parser.add_argument("--speed-only", action="store_true")
+    parser.add_argument(
+        "--no-tool-random-folds",
+        action="store_true",
+        help="calibrate 'no tool fits' on random folds (the old way), for comparison",
+    )
     args = parser.parse_args(argv)
+    if args.no_tool_random_folds:
+        import learning.notool
+
+        learning.notool.HOLD_OUT_BY_KIND = False
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     cache = EmbeddingCache(get_embedder())
     if args.speed_only:
@@ -534,6 +572,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         state = run_dataset(data, args.folds)
         if any(not q.relevant for q in data.queries):
             no_tool_report(data, state)
+            if not args.skip_by_kind:
+                from bench.learning_notool import no_tool_by_kind
+
+                no_tool_by_kind(data, state, args.folds)
         if name == "sealtools" and not args.skip_speed:
             speed_report(data, state)
 
