@@ -78,7 +78,9 @@ def folds_of(count: int, folds: int, seed: int = 20261127) -> np.ndarray:
 def kinds_of(vectors: np.ndarray, kinds: int = KINDS) -> np.ndarray:
     """A kind per row of ``vectors`` (unit rows): spherical k-means from a
     farthest-point start (deterministic: the first centre is the row nearest
-    the mean)."""
+    the mean), each kind holding at most ceil(n / kinds) rows, so that holding
+    one kind out never leaves the calibration a handful of no-tool labels (one
+    tight group of requests is cut into parts of nearby requests)."""
     n = len(vectors)
     if n <= kinds:
         return np.arange(n) % max(kinds, 1)
@@ -87,15 +89,26 @@ def kinds_of(vectors: np.ndarray, kinds: int = KINDS) -> np.ndarray:
     while len(centres) < kinds:
         nearest = (vectors @ vectors[centres].T).max(axis=1)
         centres.append(int(np.argmin(nearest)))
-    points = vectors[centres]
+    points = vectors[centres].copy()
     kind = np.zeros(n, dtype=np.int64)
     for _ in range(KMEANS_ROUNDS):
-        kind = np.argmax(vectors @ points.T, axis=1)
+        kind = _balanced(vectors @ points.T, -(-n // kinds))
         for c in range(kinds):
-            members = vectors[kind == c]
-            if len(members):
-                centre = members.sum(axis=0)
-                points[c] = centre / max(float(np.linalg.norm(centre)), 1e-12)
+            centre = vectors[kind == c].sum(axis=0)
+            points[c] = centre / max(float(np.linalg.norm(centre)), 1e-12)
+    return kind
+
+
+def _balanced(sims: np.ndarray, capacity: int) -> np.ndarray:
+    """Each row to its most similar centre that still has room, the most
+    similar (row, centre) pairs first."""
+    kind = np.full(len(sims), -1, dtype=np.int64)
+    room = np.full(sims.shape[1], capacity)
+    order = np.argsort(-sims, axis=None, kind="stable")
+    for row, centre in zip(*np.unravel_index(order, sims.shape), strict=True):
+        if kind[row] < 0 and room[centre] > 0:
+            kind[row] = centre
+            room[centre] -= 1
     return kind
 
 
