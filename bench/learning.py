@@ -1,8 +1,8 @@
 """Learning from labelled history: Quiver's learnt ranking against label-free and
 same-history peers, on folds of the dev sets (never scored on what was learnt).
 
-    .venv/bin/python bench/learning.py [--data metatool|sealtools|all] [--folds 5]
-        [--limit N] [--skip-speed]
+    .venv/bin/python bench/learning.py [--data metatool|sealtools|stabletoolbench|all]
+        [--folds 5] [--limit N] [--skip-speed] [--skip-by-kind] [--no-tool-random-folds]
 
 For each data set the dev queries are cut into ``--folds`` folds (fixed seed).
 For each fold the other folds' queries are the labels (history) and the fold is
@@ -10,20 +10,19 @@ scored. Rows of the table:
 
 * label-free peers: BM25 and cosine over name + description, the plain hybrid
   0.7 x z(cosine) + 0.3 x z(BM25), and Quiver's engine at its defaults;
-* same-history peers, each with its weight tuned by 3-fold CV on the labels only:
-  doc expansion (the labelled queries appended to the tool's BM25 text, fused
-  a x z(cosine) + (1 - a) x z(BM25)), centroid (the tool vector moved towards
-  its labelled queries' centroid, in the plain hybrid) and nearest labelled
-  request (the plain hybrid + g x the best cosine to a labelled query of the
-  tool, z-scored);
+* same-history peers (bench/learning_peers.py), each tuned by 3-fold CV on the
+  labels only: doc expansion, centroid, nearest labelled request, and the three
+  fused with weights tuned on the labels (issue 33's four);
 * Quiver with learning: learning.fit on the labels, the learnt signal applied
   through the real engine (selection.engine.select with the snapshot's learnt
   signal).
 
-Then, on MetaTool, the no-tool false-positive rate at the default request (3
-candidates, min_score 0.05) and single-tool R@1, without and with the calibrated
-threshold; and on Seal-Tools' 4,076 tools with 10,000 labels, learn time and the
-in-process selection latency with and without the learnt signal.
+Then, on a set with no-tool requests (MetaTool), the no-tool false-positive rate
+at the default request (3 candidates, min_score 0.05) and single-tool R@1,
+without and with the calibrated decision, on fold-held-out requests and on
+requests of a kind withheld from the labels (bench/learning_notool.py); and on
+Seal-Tools' 4,076 tools with 10,000 labels, learn time and the in-process
+selection latency with and without the learnt signal.
 """
 
 from __future__ import annotations

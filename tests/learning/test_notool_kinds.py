@@ -120,3 +120,12 @@ def test_held_out_at_random_the_same_catalog_flatters_the_calibration(monkeypatc
     report = result.cv["no_tool"]["learnt"]
     assert report["fp"] <= 0.15
     assert new_kind_fp(result, labels, seed=2) > report["fp"] + 0.3
+
+
+def test_the_learn_report_says_when_the_target_is_out_of_reach():
+    labels, base = kinds_catalog(2, kinds=4, per_kind=30)
+    report = fit(TOOLS, labels, base).cv["no_tool"]["learnt"]
+    assert report["held_out"] == "by kind"
+    assert report["fp"] > report["fp_target"]
+    assert report["fp_target_met"] is False
+    assert "above the target" in report["note"]
