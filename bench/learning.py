@@ -1,8 +1,8 @@
 """Learning from labelled history: Quiver's learnt ranking against label-free and
 same-history peers, on folds of the dev sets (never scored on what was learnt).
 
-    .venv/bin/python bench/learning.py [--data metatool|sealtools|all] [--folds 5]
-        [--limit N] [--skip-speed]
+    .venv/bin/python bench/learning.py [--data metatool|sealtools|stabletoolbench|all]
+        [--folds 5] [--limit N] [--skip-speed] [--skip-by-kind] [--no-tool-random-folds]
 
 For each data set the dev queries are cut into ``--folds`` folds (fixed seed).
 For each fold the other folds' queries are the labels (history) and the fold is
@@ -10,20 +10,19 @@ scored. Rows of the table:
 
 * label-free peers: BM25 and cosine over name + description, the plain hybrid
   0.7 x z(cosine) + 0.3 x z(BM25), and Quiver's engine at its defaults;
-* same-history peers, each with its weight tuned by 3-fold CV on the labels only:
-  doc expansion (the labelled queries appended to the tool's BM25 text, fused
-  a x z(cosine) + (1 - a) x z(BM25)), centroid (the tool vector moved towards
-  its labelled queries' centroid, in the plain hybrid) and nearest labelled
-  request (the plain hybrid + g x the best cosine to a labelled query of the
-  tool, z-scored);
+* same-history peers (bench/learning_peers.py), each tuned by 3-fold CV on the
+  labels only: doc expansion, centroid, nearest labelled request, and the three
+  fused with weights tuned on the labels (issue 33's four);
 * Quiver with learning: learning.fit on the labels, the learnt signal applied
   through the real engine (selection.engine.select with the snapshot's learnt
   signal).
 
-Then, on MetaTool, the no-tool false-positive rate at the default request (3
-candidates, min_score 0.05) and single-tool R@1, without and with the calibrated
-threshold; and on Seal-Tools' 4,076 tools with 10,000 labels, learn time and the
-in-process selection latency with and without the learnt signal.
+Then, on a set with no-tool requests (MetaTool), the no-tool false-positive rate
+at the default request (3 candidates, min_score 0.05) and single-tool R@1,
+without and with the calibrated decision, on fold-held-out requests and on
+requests of a kind withheld from the labels (bench/learning_notool.py); and on
+Seal-Tools' 4,076 tools with 10,000 labels, learn time and the in-process
+selection latency with and without the learnt signal.
 """
 
 from __future__ import annotations
@@ -32,24 +31,35 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._data import DATASETS, EmbeddingCache, get_embedder  # noqa: E402
-from bench.quality import (  # noqa: E402
-    PlainBM25,
-    Prepared,
-    hybrid_text,
-    prepare,
-    semantic_pool,
+from bench.learning_peers import (  # noqa: E402
+    ALPHAS,
+    BETAS,
+    GAMMAS,
+    bm25_matrix,
+    centroid,
+    doc_expansion,
+    fused,
+    metrics_of,
+    nearest_labelled,
+    positive,
+    ranked_names,
+    tune,
+    tune_fused,
+    zrows,
 )
+from bench.quality import Prepared, hybrid_text, prepare, semantic_pool  # noqa: E402
 from learning.fit import Labelled, build_signal, fit, folds_of  # noqa: E402
-from learning.metrics import mean_metrics, query_metrics  # noqa: E402
+from learning.metrics import mean_metrics  # noqa: E402
 from learning.tuning import LabelParts, Tuner, parts_of  # noqa: E402
 from selection.engine import EngineSettings, SelectionRequest, select  # noqa: E402
 from selection.engine.learnt import LearntSignal  # noqa: E402
@@ -57,11 +67,8 @@ from selection.engine.normalize import normalize  # noqa: E402
 from selection.engine.snapshot import CatalogSnapshot  # noqa: E402
 
 SEED = 20261126
-INNER = 3
+FUSED = "same: all three fused"
 COLUMNS = ("NDCG@10", "R@1", "MRR")
-ALPHAS = (0.3, 0.5, 0.7, 0.9)
-BETAS = (0.25, 0.5, 1.0, 2.0, 4.0)
-GAMMAS = (0.25, 0.5, 1.0, 2.0, 4.0)
 Matrix = np.ndarray
 
 
@@ -77,59 +84,6 @@ def labelled(data: Prepared) -> list[Labelled]:
         rows = tuple(at[t] for t in q.relevant if t in at)
         out.append(Labelled(data.query_vecs[i], terms, q.text, rows))
     return out
-
-
-def rel_matrix(labels: Sequence[Labelled], rows: np.ndarray, n: int) -> Matrix:
-    rel = np.zeros((len(rows), n), dtype=bool)
-    for j, i in enumerate(rows):
-        rel[j, list(labels[i].tools)] = True
-    return rel
-
-
-def ranked_names(scores: np.ndarray, names: Sequence[str], k: int = 10) -> list[str]:
-    """Top ``k`` names by score (positive only), ties by catalog order."""
-    rows = np.flatnonzero(scores > 0)
-    rows = rows[np.lexsort((rows, -scores[rows]))][:k]
-    return [names[int(r)] for r in rows]
-
-
-def metrics_of(
-    matrix: Matrix, rows: np.ndarray, data: Prepared
-) -> list[dict[str, float]]:
-    """Per-query metrics of a score matrix (rows = dev query indexes)."""
-    names = [s.name for s in data.specs]
-    return [
-        query_metrics(ranked_names(matrix[j], names), data.queries[i].relevant)
-        for j, i in enumerate(rows)
-        if data.queries[i].relevant
-    ]
-
-
-def ndcg(matrix: Matrix, rows: np.ndarray, data: Prepared) -> float:
-    return float(np.mean([m["NDCG@10"] for m in metrics_of(matrix, rows, data)]))
-
-
-def zrows(matrix: Matrix) -> Matrix:
-    """Each row z-scored (0 where a row is constant)."""
-    spread = matrix.std(axis=1, keepdims=True)
-    centred = matrix - matrix.mean(axis=1, keepdims=True)
-    return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 0)
-
-
-def positive(matrix: Matrix) -> Matrix:
-    """Shifted so every score is > 0 (rankers rank only positive scores)."""
-    return matrix - matrix.min(axis=1, keepdims=True) + 1.0
-
-
-def bm25_matrix(texts: Sequence[str], queries: Sequence[str]) -> Matrix:
-    index = PlainBM25([_Named(str(i)) for i in range(len(texts))], texts=texts)
-    return np.stack([index.scores(q) for q in queries])
-
-
-class _Named:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.description = ""
 
 
 # --- label-free rankers -------------------------------------------------------
@@ -167,97 +121,6 @@ def label_free(data: Prepared, base: Matrix) -> dict[str, Matrix]:
     }
 
 
-# --- same-history peers -------------------------------------------------------
-
-
-Parts = tuple[Matrix, ...]
-Peer = tuple[
-    Callable[[np.ndarray, np.ndarray], Parts], Callable[[Parts, float], Matrix]
-]
-
-
-def tune(
-    labels_rows: np.ndarray, data: Prepared, peer: Peer, grid: Sequence[float]
-) -> float:
-    """The grid value with the best inner-CV NDCG@10 over ``labels_rows``."""
-    build, combine = peer
-    inner = folds_of(len(labels_rows), INNER, SEED + 1)
-    totals = dict.fromkeys(grid, 0.0)
-    for f in range(INNER):
-        train, test = labels_rows[inner != f], labels_rows[inner == f]
-        parts = build(train, test)
-        for value in grid:
-            totals[value] += ndcg(combine(parts, value), test, data) * len(test)
-    return max(grid, key=lambda v: (totals[v], -grid.index(v)))
-
-
-def tool_queries(data: Prepared, train: np.ndarray) -> list[list[int]]:
-    at = {s.name: i for i, s in enumerate(data.specs)}
-    out: list[list[int]] = [[] for _ in data.specs]
-    for i in train:
-        for name in data.queries[i].relevant:
-            if name in at:
-                out[at[name]].append(int(i))
-    return out
-
-
-def doc_expansion(data: Prepared) -> Peer:
-    """a x z(cosine) + (1 - a) x z(BM25 over the tool text + its labelled queries)."""
-    cos = zrows(data.query_vecs @ data.hybrid_vecs.T)
-
-    def build(train: np.ndarray, test: np.ndarray) -> Parts:
-        per_tool = tool_queries(data, train)
-        texts = [
-            hybrid_text(s) + " " + " ".join(data.queries[i].text for i in per_tool[t])
-            for t, s in enumerate(data.specs)
-        ]
-        bm = bm25_matrix(texts, [data.queries[i].text for i in test])
-        return cos[test], zrows(bm)
-
-    def combine(parts: Parts, alpha: float) -> Matrix:
-        return positive(alpha * parts[0] + (1 - alpha) * parts[1])
-
-    return build, combine
-
-
-def centroid(data: Prepared, rich: Matrix) -> Peer:
-    """The plain hybrid with each tool vector moved b towards its labels' centroid."""
-
-    def build(train: np.ndarray, test: np.ndarray) -> Parts:
-        cents = np.zeros_like(data.hybrid_vecs)
-        for t, qs in enumerate(tool_queries(data, train)):
-            if qs:
-                c = data.query_vecs[qs].mean(axis=0)
-                cents[t] = c / max(float(np.linalg.norm(c)), 1e-12)
-        return data.query_vecs[test], cents, zrows(rich[test])
-
-    def combine(parts: Parts, beta: float) -> Matrix:
-        queries, cents, lexical = parts
-        vecs = data.hybrid_vecs + beta * cents
-        vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
-        return positive(0.7 * zrows(queries @ vecs.T) + 0.3 * lexical)
-
-    return build, combine
-
-
-def nearest_labelled(data: Prepared, hyb: Matrix) -> Peer:
-    """z(plain hybrid) + g x z(best cosine to a labelled query of the tool)."""
-
-    def build(train: np.ndarray, test: np.ndarray) -> Parts:
-        nearest = np.zeros((len(test), len(data.specs)))
-        sims = data.query_vecs[test] @ data.query_vecs[train].T
-        for t, qs in enumerate(tool_queries(data, train)):
-            if qs:
-                cols = np.searchsorted(train, qs)
-                nearest[:, t] = sims[:, cols].max(axis=1)
-        return zrows(hyb[test]), zrows(nearest)
-
-    def combine(parts: Parts, gamma: float) -> Matrix:
-        return positive(parts[0] + gamma * parts[1])
-
-    return build, combine
-
-
 # --- Quiver with learning ----------------------------------------------------
 
 
@@ -275,16 +138,15 @@ def label_parts(data: Prepared) -> list[LabelParts]:
     ]
 
 
-def quiver_learnt(
+def fitted_snapshot(
     data: Prepared,
     labels: list[Labelled],
     base: Matrix,
     train: np.ndarray,
-    test: np.ndarray,
     parts: Sequence[LabelParts] | None = None,
-) -> tuple[Matrix, dict, object]:
-    """Fit on ``train`` (engine settings and learnt signal), apply both through
-    the real engine, score ``test``."""
+) -> tuple[Any, CatalogSnapshot]:
+    """Fit on ``train`` (engine settings and learnt signal, learning.fit) and
+    the snapshot that applies both."""
     names = [s.name for s in data.specs]
     train_labels = [labels[i] for i in train]
     current = data.snapshot.settings
@@ -298,14 +160,32 @@ def quiver_learnt(
         data.snapshot.with_settings(fitted),
         learnt=signal if used else None,
     )
-    snap = snap.warm()
-    sub = replace(data, queries=[data.queries[i] for i in test])
-    sub = replace(
-        sub,
-        query_vecs=data.query_vecs[test],
-        sentence_vecs=[data.sentence_vecs[i] for i in test],
+    return result, snap.warm()
+
+
+def subset(data: Prepared, rows: np.ndarray) -> Prepared:
+    """``data`` with only the queries ``rows``."""
+    return replace(
+        data,
+        queries=[data.queries[i] for i in rows],
+        query_vecs=data.query_vecs[rows],
+        sentence_vecs=[data.sentence_vecs[i] for i in rows],
     )
-    return engine_matrix(sub, snap, vectors=True), result.cv, (result, snap)
+
+
+def quiver_learnt(
+    data: Prepared,
+    labels: list[Labelled],
+    base: Matrix,
+    train: np.ndarray,
+    test: np.ndarray,
+    parts: Sequence[LabelParts] | None = None,
+) -> tuple[Matrix, dict, object]:
+    """Fit on ``train`` (engine settings and learnt signal), apply both through
+    the real engine, score ``test``."""
+    result, snap = fitted_snapshot(data, labels, base, train, parts)
+    matrix = engine_matrix(subset(data, test), snap, vectors=True)
+    return matrix, result.cv, (result, snap)
 
 
 # --- report -----------------------------------------------------------------
@@ -329,10 +209,12 @@ def run_dataset(data: Prepared, folds: int) -> dict:
         "same: centroid": (centroid(data, rich), BETAS),
         "same: nearest labelled": (nearest_labelled(data, hyb), GAMMAS),
     }
+    fusion = fused(data, hyb)
     rows: dict[str, list[dict[str, float]]] = {k: [] for k in everything}
     rows.update({k: [] for k in makers})
+    rows[FUSED] = []
     rows["quiver: with learning"] = []
-    tuned: dict[str, list[float]] = {k: [] for k in makers}
+    tuned: dict[str, list] = {k: [] for k in [*makers, FUSED]}
     fits, applied = [], []
     for f in range(folds):
         train = np.flatnonzero(fold_of != f)
@@ -345,6 +227,10 @@ def run_dataset(data: Prepared, folds: int) -> dict:
             tuned[label].append(value)
             matrix = peer[1](peer[0](named_train, test), value)
             rows[label] += metrics_of(matrix, test, data)
+        weights = tune_fused(named_train, data, fusion)
+        tuned[FUSED].append(weights)
+        matrix = fusion[1](fusion[0](named_train, test), weights)
+        rows[FUSED] += metrics_of(matrix, test, data)
         t0 = time.perf_counter()
         matrix, cv, fitted = quiver_learnt(data, labels, base, train, test, parts)
         fits.append(time.perf_counter() - t0)
@@ -352,7 +238,13 @@ def run_dataset(data: Prepared, folds: int) -> dict:
         rows["quiver: with learning"] += metrics_of(matrix, test, data)
         print(f"  fold {f}: fit {cv} ({fits[-1]:.1f} s)", flush=True)
     print_table(data, rows, tuned, folds)
-    return {"fold_of": fold_of, "applied": applied, "labels": labels, "base": base}
+    return {
+        "fold_of": fold_of,
+        "applied": applied,
+        "labels": labels,
+        "base": base,
+        "parts": parts,
+    }
 
 
 def print_table(data: Prepared, rows: dict, tuned: dict, folds: int) -> None:
@@ -368,12 +260,14 @@ def print_table(data: Prepared, rows: dict, tuned: dict, folds: int) -> None:
     for label, m in means.items():
         note = ""
         if label in tuned:
-            note = "tuned per fold: " + ", ".join(f"{v:g}" for v in tuned[label])
+            note = "tuned per fold: " + ", ".join(_value(v) for v in tuned[label])
         print(f"{label:<28}" + "".join(f"{m[c]:>9.3f}" for c in COLUMNS) + f"  {note}")
     mine = means["quiver: with learning"]["NDCG@10"]
     free = max(v["NDCG@10"] for k, v in means.items() if k.startswith("peer"))
     own = means["quiver: engine default"]["NDCG@10"]
-    same = max(v["NDCG@10"] for k, v in means.items() if k.startswith("same"))
+    peers = {k: v["NDCG@10"] for k, v in means.items() if k.startswith("same")}
+    best = max(peers, key=peers.__getitem__)
+    same = peers[best]
     # Four decimals: a goal is met or missed on the unrounded difference.
     verdict = {True: "met", False: "MISSED"}
     print(
@@ -382,9 +276,15 @@ def print_table(data: Prepared, rows: dict, tuned: dict, folds: int) -> None:
     )
     print(f"NDCG@10 delta vs Quiver without labels: {mine - own:+.4f}")
     print(
-        f"NDCG@10 delta vs best same-history peer: {mine - same:+.4f} "
+        f"NDCG@10 delta vs best same-history peer ({best[6:]}): {mine - same:+.4f} "
         f"(goal >= +0.020: {verdict[mine - same >= 0.02]})"
     )
+
+
+def _value(value: float | tuple[float, ...]) -> str:
+    if isinstance(value, tuple):
+        return "/".join(f"{v:g}" for v in value)
+    return f"{value:g}"
 
 
 def no_tool_report(data: Prepared, state: dict) -> None:
@@ -642,8 +542,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument(
+        "--skip-by-kind",
+        action="store_true",
+        help="skip the no-tool check held out by kind of request (5 more fits)",
+    )
     parser.add_argument("--speed-only", action="store_true")
+    parser.add_argument(
+        "--no-tool-random-folds",
+        action="store_true",
+        help="calibrate 'no tool fits' on random folds (the old way), for comparison",
+    )
     args = parser.parse_args(argv)
+    if args.no_tool_random_folds:
+        import learning.notool
+
+        learning.notool.HOLD_OUT_BY_KIND = False
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     cache = EmbeddingCache(get_embedder())
     if args.speed_only:
@@ -657,6 +571,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         state = run_dataset(data, args.folds)
         if any(not q.relevant for q in data.queries):
             no_tool_report(data, state)
+            if not args.skip_by_kind:
+                from bench.learning_notool import no_tool_by_kind
+
+                no_tool_by_kind(data, state, args.folds)
         if name == "sealtools" and not args.skip_speed:
             speed_report(data, state)
 

@@ -7,6 +7,13 @@ fitted and calibrated on held-out folds only:
 
 * every feature of a label comes from the other folds (its fused scores are the
   fit's held-out scores; its similarities are to the other folds' labels);
+* the no-tool labels are held out by kind, not at random: they are grouped into
+  ``KINDS`` kinds of request (spherical k-means of their vectors; MetaTool's
+  no-tool requests mix coding tasks, riddles, opinion questions, writing
+  tasks), and each kind is scored by a model and against similarities that
+  never saw it. A random fold leaves a near-twin of most no-tool requests in
+  the training folds, so the cut looked safe (0.141 false positives on the
+  dev folds) and let through 0.340 of new requests (issue 33);
 * the probability cut is chosen on out-of-fold probabilities (the model scoring
   each fold is fitted on the other folds): the highest cut whose no-tool
   false-positive rate at the default request is at most ``FP_TARGET`` while
@@ -52,6 +59,12 @@ L2 = 1.0
 MIN_NO_TOOL = 10
 CHUNK = 512
 SIM_FOLDS = 10
+# The kinds the no-tool labels are grouped into (held out kind by kind).
+KINDS = 3
+KMEANS_ROUNDS = 20
+# False: no-tool labels held out at random like the others (before issue 33's
+# third session; bench/learning.py --no-tool-random-folds measures it).
+HOLD_OUT_BY_KIND = True
 
 
 def folds_of(count: int, folds: int, seed: int = 20261127) -> np.ndarray:
@@ -59,6 +72,59 @@ def folds_of(count: int, folds: int, seed: int = 20261127) -> np.ndarray:
     order = np.random.default_rng(seed).permutation(count)
     out = np.empty(count, dtype=np.int64)
     out[order] = np.arange(count) % folds
+    return out
+
+
+def kinds_of(vectors: np.ndarray, kinds: int = KINDS) -> np.ndarray:
+    """A kind per row of ``vectors`` (unit rows): spherical k-means from a
+    farthest-point start (deterministic: the first centre is the row nearest
+    the mean), each kind holding at most ceil(n / kinds) rows, so that holding
+    one kind out never leaves the calibration a handful of no-tool labels (one
+    tight group of requests is cut into parts of nearby requests)."""
+    n = len(vectors)
+    if n <= kinds:
+        return np.arange(n) % max(kinds, 1)
+    mean = vectors.mean(axis=0)
+    centres = [int(np.argmax(vectors @ mean))]
+    while len(centres) < kinds:
+        nearest = (vectors @ vectors[centres].T).max(axis=1)
+        centres.append(int(np.argmin(nearest)))
+    points = vectors[centres].copy()
+    kind = np.zeros(n, dtype=np.int64)
+    for _ in range(KMEANS_ROUNDS):
+        kind = _balanced(vectors @ points.T, -(-n // kinds))
+        for c in range(kinds):
+            centre = vectors[kind == c].sum(axis=0)
+            points[c] = centre / max(float(np.linalg.norm(centre)), 1e-12)
+    return kind
+
+
+def _balanced(sims: np.ndarray, capacity: int) -> np.ndarray:
+    """Each row to its most similar centre that still has room, the most
+    similar (row, centre) pairs first."""
+    kind = np.full(len(sims), -1, dtype=np.int64)
+    room = np.full(sims.shape[1], capacity)
+    order = np.argsort(-sims, axis=None, kind="stable")
+    for row, centre in zip(*np.unravel_index(order, sims.shape), strict=True):
+        if kind[row] < 0 and room[centre] > 0:
+            kind[row] = centre
+            room[centre] -= 1
+    return kind
+
+
+def by_kind(
+    labels: Sequence[_Label], folds: np.ndarray, kinds: int = KINDS
+) -> np.ndarray:
+    """``folds`` with every no-tool label's fold replaced by its kind (fold ids
+    ``kinds`` apart from no fold: ``folds.max() + 1 + kind``), so that a no-tool
+    label is held out with its whole kind; tool labels keep their fold."""
+    none = np.flatnonzero([not lab.tools for lab in labels])
+    out = folds.copy()
+    if len(none) and HOLD_OUT_BY_KIND:
+        vectors = np.stack([labels[int(i)].vector for i in none]).astype(np.float64)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = vectors / np.maximum(norms, 1e-12)
+        out[none] = int(folds.max()) + 1 + kinds_of(vectors, kinds)
     return out
 
 
@@ -187,11 +253,12 @@ def fit_decision(
     top, margin = score_features(fused)
     # Similarities against most of the labels (as a request will see all of
     # them), each label's own fold left out.
+    # No-tool labels are held out by kind (``by_kind``) in both.
     split = folds_of(len(labels), SIM_FOLDS) if SIM_FOLDS else folds
     voting = any("vote" in f for f in FEATURE_SETS)
     ks = VOTE_K if voting else VOTE_K[:1]
-    similar = held_out_similarities(labels, rows, split, ks)
-    row_folds = folds[rows]
+    similar = held_out_similarities(labels, rows, by_kind(labels, split), ks)
+    row_folds = by_kind(labels, folds)[rows]
     # No-tool requests against requests whose right tool comes first: gating a
     # request whose first tool is wrong costs no R@1.
     trained = none | right
@@ -225,7 +292,17 @@ def fit_decision(
         "fp": round(found["fp"], 4),
         "r1_before": round(found["r1_before"], 4),
         "r1_after": round(found["r1"], 4),
+        "held_out": "by kind" if HOLD_OUT_BY_KIND else "at random",
+        "fp_target": FP_TARGET,
+        "fp_target_met": bool(found["fp"] <= FP_TARGET + 1e-12),
     }
+    if not report["fp_target_met"]:
+        # Said in the learn report rather than hidden: no cut reached the target
+        # on kinds of request the calibration never saw.
+        report["note"] = (
+            f"false-positive rate {report['fp']} on no-tool requests of kinds "
+            f"held out, above the target {FP_TARGET}, within the R@1 loss"
+        )
     if found["cut"] > 1:
         return None, {**report, "reason": "no cut keeps R@1 within the loss"}
     return decision, report
