@@ -69,7 +69,11 @@ def celery_broker(url: str) -> Iterator[None]:
     def switch(to: str) -> None:
         from kombu import pools
 
-        pools.reset()  # kombu keeps pools by URL: drop them all, closed or not
+        # kombu keeps pools by URL: forget them all, without closing them. Closing
+        # a channel that waits on a BRPOP (a reply queue this process consumed)
+        # first reads that reply, with no timeout: it hung the suite for good.
+        pools.connections.clear()
+        pools.producers.clear()
         app._pool = None
         app.amqp._producer_pool = None
         app.conf.broker_url = to
