@@ -1,0 +1,138 @@
+"""Where a call's web CPU goes: POST /api/v1/tool-calls/execute (and /mcp
+tools/call of call_tool) in this process through Django's WSGI handler (every
+middleware), against the calls bench's upstream in a process of its own, under
+cProfile. Prints the CPU a call costs this process (all its threads, so the
+per-process loop thread's share of the upstream call is counted) and the top
+functions by their own and cumulative time.
+
+    .venv/bin/python -m config.devstack test -- .venv/bin/python bench/call_profile.py
+
+Options: ``--requests N`` (300), ``--way rest|mcp``, ``--top N`` (40)."""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench._loadstack import (  # noqa: E402
+    create_database,
+    drop_database,
+    with_database,
+)
+from bench.call_overhead import SLUG, UPSTREAM_PAGE, build, start_line, stop_line  # noqa: E402
+
+DATABASE = "quiver_bench_callprof"
+
+
+def loop(args: argparse.Namespace, key: str) -> None:
+    from django.test import Client
+
+    from calls.upstream import pool
+
+    client = Client(SERVER_NAME="localhost", HTTP_AUTHORIZATION=f"Bearer {key}")
+    call = {"name": "weather.get_forecast", "arguments": {"city": "Paris", "days": 2}}
+    call["catalog"] = SLUG
+    if args.way == "rest":
+        path, body = "/api/v1/tool-calls/execute", call
+    else:
+        path = "/mcp"
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "call_tool", "arguments": call},
+        }
+    headers = {"HTTP_ACCEPT": "application/json, text/event-stream"}
+    headers["HTTP_MCP_PROTOCOL_VERSION"] = "2025-06-18"
+
+    def once() -> None:
+        response = client.post(path, json.dumps(body), "application/json", **headers)
+        if response.status_code != 200:
+            raise SystemExit(f"{path}: {response.status_code} {response.content!r}")
+
+    for _ in range(20):
+        once()
+    if args.queries:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as queries:
+            once()
+        for query in queries.captured_queries:
+            print(f"SQL: {query['sql'][:300]}")
+    cpu, main, wall = time.process_time(), time.thread_time(), time.perf_counter()
+    for _ in range(args.requests):
+        once()
+    cpu = (time.process_time() - cpu) / args.requests * 1000
+    main = (time.thread_time() - main) / args.requests * 1000
+    wall = (time.perf_counter() - wall) / args.requests * 1000
+    print(
+        f"{args.way}, unprofiled: {cpu:.2f} ms CPU a call (process; the request's "
+        f"thread {main:.2f}, other threads {cpu - main:.2f}), {wall:.2f} ms wall"
+    )
+    profile, on_loop = cProfile.Profile(), cProfile.Profile()
+    loop = pool()
+    loop.submit(_enable(on_loop), 5)
+    profile.enable()
+    for _ in range(args.requests):
+        once()
+    profile.disable()
+    loop.submit(_disable(on_loop), 5)
+    for title, found in (("request thread", profile), ("loop thread", on_loop)):
+        for order in ("tottime", "cumulative"):
+            text = io.StringIO()
+            stats = pstats.Stats(found, stream=text).sort_stats(order)
+            stats.print_stats(args.top)
+            print(f"== {title}, by {order}")
+            print(text.getvalue())
+
+
+async def _enable(profile: cProfile.Profile) -> None:
+    profile.enable()  # on the loop's own thread
+
+
+async def _disable(profile: cProfile.Profile) -> None:
+    profile.disable()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--way", choices=["rest", "mcp"], default="rest")
+    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--queries", action="store_true", help="print one call's SQL")
+    args = parser.parse_args(argv)
+    admin_url = os.environ.get("DATABASE_URL", "")
+    if not admin_url:
+        raise SystemExit("run through `python -m config.devstack test -- ...`")
+    create_database(admin_url, DATABASE)
+    os.environ["DATABASE_URL"] = with_database(admin_url, DATABASE)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("SECRET_KEY", os.urandom(32).hex())
+    os.environ["DEBUG"] = "false"
+    upstream_command = [sys.executable, str(ROOT / "bench" / "_upstream.py")]
+    upstream, url = start_line([*upstream_command, str(UPSTREAM_PAGE)], "upstream")
+    try:
+        key = build(url, 0)
+        loop(args, key)
+    finally:
+        stop_line(upstream)
+        from django.db import connections
+
+        connections.close_all()
+        drop_database(admin_url, DATABASE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
