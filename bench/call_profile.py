@@ -88,6 +88,9 @@ def loop(args: argparse.Namespace, key: str) -> None:
         once()
     profile.disable()
     loop.submit(_disable(on_loop), 5)
+    if args.dump:
+        profile.dump_stats(f"{args.dump}.request")
+        on_loop.dump_stats(f"{args.dump}.loop")
     for title, found in (("request thread", profile), ("loop thread", on_loop)):
         for order in ("tottime", "cumulative"):
             text = io.StringIO()
@@ -110,6 +113,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--way", choices=["rest", "mcp"], default="rest")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--dump", help="write both profiles to DUMP.request/.loop")
     parser.add_argument("--queries", action="store_true", help="print one call's SQL")
     args = parser.parse_args(argv)
     admin_url = os.environ.get("DATABASE_URL", "")
