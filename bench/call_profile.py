@@ -1,13 +1,16 @@
-"""Where a call's web CPU goes: POST /api/v1/tool-calls/execute (and /mcp
-tools/call of call_tool) in this process through Django's WSGI handler (every
-middleware), against the calls bench's upstream in a process of its own, under
-cProfile. Prints the CPU a call costs this process (all its threads, so the
-per-process loop thread's share of the upstream call is counted) and the top
-functions by their own and cumulative time.
+"""Where a call's web CPU goes: POST /api/v1/tool-calls/execute (or /mcp
+tools/call of call_tool) in this process through the WSGI application gunicorn
+serves (/mcp beside Django with every middleware), against the calls bench's
+upstream in a process of its own. Prints the CPU a call costs this process, all
+its threads (the upstream client's share on the loop thread, and for /mcp the
+gateway's loop and its worker thread, count), then the request thread's and the
+upstream loop thread's cProfile, by own and by cumulative time.
 
     .venv/bin/python -m config.devstack test -- .venv/bin/python bench/call_profile.py
 
-Options: ``--requests N`` (300), ``--way rest|mcp``, ``--top N`` (40)."""
+Options: ``--requests N`` (300), ``--way rest|mcp``, ``--top N`` (40), ``--dump
+PATH`` (both profiles to PATH.request and PATH.loop), ``--queries`` (one call's
+SQL)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import pstats
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -34,31 +38,59 @@ from bench.call_overhead import SLUG, UPSTREAM_PAGE, build, start_line, stop_lin
 DATABASE = "quiver_bench_callprof"
 
 
-def loop(args: argparse.Namespace, key: str) -> None:
-    from django.test import Client
+def wsgi_post(key: str, path: str, body: dict[str, Any]) -> tuple[str, bytes]:
+    """One POST through ``config.wsgi.application`` (/mcp beside Django, as
+    gunicorn serves them), in this thread."""
+    from config.wsgi import application
 
+    data = json.dumps(body).encode()
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": "localhost",
+        "HTTP_AUTHORIZATION": f"Bearer {key}",
+        "HTTP_ACCEPT": "application/json, text/event-stream",
+        "HTTP_MCP_PROTOCOL_VERSION": "2025-06-18",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(data)),
+        "wsgi.input": io.BytesIO(data),
+        "wsgi.errors": sys.stderr,
+        "wsgi.url_scheme": "http",
+        "wsgi.version": (1, 0),
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    status: list[str] = []
+    chunks = application(environ, lambda given, *_: status.append(given))
+    answer = b"".join(chunks)
+    getattr(chunks, "close", lambda: None)()
+    return status[0], answer
+
+
+def loop(args: argparse.Namespace, key: str) -> None:
     from calls.upstream import pool
 
-    client = Client(SERVER_NAME="localhost", HTTP_AUTHORIZATION=f"Bearer {key}")
-    call = {"name": "weather.get_forecast", "arguments": {"city": "Paris", "days": 2}}
-    call["catalog"] = SLUG
-    if args.way == "rest":
-        path, body = "/api/v1/tool-calls/execute", call
-    else:
+    call: dict[str, Any] = {
+        "name": "weather.get_forecast",
+        "arguments": {"city": "Paris", "days": 2},
+        "catalog": SLUG,
+    }
+    path, body = "/api/v1/tool-calls/execute", call
+    if args.way == "mcp":
         path = "/mcp"
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "call_tool", "arguments": call},
-        }
-    headers = {"HTTP_ACCEPT": "application/json, text/event-stream"}
-    headers["HTTP_MCP_PROTOCOL_VERSION"] = "2025-06-18"
+        params = {"name": "call_tool", "arguments": call}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
 
     def once() -> None:
-        response = client.post(path, json.dumps(body), "application/json", **headers)
-        if response.status_code != 200:
-            raise SystemExit(f"{path}: {response.status_code} {response.content!r}")
+        status, answer = wsgi_post(key, path, body)
+        if not status.startswith("200") or b'"isError":true' in answer:
+            raise SystemExit(f"{path}: {status} {answer[:500]!r}")
 
     for _ in range(20):
         once()
