@@ -90,17 +90,24 @@ class _ProcessGate:
 
 
 _gate = _ProcessGate()
-_clients: dict[str, redis.Redis] = {}
+_clients: dict[str, tuple[redis.Redis, Any]] = {}
 _clients_lock = threading.Lock()
 
 
 def _redis() -> redis.Redis:
+    return _client()[0]
+
+
+def _client() -> tuple[redis.Redis, Any]:
+    """The broker's Redis, and ``TAKE`` registered with it: sent by its SHA
+    (EVALSHA), the text only when Redis does not know it (after a restart)."""
     url = settings.CELERY_BROKER_URL
     with _clients_lock:
         if url not in _clients:
-            _clients[url] = redis.Redis.from_url(
+            made = redis.Redis.from_url(
                 url, socket_timeout=0.5, socket_connect_timeout=0.5
             )
+            _clients[url] = (made, made.register_script(TAKE))
         return _clients[url]
 
 
@@ -125,7 +132,8 @@ class Slots:
     def release(self) -> None:
         _gate.leave()
         try:
-            pipe = _redis().pipeline()
+            # Each ZREM stands alone: no MULTI/EXEC around them.
+            pipe = _redis().pipeline(transaction=False)
             for key in self.keys:
                 pipe.zrem(key, self.member)
             pipe.execute()
@@ -147,15 +155,14 @@ def hold(user: Any, source_id: int, timeout: float) -> Slots:
     keys = (f"quiver:calls:{caller_key(user)}", f"quiver:calls:source:{source_id}")
     member = uuid.uuid4().hex
     try:
-        taken = _redis().eval(
-            TAKE,
-            2,
-            *keys,
+        _, take = _client()
+        given = (
             timeout + SLOT_MARGIN_S,
             member,
             settings.QUIVER_CALLS_PER_KEY,
             settings.QUIVER_CALLS_PER_SOURCE,
         )
+        taken = take(keys=keys, args=given)
     except redis.RedisError as exc:
         _gate.leave()
         log.warning("call refused, Redis unavailable: %s", exc)

@@ -1,7 +1,8 @@
 """The rows a tool call is decided on, read in one statement whose SQL is made once
-per process (``config.rows``): the catalog by its slug and its tools of the called
-name (by name or by the provider-safe name the model was shown), each with its
-source link and source.
+per process (``config.rows``): the catalog by its slug, its selection settings'
+row (the policy check's snapshot is keyed by their version) and its tools of the
+called name (by name or by the provider-safe name the model was shown), each with
+its source link and source.
 
 Building this as a queryset (the catalog, then the tools with
 ``select_related("source_link__source")`` behind the visibility filter) cost two
@@ -25,22 +26,27 @@ from django.http import Http404
 from catalog.access import Access
 from catalog.models import Catalog, Tool
 from config.rows import Columns, column, fetch_all, split
+from selection.models import SelectionSettings
+from selection.querysets import StoredSettings
 from sources.models import Source, SourceTool
 
 
 @dataclass(frozen=True)
 class CallRows:
-    """The catalog, and its tools named as called with ``source_link`` (and its
-    ``source``) already set: None for a tool without a source."""
+    """The catalog, its settings row, and its tools named as called with
+    ``source_link`` (and its ``source``) already set: None for a tool without a
+    source."""
 
     catalog: Catalog
     tools: list[Tool]
+    settings: StoredSettings
 
 
 @functools.cache
-def _call_read() -> tuple[str, tuple[Columns, Columns, Columns, Columns]]:
+def _call_read() -> tuple[str, tuple[Columns, ...]]:
     parts = (
         Columns(Catalog, "c"),
+        Columns(SelectionSettings, "e", only=("id", "data", "version")),
         Columns(Tool, "t"),
         Columns(SourceTool, "l"),
         Columns(Source, "s"),
@@ -56,6 +62,8 @@ def _call_read() -> tuple[str, tuple[Columns, Columns, Columns, Columns]]:
     pk = quote("id")
     sql = (
         f"SELECT {', '.join(part.sql() for part in parts)} FROM {table(Catalog)} c "
+        f"LEFT JOIN {table(SelectionSettings)} e "
+        f"ON e.{column(SelectionSettings, 'catalog')} = c.{pk} "
         f"LEFT JOIN {table(Tool)} t ON t.{column(Tool, 'catalog')} = c.{pk} "
         f"AND (t.{column(Tool, 'name')} = %s "
         f"OR t.{column(Tool, 'provider_name')} = %s) "
@@ -75,10 +83,20 @@ def read_call(access: Access, slug: str, name: str) -> CallRows:
     rows = fetch_all(sql, [name, name, slug])
     if not rows:
         raise Http404(f"catalog: no catalog {slug!r}")
-    catalogs, tools, links, sources = parts
-    catalog: Any = catalogs.instance(split(rows[0], parts)[0])
+    catalogs, stored, tools, links, sources = parts
+    first = split(rows[0], parts)
+    catalog: Any = catalogs.instance(first[0])
     found = [_tool(catalog, split(row, parts), tools, links, sources) for row in rows]
-    return CallRows(catalog, [tool for tool in found if tool is not None])
+    known = [tool for tool in found if tool is not None]
+    return CallRows(catalog, known, _settings(stored, first[1]))
+
+
+def _settings(columns: Columns, row: Any) -> StoredSettings:
+    """The settings' part of the row (NULLs: the catalog never changed them)."""
+    if row[0] is None:
+        return StoredSettings(None, 0)
+    found: Any = columns.instance(row)
+    return StoredSettings(found.data, found.version)
 
 
 def _tool(
@@ -90,7 +108,7 @@ def _tool(
 ) -> Tool | None:
     """The row's tool with its link and source set as ``select_related`` sets
     them (so reading them costs no query), or None when the row has no tool."""
-    _, tool_row, link_row, source_row, _ = row
+    _, _, tool_row, link_row, source_row, _ = row
     if tool_row[0] is None:
         return None
     tool: Any = tools.instance(tool_row)

@@ -94,7 +94,9 @@ def execute_call(
     call = CallRecord(
         user, found, name, arguments, selection_id, approval_id, request_id, channel
     )
-    tool, decided = decide_call(found, access, selection, name, arguments, rows.tools)
+    tool, decided = decide_call(
+        found, access, selection, name, arguments, rows.tools, rows.settings
+    )
     if tool is None:
         rule = f"name: no tool {name!r} in {found.slug!r}"
         return _refuse(call, rule, status=404, field="name")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, models
@@ -14,17 +15,36 @@ if TYPE_CHECKING:
     from catalog.models import Catalog
 
 
+@dataclass(frozen=True)
+class StoredSettings:
+    """A catalog's settings row as read (``data`` None and version 0 while the
+    catalog has never changed them). Parsing them costs ~0.2 ms, so it is left
+    to the reader that needs them (a snapshot being built), not every request."""
+
+    data: dict[str, Any] | None
+    version: int
+
+    def effective(self) -> EngineSettings:
+        """The settings with defaults filled in."""
+        return EngineSettings.from_dict(self.data) if self.data else EngineSettings()
+
+
 class SelectionSettingsQuerySet(models.QuerySet):
     def effective_for(self, catalog: Catalog) -> tuple[EngineSettings, int]:
         """The one reader of a catalog's settings: defaults filled in, and the
-        version (0 while the catalog has never changed them). Read on every
-        selection, with SQL made once per process (config.rows)."""
+        version (0 while the catalog has never changed them)."""
+        stored = self.stored_for(catalog)
+        return stored.effective(), stored.version
+
+    def stored_for(self, catalog: Catalog) -> StoredSettings:
+        """The catalog's settings row as stored, read on every selection with
+        SQL made once per process (config.rows)."""
         sql, columns = _settings_read(self.model)
         found = fetch_one(sql, [catalog.pk])
         if found is None:
-            return EngineSettings(), 0
+            return StoredSettings(None, 0)
         row: Any = columns.instance(found)
-        return EngineSettings.from_dict(row.data), row.version
+        return StoredSettings(row.data, row.version)
 
 
 @functools.cache

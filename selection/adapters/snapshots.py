@@ -39,6 +39,7 @@ from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.vectors import VectorTable
 from selection.models import SelectionSettings
+from selection.querysets import StoredSettings
 
 # The columns a record is built from: every ToolSpec field, read as plain values
 # (no model instances, no ToolSpec.to_dict deep copies: at 100k tools those were
@@ -83,14 +84,20 @@ _makers: dict[int, threading.Lock] = {}
 _due: dict[int, float] = {}
 
 
-def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
+def get_snapshot(
+    catalog: Catalog, stored: StoredSettings | None = None
+) -> tuple[CatalogSnapshot, dict[int, str]]:
     """The snapshot of the catalog's current version and its id -> name map.
+    ``stored``: the catalog's settings row when the caller read it with the
+    catalog (calls.reads, one statement), else it is read here.
 
     A new catalog version patches the snapshot (or rebuilds it); readers of the
     old one keep it until they finish (snapshots are immutable). One thread of
     a process makes a catalog's snapshot at a time (the web workers are
     threaded): the others wait for it instead of building copies of it."""
-    engine_settings, settings_version = SelectionSettings.objects.effective_for(catalog)
+    if stored is None:
+        stored = SelectionSettings.objects.stored_for(catalog)
+    settings_version = stored.version
     # The update time guards against a version number reused after a rollback
     # and moves when vectors land (catalog.services.embeddings).
     key = (catalog.version, catalog.updated.isoformat(), settings_version)
@@ -105,7 +112,7 @@ def get_snapshot(catalog: Catalog) -> tuple[CatalogSnapshot, dict[int, str]]:
         if cached is not None and _patchable(cached, catalog, settings_version):
             entry = _refresh(catalog, cached, key)
         if entry is None:
-            entry = _build(catalog, engine_settings, key)
+            entry = _build(catalog, stored.effective(), key)
             _freeze()
         _install(catalog.pk, entry)
     if entry.stale_index:

@@ -47,6 +47,7 @@ from catalog.services.tools import tool_to_spec
 from selection.adapters.snapshots import get_snapshot
 from selection.engine.policy import kept_policy_codes, policy_codes
 from selection.engine.types import HIDDEN, POLICY_REASONS, SelectionRequest
+from selection.querysets import StoredSettings
 from selection.toolcalls.hints import join_hints, schema_hints
 from selection.toolcalls.parse import ParsedOutput, ToolCall
 from telemetry import tracing
@@ -164,9 +165,8 @@ def validate_tool_calls(
     """Each call decided and validated; the whole request is one audit event."""
     names = sorted({call.name for call in parsed.calls})
     tools = _lookup(catalog, access, names)
-    context = _Context(
-        catalog, selection, tools, _not_allowed(catalog, access, selection, tools)
-    )
+    denied = _not_allowed(catalog, access, selection, tools)
+    context = _Context(catalog, selection, tools, denied)
     results = [_decide(call, context) for call in parsed.calls]
     answer = {
         "selection_id": selection.selection_id if selection else None,
@@ -232,12 +232,13 @@ def _not_allowed(
     access: Access,
     selection: LinkedSelection | None,
     tools: dict[str, Tool],
+    stored: StoredSettings | None = None,
 ) -> dict[str, str]:
     """Tool name -> the first policy rule that keeps it from being called here:
     the caller's widest request, then the linked selection's own request."""
     if not tools:
         return {}
-    snapshot, _ = get_snapshot(catalog)
+    snapshot, _ = get_snapshot(catalog, stored)
     requests = [_widest_request(access)]
     if selection is not None and selection.request is not None:
         requests.append(selection.request)
@@ -431,21 +432,22 @@ def decide_call(
     name: str,
     arguments: dict[str, Any],
     read: list[Tool] | None = None,
+    stored: StoredSettings | None = None,
 ) -> tuple[Tool | None, dict[str, Any]]:
     """One call decided exactly as tool-calls/validate decides it (flags, errors,
     repair hint), without its audit row: the caller records its own. The tool is
     None when the caller may not know of it. ``read``: the catalog's tools named
     ``name`` (by name or provider name) as the caller read them (calls.reads),
-    whoever may see them; else they are looked up here."""
+    whoever may see them; else they are looked up here. ``stored``: the
+    catalog's settings row read with it, else read here."""
     call = ToolCall(0, name, None, arguments, arguments, "", "canonical")
     if read is None:
         tools = _lookup(catalog, access, [name])
     else:
         visible = [tool for tool in read if tool_visible(access, tool)]
         tools = _by_called_name(visible, [name])
-    context = _Context(
-        catalog, selection, tools, _not_allowed(catalog, access, selection, tools)
-    )
+    denied = _not_allowed(catalog, access, selection, tools, stored)
+    context = _Context(catalog, selection, tools, denied)
     result = _decide(call, context)
     known = "unknown_tool" not in result["flags"]
     return (tools.get(name) if known else None), result

@@ -161,3 +161,17 @@ def test_mcp_answers_a_limit_as_an_error_result_naming_it(agent, upstream, setti
     assert result.structured_content["status"] == "refused"
     assert result.structured_content["reason"].startswith("calls_per_key: ")
     assert upstream.calls == []
+
+
+def test_limits_still_hold_after_redis_forgets_its_scripts(agent, upstream, settings):
+    # The slots' script is sent by its SHA; a restarted Redis knows no scripts.
+    settings.QUIVER_CALLS_PER_KEY = 1
+    assert agent.post(URL, FORECAST, format="json").json()["outcome"] == "ran"
+    limits._redis().script_flush()
+    with limits.hold(user_of("agent-limits"), source_id(), 30) as held:
+        refused = agent.post(URL, FORECAST, format="json")
+        assert refused.status_code == 429
+        assert limits._redis().zcard(held.keys[0]) == 1
+    assert limits._redis().zcard(held.keys[0]) == 0  # given back
+    assert agent.post(URL, FORECAST, format="json").json()["outcome"] == "ran"
+    assert len(upstream.calls_to("get_forecast")) == 2

@@ -16,6 +16,10 @@ from catalog.access import Access
 from catalog.models import Tool
 from catalog.services import ensure_default_catalog
 from catalog.services.tools import set_tool_status
+from selection.models import SelectionSettings
+from selection.querysets import StoredSettings
+from selection.services.settings import update_selection_settings
+from selection.services.tool_calls import decide_call
 from sources.models import Source, SourceTool
 from sources.services import update_source
 from tests.calls.conftest import link_source
@@ -54,6 +58,46 @@ def test_the_read_gives_the_rows_the_orm_gives_with_nothing_left_to_query(
     assert fields_of(link) == fields_of(orm.source_link)
     assert fields_of(source) == fields_of(orm.source_link.source)
     assert model_to_dict(tool) == model_to_dict(orm)
+
+
+def test_the_read_brings_the_catalogs_settings_row_as_the_queryset_reads_it(
+    linked, admin_user, django_assert_num_queries
+):
+    catalog = ensure_default_catalog()
+    assert read_call(EVERYONE, "default", FORECAST).settings == StoredSettings(None, 0)
+    update_selection_settings(catalog, {"candidate_pool": 40}, actor=admin_user)
+    with django_assert_num_queries(1):
+        found = read_call(EVERYONE, "default", FORECAST).settings
+    assert found == SelectionSettings.objects.stored_for(catalog)
+    assert found.version > 0 and found.effective().candidate_pool == 40
+    # A catalog without the called tool still brings its settings.
+    assert read_call(EVERYONE, "default", "no_such_tool").settings == found
+
+
+def test_a_settings_change_after_a_call_decides_the_very_next_one(db, admin_user):
+    catalog = ensure_default_catalog()
+    bare = make_tool(
+        catalog,
+        "bare_tool",
+        parameters=None,
+        allow_no_schema=True,
+        no_schema_mode="full",
+    )
+
+    def decided() -> dict[str, Any]:
+        rows = read_call(EVERYONE, "default", bare.name)
+        tool, answer = decide_call(
+            rows.catalog, EVERYONE, None, bare.name, {}, rows.tools, rows.settings
+        )
+        assert tool is not None and tool.pk == bare.pk
+        return answer
+
+    assert "not_allowed" in decided()["flags"]  # "full" is not allowed by default
+    allowing = {"no_schema_modes_allowed": ["read-only", "full"]}
+    update_selection_settings(catalog, allowing, actor=admin_user)
+    assert "not_allowed" not in decided()["flags"]
+    update_selection_settings(catalog, {}, actor=admin_user)
+    assert "not_allowed" in decided()["flags"]
 
 
 def test_it_finds_tools_by_name_and_by_provider_name_and_those_without_source(db):

@@ -458,18 +458,18 @@ def test_an_anonymous_caller_is_refused(api, linked, upstream):
     assert upstream.calls == []
 
 
-def test_a_call_costs_four_queries_beside_the_upstream(
+def test_a_call_costs_three_queries_beside_the_upstream(
     linked, upstream, django_assert_num_queries
 ):
-    """The catalog with its tools of that name, their links and sources (one
-    statement, calls.reads), the selection settings (the snapshot's freshness),
+    """The catalog with its selection settings (the snapshot's freshness) and its
+    tools of that name, their links and sources (one statement, calls.reads),
     the ``started`` row's INSERT before the upstream and the outcome's after it
     (each one statement, autocommit)."""
     make_client_key("agent-count", "agent")
     user = ApiClient.objects.select_related("user").get(name="agent-count").user
     user = type(user).objects.select_related("api_client").get(pk=user.pk)
     execute_call(user, name=FORECAST, arguments={"city": "Oslo"})  # warm caches
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(3):
         answer = execute_call(user, name=FORECAST, arguments={"city": "Oslo"})
     assert answer.outcome == "ran"
 
