@@ -11,15 +11,14 @@ from django.http import Http404
 
 from catalog.access import access_for, get_catalog_for_user
 from catalog.models import Catalog
-from config.params import MAX_ID
+from config.params import MAX_ID, whole_number
 from notify.models import Delivery, Webhook
 from notify.services import PERMISSION_RULE
 
 
 def _row_id(value: int | str) -> int | None:
     """A row id from a URL, or None for anything that cannot be one."""
-    text = str(value)
-    return int(text) if text.isdigit() and 0 < int(text) <= MAX_ID else None
+    return whole_number(str(value), MAX_ID)
 
 
 def webhooks_of(user: Any, slug: str) -> tuple[Catalog, QuerySet[Webhook]]:

@@ -10,6 +10,7 @@ from django.http import Http404
 
 from catalog.access import access_for, get_catalog_for_user
 from catalog.models import Catalog
+from config.params import MAX_ID, whole_number
 from sources.models import Source
 
 
@@ -26,11 +27,12 @@ def get_source_for_user(user: Any, source_id: int | str) -> Source:
     """One source, by the same rule as ``sources_of``."""
     access = access_for(user)
     visible = Catalog.objects.visible_to(access)
+    pk = whole_number(str(source_id), MAX_ID)
     source = (
-        Source.objects.filter(pk=source_id, catalog__in=visible)
+        Source.objects.filter(pk=pk, catalog__in=visible)
         .select_related("catalog")
         .first()
-        if str(source_id).isdigit()
+        if pk is not None
         else None
     )
     if source is None:
