@@ -304,7 +304,8 @@ def module_upstream() -> Iterator[Any]:
         yield upstream
 
 
-def _answers(url: str) -> bool:
+def answers_http(url: str) -> bool:
+    """Whether something serves HTTP at ``url`` (any answer counts)."""
     import httpx
 
     try:
@@ -333,7 +334,7 @@ def notes_url() -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        wait_until(lambda: _answers(url), timeout=30, what="the notes server")
+        wait_until(lambda: answers_http(url), timeout=30, what="the notes server")
         yield url
     finally:
         server.terminate()

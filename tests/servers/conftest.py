@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -42,7 +41,7 @@ from catalog.services.jobs import claim_job
 from sources.models import Source
 from sources.services import SourceAdded, add_stdio_source, create_source
 from sources.sync import run_sync
-from tests.conftest import wait_until, worker_env
+from tests.conftest import answers_http, wait_until, worker_env
 from tests.factories import embed_now, make_client_key, make_user
 from tests.outages import running_web
 from tests.upstream import free_port
@@ -110,14 +109,6 @@ def make_repo(repo: Path) -> Path:
     return repo
 
 
-def _answers(url: str) -> bool:
-    try:
-        httpx.post(url, json={}, timeout=1)
-    except httpx.TransportError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="package")
 def everything_url() -> Iterator[str]:
     """server-everything over streamable HTTP on a free loopback port."""
@@ -131,7 +122,7 @@ def everything_url() -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        wait_until(lambda: _answers(url), timeout=30, what="server-everything")
+        wait_until(lambda: answers_http(url), timeout=30, what="server-everything")
         yield url
     finally:
         server.terminate()
