@@ -39,6 +39,7 @@ from catalog.services.tools import (
 )
 from catalog.spec import ToolSpec
 from config import jsonparse
+from config.forms import ServiceErrorsMixin
 
 _ANY = [("", "Any")]
 PAGE_SIZES = (25, 50, 100, 200)
@@ -103,7 +104,7 @@ class OptionalBooleanSelect(forms.NullBooleanSelect):
         self.choices = [("unknown", "Not set"), ("true", "true"), ("false", "false")]
 
 
-class ToolForm(forms.Form):
+class ToolForm(ServiceErrorsMixin, forms.Form):
     """Every ToolSpec field; ``catalog`` only when creating (tools never move)."""
 
     catalog = forms.ModelChoiceField(
@@ -247,11 +248,7 @@ class ToolForm(forms.Form):
         if isinstance(exc, ToolConflict):
             self.add_error(exc.field if exc.field in self.fields else None, str(exc))
             return
-        if not hasattr(exc, "error_dict"):
-            self.add_error(None, exc.messages)
-            return
-        for field, messages in exc.message_dict.items():
-            self.add_error(field if field in self.fields else None, messages)
+        super().add_service_error(exc)
 
 
 def _role_key(role: str) -> str:
@@ -336,14 +333,10 @@ class ImportForm(forms.Form):
         self.add_error(field, exc.messages)
 
 
-class CatalogForm(forms.Form):
+class CatalogForm(ServiceErrorsMixin, forms.Form):
     slug = forms.SlugField(max_length=64)
     name = forms.CharField(max_length=200, required=False)
     description = forms.CharField(required=False)
-
-    def add_service_error(self, exc: ValidationError) -> None:
-        for field, messages in exc.message_dict.items():
-            self.add_error(field if field in self.fields else None, messages)
 
 
 class ToolFilterForm(forms.Form):
@@ -422,7 +415,7 @@ class ToolFilterForm(forms.Form):
         return urlencode({name: value for name, value in wanted.items() if value})
 
 
-class ApiClientGrantForm(forms.Form):
+class ApiClientGrantForm(ServiceErrorsMixin, forms.Form):
     """What a key may see and do; every catalog is an explicit box, never the
     meaning of an empty list."""
 
@@ -466,10 +459,6 @@ class ApiClientGrantForm(forms.Form):
         else:
             data["catalogs"] = "*" if every else listed
         return data
-
-    def add_service_error(self, exc: ValidationError) -> None:
-        for field, messages in exc.message_dict.items():
-            self.add_error(field if field in self.fields else None, messages)
 
 
 class ApiClientForm(ApiClientGrantForm):

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
 
 from catalog.services.people import group_choices
+from config.forms import ServiceErrorsMixin
 
 
-class PersonForm(forms.Form):
+class PersonForm(ServiceErrorsMixin, forms.Form):
     """Groups and catalogs; ``username`` only when making a person."""
 
     username = forms.RegexField(
@@ -59,7 +59,3 @@ class PersonForm(forms.Form):
         """None: all catalogs (the explicit box); else the slugs given."""
         data = self.cleaned_data
         return None if data["all_catalogs"] else list(data["catalogs"])
-
-    def add_service_error(self, exc: ValidationError) -> None:
-        for field, messages in exc.message_dict.items():
-            self.add_error(field if field in self.fields else None, messages)

@@ -4,13 +4,13 @@ the field they name)."""
 from __future__ import annotations
 
 from django import forms
-from django.core.exceptions import ValidationError
 
+from config.forms import ServiceErrorsMixin
 from notify.choices import WebhookEvent, WebhookFormat
 from notify.services import MAX_GRACE_HOURS
 
 
-class WebhookForm(forms.Form):
+class WebhookForm(ServiceErrorsMixin, forms.Form):
     name = forms.CharField(max_length=64, help_text="A label, e.g. ops-slack")
     url = forms.CharField(
         max_length=2000,
@@ -29,13 +29,6 @@ class WebhookForm(forms.Form):
         help_text="Slack-compatible: post to a Slack (or Mattermost) incoming webhook",
     )
     active = forms.BooleanField(required=False, initial=True)
-
-    def add_service_error(self, exc: ValidationError) -> None:
-        if not hasattr(exc, "error_dict"):
-            self.add_error(None, exc.messages)
-            return
-        for field, messages in exc.message_dict.items():
-            self.add_error(field if field in self.fields else None, messages)
 
 
 class RotateForm(forms.Form):

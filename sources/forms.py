@@ -9,6 +9,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from config.forms import ServiceErrorsMixin
 from sources.secrets import MASK
 
 HEADERS_HELP = (
@@ -33,7 +34,7 @@ def header_lines(masked: dict[str, str]) -> str:
     return "\n".join(f"{name}: {value}" for name, value in masked.items())
 
 
-class SourceForm(forms.Form):
+class SourceForm(ServiceErrorsMixin, forms.Form):
     name = forms.CharField(
         max_length=64,
         help_text="Lower-case letters, digits, hyphens; prefixes its tools",
@@ -56,13 +57,6 @@ class SourceForm(forms.Form):
 
     def clean_headers(self) -> dict[str, str]:
         return parse_header_lines(self.cleaned_data.get("headers", ""))
-
-    def add_service_error(self, exc: ValidationError) -> None:
-        if not hasattr(exc, "error_dict"):
-            self.add_error(None, exc.messages)
-            return
-        for field, messages in exc.message_dict.items():
-            self.add_error(field if field in self.fields else None, messages)
 
 
 class SourceEditForm(SourceForm):
