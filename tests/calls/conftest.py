@@ -3,7 +3,6 @@ made catalog tools linked to it, as a sync would make them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,13 +12,7 @@ from catalog.services import ensure_default_catalog
 from sources.models import Source, SourceTool
 from sources.secrets import encrypt_headers
 from tests.factories import make_tool
-from tests.upstream import Upstream, running_upstream
-
-
-@pytest.fixture(scope="module")
-def module_upstream() -> Iterator[Upstream]:
-    with running_upstream() as upstream:
-        yield upstream
+from tests.upstream import Upstream
 
 
 @pytest.fixture

@@ -24,11 +24,10 @@ from mcp.client.streamable_http import streamable_http_client
 from audit.models import AuditEvent
 from config.jsonparse import BAD_TEXT_RULE, DUPLICATE_KEY_RULE, MAX_BODY_DEPTH
 from tests.aio import run_async
-from tests.calls.conftest import link_source
 from tests.conftest import worker_env
 from tests.factories import make_client_key
 from tests.outages import ROOT, running_web
-from tests.upstream import Upstream, running_upstream
+from tests.upstream import Upstream
 
 SERVER = "mcp-bad-input"
 # Every bad value carries this mark: the server's log must never show it.
@@ -46,20 +45,6 @@ NOT_SHOWN = ("Internal server error", "database", "PostgreSQL", "psycopg", "NUL 
 def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     with running_web(worker_env(), SERVER) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def module_upstream() -> Iterator[Upstream]:
-    with running_upstream() as upstream:
-        yield upstream
-
-
-@pytest.fixture
-def upstream(transactional_db: None, module_upstream: Upstream) -> Upstream:
-    with module_upstream.lock:
-        module_upstream.calls.clear()
-    link_source(module_upstream)
-    return module_upstream
 
 
 @pytest.fixture

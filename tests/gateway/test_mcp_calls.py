@@ -22,7 +22,7 @@ from tests.calls.conftest import link_source
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
 from tests.outages import running_web
-from tests.upstream import Upstream, running_upstream, upstream_tool
+from tests.upstream import upstream_tool
 
 MODES = ["legacy", "auto"]
 FORECAST = "weather.get_forecast"
@@ -32,20 +32,6 @@ FORECAST = "weather.get_forecast"
 def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     with running_web(worker_env(), "mcp-calls") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def module_upstream() -> Iterator[Upstream]:
-    with running_upstream() as upstream:
-        yield upstream
-
-
-@pytest.fixture
-def upstream(transactional_db: None, module_upstream: Upstream) -> Upstream:
-    with module_upstream.lock:
-        module_upstream.calls.clear()
-    link_source(module_upstream)
-    return module_upstream
 
 
 def run_client(url: str, key: str, mode: str, work: Any) -> Any:

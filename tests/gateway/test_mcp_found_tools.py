@@ -24,7 +24,6 @@ from catalog.services import ensure_default_catalog
 from catalog.services.catalogs import create_catalog
 from gateway.listing import cursor_for
 from tests.aio import run_async
-from tests.calls.conftest import link_source
 from tests.factories import embed_now, make_client_key, make_tool
 from tests.upstream import Upstream
 
@@ -34,12 +33,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def upstream(transactional_db: None, module_upstream: Upstream) -> Upstream:
-    with module_upstream.lock:
-        module_upstream.calls.clear()
-    link_source(module_upstream)
+def upstream(upstream: Upstream) -> Upstream:
+    """The linked upstream (tests/gateway/conftest.py), its tools embedded."""
     embed_now(ensure_default_catalog())
-    return module_upstream
+    return upstream
 
 
 def run_client(url: str, key: str, mode: str, work: Any) -> tuple[Any, list[str]]:

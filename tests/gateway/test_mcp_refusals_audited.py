@@ -20,11 +20,10 @@ import pytest
 from audit.models import AuditEvent
 from catalog.models import Catalog
 from catalog.services.catalogs import create_catalog
-from tests.calls.conftest import link_source
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
 from tests.outages import running_web
-from tests.upstream import Upstream, running_upstream
+from tests.upstream import Upstream
 
 BODY_LIMIT = 65_536
 FORECAST = "weather.get_forecast"
@@ -40,20 +39,6 @@ def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     env = {**worker_env(), "QUIVER_MAX_BODY_BYTES": str(BODY_LIMIT)}
     with running_web(env, "mcp-refusals") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def module_upstream() -> Iterator[Upstream]:
-    with running_upstream() as upstream:
-        yield upstream
-
-
-@pytest.fixture
-def upstream(transactional_db: None, module_upstream: Upstream) -> Upstream:
-    with module_upstream.lock:
-        module_upstream.calls.clear()
-    link_source(module_upstream)
-    return module_upstream
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from tests.calls.conftest import link_source
 from tests.conftest import start_worker, stop_worker, wait_until, worker_env
 from tests.factories import make_client_key
 from tests.outages import running_web
-from tests.upstream import Upstream, free_port, running_upstream
+from tests.upstream import Upstream, free_port
 
 pytestmark = [pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,12 +49,6 @@ def web(
     }
     with running_web(env, "metrics") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def module_upstream() -> Iterator[Upstream]:
-    with running_upstream() as upstream:
-        yield upstream
 
 
 @pytest.fixture

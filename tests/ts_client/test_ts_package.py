@@ -30,7 +30,7 @@ from tests.calls.conftest import link_source
 from tests.conftest import worker_env
 from tests.factories import embed_now, make_client_key, make_tool, make_user
 from tests.outages import running_web
-from tests.upstream import Upstream, running_upstream
+from tests.upstream import Upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 TS = ROOT / "clients" / "ts"
@@ -55,12 +55,6 @@ def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     """One gunicorn for the module, on the test database."""
     with running_web(worker_env(), "ts") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def module_upstream() -> Iterator[Upstream]:
-    with running_upstream() as upstream:
-        yield upstream
 
 
 @pytest.fixture
