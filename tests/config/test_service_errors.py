@@ -7,22 +7,31 @@ from django.core.exceptions import ValidationError
 
 from catalog.forms import ApiClientForm, CatalogForm
 from catalog.people_forms import PersonForm
+from config.forms import ServiceErrorsMixin
 from notify.forms import WebhookForm
 from sources.forms import SourceForm
 
 pytestmark = pytest.mark.django_db
 
-FORMS = [CatalogForm, ApiClientForm, PersonForm, WebhookForm, SourceForm]
+FORMS: list[type[ServiceErrorsMixin]] = [
+    CatalogForm,
+    ApiClientForm,
+    PersonForm,
+    WebhookForm,
+    SourceForm,
+]
 
 
-def bound(form_class: type) -> object:
+def bound(form_class: type[ServiceErrorsMixin]) -> ServiceErrorsMixin:
     form = form_class(data={})
     form.is_valid()  # cleaned_data exists, as after a view's validation
     return form
 
 
 @pytest.mark.parametrize("form_class", FORMS, ids=lambda c: c.__name__)
-def test_a_refusal_with_no_field_lands_on_the_form(form_class: type) -> None:
+def test_a_refusal_with_no_field_lands_on_the_form(
+    form_class: type[ServiceErrorsMixin],
+) -> None:
     form = bound(form_class)
     form.add_service_error(ValidationError("the service said no"))
     assert "the service said no" in form.non_field_errors()
@@ -30,7 +39,7 @@ def test_a_refusal_with_no_field_lands_on_the_form(form_class: type) -> None:
 
 @pytest.mark.parametrize("form_class", FORMS, ids=lambda c: c.__name__)
 def test_a_refusal_naming_a_field_the_form_lacks_lands_on_the_form(
-    form_class: type,
+    form_class: type[ServiceErrorsMixin],
 ) -> None:
     form = bound(form_class)
     form.add_service_error(ValidationError({"no_such_field": ["not here"]}))
@@ -39,7 +48,7 @@ def test_a_refusal_naming_a_field_the_form_lacks_lands_on_the_form(
 
 @pytest.mark.parametrize("form_class", FORMS, ids=lambda c: c.__name__)
 def test_a_refusal_naming_one_of_its_fields_lands_on_that_field(
-    form_class: type,
+    form_class: type[ServiceErrorsMixin],
 ) -> None:
     form = bound(form_class)
     field = next(iter(form.fields))
