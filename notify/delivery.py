@@ -249,6 +249,8 @@ def backoff(attempts: int, retry_after: float | None = None) -> float:
 
 
 def _record(delivery: Delivery, sent: Sent, secrets: dict[str, str]) -> float | None:
+    """The attempt's outcome on its row; the seconds until the next attempt, or
+    None when there is none or the row is no longer this attempt's."""
     now = timezone.now()
     fields: dict[str, Any] = {"last_status_code": sent.status}
     if sent.ok:
@@ -265,8 +267,7 @@ def _record(delivery: Delivery, sent: Sent, secrets: dict[str, str]) -> float | 
         return None
     wait = backoff(delivery.attempts, sent.retry_after)
     fields["next_attempt"] = now + timedelta(seconds=wait)
-    _finish(delivery, DeliveryOutcome.RETRYING, **fields)
-    return wait
+    return wait if _finish(delivery, DeliveryOutcome.RETRYING, **fields) else None
 
 
 def _fail(delivery: Delivery, reason: str) -> None:
@@ -281,13 +282,16 @@ STATUS_AFTER = {
 }
 
 
-def _finish(delivery: Delivery, outcome: DeliveryOutcome, **fields: Any) -> None:
-    """Record the attempt on the row this worker claimed (fenced: a row the
-    sweep took back after the lease is left to its new attempt)."""
-    Delivery.objects.filter(
+def _finish(delivery: Delivery, outcome: DeliveryOutcome, **fields: Any) -> bool:
+    """Record the attempt on the row this worker claimed, and count it; False
+    when the row is not this attempt's any more (fenced: a row the sweep took
+    back after the lease is left, uncounted, to its new attempt)."""
+    recorded = Delivery.objects.filter(
         pk=delivery.pk, status=DeliveryStatus.SENDING, attempts=delivery.attempts
     ).update(status=STATUS_AFTER[outcome], lease_until=None, **fields)
-    metrics.webhook_delivered(outcome.value)
+    if recorded:
+        metrics.webhook_delivered(outcome.value)
+    return bool(recorded)
 
 
 def sweep(now: Any = None) -> dict[str, int]:

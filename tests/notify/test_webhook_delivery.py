@@ -369,6 +369,25 @@ def test_the_sweep_gives_back_a_dead_worker_s_attempt_and_sends_what_is_due(
     assert (row.status, row.attempts) == ("delivered", 2)
 
 
+@pytest.mark.parametrize("status", [200, 503])
+def test_an_attempt_whose_row_was_taken_back_records_and_counts_nothing(
+    receiver, admin_user, agent, status
+):
+    webhook_for(receiver)
+    [row] = attempts_of(ask_approval(agent))
+    late = delivery._claim(row.pk)  # a worker's attempt, whose lease then ran out
+    assert late is not None
+    Delivery.objects.filter(pk=row.pk).update(attempts=2)  # the next attempt's now
+    before = {outcome: counted(outcome) for outcome in ("delivered", "retrying")}
+
+    wait = delivery._record(late, delivery.Sent(status=status), {})
+
+    assert wait is None  # no second retry queued beside the new attempt's
+    assert {outcome: counted(outcome) for outcome in before} == before
+    row.refresh_from_db()
+    assert (row.status, row.attempts, row.last_status_code) == ("sending", 2, None)
+
+
 def test_two_attempts_at_once_send_once(receiver, admin_user, agent):
     webhook_for(receiver)
     [row] = attempts_of(ask_approval(agent))
