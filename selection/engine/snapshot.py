@@ -7,6 +7,7 @@ lexical index and policy arrays, built once in O(N).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ import numpy as np
 
 from selection.engine.index import LexicalIndex
 from selection.engine.learnt import LearntSignal
+from selection.engine.sentences import PoolRows, RowPool, SentencePool
 from selection.engine.settings import EngineSettings
 from selection.engine.types import ToolRecord
 from selection.engine.vectors import VectorTable
@@ -56,6 +58,25 @@ class CatalogSnapshot:
     def by_name(self) -> dict[str, int]:
         """Tool name -> row (the first tool wins if a name repeats)."""
         return _first_rows([tool.name for tool in self.tools])
+
+    def named_pool(self, rows: Mapping[int, float]) -> RowPool:
+        """A pool of row -> semantic score (``VectorTable.nearest_mixed``) keyed
+        by tool name, as ``select`` takes it; where names are unique (a name and
+        its row then say the same) it also keeps the rows and scores as arrays
+        (``RowPool.located``), which the engine reads without a lookup per name."""
+        tools = self.tools
+        if isinstance(rows, SentencePool):
+            pool: RowPool = rows.renamed(lambda row: tools[row].name)
+        else:
+            pool = RowPool({tools[row].name: score for row, score in rows.items()})
+        if len(self.by_name) == len(tools):
+            count = len(rows)
+            pool.located = PoolRows(
+                tools,
+                np.fromiter(rows.keys(), dtype=np.int64, count=count),
+                np.fromiter(rows.values(), dtype=np.float64, count=count),
+            )
+        return pool
 
     @cached_property
     def by_provider_name(self) -> dict[str, int]:
