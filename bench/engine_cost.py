@@ -90,7 +90,12 @@ def pool_of(data: Prepared, request: Request) -> dict[str, float]:
     assert table is not None
     size = data.snapshot.settings.candidate_pool
     rows = table.nearest_mixed(request.vector, request.sentences, size)
-    return data.snapshot.named_pool(rows)
+    if not hasattr(data.snapshot, "named_pool"):  # the code before issue 32's
+        names = [tool.name for tool in data.snapshot.tools]
+        if hasattr(rows, "renamed"):
+            return rows.renamed(names.__getitem__)  # type: ignore[no-any-return]
+        return {names[r]: s for r, s in rows.items()}
+    return data.snapshot.named_pool(rows)  # type: ignore[no-any-return]
 
 
 def answer(result: SelectionResult) -> dict[str, Any]:
@@ -174,6 +179,7 @@ def cpu_by_stage(
     fast = pgvector.sentence_encoder(backend)
     stages: dict[str, list[float]] = {k: [] for k in ("query", "sentences", "pool")}
     stages |= {"select": [], "total": [], "total (all threads)": []}
+    stages["select, best of 3"] = []
     requests = requests_of(data, cache)
     for n, request in enumerate(requests[-10:] + requests[:count]):
         pgvector._query_cache.clear()
@@ -191,11 +197,20 @@ def cpu_by_stage(
         select(data.snapshot, WAYS["agent"](request.text), semantic=pool)
         t4 = time.thread_time()
         p4 = time.process_time()
+        best = min(select_cpu(data, request, pool) for _ in range(3))
         if n >= 10:
             spent_by_stage = (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0, p4 - p0)
-            for key, spent in zip(stages, spent_by_stage, strict=True):
+            for key, spent in zip(stages, spent_by_stage, strict=False):
                 stages[key].append(spent * 1000)
+            stages["select, best of 3"].append(best * 1000)
     return stages
+
+
+def select_cpu(data: Prepared, request: Request, pool: dict[str, float]) -> float:
+    """CPU seconds of ``select`` alone for ``request`` (the agent's way)."""
+    began = time.thread_time()
+    select(data.snapshot, WAYS["agent"](request.text), semantic=pool)
+    return time.thread_time() - began
 
 
 def get_embedder_backend() -> Any:

@@ -19,13 +19,25 @@ def query_mass(index: LexicalIndex, query: NormalizedQuery) -> float:
     return sum(w * index.term_idf(t) for t, w in index.term_ids(query.terms))
 
 
+# The last (index, query, known terms): one request asks for its known terms
+# four or five times (BM25F, overlap, name and tag coverage). Both are immutable
+# and compared by identity; a thread that finds another request's just computes.
+_last: tuple[object, object, tuple[np.ndarray, np.ndarray]] | None = None
+
+
 def known_terms(
     index: LexicalIndex, query: NormalizedQuery
 ) -> tuple[np.ndarray, np.ndarray]:
     """The query's terms the catalog has: their ids and weights, in query order."""
+    global _last
+    last = _last
+    if last is not None and last[0] is index and last[1] is query:
+        return last[2]
     pairs = [(t, w) for t, w in index.term_ids(query.terms) if t is not None]
     ids = np.fromiter((t for t, _ in pairs), dtype=np.int64, count=len(pairs))
     weights = np.fromiter((w for _, w in pairs), dtype=np.float64, count=len(pairs))
+    ids.flags.writeable = weights.flags.writeable = False
+    _last = (index, query, (ids, weights))
     return ids, weights
 
 
