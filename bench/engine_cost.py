@@ -15,9 +15,10 @@ off (what bench/load.py times).
 
 * ``record``: writes every answer (picks with their scores, signals and
   reasons, the exclusions, the stats but their elapsed time, the debug block)
-  to FILE; ``check``: ranks again and compares with FILE, every float to 1e-9
-  and everything else exactly; it prints the first differences and exits 1 if
-  there are any. Record on the code before a change, check after it.
+  and every semantic pool to FILE; ``check``: ranks again and compares with
+  FILE, every float to 1e-9 (``--exact``: bit for bit) and everything else
+  exactly; it prints the first differences and exits 1 if there are any.
+  Record on the code before a change, check after it.
 * ``time``: CPU ms per request on one BLAS thread (``time.thread_time``), by
   stage: the query's encoding by the full model (its cache emptied), the
   sentences' by the static encoder, the in-process vector search, ``select``;
@@ -55,7 +56,7 @@ from selection.engine import SelectionRequest, select  # noqa: E402
 from selection.engine.sentences import split_sentences  # noqa: E402
 from selection.engine.types import SelectionResult  # noqa: E402
 
-TOLERANCE = 1e-9
+TOLERANCE = [1e-9]  # --exact: 0, every float bit for bit
 WAYS: dict[str, Callable[[str], SelectionRequest]] = {
     "default": lambda text: SelectionRequest(query=text),
     "explain": lambda text: SelectionRequest(
@@ -119,7 +120,7 @@ def answers(data: Prepared, cache: EmbeddingCache) -> Iterator[tuple[str, Any]]:
 def differences(path: str, a: Any, b: Any) -> Iterator[str]:
     """Where ``a`` and ``b`` differ (floats beyond TOLERANCE)."""
     if isinstance(a, float) and isinstance(b, float | int):
-        if not (math.isclose(a, b, rel_tol=0, abs_tol=TOLERANCE) or a == b):
+        if not (math.isclose(a, b, rel_tol=0, abs_tol=TOLERANCE[0]) or a == b):
             yield f"{path}: {a!r} != {b!r}"
     elif isinstance(a, dict) and isinstance(b, dict):
         if list(a) != list(b):
@@ -133,7 +134,7 @@ def differences(path: str, a: Any, b: Any) -> Iterator[str]:
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
             yield from differences(f"{path}[{i}]", x, y)
     elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        if not np.allclose(np.asarray(a), np.asarray(b), rtol=0, atol=TOLERANCE):
+        if not np.allclose(np.asarray(a), np.asarray(b), rtol=0, atol=TOLERANCE[0]):
             yield f"{path}: arrays differ"
     elif a != b:
         yield f"{path}: {a!r} != {b!r}"
@@ -246,7 +247,9 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N requests")
     parser.add_argument("--requests", type=int, default=200, help="timed requests")
     parser.add_argument("--profile", type=int, default=0, help="top N functions")
+    parser.add_argument("--exact", action="store_true", help="check floats bit for bit")
     args = parser.parse_args()
+    TOLERANCE[0] = 0.0 if args.exact else TOLERANCE[0]
     cache = EmbeddingCache(get_embedder())
     if args.mode == "time":
         timed(args, cache)

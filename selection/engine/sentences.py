@@ -115,9 +115,11 @@ def pooled(
     rows = set(nearest.tolist())
     for scores in per_sentence:
         rows.update(top_k(scores, k, present).tolist())
-    mixed = mix(whole, per_sentence)
+    at = np.array(sorted(rows), dtype=np.int64)
+    # mixed where the pool is, not over the whole catalog (the same numbers)
+    mixed = mix(np.asarray(whole)[at], np.asarray(per_sentence)[:, at])
     best = float(whole[nearest[0]]) if len(nearest) else 0.0
-    return SentencePool({int(r): float(mixed[r]) for r in sorted(rows)}, best)
+    return SentencePool(dict(zip(at.tolist(), mixed.tolist(), strict=True)), best)
 
 
 def sentence_matrix(vectors: Sequence[np.ndarray], dimension: int) -> np.ndarray:
