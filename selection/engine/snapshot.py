@@ -64,19 +64,24 @@ class CatalogSnapshot:
         by tool name, as ``select`` takes it; where names are unique (a name and
         its row then say the same) it also keeps the rows and scores as arrays
         (``RowPool.located``), which the engine reads without a lookup per name."""
-        tools = self.tools
+        tools, count = self.tools, len(rows)
+        at = np.fromiter(rows.keys(), dtype=np.int64, count=count)
+        named = dict(zip(self.names[at].tolist(), rows.values(), strict=True))
         if isinstance(rows, SentencePool):
-            pool: RowPool = rows.renamed(lambda row: tools[row].name)
+            pool: RowPool = SentencePool(named, rows.request_best)
         else:
-            pool = RowPool({tools[row].name: score for row, score in rows.items()})
+            pool = RowPool(named)
         if len(self.by_name) == len(tools):
-            count = len(rows)
-            pool.located = PoolRows(
-                tools,
-                np.fromiter(rows.keys(), dtype=np.int64, count=count),
-                np.fromiter(rows.values(), dtype=np.float64, count=count),
-            )
+            scores = np.fromiter(rows.values(), dtype=np.float64, count=count)
+            pool.located = PoolRows(tools, at, scores)
         return pool
+
+    @cached_property
+    def names(self) -> np.ndarray:
+        """The tools' names by row, as an array of Python strings."""
+        names = np.empty(len(self.tools), dtype=object)
+        names[:] = [tool.name for tool in self.tools]
+        return names
 
     @cached_property
     def by_provider_name(self) -> dict[str, int]:
@@ -143,6 +148,7 @@ class CatalogSnapshot:
     def warm(self) -> CatalogSnapshot:
         """Build every cache now (e.g. at publish time) and return self."""
         _ = self.index, self.by_name, self.by_lower_name, self.order, self.arrays
+        _ = self.names
         _ = self.fusion
         if self.learnt is not None:
             _ = self.learnt.warm(), self.learnt_map
