@@ -8,6 +8,9 @@ and summed by ``np.bincount``, in the order a loop over the terms would add them
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 import numpy as np
 
 from selection.engine.index import LexicalIndex
@@ -21,23 +24,23 @@ def query_mass(index: LexicalIndex, query: NormalizedQuery) -> float:
 
 # The last (index, query, known terms): one request asks for its known terms
 # four or five times (BM25F, overlap, name and tag coverage). Both are immutable
-# and compared by identity; a thread that finds another request's just computes.
-_last: tuple[object, object, tuple[np.ndarray, np.ndarray]] | None = None
+# and compared by identity, held weakly (an old snapshot's index is not kept
+# alive by this); a thread that finds another request's just computes its own.
+Known = tuple[np.ndarray, np.ndarray]
+_last: tuple[weakref.ref[Any], weakref.ref[Any], Known] | None = None
 
 
-def known_terms(
-    index: LexicalIndex, query: NormalizedQuery
-) -> tuple[np.ndarray, np.ndarray]:
+def known_terms(index: LexicalIndex, query: NormalizedQuery) -> Known:
     """The query's terms the catalog has: their ids and weights, in query order."""
     global _last
     last = _last
-    if last is not None and last[0] is index and last[1] is query:
+    if last is not None and last[0]() is index and last[1]() is query:
         return last[2]
     pairs = [(t, w) for t, w in index.term_ids(query.terms) if t is not None]
     ids = np.fromiter((t for t, _ in pairs), dtype=np.int64, count=len(pairs))
     weights = np.fromiter((w for _, w in pairs), dtype=np.float64, count=len(pairs))
     ids.flags.writeable = weights.flags.writeable = False
-    _last = (index, query, (ids, weights))
+    _last = (weakref.ref(index), weakref.ref(query), (ids, weights))
     return ids, weights
 
 

@@ -5,6 +5,8 @@ bench/engine_cost.py checks the same on every dev request of three data sets."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from dataclasses import replace
 
 import numpy as np
@@ -201,3 +203,12 @@ def test_kept_field_words_match_the_tools_text(snap):
             field = {"parameters": "params"}.get(label, label)
             assert words == tuple(dict.fromkeys(tokenize(FIELD_TEXT[field](tool))))
         assert matched_terms(tool, q) == matched_terms(replace(tool), q)
+
+
+def test_the_last_query_terms_kept_never_keep_an_old_index_alive():
+    index = LexicalIndex(tools(), EngineSettings().field_weights)
+    lexical.bm25f(index, query("weather forecast"))
+    gone = weakref.ref(index)
+    del index
+    gc.collect()
+    assert gone() is None
