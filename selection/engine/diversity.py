@@ -56,14 +56,13 @@ def diversified(
 def _greedy(value: np.ndarray, vecs: np.ndarray, weight: float) -> list[int]:
     """Positions in pick order (maximal marginal relevance)."""
     similar = vecs @ vecs.T
-    nearest = np.full(len(value), -np.inf)  # highest cosine to a picked tool
-    left = np.ones(len(value), dtype=bool)
+    worth = (1 - weight) * value  # -inf once picked
+    penalty = np.zeros(len(value))  # highest cosine to a picked tool (0: none yet)
     order: list[int] = []
     for _ in range(len(value)):
-        penalty = np.where(np.isfinite(nearest), nearest, 0.0)
-        gain = np.where(left, (1 - weight) * value - weight * penalty, -np.inf)
-        pick = int(np.argmax(gain))
+        pick = int(np.argmax(worth - weight * penalty))
+        worth[pick] = -np.inf
+        near = similar[pick].astype(np.float64)
+        penalty = np.maximum(penalty, near) if order else near
         order.append(pick)
-        left[pick] = False
-        nearest = np.maximum(nearest, similar[pick])
     return order

@@ -1,11 +1,15 @@
 """Readable reasons for picks, e.g. "Matched 'weather', 'forecast' in name and
 keywords; semantic similarity 0.71".
 
-Matched words are recomputed for the handful of picked tools only (re-tokenising
-a few tools is cheaper than keeping per-tool token sets for 100,000 tools).
+Matched words are computed for the handful of picked tools only: their fields'
+words are kept for the last ``TOKENS_KEPT`` tools picked (a tool is a frozen
+record, so its words never change; keeping them for 100,000 tools would cost
+more memory than re-tokenising a few tools costs time).
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from selection.engine.index import FIELD_TEXT
 from selection.engine.normalize import NormalizedQuery
@@ -25,15 +29,25 @@ FIELD_LABELS = {
 MAX_WORDS = 5
 
 
+TOKENS_KEPT = 4096
+
+
+@lru_cache(maxsize=TOKENS_KEPT)
+def field_tokens(tool: ToolRecord) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(field label, the field's distinct words in order) for each field with some."""
+    out = []
+    for field, label in FIELD_LABELS.items():
+        tokens = tuple(dict.fromkeys(tokenize(FIELD_TEXT[field](tool))))
+        if tokens:
+            out.append((label, tokens))
+    return tuple(out)
+
+
 def matched_terms(tool: ToolRecord, query: NormalizedQuery) -> dict[str, list[str]]:
     """Field label -> the query's words found in that field of the tool."""
     out: dict[str, list[str]] = {}
-    for field, label in FIELD_LABELS.items():
-        found = [
-            t
-            for t in dict.fromkeys(tokenize(FIELD_TEXT[field](tool)))
-            if t in query.terms
-        ]
+    for label, tokens in field_tokens(tool):
+        found = [t for t in tokens if t in query.terms]
         if found:
             out[label] = [query.surface.get(t, t) for t in found]
     return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,7 +34,23 @@ SENTENCE_WEIGHT = 0.7
 _BOUNDARY = re.compile(r"(?<=[.?!])\s+|\s*[\r\n]+\s*")
 
 
-class SentencePool(dict[Any, float]):
+class PoolRows(NamedTuple):
+    """A named pool's tools as rows of the snapshot whose ``tools`` they index."""
+
+    tools: tuple[Any, ...]
+    rows: np.ndarray  # int64, in the pool's order
+    scores: np.ndarray  # float64, the pool's scores in the same order
+
+
+class RowPool(dict[Any, float]):
+    """Tool name -> semantic score, which may also know its tools' rows
+    (``located``, see ``CatalogSnapshot.named_pool``): the engine then reads the
+    pool as arrays instead of looking each name up again."""
+
+    located: PoolRows | None = None
+
+
+class SentencePool(RowPool):
     """Tool (row or name) -> sentence-mixed semantic score, with the best cosine
     of the whole request to any tool (the request-level confidence's input)."""
 
@@ -99,9 +115,11 @@ def pooled(
     rows = set(nearest.tolist())
     for scores in per_sentence:
         rows.update(top_k(scores, k, present).tolist())
-    mixed = mix(whole, per_sentence)
+    at = np.array(sorted(rows), dtype=np.int64)
+    # mixed where the pool is, not over the whole catalog (the same numbers)
+    mixed = mix(np.asarray(whole)[at], np.asarray(per_sentence)[:, at])
     best = float(whole[nearest[0]]) if len(nearest) else 0.0
-    return SentencePool({int(r): float(mixed[r]) for r in sorted(rows)}, best)
+    return SentencePool(dict(zip(at.tolist(), mixed.tolist(), strict=True)), best)
 
 
 def sentence_matrix(vectors: Sequence[np.ndarray], dimension: int) -> np.ndarray:

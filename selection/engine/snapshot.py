@@ -7,6 +7,7 @@ lexical index and policy arrays, built once in O(N).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ import numpy as np
 
 from selection.engine.index import LexicalIndex
 from selection.engine.learnt import LearntSignal
+from selection.engine.sentences import PoolRows, RowPool, SentencePool
 from selection.engine.settings import EngineSettings
 from selection.engine.types import ToolRecord
 from selection.engine.vectors import VectorTable
@@ -56,6 +58,30 @@ class CatalogSnapshot:
     def by_name(self) -> dict[str, int]:
         """Tool name -> row (the first tool wins if a name repeats)."""
         return _first_rows([tool.name for tool in self.tools])
+
+    def named_pool(self, rows: Mapping[int, float]) -> RowPool:
+        """A pool of row -> semantic score (``VectorTable.nearest_mixed``) keyed
+        by tool name, as ``select`` takes it; where names are unique (a name and
+        its row then say the same) it also keeps the rows and scores as arrays
+        (``RowPool.located``), which the engine reads without a lookup per name."""
+        tools, count = self.tools, len(rows)
+        at = np.fromiter(rows.keys(), dtype=np.int64, count=count)
+        named = dict(zip(self.names[at].tolist(), rows.values(), strict=True))
+        if isinstance(rows, SentencePool):
+            pool: RowPool = SentencePool(named, rows.request_best)
+        else:
+            pool = RowPool(named)
+        if len(self.by_name) == len(tools):
+            scores = np.fromiter(rows.values(), dtype=np.float64, count=count)
+            pool.located = PoolRows(tools, at, scores)
+        return pool
+
+    @cached_property
+    def names(self) -> np.ndarray:
+        """The tools' names by row, as an array of Python strings."""
+        names = np.empty(len(self.tools), dtype=object)
+        names[:] = [tool.name for tool in self.tools]
+        return names
 
     @cached_property
     def by_provider_name(self) -> dict[str, int]:
@@ -122,6 +148,7 @@ class CatalogSnapshot:
     def warm(self) -> CatalogSnapshot:
         """Build every cache now (e.g. at publish time) and return self."""
         _ = self.index, self.by_name, self.by_lower_name, self.order, self.arrays
+        _ = self.names
         _ = self.fusion
         if self.learnt is not None:
             _ = self.learnt.warm(), self.learnt_map

@@ -343,7 +343,7 @@ def _semantic(
     with watch.stage("vector_search"):
         if table is not None and table.model_id == backend.model_id:
             rows = table.nearest_mixed(vector, sentences, pool)
-            return _named(rows, lambda r: snapshot.tools[r].name), used, vector
+            return snapshot.named_pool(rows), used, vector
         count = len(snapshot.tools)
         hits = search_mixed(catalog, (vector, sentences), backend, pool, count)
     return _named(hits, names.get), used, vector

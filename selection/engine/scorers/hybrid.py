@@ -32,6 +32,7 @@ from selection.engine.scorers import lexical
 from selection.engine.scorers.base import ScoreContext, Scored
 from selection.engine.scorers.simple import (
     lexical_scores,
+    pool_rows,
     semantic_confidence,
     semantic_raw,
 )
@@ -52,7 +53,10 @@ def candidate_mask(ctx: ScoreContext) -> np.ndarray:
     name match is lost because it fell outside the embedding pool.
     """
     mask = ctx.allowed & (lexical_scores(ctx) > 0)
-    if ctx.semantic is not None:
+    located = pool_rows(ctx)
+    if located is not None:
+        mask[located.rows] = True
+    elif ctx.semantic is not None:
         mask[
             [ctx.snapshot.by_name[n] for n in ctx.semantic if n in ctx.snapshot.by_name]
         ] = True
@@ -120,7 +124,11 @@ def pool_cosine(ctx: ScoreContext) -> np.ndarray:
     raw = semantic_raw(ctx)
     if not ctx.semantic:
         return raw
-    floor = max(0.0, min(float(v) for v in ctx.semantic.values()))
+    located = pool_rows(ctx)
+    if located is not None:
+        floor = max(0.0, float(located.scores.min()))
+    else:
+        floor = max(0.0, min(float(v) for v in ctx.semantic.values()))
     return np.clip(np.maximum(raw, floor), 0.0, 1.0)
 
 

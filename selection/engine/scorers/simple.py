@@ -6,7 +6,7 @@ import numpy as np
 
 from selection.engine.scorers import lexical
 from selection.engine.scorers.base import ScoreContext, Scored
-from selection.engine.sentences import SentencePool
+from selection.engine.sentences import PoolRows, SentencePool
 
 
 def keyword(ctx: ScoreContext) -> Scored:
@@ -37,13 +37,25 @@ def bm25f(ctx: ScoreContext) -> Scored:
 MIN_SEMANTIC_CONFIDENCE = 0.01
 
 
+def pool_rows(ctx: ScoreContext) -> PoolRows | None:
+    """The semantic pool as rows and scores of this snapshot, when the pool knows
+    them (``CatalogSnapshot.named_pool``); None: read it by name."""
+    located = getattr(ctx.semantic, "located", None)
+    if located is None or located.tools is not ctx.snapshot.tools:
+        return None
+    found: PoolRows = located
+    return found
+
+
 def semantic_raw(ctx: ScoreContext) -> np.ndarray:
     """Cosine per tool from the caller's semantic pool (0 outside the pool)."""
     if "semantic_raw" not in ctx.cache:
         raw = np.zeros(ctx.n, dtype=np.float64)
-        by_name = ctx.snapshot.by_name
-        for name, cos in (ctx.semantic or {}).items():
-            row = by_name.get(name)
+        located = pool_rows(ctx)
+        if located is not None:
+            raw[located.rows] = located.scores
+        for name, cos in (ctx.semantic or {}).items() if located is None else ():
+            row = ctx.snapshot.by_name.get(name)
             if row is not None:
                 raw[row] = float(cos)
         ctx.cache["semantic_raw"] = raw
