@@ -158,7 +158,56 @@ def ridge_scores(
         out[f"ridge{lam}"] = np.clip(
             raw / np.maximum(raw.max(axis=1, keepdims=True), 1e-9), 0, 1
         )
+    if TEXT[0]:
+        out["text"] = text_kernel_scores(train, test, n)
     return out
+
+
+TEXT_LAMBDA = 1.0
+TEXT = [False]  # --text: also the kernel ridge on words and vectors
+
+
+def text_kernel_scores(
+    train: Sequence[Labelled], test: Sequence[Labelled], n: int
+) -> np.ndarray:
+    """Kernel ridge (dual form) of each tool's label on the requests' words
+    (TF-IDF over stemmed tokens, terms in >= 2 training requests) and vectors:
+    K = words.words' + vector.vector', alpha = (K + lambda I)^-1 Y."""
+    from selection.engine.text import tokenize
+
+    named = [lab for lab in train if lab.tools]
+    tokens = [tokenize(lab.text) for lab in named]
+    df: dict[str, int] = {}
+    for toks in tokens:
+        for t in set(toks):
+            df[t] = df.get(t, 0) + 1
+    vocab = {t: i for i, t in enumerate(sorted(t for t, c in df.items() if c >= 2))}
+    idf = np.array(
+        [np.log(len(named) / df[t]) for t in sorted(vocab)], dtype=np.float32
+    )
+
+    def tfidf(labs: Sequence[Labelled]) -> np.ndarray:
+        x = np.zeros((len(labs), len(vocab)), dtype=np.float32)
+        for r, lab in enumerate(labs):
+            for t in tokenize(lab.text):
+                if t in vocab:
+                    x[r, vocab[t]] += 1.0
+        x *= idf
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        return x / np.maximum(norms, 1e-9)
+
+    xw = tfidf(named)
+    xv = np.stack([lab.vector for lab in named]).astype(np.float32)
+    kernel = (xw @ xw.T + xv @ xv.T).astype(np.float64)
+    y = np.zeros((len(named), n))
+    for r, lab in enumerate(named):
+        y[r, list(lab.tools)] = 1.0
+    kernel[np.diag_indices(len(named))] += TEXT_LAMBDA
+    alpha = np.linalg.solve(kernel, y)
+    tw = tfidf(test)
+    tv = np.stack([lab.vector for lab in test]).astype(np.float32)
+    raw = (tw @ xw.T + tv @ xv.T) @ alpha
+    return np.clip(raw / np.maximum(raw.max(axis=1, keepdims=True), 1e-9), 0, 1)
 
 
 def ridge_signals(
@@ -374,6 +423,16 @@ def oracle(
             ("oracle: peer signals", PEER),
             ("oracle: Quiver signals", (*SIGNALS, "prior", "ridge")),
             ("oracle: every signal", (*SIGNALS, "prior", "ridge", *PEER)),
+            *(
+                [
+                    (
+                        "oracle: every signal + text",
+                        (*SIGNALS, "prior", "ridge", *PEER, "text"),
+                    )
+                ]
+                if TEXT[0]
+                else []
+            ),
         ):
             _, score = search(fuse_z, base[test_named], sigs, rel, parts)
             out[label] = max(out.get(label, 0.0), score)
@@ -394,6 +453,7 @@ DESIGNS: dict[str, tuple[Combine, tuple[str, ...]]] = {
     "z+ridge": (fuse_z, (*SIGNALS, "ridge")),
     "ridge-only": (fuse_any, ("ridge",)),
     "ltr": (fuse_any, ()),
+    "z+text": (fuse_z, (*SIGNALS, "text")),
 }
 
 
@@ -404,8 +464,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--only", type=int, default=None)
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--oracle", action="store_true")
+    parser.add_argument("--text", action="store_true")
     parser.add_argument("--designs", default=",".join(DESIGNS))
     args = parser.parse_args(argv)
+    TEXT[0] = args.text
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     data = prepare(args.data, None, EmbeddingCache(get_embedder()))
     cached = CACHE_DIR / f"designs-{args.data}.npz"
