@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.utils import json as drf_json
 
 from catalog.api.serializers import check_stored_size
 from catalog.sizes import size_problem
@@ -68,7 +69,7 @@ def _plain(data: Any) -> dict[str, Any] | None:
     name, arguments = data.get("name"), data.get("arguments", {})
     if not _clean_text(name, NAME_CHARS) or type(arguments) is not dict:
         return None
-    if size_problem("arguments", arguments):
+    if not _json_as_drf_reads_it(arguments) or size_problem("arguments", arguments):
         return None
     valid: dict[str, Any] = {"name": name, "arguments": arguments}
     if "catalog" in data:
@@ -80,6 +81,15 @@ def _plain(data: Any) -> dict[str, Any] | None:
         if key in data:
             valid[key] = None
     return valid
+
+
+def _json_as_drf_reads_it(value: Any) -> bool:
+    """DRF's JSONField check: JSON as the spec has it (no NaN, no Infinity)."""
+    try:
+        drf_json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _clean_text(value: Any, limit: int | None) -> bool:
