@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.fields import CharField
 from rest_framework.utils import json as drf_json
 
 from catalog.api.serializers import check_stored_size
@@ -43,7 +44,8 @@ class CallInputSerializer(StrictFieldsMixin, serializers.Serializer):
 
 
 FIELDS = frozenset(CallInputSerializer().fields)
-NAME_CHARS = CallInputSerializer().fields["name"].max_length
+_NAME = CallInputSerializer().fields["name"]
+NAME_CHARS: int | None = _NAME.max_length if isinstance(_NAME, CharField) else None
 SLUG = re.compile(r"[-a-zA-Z0-9_]+\Z")
 # What DRF's CharField refuses in any text: NUL, and any surrogate code point.
 REFUSED_CHARS = re.compile("[\x00\ud800-\udfff]")
