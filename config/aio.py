@@ -57,13 +57,15 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 _here = threading.local()
 
 
-def run_here(coroutine: Coroutine[Any, Any, T]) -> T:
+def run_here(coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
     """Run ``coroutine`` to completion on this thread's own event loop (made on
-    first use). Not for a thread that already runs a loop (``run_sync`` is)."""
+    first use); TimeoutError when it awaits past ``timeout`` seconds (work done
+    in place, ``outside_loop``, is bounded by its own timeouts). Not for a
+    thread that already runs a loop (``run_sync`` is)."""
     loop: asyncio.AbstractEventLoop | None = getattr(_here, "loop", None)
     if loop is None or loop.is_closed():
         loop = _here.loop = asyncio.new_event_loop()
-    return loop.run_until_complete(coroutine)
+    return loop.run_until_complete(asyncio.wait_for(coroutine, timeout))
 
 
 def outside_loop(work: Callable[..., T], *args: Any) -> T:

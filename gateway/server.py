@@ -7,8 +7,9 @@ protocol and the handshake-era clients alike (the SDK serves both). A
 The caller was authenticated before any MCP work (``gateway.wsgi``), which puts
 it in the ASGI scope's state, with any problem the body's check found in a tool's
 arguments (``gateway.inbound``: answered here, as that tool's refusal); the
-handlers run the Django work in a thread. No exception's text reaches the
-caller: a refusal names the field and the rule, anything else is logged."""
+handlers run the Django work off the shared loop (``_in_thread``). No
+exception's text reaches the caller: a refusal names the field and the rule,
+anything else is logged."""
 
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ def tool_input_schema(name: str) -> Mapping[str, Any] | None:
     2026-07-28 requests: what ``tools/list`` without a cursor answers (the three
     tools; None for a catalog tool called by its own name, which that listing
     never shows). Without it the SDK runs the ``tools/list`` handler on every
-    ``tools/call`` to find the schema (~10% of an /mcp call's web CPU)."""
+    ``tools/call`` with arguments to find the schema: a listing built and
+    serialized per call, for nothing."""
     return SCHEMAS.get(name)
 
 

@@ -16,8 +16,11 @@ audit row (``gateway.refusals``) before it is answered.
 
 Each worker process runs one event loop in a thread (started on its first
 ``/mcp`` request, so after gunicorn's fork) holding the SDK's session manager in
-its lifespan; the request is handed to it whole and the answer collected whole
-(stateless mode with JSON answers: no stream outlives its request)."""
+its lifespan. A handshake-era request is handed to it whole and the answer
+collected whole (stateless mode with JSON answers: no stream outlives its
+request); a 2026-07-28 request, one self-contained exchange, is handed to the
+same manager on the request thread's own loop, its tools' work done in place
+(``_exchanged``)."""
 
 from __future__ import annotations
 
@@ -148,14 +151,15 @@ def _exchanged(
     needs none of the session manager's tasks: it runs on this thread's own loop
     with its tools' Django work in place (``INLINE``), as POST
     /tool-calls/execute runs, instead of hopping to the process's gateway loop
-    and from there to a worker thread and back (four thread hops a call, ~2 ms
-    at p50). The handshake era's stateless sessions live on the gateway loop."""
+    and from there to a worker thread and back (four thread hops: ~0.9 ms of CPU
+    and ~1.7 ms a call in process, bench/README.md). The handshake era's
+    stateless sessions live on the gateway loop."""
     manager = _loop().manager  # started: its lifespan state is set
     version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
     modern = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
     if modern and not _loop_running_here():
         scope["state"][INLINE] = True
-        return run_here(_exchange(manager, scope, checked.body))
+        return run_here(_exchange(manager, scope, checked.body), answer_timeout())
     return _loop().call(scope, checked.body)
 
 
