@@ -8,9 +8,10 @@ upstream loop thread's cProfile, by own and by cumulative time.
 
     .venv/bin/python -m config.devstack test -- .venv/bin/python bench/call_profile.py
 
-Options: ``--requests N`` (300), ``--way rest|mcp``, ``--top N`` (40), ``--dump
-PATH`` (both profiles to PATH.request and PATH.loop), ``--queries`` (one call's
-SQL)."""
+Options: ``--requests N`` (300), ``--way rest|mcp``, ``--protocol`` (of /mcp:
+2026-07-28, as the SDK's Client, or 2025-06-18), ``--top N`` (40), ``--dump
+PATH`` (the profiles to PATH.request, PATH.upstream and, for /mcp,
+PATH.gateway), ``--queries`` (one call's SQL)."""
 
 from __future__ import annotations
 
@@ -36,9 +37,12 @@ from bench._loadstack import (  # noqa: E402
 from bench.call_overhead import SLUG, UPSTREAM_PAGE, build, start_line, stop_line  # noqa: E402
 
 DATABASE = "quiver_bench_callprof"
+MODERN, HANDSHAKE = "2026-07-28", "2025-06-18"
 
 
-def wsgi_post(key: str, path: str, body: dict[str, Any]) -> tuple[str, bytes]:
+def wsgi_post(
+    key: str, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> tuple[str, bytes]:
     """One POST through ``config.wsgi.application`` (/mcp beside Django, as
     gunicorn serves them), in this thread."""
     from config.wsgi import application
@@ -66,6 +70,7 @@ def wsgi_post(key: str, path: str, body: dict[str, Any]) -> tuple[str, bytes]:
         "wsgi.multiprocess": True,
         "wsgi.run_once": False,
     }
+    environ.update(headers or {})
     status: list[str] = []
     chunks = application(environ, lambda given, *_: status.append(given))
     answer = b"".join(chunks)
@@ -74,21 +79,29 @@ def wsgi_post(key: str, path: str, body: dict[str, Any]) -> tuple[str, bytes]:
 
 
 def loop(args: argparse.Namespace, key: str) -> None:
-    from calls.upstream import pool
-
     call: dict[str, Any] = {
         "name": "weather.get_forecast",
         "arguments": {"city": "Paris", "days": 2},
         "catalog": SLUG,
     }
-    path, body = "/api/v1/tool-calls/execute", call
+    path, body, headers = "/api/v1/tool-calls/execute", call, {}
     if args.way == "mcp":
         path = "/mcp"
-        params = {"name": "call_tool", "arguments": call}
+        params: dict[str, Any] = {"name": "call_tool", "arguments": call}
+        if args.protocol == MODERN:  # as the SDK's Client sends it by default
+            params["_meta"] = {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+            headers = {
+                "HTTP_MCP_PROTOCOL_VERSION": MODERN,
+                "HTTP_MCP_METHOD": "tools/call",
+                "HTTP_MCP_NAME": "call_tool",
+            }
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
 
     def once() -> None:
-        status, answer = wsgi_post(key, path, body)
+        status, answer = wsgi_post(key, path, body, headers)
         if not status.startswith("200") or b'"isError":true' in answer:
             raise SystemExit(f"{path}: {status} {answer[:500]!r}")
 
@@ -112,24 +125,40 @@ def loop(args: argparse.Namespace, key: str) -> None:
         f"{args.way}, unprofiled: {cpu:.2f} ms CPU a call (process; the request's "
         f"thread {main:.2f}, other threads {cpu - main:.2f}), {wall:.2f} ms wall"
     )
-    profile, on_loop = cProfile.Profile(), cProfile.Profile()
-    loop = pool()
-    loop.submit(_enable(on_loop), 5)
-    profile.enable()
-    for _ in range(args.requests):
-        once()
-    profile.disable()
-    loop.submit(_disable(on_loop), 5)
+    profiles = _profiled(args, once)
     if args.dump:
-        profile.dump_stats(f"{args.dump}.request")
-        on_loop.dump_stats(f"{args.dump}.loop")
-    for title, found in (("request thread", profile), ("loop thread", on_loop)):
+        for title, found in profiles.items():
+            found.dump_stats(f"{args.dump}.{title.split()[0]}")
+    for title, found in profiles.items():
         for order in ("tottime", "cumulative"):
             text = io.StringIO()
             stats = pstats.Stats(found, stream=text).sort_stats(order)
             stats.print_stats(args.top)
             print(f"== {title}, by {order}")
             print(text.getvalue())
+
+
+def _profiled(args: argparse.Namespace, once: Any) -> dict[str, cProfile.Profile]:
+    """cProfile of the request thread, the upstream pool's loop thread and, for
+    /mcp, the gateway's loop thread (the SDK server's share)."""
+    from calls.upstream import pool
+    from gateway.wsgi import _loop
+
+    loops = {"request thread": None, "upstream thread": pool()}
+    if args.way == "mcp":
+        loops["gateway thread"] = _loop()
+    profiles = {title: cProfile.Profile() for title in loops}
+    for title, loop in loops.items():
+        if loop is not None:
+            loop.submit(_enable(profiles[title]), 5)
+    profiles["request thread"].enable()
+    for _ in range(args.requests):
+        once()
+    profiles["request thread"].disable()
+    for title, loop in loops.items():
+        if loop is not None:
+            loop.submit(_disable(profiles[title]), 5)
+    return profiles
 
 
 async def _enable(profile: cProfile.Profile) -> None:
@@ -145,7 +174,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--way", choices=["rest", "mcp"], default="rest")
     parser.add_argument("--top", type=int, default=40)
-    parser.add_argument("--dump", help="write both profiles to DUMP.request/.loop")
+    parser.add_argument(
+        "--protocol",
+        choices=[MODERN, HANDSHAKE],
+        default=MODERN,
+        help="the MCP protocol of --way mcp (the SDK Client's default: the first)",
+    )
+    parser.add_argument(
+        "--dump", help="write the profiles to DUMP.request/.upstream/.gateway"
+    )
     parser.add_argument("--queries", action="store_true", help="print one call's SQL")
     args = parser.parse_args(argv)
     admin_url = os.environ.get("DATABASE_URL", "")

@@ -11,18 +11,15 @@ or a call whose outcome could not be recorded."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics, permissions, serializers
+from rest_framework import generics, permissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from calls.input import CallInputSerializer, call_input
 from calls.services import CallNotRecorded, execute_call
-from catalog.api.serializers import check_stored_size
 from config.http import request_id
 from config.ratelimit import ClientRateThrottle
-from config.strict import StrictFieldsMixin
 
 REFUSAL_CODES = {
     400: "invalid",
@@ -34,23 +31,6 @@ REFUSAL_CODES = {
 RETRY_AFTER_S = 5
 
 
-class CallInputSerializer(StrictFieldsMixin, serializers.Serializer):
-    """One call: the tool's name (as offered), its arguments, and optionally the
-    catalog, the selection that offered it and the approval that covers it."""
-
-    name = serializers.CharField(max_length=200)
-    arguments = serializers.JSONField(default=dict)
-    catalog = serializers.SlugField(required=False)
-    selection_id = serializers.UUIDField(required=False, allow_null=True)
-    approval_id = serializers.UUIDField(required=False, allow_null=True)
-
-    def validate_arguments(self, value: Any) -> Any:
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("arguments: must be a JSON object")
-        check_stored_size("arguments", value)
-        return value
-
-
 class ExecuteCallView(generics.GenericAPIView):
     """Run a tool call: access, validation, approval, the upstream, the audit row."""
 
@@ -60,9 +40,7 @@ class ExecuteCallView(generics.GenericAPIView):
 
     @extend_schema(request=CallInputSerializer, responses={200: dict, 202: dict})
     def post(self, request: Request) -> Response:
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = call_input(request.data)
         approval = data.get("approval_id")
         try:
             answer = execute_call(

@@ -12,6 +12,11 @@ is asyncio. Two shapes are needed:
   endpoint's session manager, the pooled upstream clients). ``submit`` runs a
   coroutine there and waits for its value. Threads do not survive a fork, so
   ``per_process`` hands each process its own.
+* ``run_here``: a coroutine on the calling thread's own loop, kept for the
+  thread's life, for protocol work that needs no loop shared with other requests
+  (a 2026-07-28 /mcp request): no hop to another thread and back. Inside it,
+  ``outside_loop`` runs synchronous (Django) work in place: that loop serves only
+  the one request its thread is answering, so blocking it stalls nothing else.
 """
 
 from __future__ import annotations
@@ -47,6 +52,32 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]  # type: ignore[no-any-return]
+
+
+_here = threading.local()
+
+
+def run_here(coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
+    """Run ``coroutine`` to completion on this thread's own event loop (made on
+    first use); TimeoutError when it awaits past ``timeout`` seconds (work done
+    in place, ``outside_loop``, is bounded by its own timeouts). Not for a
+    thread that already runs a loop (``run_sync`` is)."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_here, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _here.loop = asyncio.new_event_loop()
+    return loop.run_until_complete(asyncio.wait_for(coroutine, timeout))
+
+
+def outside_loop(work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)`` from a coroutine ``run_here`` runs, with no loop marked
+    running while it works: Django refuses database work where a loop runs (for
+    a shared loop, rightly), and this loop has nothing else to run meanwhile."""
+    loop = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    try:
+        return work(*args)
+    finally:
+        asyncio.events._set_running_loop(loop)
 
 
 class LoopThread:

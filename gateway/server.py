@@ -7,15 +7,17 @@ protocol and the handshake-era clients alike (the SDK serves both). A
 The caller was authenticated before any MCP work (``gateway.wsgi``), which puts
 it in the ASGI scope's state, with any problem the body's check found in a tool's
 arguments (``gateway.inbound``: answered here, as that tool's refusal); the
-handlers run the Django work in a thread. No exception's text reaches the
-caller: a refusal names the field and the rule, anything else is logged."""
+handlers run the Django work off the shared loop (``_in_thread``). No
+exception's text reaches the caller: a refusal names the field and the rule,
+anything else is logged."""
 
 from __future__ import annotations
 
 import json
 import logging
 import uuid
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -25,14 +27,17 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
+from config.aio import outside_loop
 from gateway import listing, services
 from gateway.inbound import Problem
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 META_TOOLS = frozenset({"search_tools", "get_tool_details", "call_tool"})
 CALLER = "quiver_caller"  # scope["state"] keys set by gateway.wsgi
 REQUEST_ID = "quiver_request_id"
 PROBLEM = "quiver_problem"
+INLINE = "quiver_inline"  # the request has a loop of its own: work in place
 
 TOOLS = [
     types.Tool(
@@ -101,6 +106,19 @@ TOOLS = [
 ]
 
 
+SCHEMAS: dict[str, Mapping[str, Any]] = {tool.name: tool.input_schema for tool in TOOLS}
+
+
+def tool_input_schema(name: str) -> Mapping[str, Any] | None:
+    """A tool's input schema for the SDK's ``Mcp-Param-*`` header check on
+    2026-07-28 requests: what ``tools/list`` without a cursor answers (the three
+    tools; None for a catalog tool called by its own name, which that listing
+    never shows). Without it the SDK runs the ``tools/list`` handler on every
+    ``tools/call`` with arguments to find the schema: a listing built and
+    serialized per call, for nothing."""
+    return SCHEMAS.get(name)
+
+
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     """The same three tools for every key, in this order, and no next cursor;
     with a search's ``list_cursor``, the tools it found (``gateway.listing``)."""
@@ -109,8 +127,8 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=TOOLS)
     user, request_id, _ = _caller(ctx)
     try:
-        found = await anyio.to_thread.run_sync(
-            listing.found_page, user, cursor, services.mcp_tool
+        found = await _in_thread(
+            ctx, listing.found_page, user, cursor, services.mcp_tool
         )
     except listing.BadCursor as exc:
         raise MCPError(INVALID_PARAMS, str(exc)) from exc
@@ -136,12 +154,12 @@ async def call_tool(
     work = (user, arguments, request_id, problem)
     try:
         if name == "search_tools":
-            found = await anyio.to_thread.run_sync(services.search, *work)
+            found = await _in_thread(ctx, services.search, *work)
             return _found(found, _search_text(found))
         if name == "get_tool_details":
-            found = await anyio.to_thread.run_sync(services.details, *work)
+            found = await _in_thread(ctx, services.details, *work)
             return _found(found, json.dumps(found, indent=1))
-        answer = await anyio.to_thread.run_sync(services.call, *work)
+        answer = await _in_thread(ctx, services.call, *work)
         return _call_result(answer, direct=name not in META_TOOLS)
     except services.ToolFailure as exc:
         return _error(str(exc))
@@ -226,11 +244,24 @@ def pending_text(answer: services.CallAnswer, *, direct: bool) -> str:
     )
 
 
+async def _in_thread(ctx: Any, work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)``, Django's synchronous work, off the shared gateway loop: in
+    a worker thread, or in place when the request runs on a loop of its own
+    (``INLINE``: its thread waits for this answer and serves nothing else)."""
+    if _state(ctx).get(INLINE):
+        return outside_loop(work, *args)
+    return await anyio.to_thread.run_sync(work, *args)
+
+
+def _state(ctx: Any) -> dict[str, Any]:
+    request = getattr(ctx, "request", None)
+    return request.scope.get("state", {}) if request is not None else {}
+
+
 def _caller(ctx: Any) -> tuple[Any, uuid.UUID, Problem | None]:
     """The authenticated caller, the request's id and a problem found in the
     body; no caller here is a wiring fault, never a guest."""
-    request = getattr(ctx, "request", None)
-    state = request.scope.get("state", {}) if request is not None else {}
+    state = _state(ctx)
     if CALLER not in state:
         raise RuntimeError("MCP request without an authenticated caller")
     return state[CALLER], state[REQUEST_ID], state.get(PROBLEM)
@@ -258,7 +289,11 @@ def build_manager() -> StreamableHTTPSessionManager:
     """A stateless, JSON-answering session manager. Host and Origin are checked
     before it (gateway.wsgi, against ALLOWED_HOSTS), so its own check is off."""
     server: Server[Any] = Server(
-        "quiver", version="1", on_list_tools=list_tools, on_call_tool=call_tool
+        "quiver",
+        version="1",
+        get_tool_input_schema=tool_input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
     )
     return StreamableHTTPSessionManager(
         app=server,

@@ -26,7 +26,7 @@ from rest_framework.exceptions import APIException, ValidationError
 
 from audit.writer import PendingEvent, wait_all
 from calls.answers import CallAnswer
-from calls.api_execute import CallInputSerializer
+from calls.input import call_input
 from calls.services import CallNotRecorded, execute_call
 from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
@@ -239,10 +239,10 @@ def call(
 
 def _call(attempt: refusals.Attempt, arguments: dict[str, Any]) -> CallAnswer:
     user = attempt.user
-    serializer = CallInputSerializer(data=arguments)
-    if not serializer.is_valid():
-        raise ToolRefused(first_message(serializer.errors))
-    valid = serializer.validated_data
+    try:
+        valid = call_input(arguments)
+    except ValidationError as exc:
+        raise ToolRefused(first_message(exc.detail)) from exc
     approval = valid.get("approval_id")
     catalog = valid.get("catalog")
     _charge(attempt)

@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sources.capped import MESSAGE_CAP, CappedTransport, capped_stdio_client
 from sources.netguard import GuardedBackend
+from sources.onewrite import OneWriteBackend
 from sources.secrets import scrub
 from sources.stdio import StdioSpec
 
@@ -167,8 +168,9 @@ class ScrubbedStderr:
 
 
 def guarded_transport() -> httpx2.AsyncHTTPTransport:
-    """httpx's transport with its connection pool on the guarded network backend
-    (httpx takes no backend argument: the pool's attribute is set in its place)."""
+    """httpx's transport with its connection pool on the guarded network backend,
+    each request in one write (``sources.onewrite``; httpx takes no backend
+    argument: the pool's attribute is set in its place)."""
     transport = httpx2.AsyncHTTPTransport(trust_env=False)
-    transport._pool._network_backend = GuardedBackend()
+    transport._pool._network_backend = OneWriteBackend(GuardedBackend())
     return transport
