@@ -50,24 +50,33 @@ class Relay:
 
     def _serve(self, client: socket.socket) -> None:
         upstream = socket.create_connection(("127.0.0.1", self.target_port))
+        cut = threading.Event()
         threading.Thread(
-            target=self._back, args=(upstream, client), daemon=True
+            target=self._back, args=(upstream, client, cut), daemon=True
         ).start()
         try:
             while data := client.recv(65536):
-                upstream.sendall(data)
                 if CALL_BODY.search(data) and self._take_break():
-                    # The upstream has the whole call and runs it; its answer
-                    # finds the caller's connection gone.
+                    # Cut before the call goes on, so that its answer is never
+                    # relayed, however fast the upstream is (on a loaded
+                    # machine it could answer before this thread cut the
+                    # connection): the upstream has the whole call and runs it.
+                    cut.set()
+                    upstream.sendall(data)
                     client.shutdown(socket.SHUT_RDWR)
                     break
+                upstream.sendall(data)
         except OSError:
             pass
         client.close()
 
-    def _back(self, upstream: socket.socket, client: socket.socket) -> None:
+    def _back(
+        self, upstream: socket.socket, client: socket.socket, cut: threading.Event
+    ) -> None:
         try:
             while data := upstream.recv(65536):
+                if cut.is_set():
+                    break  # the upstream ran the call; its answer goes nowhere
                 client.sendall(data)
         except OSError:
             pass
