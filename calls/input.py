@@ -1,28 +1,27 @@
 """A call's input (POST /tool-calls/execute, MCP ``call_tool`` and a tool called
 by its own name): ``CallInputSerializer``'s rules, and ``call_input``, which reads
-a plain body without DRF's field machinery (as ``selection.api.input`` does for
-/select; DRF built and ran a field object per field on every call).
+a plain body without DRF's field machinery (``config.plain_input``, as /select's
+input is read; DRF built and ran a field object per field on every call).
 
-``call_input`` first looks at the body as it is: a name that is already a clean
-string within the field's bounds, arguments that are an object within the stored
-size, a catalog that is already a slug, and no selection or approval id (those
-are for the serializer's UUID field to read): it returns exactly the
-serializer's validated data. Anything else goes to the serializer, which accepts
-it or refuses it naming the field, in its own words; the plain path never
-refuses anything. ``tests/calls/test_call_input.py`` holds both paths to the same
-answer."""
+``call_input`` first looks at the body as it is: a name and a catalog their own
+fields keep as they are (checked by ``config.plain_input`` from the fields),
+arguments that are an object within the stored size, and no selection or
+approval id (those are for the serializer's UUID field to read): it returns
+exactly the serializer's validated data. Anything else goes to the serializer,
+which accepts it or refuses it naming the field, in its own words; the plain
+path never refuses anything. ``tests/calls/test_call_input.py`` holds both paths
+to the same answer."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rest_framework import serializers
-from rest_framework.fields import CharField
 from rest_framework.utils import json as drf_json
 
 from catalog.api.serializers import check_stored_size
 from catalog.sizes import size_problem
+from config.plain_input import DEFER, plain_checks, read_plainly, validated
 from config.strict import StrictFieldsMixin
 
 
@@ -43,63 +42,35 @@ class CallInputSerializer(StrictFieldsMixin, serializers.Serializer):
         return value
 
 
-FIELDS = frozenset(CallInputSerializer().fields)
-_NAME = CallInputSerializer().fields["name"]
-NAME_CHARS: int | None = _NAME.max_length if isinstance(_NAME, CharField) else None
-SLUG = re.compile(r"[-a-zA-Z0-9_]+\Z")
-# What DRF's CharField refuses in any text: NUL, and any surrogate code point.
-REFUSED_CHARS = re.compile("[\x00\ud800-\udfff]")
-
-
 def call_input(data: Any) -> dict[str, Any]:
     """The validated call input, or ``ValidationError`` with the serializer's
     field errors (as ``is_valid(raise_exception=True)`` raises them)."""
-    plain = _plain(data)
-    if plain is not None:
-        return plain
-    serializer = CallInputSerializer(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
+    return validated(data, _plain, CallInputSerializer)
 
 
 def _plain(data: Any) -> dict[str, Any] | None:
     """The validated data of a body that is plainly valid, else None."""
-    if type(data) is not dict or not data.keys() <= FIELDS:
-        return None
-    if data.get("selection_id") is not None or data.get("approval_id") is not None:
-        return None
-    name, arguments = data.get("name"), data.get("arguments", {})
-    if not _clean_text(name, NAME_CHARS) or type(arguments) is not dict:
-        return None
-    if not _json_as_drf_reads_it(arguments) or size_problem("arguments", arguments):
-        return None
-    valid: dict[str, Any] = {"name": name, "arguments": arguments}
-    if "catalog" in data:
-        catalog = data["catalog"]
-        if type(catalog) is not str or not SLUG.match(catalog):
-            return None
-        valid["catalog"] = catalog
-    for key in ("selection_id", "approval_id"):
-        if key in data:
-            valid[key] = None
-    return valid
+    return read_plainly(data, _CHECKS)
 
 
-def _json_as_drf_reads_it(value: Any) -> bool:
-    """DRF's JSONField check: JSON as the spec has it (no NaN, no Infinity)."""
+def _arguments(value: Any) -> Any:
+    """An object DRF's JSONField keeps as it is (JSON as the spec has it: no NaN,
+    no Infinity) within the stored size; anything else is the serializer's."""
+    if type(value) is not dict or size_problem("arguments", value):
+        return DEFER
     try:
         drf_json.dumps(value)
     except (TypeError, ValueError, RecursionError):
-        return False
-    return True
+        return DEFER
+    return value
 
 
-def _clean_text(value: Any, limit: int | None) -> bool:
-    """A string DRF's CharField keeps as it is: not blank, not padded (it would
-    strip it), within ``limit``, without a character it refuses."""
-    return (
-        type(value) is str
-        and 0 < len(value) <= (limit or len(value))
-        and value == value.strip()
-        and REFUSED_CHARS.search(value) is None
-    )
+def _no_id(value: Any) -> Any:
+    """A selection's or approval's id is the UUID field's to read; null is None."""
+    return None if value is None else DEFER
+
+
+_CHECKS = plain_checks(
+    CallInputSerializer(),
+    {"arguments": _arguments, "selection_id": _no_id, "approval_id": _no_id},
+)
