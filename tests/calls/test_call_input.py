@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from functools import partial
 from typing import Any
-
-from rest_framework.exceptions import ValidationError
 
 from calls import input as call_input_module
 from calls.input import CallInputSerializer, call_input
 from catalog.sizes import MAX_STORED_CHARS
+from tests.plain_input import reader_answer, serializer_answer, typed
 
 FIELDS = list(CallInputSerializer().fields)
 ODD = [None, "", " ", [], {}, True, False, 0, -1, 1.5, "x", ["a"], {"a": 1}]
@@ -29,27 +29,8 @@ VALUES: dict[str, list[Any]] = {
 }  # fmt: skip
 
 
-def typed(value: Any) -> Any:
-    """``value`` with every leaf's type beside it (an error's code too)."""
-    if isinstance(value, dict):
-        return {key: typed(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [typed(item) for item in value]
-    return (type(value).__name__, value, getattr(value, "code", None))
-
-
-def serializer_says(body: Any) -> tuple[str, Any]:
-    serializer = CallInputSerializer(data=body)
-    if serializer.is_valid():
-        return "valid", typed(dict(serializer.validated_data))
-    return "invalid", typed(serializer.errors)
-
-
-def plain_path_says(body: Any) -> tuple[str, Any]:
-    try:
-        return "valid", typed(call_input(body))
-    except ValidationError as exc:
-        return "invalid", typed(exc.detail)
+serializer_says = partial(serializer_answer, CallInputSerializer)
+plain_path_says = partial(reader_answer, call_input)
 
 
 def test_every_field_is_swept():

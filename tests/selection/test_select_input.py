@@ -5,16 +5,17 @@ SelectInputSerializer gives it: the same validated data, or the same field error
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rest_framework.exceptions import ValidationError
 
 from catalog.sizes import MAX_STORED_CHARS
 from selection.api import input as select_input_module
 from selection.api.input import select_input
 from selection.api.serializers import SelectInputSerializer
+from tests.plain_input import reader_answer, serializer_answer, typed
 
 FIELDS = list(SelectInputSerializer().fields)
 # For each field, values of every kind its field could meet: plainly valid ones,
@@ -45,28 +46,8 @@ VALUES: dict[str, list[Any]] = {
 }  # fmt: skip
 
 
-def typed(value: Any) -> Any:
-    """``value`` with every leaf's type beside it: 0 and 0.0 differ (the audit row
-    and the answer cache's key would), as do an error's message and its code."""
-    if isinstance(value, dict):
-        return {key: typed(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [typed(item) for item in value]
-    return (type(value).__name__, value, getattr(value, "code", None))
-
-
-def serializer_says(body: Any) -> tuple[str, Any]:
-    serializer = SelectInputSerializer(data=body)
-    if serializer.is_valid():
-        return "valid", typed(dict(serializer.validated_data))
-    return "invalid", typed(serializer.errors)
-
-
-def plain_path_says(body: Any) -> tuple[str, Any]:
-    try:
-        return "valid", typed(select_input(body))
-    except ValidationError as exc:
-        return "invalid", typed(exc.detail)
+serializer_says = partial(serializer_answer, SelectInputSerializer)
+plain_path_says = partial(reader_answer, select_input)
 
 
 def test_every_field_is_swept():
