@@ -32,11 +32,14 @@ T = TypeVar("T")
 START_TIMEOUT_S = 30.0
 
 
+def loop_running_here() -> bool:
+    """Whether an event loop runs on (or is marked running on) this thread."""
+    return asyncio.events._get_running_loop() is not None
+
+
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run ``coroutine`` to completion from synchronous code."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not loop_running_here():
         return asyncio.run(coroutine)
     outcome: dict[str, Any] = {}
 

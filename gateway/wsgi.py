@@ -42,7 +42,7 @@ from rest_framework.exceptions import APIException
 
 from catalog.auth import ApiKeyAuthentication
 from config import jsonparse
-from config.aio import LoopThread, per_process, run_here
+from config.aio import LoopThread, loop_running_here, per_process, run_here
 from config.bodies import Refusal, read_body
 from config.middleware import DATABASE_DOWN
 from gateway import inbound, refusals
@@ -154,21 +154,13 @@ def _exchanged(
     and from there to a worker thread and back (four thread hops: ~0.9 ms of CPU
     and ~1.7 ms a call in process, bench/README.md). The handshake era's
     stateless sessions live on the gateway loop."""
-    manager = _loop().manager  # started: its lifespan state is set
+    loop = _loop()  # started: its manager's lifespan state is set
     version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
     modern = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
-    if modern and not _loop_running_here():
+    if modern and not loop_running_here():
         scope["state"][INLINE] = True
-        return run_here(_exchange(manager, scope, checked.body), answer_timeout())
-    return _loop().call(scope, checked.body)
-
-
-def _loop_running_here() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+        return run_here(_exchange(loop.manager, scope, checked.body), answer_timeout())
+    return loop.call(scope, checked.body)
 
 
 def _is_json(request: WSGIRequest) -> bool:
