@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from django.db import OperationalError, connection, transaction
@@ -240,7 +241,13 @@ def seal_and_checkpoint() -> int:
     return sealed
 
 
-def _loop(stop: threading.Event, interval: float) -> None:
+def run_sealer(
+    stop: threading.Event, interval: float, heartbeat: Path | None = None
+) -> None:
+    """Seal every ``interval`` seconds until ``stop`` is set: in a worker's thread,
+    or as a process of its own (``audit_seal --every``). After each round, failed
+    or not, ``heartbeat`` is touched: a liveness probe reads that the loop runs
+    (a database that is down is no reason to restart it)."""
     from django.db import close_old_connections, connections
 
     while not stop.wait(interval):
@@ -250,6 +257,8 @@ def _loop(stop: threading.Event, interval: float) -> None:
             log.exception("audit sealer round failed")
         finally:
             close_old_connections()
+            if heartbeat is not None:
+                heartbeat.touch()
     connections.close_all()
 
 
@@ -259,7 +268,10 @@ class SealerThread:
     def __init__(self, interval: float) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(
-            target=_loop, args=(self._stop, interval), name="audit-sealer", daemon=True
+            target=run_sealer,
+            args=(self._stop, interval),
+            name="audit-sealer",
+            daemon=True,
         )
         self._thread.start()
 
