@@ -28,7 +28,7 @@ from django.db import connection, transaction
 from audit.checkpoint_store import FileStore, checkpoint_store, store_named
 from audit.hashing import key_id, old_signature_ok, sign, signature_ok
 from audit.keyring import keyring
-from audit.sealing import chain_head, take_chain_lock
+from audit.sealing import chain_head, may_extend, take_chain_lock
 from audit.sinks import deliver, line_of
 from config import jsonparse
 
@@ -44,12 +44,24 @@ def last_record() -> Record | None:
     return jsonparse.loads(line) if line.strip() else None
 
 
+class SignedByAnotherKey(RuntimeError):
+    """The store's last line was signed with another key than this process's."""
+
+
 def append_record(record: Record, *, old_key: bytes | None = None) -> Record:
     """Sign ``record`` chained to the store's last line and append it (the caller
     holds the chain lock). A rotation also passes the retired ``old_key``, which
     signs the line too (``old_sig``). The caller hands the line to the sinks
-    (``deliver``) once it has let go of the lock."""
+    (``deliver``) once it has let go of the lock. The last line must be signed
+    with this process's key (or, in a rotation, the retired one): lines change
+    keys only through a rotation line."""
     previous = last_record()
+    expected = key_id() if old_key is None else key_id(old_key)
+    signed_by = str((previous or {}).get("key_id", ""))
+    if signed_by not in ("", expected):
+        raise SignedByAnotherKey(
+            f"the last checkpoint line is signed with key {signed_by}, not {expected}"
+        )
     record = {**record, "key_id": key_id(), "prev_sig": (previous or {}).get("sig", "")}
     if old_key is not None:
         record["old_sig"] = sign(record, old_key)
@@ -76,8 +88,11 @@ def checkpoint_if_due(*, force: bool = False) -> Record | None:
         take_chain_lock(cursor, wait=True)
         head_seq, head_id, head_hash = chain_head(cursor)
         now = datetime.now(UTC)
-        if head_seq == 0 or not (force or _due(last_record(), head_seq, now)):
+        last = last_record()
+        if head_seq == 0 or not (force or _due(last, head_seq, now)):
             return None
+        if not may_extend(str((last or {}).get("key_id", ""))):
+            return None  # a process with the key that signed the last line signs
         record = append_record(
             {
                 "kind": "checkpoint",
