@@ -65,6 +65,7 @@ def test_web_runs_the_images_gunicorn_as_compose_does():
     assert "command" not in compose()["web"]
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert 'CMD ["gunicorn", "-c", "python:config.gunicorn"' in dockerfile
+    assert web["lifecycle"]["preStop"]["exec"]["command"] == ["sleep", "5"]
     assert value_of(web, "QUIVER_WEB_WORKERS") == "2"
     assert value_of(web, "QUIVER_WEB_THREADS") == "12"
 
