@@ -274,6 +274,12 @@ QUIVER_STATIC_SENTENCES = env_bool("QUIVER_STATIC_SENTENCES", True)
 # After an import the worker trains that encoder when none exists or the catalog
 # has much outgrown it (catalog.tasks.build_query_encoder_if_due).
 QUIVER_QUERY_ENCODER_AUTO = env_bool("QUIVER_QUERY_ENCODER_AUTO", True)
+# Where that encoder is kept: the state directory's models/ (every process must see
+# it), or a table in Postgres that each process copies into its own state
+# directory (catalog.services.query_encoder_store: processes that share no volume).
+QUIVER_QUERY_ENCODER_STORE = env_str("QUIVER_QUERY_ENCODER_STORE", "file")
+if QUIVER_QUERY_ENCODER_STORE not in ("file", "postgres"):
+    raise ImproperlyConfigured("QUIVER_QUERY_ENCODER_STORE: expected file or postgres")
 QUIVER_EMBED_BATCH = env_int("QUIVER_EMBED_BATCH", 64, minimum=1, maximum=2048)
 # An import never gets more than this many tools ahead of their embeddings: past
 # it, the import process embeds a batch itself before going on, so the catalog is

@@ -231,9 +231,11 @@ def test_the_audit_keys_are_files_from_the_secret_in_every_pod():
             assert secret.get("optional", False) is optional
 
 
-def test_every_pod_keeps_its_checkpoints_in_postgres():
+def test_every_pod_keeps_its_checkpoints_and_encoder_in_postgres():
     for name, _spec, container in containers(objects()):
         assert value_of(container, "QUIVER_AUDIT_CHECKPOINT_STORE") == "postgres", name
+        assert value_of(container, "QUIVER_QUERY_ENCODER_STORE") == "postgres", name
+        assert value_of(container, "QUIVER_STATIC_SENTENCES") == "true", name
 
 
 def test_every_variable_the_chart_sets_is_one_quiver_reads():

@@ -104,7 +104,9 @@ tables' owner (owner-database-url), everything else as the app (database-url).
 - name: QUIVER_STATIC_SENTENCES
   value: {{ $root.Values.embeddings.staticSentences | toString | quote }}
 - name: QUIVER_QUERY_ENCODER_AUTO
-  value: "false"
+  value: {{ $root.Values.embeddings.autoBuild | toString | quote }}
+- name: QUIVER_QUERY_ENCODER_STORE
+  value: postgres
 {{- range $name, $value := $root.Values.config.extraEnv }}
 - name: {{ $name }}
   value: {{ $value | toString | quote }}
