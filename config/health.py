@@ -92,7 +92,7 @@ def _parts(raw: str | None) -> list[str] | str:
     known = [*CHECKS, *NAMED_ONLY]
     unknown = [name for name in names if name not in known]
     if not names or unknown:
-        return f"parts: a comma-separated list of {', '.join(known)}"
+        return f"a comma-separated list of {', '.join(known)}"
     return list(dict.fromkeys(names))
 
 
@@ -101,7 +101,11 @@ def healthz(request: HttpRequest) -> JsonResponse:
     parts = _parts(request.GET.get("parts"))
     if isinstance(parts, str):
         return JsonResponse(
-            {"error": "invalid", "detail": parts, "fields": {"parts": [parts]}},
+            {
+                "error": "invalid",
+                "detail": f"parts: {parts}",
+                "fields": {"parts": [parts]},
+            },
             status=400,
         )
     results = _run_checks(parts)

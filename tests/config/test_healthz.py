@@ -143,5 +143,6 @@ def test_an_unknown_or_empty_part_is_a_400_naming_parts(client, parts):
     assert response.status_code == 400
     body = response.json()
     assert body["error"] == "invalid"
-    assert "parts" in body["fields"]
-    assert "database, pgvector, broker, worker, web" in body["detail"]
+    rule = "a comma-separated list of database, pgvector, broker, worker, web"
+    assert body["fields"] == {"parts": [rule]}
+    assert body["detail"] == f"parts: {rule}"
