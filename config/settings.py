@@ -276,7 +276,7 @@ QUIVER_STATIC_SENTENCES = env_bool("QUIVER_STATIC_SENTENCES", True)
 QUIVER_QUERY_ENCODER_AUTO = env_bool("QUIVER_QUERY_ENCODER_AUTO", True)
 # Where that encoder is kept: the state directory's models/ (every process must see
 # it), or a table in Postgres that each process copies into its own state
-# directory (catalog.services.query_encoder_store: processes that share no volume).
+# directory (catalog.query_encoder_store: processes that share no volume).
 QUIVER_QUERY_ENCODER_STORE = env_str("QUIVER_QUERY_ENCODER_STORE", "file")
 if QUIVER_QUERY_ENCODER_STORE not in ("file", "postgres"):
     raise ImproperlyConfigured("QUIVER_QUERY_ENCODER_STORE: expected file or postgres")
