@@ -50,7 +50,7 @@ def test_the_sealer_process_seals_checkpoints_beats_and_stops_on_sigterm(
             lambda: (
                 AuditEvent.objects.filter(pk__in=ids, hash__isnull=False).count() == 3
             ),
-            timeout=30,
+            timeout=90,  # the process starting (Django, the model's imports) too
             what="the sealer process to seal the events",
         )
         wait_until(CheckpointLine.objects.exists, timeout=30, what="a checkpoint")
