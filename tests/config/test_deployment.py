@@ -108,3 +108,11 @@ def test_bootstrap_with_an_unwritable_state_dir_creates_no_admin(tmp_path, monke
     with pytest.raises(OSError):
         call_command("bootstrap", "--no-demo")
     assert not get_user_model().objects.filter(username="admin").exists()
+
+
+def test_the_image_bakes_the_model_graphs_where_the_app_reads_them():
+    text = "\n".join(dockerfile())
+    assert "QUIVER_MODEL_GRAPHS_DIR=/opt/quiver/models" in text
+    assert 'build_model_graphs \\\n        --into "$QUIVER_MODEL_GRAPHS_DIR"' in text
+    # Built before the app's user takes over: the folder stays read-only to it.
+    assert text.index("build_model_graphs") < text.index("USER quiver")
