@@ -10,6 +10,9 @@ from django.db.models import Case, Count, Q, Value, When
 if TYPE_CHECKING:
     from catalog.access import Access
 
+# A tool held for review (catalog.choices.ToolStatus.HELD): no agent sees it.
+HELD = "held"
+
 
 def _access(who: Any) -> Access:
     """An Access for a user or an Access (views pass either)."""
@@ -19,11 +22,12 @@ def _access(who: Any) -> Access:
 
 
 def _visible_tools_q(access: Access, prefix: str = "") -> Q:
-    """The condition on a tool's own fields that the caller may see it: its
-    unsafe flag and roles (agents); everything for whole-catalog scopes."""
+    """The condition on a tool's own fields that the caller may see it: not
+    held for review, its unsafe flag and roles (agents); everything for
+    whole-catalog scopes."""
     if access.sees_whole_catalog:
         return Q()
-    condition = Q()
+    condition = ~Q(**{f"{prefix}status": HELD})
     if not access.allow_unsafe:
         condition &= Q(**{f"{prefix}safe": True})
     if access.roles is not None:
@@ -41,6 +45,8 @@ def tool_visible(access: Access, tool: Any) -> bool:
     held to the queryset's answer by tests/catalog/test_tool_visible.py."""
     if access.sees_whole_catalog:
         return True
+    if tool.status == HELD:
+        return False
     if not access.allow_unsafe and tool.safe is not True:
         return False
     if access.roles is None:
@@ -103,7 +109,7 @@ class CatalogQuerySet(models.QuerySet):
         tools the caller may see: even a count never tells of a hidden tool."""
         seen = _visible_tools_q(_access(who), prefix="tools__")
         count: dict[str, Any] = {"tool_count": Count("tools", filter=seen)}
-        for status in ("active", "disabled", "deprecated"):
+        for status in ("active", "disabled", "deprecated", HELD):
             only = seen & Q(tools__status=status)
             count[f"status_{status}"] = Count("tools", filter=only)
         for state in ("pending", "ready", "failed"):
@@ -245,3 +251,19 @@ def known_roles(catalog_ids: list[int]) -> list[str]:
     scopes = {scope.value for scope in GROUP_SCOPES}
     roles.update(Group.objects.exclude(name__in=scopes).values_list("name", flat=True))
     return sorted(role for role in roles if isinstance(role, str) and role)
+
+
+class ToolReviewQuerySet(models.QuerySet):
+    def visible_to(self, who: Any) -> ToolReviewQuerySet:
+        """The reviews a caller may read: those of its catalogs, for callers who
+        see whole catalogs (a review shows definitions that may be held from an
+        agent); nobody else's."""
+        access = _access(who)
+        if not access.sees_whole_catalog:
+            return self.none()
+        if access.catalogs is None:
+            return self
+        return self.filter(catalog__slug__in=access.catalogs)
+
+    def waiting(self) -> ToolReviewQuerySet:
+        return self.filter(state="pending")

@@ -30,7 +30,7 @@ from audit.services import record_event
 from catalog.access import Actor, stored_user
 from catalog.models import Catalog, Tool
 from catalog.services import jobs
-from catalog.services.tools import RELEARN_TASK
+from catalog.services.changes import RELEARN_TASK
 from catalog.sizes import MAX_STORED_CHARS, size_problem
 from config.copy_rows import copy_insert
 from learning.models import Label, LabelOrigin, LabelStatus
