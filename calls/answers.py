@@ -31,6 +31,8 @@ class CallAnswer:
     hint: str = ""
     flags: list[str] = field(default_factory=list)
     limit: str = ""
+    # What the result's screening found and did (screening.results), if anything.
+    screening: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         answer = {
@@ -49,6 +51,8 @@ class CallAnswer:
             answer.update(errors=self.errors, hint=self.hint)
         if self.limit:
             answer["limit"] = self.limit
+        if self.screening:
+            answer["screening"] = self.screening
         return answer
 
 

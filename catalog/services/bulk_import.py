@@ -37,7 +37,7 @@ from catalog.naming import (
     provider_safe_name,
     skeleton,
 )
-from catalog.services import jobs
+from catalog.services import holds, jobs
 from catalog.services.tools import (
     _SET_BY_SERVICE,
     _UPDATED_FIELDS,
@@ -83,6 +83,7 @@ def import_chunk(
     chunk = _Chunk(catalog, actor, [item.spec for item in items if item.spec])
     entries = [chunk.apply(item) for item in items]
     chunk.write()
+    chunk.screen()
     return entries
 
 
@@ -140,6 +141,8 @@ class _Chunk:
         self.changes: list[tuple[str, ToolChange]] = []
         self.skeletons: dict[str, set[tuple[str, str, bool]]] | None = None
         self.provider_owners: dict[str, str] | None = None
+        # A held tool's name -> the status the import asked for it.
+        self.returns: dict[str, str] = {}
 
     def apply(self, item: ImportItem) -> dict[str, Any]:
         spec = item.spec
@@ -215,6 +218,7 @@ class _Chunk:
             self.skeletons.setdefault(skeleton(original), set()).add(entry)
 
     def _create(self, spec: ToolSpec) -> ImportOutcome:
+        holds.refuse_held_status(spec)
         tool = Tool(catalog=self.catalog, created_by=self.user, updated_by=self.user)
         _apply(tool, spec, self._provider_name(spec, None))
         tool.full_clean(
@@ -228,6 +232,9 @@ class _Chunk:
         return ImportOutcome.CREATED
 
     def _update(self, tool: Tool, spec: ToolSpec) -> ImportOutcome:
+        spec, returns = holds.keep_hold(tool, spec)
+        if returns:
+            self.returns[spec.name] = returns
         if content_hash(spec) == tool.content_hash and (
             not spec.provider_name or spec.provider_name == tool.provider_name
         ):
@@ -350,6 +357,19 @@ class _Chunk:
                 for c in rows
             ],
             actor=self.actor,
+        )
+
+    def screen(self) -> None:
+        """Every tool the chunk wrote (or asked to return to a status) screened,
+        the flagged ones held for review (``holds.screen_many``)."""
+        names = {name for name, _ in self.changes} | set(self.returns)
+        written = [self.tools[name] for name in sorted(names)]
+        holds.screen_many(
+            written,
+            actor=self.actor,
+            screen=holds.Screen(self.catalog.pk),
+            origin="import",
+            returns=self.returns,
         )
 
     def write(self) -> None:
