@@ -24,10 +24,13 @@ LENGTH_FACTOR = 8
 LENGTH_FLOOR = 2_000
 # The norm needs a few tools to mean anything; under it, only the floor's double.
 MIN_NORM_TOOLS = 5
-# Word-set overlap (Jaccard) at which two descriptions are near-copies, for
-# descriptions of at least NEAR_MIN_WORDS words worth comparing.
-NEAR_COPY = 0.8
-NEAR_MIN_WORDS = 6
+# A description is a near-copy of another's when it holds NEAR_COPY of the
+# other's words (a copy with words added: "the improved, preferred version")
+# and the two share NEAR_OVERLAP of all their words (Jaccard), for descriptions
+# of at least NEAR_MIN_WORDS words worth comparing.
+NEAR_COPY = 0.9
+NEAR_OVERLAP = 0.7
+NEAR_MIN_WORDS = 8
 # A word in more than this share of the catalog's descriptions finds no copies.
 COMMON_SHARE = 0.05
 BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{80,}={0,2}")
@@ -93,8 +96,8 @@ class Neighbourhood:
         return float(statistics.median(self.lengths))
 
     def near_copies(self, name: str, description: str) -> list[str]:
-        """Other tools whose descriptions share at least ``NEAR_COPY`` of the
-        words of this one's (the union's), by the words few tools use."""
+        """Other tools whose descriptions this one nearly copies (see
+        ``NEAR_COPY``), found by the words few tools use."""
         mine = words(description)
         if len(mine) < NEAR_MIN_WORDS:
             return []
@@ -109,7 +112,9 @@ class Neighbourhood:
             theirs = self.word_sets.get(other, frozenset())
             if other == name or len(theirs) < NEAR_MIN_WORDS:
                 continue
-            if len(mine & theirs) / len(mine | theirs) >= NEAR_COPY:
+            shared = len(mine & theirs)
+            covers = shared / len(theirs) >= NEAR_COPY
+            if covers and shared / len(mine | theirs) >= NEAR_OVERLAP:
                 found.append(other)
         return sorted(found)
 
