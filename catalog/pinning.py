@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from catalog.spec import ToolSpec
-from screening.changes import riskier_hints, widenings
+from screening.changes import effective, riskier_hints, widenings
 
 MAX_DIFF_ROWS = 400
 
@@ -44,6 +44,15 @@ def definition_of_tool(tool: Any) -> dict[str, Any]:
         "outputSchema": annotations.get("outputSchema"),
         "annotations": {k: v for k, v in annotations.items() if k != "outputSchema"},
     }
+
+
+def comparable(definition: dict[str, Any]) -> dict[str, Any]:
+    """The definition with its four MCP hints as what they mean (the spec's
+    defaults filled in): hints written out with the values they already had
+    change nothing an agent is told."""
+    annotations = dict(definition.get("annotations") or {})
+    annotations.update(effective(annotations))
+    return {**definition, "annotations": annotations}
 
 
 def canonical(value: Any) -> str:

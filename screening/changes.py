@@ -165,7 +165,7 @@ def _numbers(*values: Any) -> bool:
 
 
 # MCP's hint defaults: not read-only, destructive, not idempotent, open world.
-def _effective(hints: Mapping[str, Any]) -> dict[str, bool]:
+def effective(hints: Mapping[str, Any]) -> dict[str, bool]:
     read_only = hints.get("readOnlyHint") is True
     read_only = read_only and hints.get("destructiveHint") is not True
     return {
@@ -188,7 +188,7 @@ _SAFER = {
 def riskier_hints(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """Each hint that said the tool was safer and no longer does (readOnlyHint
     dropped, destructiveHint now true...)."""
-    before, after = _effective(old), _effective(new)
+    before, after = effective(old), effective(new)
     found = []
     for key, safer in _SAFER.items():
         if before[key] == safer and after[key] != safer:

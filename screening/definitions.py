@@ -70,6 +70,7 @@ class Neighbourhood:
     lengths: list[int] = field(default_factory=list)
     postings: dict[str, set[str]] = field(default_factory=dict)
     short_names: dict[str, set[str]] = field(default_factory=dict)
+    median: float | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, tools: Iterable[tuple[str, str, str]]) -> Neighbourhood:
@@ -81,6 +82,7 @@ class Neighbourhood:
 
     def add(self, name: str, description: str, origin: str = "") -> None:
         self.names[name] = origin
+        self.median = None
         short = name.rpartition("__")[2]
         if short != name and _IDENTIFIER.fullmatch(short):
             self.short_names.setdefault(short, set()).add(origin)
@@ -91,9 +93,12 @@ class Neighbourhood:
             self.postings.setdefault(word, set()).add(name)
 
     def median_length(self) -> float | None:
+        """The median description length (worked out once until a tool is added)."""
         if len(self.lengths) < MIN_NORM_TOOLS:
             return None
-        return float(statistics.median(self.lengths))
+        if self.median is None:
+            self.median = float(statistics.median(self.lengths))
+        return self.median
 
     def near_copies(self, name: str, description: str) -> list[str]:
         """Other tools whose descriptions this one nearly copies (see

@@ -8,6 +8,9 @@ few lines after an access key id, so a plain hash is not taken for one.
 from __future__ import annotations
 
 import re
+from typing import Any
+
+import re2
 
 from screening.rules import Finding
 
@@ -59,11 +62,21 @@ _AWS_SECRET_RE = re.compile(_AWS_SECRET)
 _AWS_SECRET_NAMED_RE = re.compile(_AWS_SECRET_NAMED)
 # Lines after an access key id in which a 40-character base64 run is its secret.
 NEAR_KEY_ID = 400
-# A cheap test first: a text with none of these cannot hold any secret above.
-_HINT = re.compile(
-    r"AKIA|ASIA|AIDA|AROA|gh[pousr]_|github_pat_|xox|_live_|_test_|AIza|sk-|"
-    r"PRIVATE KEY|eyJ|(?i:authorization|secret)"
-)
+
+def _hint() -> Any:
+    """A cheap test first, one RE2 pass: a text with none of these cannot hold
+    any secret above."""
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(
+        r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_"
+        r"|github_pat_|xox|_live_|_test_|AIza|sk-|PRIVATE KEY|eyJ"
+        r"|(?i:authorization|secret)",
+        options,
+    )
+
+
+_HINT = _hint()
 
 
 def secrets_in(text: str, where: str) -> list[Finding]:

@@ -1,8 +1,10 @@
 """Text aimed at the model: hidden characters and instructions, in any text.
 
-The same rules read a definition's texts and a result's. Each pattern is
-Python ``re`` without nested repetition (bounded gaps only), so matching stays
-linear in the text; a text is cut to ``MAX_SCAN`` characters per rule pass.
+The same rules read a definition's texts and a result's. The instruction rules
+are RE2 patterns (linear in the text, whatever it holds), all of them first run
+together as one pass that decides whether any could match: most texts, a tool's
+ordinary result among them, cost that one pass. A text is cut to ``MAX_SCAN``
+characters.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator
+from typing import Any
+
+import re2
 
 from screening.rules import Finding
 
@@ -43,7 +48,7 @@ _CONCEAL = (
 _SENSITIVE = (
     r"(?:~/\.ssh|\.ssh/|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|/etc/(?:passwd|shadow|sudoers)"
     r"|\.aws/credentials|\.git-credentials|\.netrc\b|\.npmrc\b|\.pypirc\b"
-    r"|\.docker/config\.json|\.kube/config|\bmcp\.json\b|(?<![\w.])\.env\b"
+    r"|\.docker/config\.json|\.kube/config|\bmcp\.json\b|(?:^|[^\w.])\.env\b"
     r"|\.(?:bash|zsh)_history)"
 )
 _READ = (
@@ -72,19 +77,28 @@ _MARKUP = (
 )
 _SERVER = r"\bmcp://|\b(?:other|another|all other|every other)\s+(?:mcp\s+)?servers?\b"
 
-INSTRUCTIONS = (
-    ("ignore-instructions", re.compile(_IGNORE, re.IGNORECASE)),
-    ("conceal-from-user", re.compile(_CONCEAL, re.IGNORECASE)),
-    ("read-sensitive-files", re.compile(_READ, re.IGNORECASE)),
-    ("call-first", re.compile(_CALL_FIRST, re.IGNORECASE)),
-    ("call-other-tool", re.compile(_CALL_OTHER, re.IGNORECASE)),
-    ("model-markup", re.compile(_MARKUP, re.IGNORECASE)),
-    ("other-server", re.compile(_SERVER, re.IGNORECASE)),
+
+
+def _linear(pattern: str) -> Any:
+    """``pattern`` compiled by RE2, case-insensitive."""
+    options = re2.Options()
+    options.case_sensitive = False
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
+_RULES = (
+    ("ignore-instructions", _IGNORE),
+    ("conceal-from-user", _CONCEAL),
+    ("read-sensitive-files", _READ),
+    ("call-first", _CALL_FIRST),
+    ("call-other-tool", _CALL_OTHER),
+    ("model-markup", _MARKUP),
+    ("other-server", _SERVER),
 )
+INSTRUCTIONS = tuple((rule, _linear(pattern)) for rule, pattern in _RULES)
 # One pass decides whether any instruction rule can match (most texts: none).
-_ANY_INSTRUCTION = re.compile(
-    "|".join(f"(?:{pattern.pattern})" for _, pattern in INSTRUCTIONS), re.IGNORECASE
-)
+_ANY_INSTRUCTION = _linear("|".join(f"(?:{pattern})" for _, pattern in _RULES))
 
 
 def model_text(text: str, where: str, *, result: bool = False) -> list[Finding]:

@@ -31,7 +31,12 @@ from django.utils import timezone
 from catalog.access import Actor
 from catalog.choices import ReviewKind, ReviewState
 from catalog.models import Catalog, Tool, ToolReview
-from catalog.pinning import change_risks, definition_of, definition_of_tool
+from catalog.pinning import (
+    change_risks,
+    comparable,
+    definition_of,
+    definition_of_tool,
+)
 from catalog.services import holds
 from catalog.spec import ToolSpec
 from screening.definitions import screen_definition
@@ -185,5 +190,6 @@ def apply_approved(
 
 
 def definition_changed(tool: Tool, spec: ToolSpec) -> bool:
-    """Would writing ``spec`` change what agents read of ``tool``?"""
-    return definition_of(spec) != definition_of_tool(tool)
+    """Would writing ``spec`` change what agents read of ``tool``? (Hints the
+    never-loosen rule kept, written out, do not.)"""
+    return comparable(definition_of(spec)) != comparable(definition_of_tool(tool))

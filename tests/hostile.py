@@ -43,11 +43,14 @@ NEVER = ("id_rsa", "<IMPORTANT>", "do not tell the user", AWS_KEY_ID, AWS_SECRET
 POISONED_TOOL = "setup_helper"
 
 
+HONEST_WEATHER_TEXT = "Weather for a city: temperature and sky today."
+
+
 def honest_tools() -> dict[str, types.Tool]:
     tools = [
         upstream_tool(
             "get_weather",
-            "Weather for a city: temperature and sky today.",
+            HONEST_WEATHER_TEXT,
             {"city": {"type": "string", "minLength": 1}},
             ["city"],
             read_only=True,
