@@ -89,7 +89,8 @@ def timed(work: Callable[[], Any], repeat: int) -> tuple[float, float]:
 
 
 def definitions(data: str, repeat: int) -> tuple[int, float, float, int]:
-    folder = Path(os.environ.get("QUIVER_BENCH_DATA", ROOT.parent / "shared/bench/data"))
+    default = ROOT.parent / "shared/bench/data"
+    folder = Path(os.environ.get("QUIVER_BENCH_DATA", default))
     rows = [
         json.loads(line)
         for line in (folder / data / "tools.jsonl").read_text().splitlines()

@@ -63,6 +63,7 @@ _AWS_SECRET_NAMED_RE = re.compile(_AWS_SECRET_NAMED)
 # Lines after an access key id in which a 40-character base64 run is its secret.
 NEAR_KEY_ID = 400
 
+
 def _hint() -> Any:
     """A cheap test first, one RE2 pass: a text with none of these cannot hold
     any secret above."""

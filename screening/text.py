@@ -78,7 +78,6 @@ _MARKUP = (
 _SERVER = r"\bmcp://|\b(?:other|another|all other|every other)\s+(?:mcp\s+)?servers?\b"
 
 
-
 def _linear(pattern: str) -> Any:
     """``pattern`` compiled by RE2, case-insensitive."""
     options = re2.Options()

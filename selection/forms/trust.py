@@ -12,19 +12,12 @@ from screening.policy import PolicyError, ScreeningPolicy
 from screening.rules import RESULT_CLASSES, RULES
 
 REVIEW_NEW = [
-    ("no", "No: a sync's new tools are in service at once (screened as always)"),
-    ("after-first-sync", "After the first sync: the first listing is accepted"),
-    ("always", "Always: every new tool waits for review"),
+    ("no", "No"),
+    ("after-first-sync", "After the first sync"),
+    ("always", "Always"),
 ]
-RISKY = [
-    ("suspend", "Suspend the tool until someone decides"),
-    ("keep-pinned", "Keep serving the pinned definition meanwhile"),
-]
-ACTIONS = [
-    ("redact", "Redact the match"),
-    ("flag", "Flag it (the agent is told which parts are untrusted and why)"),
-    ("block", "Block the whole result"),
-]
+RISKY = [("suspend", "Suspend the tool"), ("keep-pinned", "Keep it pinned")]
+ACTIONS = [("redact", "Redact"), ("flag", "Flag"), ("block", "Block")]
 CLASS_LABELS = {
     "secrets": "Secrets (cloud keys, tokens, private keys)",
     "injection": "Text aimed at the model (the definitions' rules)",
@@ -34,14 +27,21 @@ CLASS_LABELS = {
 
 class TrustPolicyForm(forms.Form):
     review_new_tools = forms.ChoiceField(
-        label="New tools from a source wait for review", choices=REVIEW_NEW
+        label="New tools from a source wait for review",
+        choices=REVIEW_NEW,
+        help_text=(
+            "No: in service at once (screened as always). After the first sync: "
+            "the first listing is accepted, every later new tool waits."
+        ),
     )
     risky_change = forms.ChoiceField(
-        label=(
-            "When a source's change widens the input schema or makes a hint less "
-            "safe (readOnlyHint dropped...)"
-        ),
+        label="On a risky change from a source",
         choices=RISKY,
+        help_text=(
+            "A change that widens the input schema or makes a hint less safe "
+            "(readOnlyHint dropped...): suspend the tool until someone decides, "
+            "or keep serving the pinned definition meanwhile."
+        ),
     )
     pii_rules = forms.MultipleChoiceField(
         label="Personal-data rules",
@@ -75,6 +75,9 @@ class TrustPolicyForm(forms.Form):
             ),
             **{f"results_{kind}": policy.action(kind) for kind in RESULT_CLASSES},
         )
+
+    def definition_fields(self) -> list[forms.BoundField]:
+        return [self["review_new_tools"], self["risky_change"]]
 
     def result_fields(self) -> list[forms.BoundField]:
         return [self[f"results_{kind}"] for kind in RESULT_CLASSES]

@@ -67,7 +67,9 @@ def test_the_trust_policy_page_saves_a_settings_version(
     catalog = ensure_default_catalog()
     with signed_in(browser, live_server, curator) as page:
         page.goto(f"/catalogs/{catalog.slug}/trust-policy/")
-        page.get_by_label("When a source's change widens").select_option("keep-pinned")
+        page.get_by_label("On a risky change from a source").select_option(
+            "keep-pinned"
+        )
         page.get_by_label("E-mail address").check()
         page.get_by_label("The catalog's own personal-data patterns").fill(
             "staff: EMP-[0-9]{6}"

@@ -3,11 +3,13 @@ the tool does more; a narrower schema or a new text is not."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from screening.changes import riskier_hints, widenings
 
-BASE = {
+BASE: dict[str, Any] = {
     "type": "object",
     "properties": {
         "city": {"type": "string", "minLength": 1, "maxLength": 50},

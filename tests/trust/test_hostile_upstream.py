@@ -50,13 +50,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 MODES = ["legacy", "auto"]
 WEATHER, ORDER, FILES = "wx__get_weather", "wx__lookup_order", "wx__list_files"
 POISONED = f"wx__{POISONED_TOOL}"
-HONEST_WEATHER = honest_tools()["get_weather"].description
+HONEST_WEATHER = str(honest_tools()["get_weather"].description)
 HELD_NAMES = (POISONED, ORDER, FILES)
 
 
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[HostileUpstream]:
-    with running_upstream(hostile_upstream()) as server:
+    server = hostile_upstream()
+    with running_upstream(server):
         yield server
 
 
