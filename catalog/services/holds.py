@@ -132,12 +132,16 @@ def screen_many(
     returns: dict[str, str],
 ) -> None:
     """``screen_written`` for a batch just written (a bulk import's chunk): one
-    query for their pending holds; the per-tool path only for a tool flagged,
-    held or asked to return to another status."""
+    query for the pending holds of those held before it (none when it made
+    them all); the per-tool path only for a tool flagged, held or asked to
+    return to another status."""
+    were_held = [tool for tool in tools if tool.status == HELD]
     held = set(
         ToolReview.objects.filter(
-            tool__in=tools, state=ReviewState.PENDING, kind__in=HOLDING
+            tool__in=were_held, state=ReviewState.PENDING, kind__in=HOLDING
         ).values_list("tool_id", flat=True)
+        if were_held
+        else ()
     )
     for tool in tools:
         definition = definition_of_tool(tool)
