@@ -42,7 +42,7 @@ from calls.upstream import Target, UpstreamFailure, call_upstream, fingerprint
 from catalog.access import access_for
 from catalog.models import Tool
 from screening.policy import ScreeningPolicy
-from screening.results import screen_result
+from screening.results import screen_result, without_notice
 from selection.services.tool_calls import (
     BLOCKING_FLAGS,
     LinkedSelection,
@@ -285,7 +285,7 @@ def _run(call: CallRecord, target: Target, policy: ScreeningPolicy) -> CallAnswe
             result.content, result.structured_content, policy, masked=result.masked
         )
     outcome = "failed" if result.is_error else "ran"
-    reason = _error_text(screened.content) if result.is_error else ""
+    reason = _error_text(without_notice(screened.content)) if result.is_error else ""
     if screened.action == "block":
         reason = (
             "result: withheld by screening ("

@@ -109,6 +109,13 @@ def _once(findings: list[Finding]) -> list[Finding]:
     ]
 
 
+def without_notice(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The result's own blocks, the notice screening put first left out."""
+    if content and str(content[0].get("text", "")).startswith(f"[{NOTICE}]"):
+        return content[1:]
+    return content
+
+
 def result_texts(
     content: list[dict[str, Any]], structured: Any
 ) -> Iterator[tuple[str, str]]:
