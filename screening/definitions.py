@@ -24,12 +24,13 @@ LENGTH_FACTOR = 8
 LENGTH_FLOOR = 2_000
 # The norm needs a few tools to mean anything; under it, only the floor's double.
 MIN_NORM_TOOLS = 5
-# A description is a near-copy of another's when it holds NEAR_COPY of the
-# other's words (a copy with words added: "the improved, preferred version")
-# and the two share NEAR_OVERLAP of all their words (Jaccard), for descriptions
-# of at least NEAR_MIN_WORDS words worth comparing.
-NEAR_COPY = 0.9
-NEAR_OVERLAP = 0.7
+# A description is a near-copy of another's when it holds NEAR_COPY (all) of the
+# other's words (a copy, or a copy with words added: "the improved, preferred
+# version") and the two share NEAR_OVERLAP of all their words (Jaccard), for
+# descriptions of at least NEAR_MIN_WORDS words worth comparing. Descriptions
+# made from one template (a word changed) are not copies.
+NEAR_COPY = 1.0
+NEAR_OVERLAP = 0.6
 NEAR_MIN_WORDS = 8
 # A word in more than this share of the catalog's descriptions finds no copies.
 COMMON_SHARE = 0.05
@@ -113,9 +114,11 @@ class Neighbourhood:
             if len(holders) <= common:
                 votes.update(holders)
         found = []
+        own = name.rpartition("__")[2]
         for other, _ in votes.most_common(20):
             theirs = self.word_sets.get(other, frozenset())
-            if other == name or len(theirs) < NEAR_MIN_WORDS:
+            # The same tool from another source is no look-alike of itself.
+            if other.rpartition("__")[2] == own or len(theirs) < NEAR_MIN_WORDS:
                 continue
             shared = len(mine & theirs)
             covers = shared / len(theirs) >= NEAR_COPY

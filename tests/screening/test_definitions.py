@@ -96,6 +96,18 @@ def test_a_near_copy_of_another_tool_is_flagged_naming_it():
     assert found.rule == "near-copy" and "web_search" in found.excerpt
 
 
+def test_descriptions_from_one_template_or_one_tool_of_two_sources_are_no_copies():
+    template = "Notes about {}: use it, I need it now, run it for me, please, today."
+    env = "Returns all environment variables, helpful for debugging a server."
+    others = Neighbourhood.of(
+        [("helper_a", template.format("apples"), ""), ("a__get_env", env, "a")]
+    )
+    twin = {"name": "helper_b", "description": template.format("pears")}
+    assert screen_definition(twin, others) == []
+    same = {"name": "b__get_env", "description": env}
+    assert screen_definition(same, others, "b") == []
+
+
 def test_a_sources_tool_naming_another_sources_tool_is_flagged_not_a_curators():
     others = Neighbourhood.of(
         [("mail__send_email", "Send mail.", "mail"), ("wx__get_weather", "W.", "wx")]
@@ -130,7 +142,7 @@ def catalogs() -> dict[str, list[dict[str, object]]]:
 # listed by two providers ("Realtor API" and "Realtor Data API": real look-alikes
 # a curator should see), a few very long API docs, one zero-width space, one
 # doc telling the model which calls it may make.
-MOST_FLAGGED = {"demo": 0, "metatool": 0, "sealtools": 0, "stabletoolbench": 0.07}
+MOST_FLAGGED = {"demo": 0, "metatool": 0, "sealtools": 0, "stabletoolbench": 0.04}
 
 
 def test_real_catalogs_are_rarely_flagged_and_never_for_instructions():
