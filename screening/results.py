@@ -6,10 +6,12 @@ model (``injection``: the definitions' rules) and the catalog's personal-data
 rules. Each class's action is the catalog's policy:
 
 * ``block``: the whole result is withheld; the agent is told which rules hit;
-* ``redact``: each match becomes ``[redacted: <rule>]``;
+* ``redact``: each match becomes ``[redacted: <rule>]`` (the result keeps its
+  shape: no block is added);
 * ``flag``: each match in a text block is marked ``[untrusted: <rule>] ...
   [/untrusted]`` and a first text block tells the agent which parts are
-  untrusted and why (a structured value is named there, left as it is).
+  untrusted and why, and what was redacted (a structured value is named there,
+  left as it is).
 
 Hidden characters (tag characters, bidirectional controls, zero-width) are
 taken out whenever they are found, unless the result is blocked: a model reads
@@ -93,10 +95,9 @@ def screen_result(
     edit = _Editor(policy, by_place)
     new_content = [edit.block(i, block) for i, block in enumerate(content)]
     new_structured = edit.value(structured, "structured_content")
-    notice = _notice(findings, policy)
-    return Screened(
-        [notice, *new_content], new_structured, findings, strongest, actions
-    )
+    if "flag" in actions:  # what was let through is named for the agent first
+        new_content = [_notice(findings, policy), *new_content]
+    return Screened(new_content, new_structured, findings, strongest, actions)
 
 
 def _once(findings: list[Finding]) -> list[Finding]:

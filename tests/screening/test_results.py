@@ -110,6 +110,14 @@ def test_the_sources_masked_headers_are_named():
     assert [f.rule for f in done.findings] == ["source-header"]
 
 
+def test_a_redaction_alone_keeps_the_results_shape():
+    content = [{"type": "text", "text": f"key {KEY_ID}"}]
+    done = screen_result(content, None, ScreeningPolicy())
+    assert done.content == [
+        {"type": "text", "text": "key [redacted: aws-access-key-id]"}
+    ]
+
+
 @pytest.mark.parametrize(
     ("given", "path"),
     [
