@@ -16,11 +16,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from audit.actors import actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_event
 from calls import lifecycle
 from calls.models import Approval, ApprovalStatus
-from catalog.access import actor_name, approval_decision_problem, stored_user
+from catalog.access import approval_decision_problem
 from config.exceptions import Conflict
 
 MAX_REASON = 2000

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -55,12 +55,7 @@ from catalog.models import ApiClient, Catalog
 from catalog.reads import catalog_by_slug
 
 if TYPE_CHECKING:
-    from django.contrib.auth.base_user import AbstractBaseUser
-    from django.contrib.auth.models import AnonymousUser
     from django.db.models import QuerySet
-
-# Who did something: a person or an API client's service user; None for the system.
-Actor: TypeAlias = "AbstractBaseUser | AnonymousUser | None"
 
 WRITE_SCOPES = frozenset({ApiScope.CURATOR.value, ApiScope.ADMIN.value})
 AUDIT_SCOPES = frozenset({ApiScope.COMPLIANCE.value, ApiScope.ADMIN.value})
@@ -368,20 +363,6 @@ def get_catalog_for_user(user: Any, slug: str) -> Catalog:
     if catalog is None:
         raise Http404(f"catalog: no catalog {slug!r}")
     return catalog
-
-
-def actor_name(actor: Any) -> str:
-    """The one spelling of who did something, for change and audit records."""
-    if actor is None or not getattr(actor, "is_authenticated", False):
-        return "system"
-    return str(actor.get_username())
-
-
-def stored_user(actor: Actor) -> Any:
-    """The actor as a saved user for a foreign key, or None (system, anonymous)."""
-    if actor is None or not getattr(actor, "pk", None):
-        return None
-    return actor
 
 
 # Approvals of tool calls (calls.Approval). Only people decide, with the

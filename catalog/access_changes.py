@@ -50,9 +50,9 @@ from django.db.models.signals import (
 )
 from django.dispatch import receiver
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor
 from catalog.access_people import Manager, Refused, grants_of, permission_names
 from catalog.models import UserCatalogAccess
 

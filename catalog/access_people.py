@@ -37,7 +37,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied
 
-from catalog.access import GROUP_SCOPES, SCOPE_COVERS, Actor, access_for
+from audit.actors import Actor
+from catalog.access import GROUP_SCOPES, SCOPE_COVERS, access_for
 from catalog.choices import ApiScope
 from catalog.models import UserCatalogAccess
 

@@ -22,10 +22,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from audit.actors import Actor, stored_user
 from audit.choices import EventType
 from audit.services import record_event
 from calls.lifecycle import REQUESTED, ApprovalEvent
-from catalog.access import Actor, access_for, stored_user
+from catalog.access import access_for
 from catalog.models import Catalog
 from catalog.services import jobs
 from config.exceptions import Conflict

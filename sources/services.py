@@ -17,9 +17,10 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
+from audit.actors import Actor, stored_user
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, access_for, stored_user
+from catalog.access import access_for
 from catalog.choices import JobKind, JobState, ToolStatus
 from catalog.models import Catalog, Job
 from catalog.services import jobs

@@ -31,7 +31,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from catalog.access import Actor
+from audit.actors import Actor
 from catalog.choices import ImportOutcome, ToolStatus
 from catalog.models import Job, Tool
 from catalog.services import jobs

@@ -20,7 +20,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from catalog.access import Actor, stored_user
+from audit.actors import Actor, stored_user
 from catalog.choices import ImportOutcome, JobKind, ToolStatus
 from catalog.models import Job, Tool
 from catalog.naming import hidden_characters

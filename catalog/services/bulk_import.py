@@ -23,9 +23,9 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from django.utils import timezone
 
+from audit.actors import Actor, actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_events
-from catalog.access import Actor, actor_name, stored_user
 from catalog.choices import ChangeAction, ImportOutcome
 from catalog.formats import ImportItem
 from catalog.models import Catalog, Tool, ToolChange

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from psycopg import sql
 
-from catalog.access import stored_user
+from audit.actors import stored_user
 from catalog.choices import EmbeddingStatus, JobKind
 from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
 from catalog.embeddings.text import embedding_text, text_hash

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from catalog.access import Actor, stored_user
+from audit.actors import Actor, stored_user
 from catalog.choices import ImportOutcome, JobKind
 from catalog.formats import FormatError, ImportItem, detect_format, import_tools
 from catalog.models import Catalog, Job, Tool

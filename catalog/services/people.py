@@ -26,7 +26,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import Http404
 
-from catalog.access import Access, Actor, access_for
+from audit.actors import Actor
+from catalog.access import Access, access_for
 from catalog.access_changes import SERVICE_USER_PREFIX, access_changes
 from catalog.access_people import (
     Manager,

@@ -20,9 +20,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from audit.actors import Actor, actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, actor_name, stored_user
 from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, Tool, ToolChange

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from catalog.access import Actor, stored_user
+from audit.actors import Actor, stored_user
 from catalog.models import Catalog
 from catalog.services import jobs
 from learning.evaluation import (

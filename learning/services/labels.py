@@ -25,9 +25,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
+from audit.actors import Actor, stored_user
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, stored_user
 from catalog.models import Catalog, Tool
 from catalog.services import jobs
 from catalog.services.tools import RELEARN_TASK

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from catalog.access import Actor, stored_user
+from audit.actors import Actor, stored_user
 from catalog.models import Catalog
 from learning import crossval
 from learning.fit import FitResult, fit

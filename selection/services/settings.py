@@ -11,10 +11,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import Http404
 
+from audit.actors import Actor, actor_name, stored_user
 from audit.changes import field_changes, settings_in_full
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, access_for, actor_name, stored_user
+from catalog.access import access_for
 from catalog.models import Catalog, Tool
 from selection.answers import SelectionAnswer
 from selection.engine.settings import EngineSettings, SettingsError
