@@ -59,7 +59,7 @@ from django.db import DatabaseError, connection  # noqa: E402
 from django.db.models import Count  # noqa: E402
 
 from catalog.choices import EmbeddingStatus, JobState  # noqa: E402
-from catalog.embeddings.text import embedding_text  # noqa: E402
+from catalog.embedding_text import embedding_text  # noqa: E402
 from catalog.models import Catalog, Job, Tool, ToolEmbedding  # noqa: E402
 from catalog.services.catalogs import create_catalog  # noqa: E402
 from catalog.services.embeddings import current_backend  # noqa: E402

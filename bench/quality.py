@@ -40,15 +40,15 @@ from bench._data import (  # noqa: E402
     load_specs,
     tool_embedding_text,
 )
-from catalog.embeddings.backends import local_onnx_encoder  # noqa: E402
-from catalog.embeddings.static import (  # noqa: E402
+from catalog.spec import ToolSpec  # noqa: E402
+from catalog.tool_text import schema_properties, split_identifier
+from embeddings.backends import local_onnx_encoder  # noqa: E402
+from embeddings.static import (  # noqa: E402
     StaticQueryEncoder,
     load_encoder,
     save_weights,
 )
-from catalog.embeddings.static_training import ToolText, build_weights  # noqa: E402
-from catalog.spec import ToolSpec  # noqa: E402
-from catalog.tool_text import schema_properties, split_identifier
+from embeddings.static_training import ToolText, build_weights  # noqa: E402
 from learning.metrics import KS, mean_metrics, query_metrics  # noqa: E402, F401
 from selection.engine import (  # noqa: E402
     CatalogSnapshot,

@@ -99,7 +99,7 @@ from audit.services import record_event  # noqa: E402
 from catalog.access import access_for  # noqa: E402
 from catalog.auth import ApiKeyAuthentication  # noqa: E402
 from catalog.choices import EmbeddingStatus  # noqa: E402
-from catalog.embeddings.text import embedding_text, text_hash  # noqa: E402
+from catalog.embedding_text import embedding_text, text_hash  # noqa: E402
 from catalog.formats import estimate_prompt_tokens, export_tool  # noqa: E402
 from catalog.models import ApiClient, Catalog, Tool, ToolChange, ToolEmbedding  # noqa: E402
 from catalog.naming import assign_provider_names  # noqa: E402

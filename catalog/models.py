@@ -176,8 +176,9 @@ class ToolEmbedding(models.Model):
     """A tool's vector for one embedding model, with the hash of the text it came from.
 
     The column has no fixed dimension so vectors of several models can coexist while a
-    catalog is re-embedded; each model gets its own partial HNSW index (see
-    catalog.embeddings.index) and queries always filter on ``model_id``."""
+    catalog is re-embedded; each model gets its own partial HNSW index
+    (catalog.services.embeddings.ensure_hnsw_index) and queries always filter on
+    ``model_id``."""
 
     tool = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="embeddings")
     catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="+")

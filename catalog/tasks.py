@@ -10,11 +10,11 @@ from django.conf import settings
 from django.db import OperationalError
 
 from catalog.choices import EmbeddingStatus, JobKind, JobState
-from catalog.embeddings.backends import EmbeddingError
 from catalog.models import Catalog, Job, Tool
 from catalog.services import bulk_edit, embeddings, imports, jobs, query_encoder
 from catalog.services.periodic import PeriodicSend
 from config.celery import app
+from embeddings.backends import EmbeddingError
 
 log = logging.getLogger(__name__)
 RETRYABLE = (EmbeddingError, OperationalError, OSError)

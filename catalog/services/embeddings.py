@@ -21,11 +21,11 @@ from psycopg import sql
 
 from audit.actors import stored_user
 from catalog.choices import EmbeddingStatus, JobKind
-from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
-from catalog.embeddings.text import embedding_text, text_hash
+from catalog.embedding_text import embedding_text, text_hash
 from catalog.models import Catalog, Job, Tool, ToolEmbedding
 from catalog.services import jobs
 from catalog.services.tools import tool_to_spec
+from embeddings.backends import EmbeddingBackend, backend_from_settings
 
 log = logging.getLogger(__name__)
 

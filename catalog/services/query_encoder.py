@@ -1,4 +1,4 @@
-"""Building the static query encoder (catalog.embeddings.static) from the catalog.
+"""Building the static query encoder (embeddings.static) from the catalog.
 
 The encoder is trained on the texts of the active tools of every catalog (never on
 requests), sampled down to ``max_tools``, and replaces the previous one for the
@@ -21,22 +21,22 @@ from django.db import transaction
 from audit.choices import EventType
 from audit.services import record_event
 from catalog.choices import ToolStatus
-from catalog.embeddings import backends
-from catalog.embeddings.onnx_encoder import file_lock
-from catalog.embeddings.static import (
+from catalog.models import Tool
+from embeddings import backends
+from embeddings.onnx_encoder import file_lock
+from embeddings.static import (
     encoder_from_bytes,
     encoder_id_of,
     partial_path,
     trained_on,
     use_loaded,
 )
-from catalog.embeddings.static_training import (
+from embeddings.static_training import (
     Progress,
     ToolText,
     TrainingSetup,
     build_weights,
 )
-from catalog.models import Tool
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]

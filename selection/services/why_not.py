@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from audit.models import AuditEvent
-from catalog.embeddings.backends import local_static_encoder
-from catalog.embeddings.text import embedding_text, text_hash
+from catalog.embedding_text import embedding_text, text_hash
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, ToolChange, ToolEmbedding
 from catalog.spec import SpecError, spec_from_dict
+from embeddings.backends import local_static_encoder
 from learning.signal import signal_for
 from selection.adapters.pgvector import backend_for, embed_query, sentence_vectors
 from selection.engine.engine import select

@@ -16,16 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from catalog.embeddings import static
-from catalog.embeddings.backends import local_onnx_encoder
-from catalog.embeddings.static import (
+from embeddings import static
+from embeddings.backends import local_onnx_encoder
+from embeddings.static import (
     StaticQueryEncoder,
     StaticWeights,
     load_encoder,
     save_weights,
     shared_static_encoder,
 )
-from catalog.embeddings.static_training import (
+from embeddings.static_training import (
     ToolText,
     TrainingSetup,
     build_weights,

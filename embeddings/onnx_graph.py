@@ -280,7 +280,7 @@ def quantize_int8(fp32_path: Path, int8_path: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m catalog.embeddings.onnx_graph MODEL_DIR FP32_OUT INT8_OUT``."""
+    """``python -m embeddings.onnx_graph MODEL_DIR FP32_OUT INT8_OUT``."""
     import onnx
 
     model_dir, fp32_out, int8_out = (Path(arg) for arg in argv)

@@ -1,4 +1,4 @@
-"""Training the static query encoder (``catalog.embeddings.static``), numpy only.
+"""Training the static query encoder (``embeddings.static``), numpy only.
 
 1. **Texts.** From tool definitions only (never requests): names, descriptions and
    their sentences, parameters, and request-like variants ("Can you <what the
@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from catalog.embeddings.static import (
+from catalog.tool_text import schema_properties, split_identifier
+from embeddings.static import (
     UNKNOWN_PIECE,
     StaticWeights,
     gelu,
     partial_path,
     word_pieces,
 )
-from catalog.tool_text import schema_properties, split_identifier
 
 TEMPLATES = (
     "I want to {d}",

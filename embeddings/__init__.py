@@ -1,10 +1,10 @@
 """Tool embeddings without Django: the text a tool is embedded from and the models.
 
-* ``catalog.embeddings.text`` - ``embedding_text`` (the documented recipe),
+* ``catalog.embedding_text`` - ``embedding_text`` (the documented recipe),
   ``split_identifier`` and ``text_hash`` (cache key of a stored vector).
-* ``catalog.embeddings.backends`` - the ``EmbeddingBackend`` protocol, the bundled
+* ``embeddings.backends`` - the ``EmbeddingBackend`` protocol, the bundled
   local model, any OpenAI-format HTTP API, and ``backend_from_settings``.
-* ``catalog.embeddings.minilm`` - a numpy-only MiniLM forward pass used for fast
+* ``embeddings.minilm`` - a numpy-only MiniLM forward pass used for fast
   single-query embedding.
 
 Submodules are imported explicitly by callers so that importing this package stays

@@ -12,7 +12,7 @@ request goes through the full (int8) model and its sentences through this
 encoder. ``bench/README.md`` ("Static query encoder") has the measurements that
 chose that split.
 
-The encoder is trained by ``catalog.embeddings.static_training`` (``manage.py
+The encoder is trained by ``embeddings.static_training`` (``manage.py
 build_query_encoder``) and saved to ``<state dir>/models/query-static-<weights
 hash>.npz``; ``shared_static_encoder`` loads it when present and looks again at
 most every ``RELOAD_SECONDS``, so a new build is picked up without a restart.

@@ -1,7 +1,7 @@
 """The bundled MiniLM run by onnxruntime, from graphs Quiver builds itself.
 
 On first use ``ensure_models`` writes two ONNX files from the package's
-``model.safetensors`` (``catalog.embeddings.onnx_graph``; ~2 s for the fp32 graph,
+``model.safetensors`` (``embeddings.onnx_graph``; ~2 s for the fp32 graph,
 ~5 s for its int8 quantisation, no download, no torch) into
 ``<state dir>/models/``, the state directory being ``QUIVER_STATE_DIR`` (default
 ``.quiver/`` at the repository root). File names carry the weights' SHA-256 and
@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from catalog.embeddings.minilm import load_tokenizer, token_ids
-from catalog.embeddings.onnx_graph import ffn_output_nodes as ffn_output_nodes_of
-from catalog.embeddings.onnx_graph import read_config
+from embeddings.minilm import load_tokenizer, token_ids
+from embeddings.onnx_graph import ffn_output_nodes as ffn_output_nodes_of
+from embeddings.onnx_graph import read_config
 
 __all__ = [
     "OnnxMiniLM",
@@ -62,7 +62,7 @@ def default_state_dir() -> Path:
     configured = os.environ.get("QUIVER_STATE_DIR")
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[2] / ".quiver"
+    return Path(__file__).resolve().parents[1] / ".quiver"
 
 
 def weights_hash(model_dir: Path) -> str:
@@ -118,14 +118,14 @@ def _build(model_dir: Path, files: dict[str, Path]) -> None:
         [
             sys.executable,
             "-m",
-            "catalog.embeddings.onnx_graph",
+            "embeddings.onnx_graph",
             str(model_dir),
             str(partial["fp32"]),
             str(partial["int8"]),
         ],
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[1],
         check=False,
     )
     if done.returncode != 0:

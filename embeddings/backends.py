@@ -6,7 +6,7 @@ Two implementations of the ``EmbeddingBackend`` protocol:
   fresh machine needs no network and no API key. The model is loaded once per
   process behind a module-level lock (``get_local_backend`` is the shared
   instance). Queries and document batches both go through the pure-numpy encoder
-  in ``catalog.embeddings.minilm``: no torch at run time, and it is faster than
+  in ``embeddings.minilm``: no torch at run time, and it is faster than
   torch for one text and about as fast for batches (``bench/embedding_speed.py``).
 * ``OpenAICompatibleBackend`` calls any ``POST {base_url}/embeddings`` endpoint in
   the OpenAI format (OpenAI, Ollama, vLLM, Hugging Face TEI, LiteLLM...).
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from catalog.embeddings.minilm import MiniLMEncoder
-    from catalog.embeddings.onnx_encoder import OnnxMiniLM
-    from catalog.embeddings.static import StaticQueryEncoder
+    from embeddings.minilm import MiniLMEncoder
+    from embeddings.onnx_encoder import OnnxMiniLM
+    from embeddings.static import StaticQueryEncoder
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_MODEL_ID = f"local:{LOCAL_MODEL_NAME}"
@@ -110,14 +110,14 @@ def local_model_path() -> str:
 
 def local_numpy_encoder() -> MiniLMEncoder:
     """The pure-numpy encoder of the bundled model, loaded once per process."""
-    from catalog.embeddings.minilm import shared_encoder
+    from embeddings.minilm import shared_encoder
 
     return shared_encoder(local_model_path())
 
 
 def local_onnx_encoder() -> OnnxMiniLM:
     """The onnxruntime encoder of the bundled model (graphs built on first use)."""
-    from catalog.embeddings.onnx_encoder import shared_onnx_encoder
+    from embeddings.onnx_encoder import shared_onnx_encoder
 
     return shared_onnx_encoder(local_model_path())
 
@@ -126,7 +126,7 @@ def local_static_encoder(*, wait: bool = False) -> StaticQueryEncoder | None:
     """The trained static query encoder of the bundled model, or ``None`` when
     none has been built (``manage.py build_query_encoder``); ``wait``: for a new
     file to load, rather than answer with the one loaded before."""
-    from catalog.embeddings.static import shared_static_encoder
+    from embeddings.static import shared_static_encoder
 
     tokenizer = local_onnx_encoder().tokenizer
     return shared_static_encoder(static_encoder_path(), tokenizer, wait=wait)
@@ -134,7 +134,7 @@ def local_static_encoder(*, wait: bool = False) -> StaticQueryEncoder | None:
 
 def static_encoder_path() -> Path:
     """Where the bundled model's static query encoder is (or will be) saved."""
-    from catalog.embeddings.static import encoder_file
+    from embeddings.static import encoder_file
 
     onnx = local_onnx_encoder()
     return encoder_file(onnx.state_dir, onnx.weights_digest)
@@ -200,7 +200,7 @@ class LocalMiniLMBackend:
     model's 256. ``engine`` picks the runtime:
 
     * ``onnx`` (default): onnxruntime on graphs built from the package's weights
-      (``catalog.embeddings.onnx_encoder``). Documents use the fp32 graph (the
+      (``embeddings.onnx_encoder``). Documents use the fp32 graph (the
       same vectors as sentence-transformers, so stored vectors stay valid);
       queries use ``query_precision``, ``int8`` by default: one text at a time
       (no padding, so the per-tensor activation scales see only its own words)
@@ -209,7 +209,7 @@ class LocalMiniLMBackend:
       ~30-40% less CPU (bench/README.md, "HTTP ratio"). The 0.48 drift once
       seen came from int8 *batches*, whose padding skews those scales; batches
       stay fp32.
-    * ``numpy``: the pure-numpy forward pass (``catalog.embeddings.minilm``),
+    * ``numpy``: the pure-numpy forward pass (``embeddings.minilm``),
       fp32 for both; needs no graph build.
 
     Documents are embedded in padded batches of ``batch_size`` (sorted by length so
