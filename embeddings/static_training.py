@@ -1,9 +1,7 @@
 """Training the static query encoder (``embeddings.static``), numpy only.
 
-1. **Texts.** From tool definitions only (never requests): names, descriptions and
-   their sentences, parameters, and request-like variants ("Can you <what the
-   tool does> with <a parameter>?", two or three tools' purposes joined the way a
-   long request joins them). About ten texts per tool.
+1. **Texts.** The caller's: the catalog makes them from tool definitions only,
+   never requests (catalog.encoder_texts), about ten texts per tool.
 2. **Targets.** Each text's MiniLM vector (fp32 graph, read up to 256 pieces).
 3. **Start.** Each word piece's row begins as MiniLM's vector of that piece alone,
    centred: tokens the texts never use still land somewhere sensible.
@@ -17,15 +15,12 @@ s per epoch (``bench/README.md``, "Static query encoder").
 
 from __future__ import annotations
 
-import random
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from catalog.tool_text import schema_properties, split_identifier
 from embeddings.static import (
     UNKNOWN_PIECE,
     StaticWeights,
@@ -34,74 +29,9 @@ from embeddings.static import (
     word_pieces,
 )
 
-TEMPLATES = (
-    "I want to {d}",
-    "Can you {d}?",
-    "Please {d}.",
-    "I need to {d}",
-    "Help me {d}",
-    "{d}",
-    "How do I {d}?",
-    "Could you {d} for me",
-    "I'd like to {d}, thanks",
-)
-VARIANTS_PER_TOOL = 3
 MAX_PIECES = 128
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ToolText:
-    """What training reads of one tool."""
-
-    name: str
-    description: str
-    parameters: object = None
-
-
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
-def _sentences(description: str) -> list[str]:
-    parts = (part.strip() for part in _SENTENCE_END.split(description.strip()))
-    return [part for part in parts if len(part) > 3][:4]
-
-
-def _tool_texts(tool: ToolText, rnd: random.Random) -> tuple[list[str], str]:
-    """A tool's own texts and request-like variants, and its purpose phrase."""
-    name = " ".join(split_identifier(tool.name))
-    description = tool.description.strip()
-    sentences = _sentences(description)
-    params = list(schema_properties(tool.parameters))
-    texts = [name, description, f"{name}: {description}", *sentences]
-    texts += [f"{' '.join(words)} {text}".strip() for words, text in params[:6]]
-    for _ in range(VARIANTS_PER_TOOL):
-        base = _lower_first(rnd.choice(sentences).rstrip(".")) if sentences else name
-        if params and rnd.random() < 0.5:
-            words, text = rnd.choice(params)
-            base += f" with {' '.join(words)} {_lower_first(text)[:60]}"
-        texts.append(rnd.choice(TEMPLATES).format(d=base))
-    purpose = sentences[0].rstrip(".") if sentences else name
-    return texts, purpose
-
-
-def training_texts(tools: Iterable[ToolText], seed: int = 0) -> list[str]:
-    """Distinct training texts for ``tools`` (deterministic for a seed)."""
-    rnd = random.Random(seed)
-    texts: list[str] = []
-    purposes: list[str] = []
-    for tool in tools:
-        own, purpose = _tool_texts(tool, rnd)
-        texts += own
-        purposes.append(purpose)
-    for _ in purposes:  # requests that ask for two or three things at once
-        parts = [_lower_first(rnd.choice(purposes)) for _ in range(rnd.choice((2, 3)))]
-        texts.append(rnd.choice(TEMPLATES).format(d=", then ".join(parts)))
-        texts.append(". ".join(p[:1].upper() + p[1:] for p in parts) + ".")
-    return list(dict.fromkeys(t for t in texts if t.strip()))
 
 
 def centred(table: np.ndarray) -> np.ndarray:
@@ -274,20 +204,22 @@ def piece_table(onnx: Any) -> np.ndarray:
 
 
 def build_weights(
-    tools: Sequence[ToolText],
+    texts: Sequence[str],
     onnx: Any,
     setup: TrainingSetup | None = None,
     progress: Progress | None = None,
+    *,
+    tools: int,
 ) -> StaticWeights:
-    """Train an encoder for ``tools`` against ``onnx`` (an ``OnnxMiniLM``)."""
+    """Train an encoder on ``texts`` (made from ``tools`` tools) against ``onnx``
+    (an ``OnnxMiniLM``)."""
     say = progress or (lambda _message: None)
-    texts = training_texts(tools, seed=(setup or TrainingSetup()).seed)
     if not texts:
         raise ValueError("no tool texts to train the static query encoder on")
     say(f"word-piece table: {onnx.tokenizer.get_vocab_size()} pieces")
     table = centred(piece_table(onnx))
-    say(f"targets: {len(texts)} texts from {len(tools)} tools")
-    targets = onnx.encode_batch(texts, 64, 256, "fp32", 1)
+    say(f"targets: {len(texts)} texts from {tools} tools")
+    targets = onnx.encode_batch(list(texts), 64, 256, "fp32", 1)
     pieces = [word_pieces(onnx.tokenizer, t) for t in texts]
     weights = train(pieces, targets, table, setup, say)
-    return replace(weights, trained_on=len(tools))
+    return replace(weights, trained_on=tools)

@@ -21,6 +21,7 @@ from django.db import transaction
 from audit.choices import EventType
 from audit.services import record_event
 from catalog.choices import ToolStatus
+from catalog.encoder_texts import ToolText, training_texts
 from catalog.models import Tool
 from embeddings import backends
 from embeddings.onnx_encoder import file_lock
@@ -31,12 +32,7 @@ from embeddings.static import (
     trained_on,
     use_loaded,
 )
-from embeddings.static_training import (
-    Progress,
-    ToolText,
-    TrainingSetup,
-    build_weights,
-)
+from embeddings.static_training import Progress, TrainingSetup, build_weights
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,7 +107,8 @@ def build_query_encoder(
     if not tools:
         raise QueryEncoderError("there are no active tools to learn from")
     minilm = backends.local_onnx_encoder()
-    weights = build_weights(tools, minilm, setup, progress)
+    texts = training_texts(tools, seed=(setup or TrainingSetup()).seed)
+    weights = build_weights(texts, minilm, setup, progress, tools=len(tools))
     path = backends.static_encoder_path()
     partial = partial_path(path)
     partial.parent.mkdir(parents=True, exist_ok=True)
