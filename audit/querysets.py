@@ -96,7 +96,7 @@ class AuditEventQuerySet(models.QuerySet):
     def visible_to(self, who: Any) -> AuditEventQuerySet:
         """Events a compliance reader may see: only its catalogs' when it is limited
         to some (events of no catalog, such as key changes, need every catalog)."""
-        from catalog.access import Access, access_for
+        from identity.access import Access, access_for
 
         access = who if isinstance(who, Access) else access_for(who)
         if not access.can_audit:

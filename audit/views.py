@@ -38,11 +38,11 @@ from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
 from audit.tool_versions import change_links
 from audit.verify import WEB_DEADLINE_S, VerifyTooSlow
-from catalog.access import access_for
 from catalog.diffs import diff_lines
 from catalog.models import Tool
 from config.pages import PAGE_SIZE, render_page, visible_catalogs
 from config.params import PageForm
+from identity.access import access_for
 from selection.services.why_not import why_not
 
 View = Callable[..., HttpResponseBase]

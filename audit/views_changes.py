@@ -20,10 +20,10 @@ from audit.changes import CHANGE_TYPES
 from audit.choices import EventType
 from audit.tool_versions import find_version, version_at
 from audit.views import _visible, auditor_required
-from catalog.access import access_for
 from catalog.models import Tool
 from config.pages import paginate, render_page, visible_catalogs
 from config.params import MAX_ID, whole_number
+from identity.access import access_for
 
 
 def _check_catalog(request: HttpRequest, catalog: str) -> None:

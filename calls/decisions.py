@@ -21,8 +21,8 @@ from audit.choices import EventType
 from audit.services import record_event
 from calls import lifecycle
 from calls.models import Approval, ApprovalStatus
-from catalog.access import approval_decision_problem
 from config.exceptions import Conflict
+from identity.access import approval_decision_problem
 
 MAX_REASON = 2000
 EXPIRY_BATCH = 500
@@ -62,7 +62,7 @@ def deny(
 
 
 def _may_decide(approval: Approval, person: Any) -> None:
-    """Who decides is checked before what they send (catalog.access's rule)."""
+    """Who decides is checked before what they send (identity.access's rule)."""
     problem = approval_decision_problem(person, approval)
     if problem:
         raise DecisionRefused(problem)

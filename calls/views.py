@@ -23,17 +23,17 @@ from django.views.decorators.http import require_POST
 from audit.models import AuditEvent
 from calls.decisions import MAX_REASON, DecisionRefused, approve, deny
 from calls.models import Approval, ApprovalStatus
-from catalog.access import (
-    APPROVALS_PERMISSION_RULE,
-    access_for,
-    approvals_visible_to,
-    own_requesters,
-)
 from config.exceptions import Conflict
 from config.htmx import is_htmx_partial
 from config.http import request_id
 from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from identity.access import (
+    APPROVALS_PERMISSION_RULE,
+    access_for,
+    approvals_visible_to,
+    own_requesters,
+)
 
 PENDING_SHOWN = 100
 RECENT_SHOWN = 25
@@ -139,7 +139,7 @@ def _rows(
                 "arguments": json.dumps(
                     approval.arguments, indent=2, sort_keys=True, ensure_ascii=False
                 ),
-                # By id only (catalog.access.is_own_request); a requester
+                # By id only (identity.access.is_own_request); a requester
                 # since deleted leaves nobody to tell whose it was.
                 "own": approval.requested_by_id in mine,
                 "orphan": approval.requested_by_id is None,

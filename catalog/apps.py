@@ -6,6 +6,9 @@ class CatalogConfig(AppConfig):
     verbose_name = "Catalog"
 
     def ready(self) -> None:
-        # Every change to a person's access is audited, whatever wrote it.
         # The system checks report stored tool names that break the name rules.
-        from catalog import access_changes, checks  # noqa: F401
+        from catalog import checks  # noqa: F401
+        from catalog.models import Catalog
+        from identity.catalogs import register_catalog_names
+
+        register_catalog_names(Catalog.objects.slugs_among)

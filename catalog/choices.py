@@ -54,10 +54,3 @@ class ImportOutcome(models.TextChoices):
     UPDATED = "updated", "Updated"
     UNCHANGED = "unchanged", "Unchanged"
     REJECTED = "rejected", "Rejected"
-
-
-class ApiScope(models.TextChoices):
-    AGENT = "agent", "Agent"
-    CURATOR = "curator", "Curator"
-    COMPLIANCE = "compliance", "Compliance"
-    ADMIN = "admin", "Admin"

@@ -14,9 +14,9 @@ from django.http import HttpRequest, JsonResponse
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
-from catalog.access import access_for
-from catalog.auth import ApiKeyAuthentication
 from config.celery import app
+from identity.access import access_for
+from identity.auth import ApiKeyAuthentication
 
 
 def _database() -> dict[str, Any]:

@@ -16,9 +16,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 
-from catalog.access import access_for
 from catalog.models import Catalog
 from config.htmx import is_htmx_partial
+from identity.access import access_for
 
 PAGE_SIZE = 25
 
@@ -35,7 +35,7 @@ def paginate(request: HttpRequest, items: QuerySet[Any]) -> Page:
 
 
 def can_write(request: HttpRequest) -> bool:
-    """Curators and admins write the catalog (catalog.access decides)."""
+    """Curators and admins write the catalog (identity.access decides)."""
     return access_for(request.user).can_write
 
 

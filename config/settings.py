@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "identity",
     "catalog",
     "selection",
     "audit",
@@ -155,7 +156,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = QUIVER_MAX_BODY_BYTES
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "catalog.auth.ApiKeyAuthentication",
+        "identity.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

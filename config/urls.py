@@ -17,6 +17,7 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 
 api_v1 = [
     path("", include("catalog.api.urls")),
+    path("", include("identity.api.urls")),
     path("", include("selection.api.urls")),
     path("", include("audit.api.urls")),
     path("", include("sources.api.urls")),
@@ -47,6 +48,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
+    path("", include("identity.urls")),
     path("", include("audit.urls")),
     path("", include("sources.urls")),
     path("", include("calls.urls")),

@@ -1,5 +1,5 @@
 """Labels, evaluations and confusable tools of a catalog over the API: parse,
-check access (catalog.access), call one service, render.
+check access (identity.access), call one service, render.
 
 A catalog the caller may not see is a 404; one it sees without the scope is a
 403 (agents: always; compliance: for writes)."""
@@ -22,7 +22,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from catalog.access import get_labels_catalog
+from catalog.lookups import get_labels_catalog
 from catalog.models import Catalog
 from config.http import request_id
 from config.params import MAX_ID

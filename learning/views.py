@@ -1,4 +1,4 @@
-"""Console pages of labels and evaluations: parse, check access (catalog.access),
+"""Console pages of labels and evaluations: parse, check access (identity.access),
 call one service, render."""
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
-from catalog.access import access_for, get_labels_catalog, may_manage_labels
+from catalog.lookups import get_labels_catalog
 from catalog.models import Catalog
 from config import jsonparse
 from config.exceptions import LimitReached
 from config.pages import acting_user, paginate, render_page
 from config.params import MAX_ID, whole_number
 from config.ratelimit import rate_limited
+from identity.access import access_for, may_manage_labels
 from learning.charts import run_chart
 from learning.confusable import confusable_pairs
 from learning.models import Evaluation, EvaluationState, LabelOrigin, LabelStatus

@@ -18,12 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from catalog.access import (
-    LABEL_MANAGERS,
-    access_for,
-    get_catalog_for_user,
-    may_manage_labels,
-)
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
 from catalog.services.catalogs import DEFAULT_CATALOG
 from config.exceptions import LimitReached
@@ -37,6 +32,7 @@ from config.pages import (
     visible_catalogs,
 )
 from config.ratelimit import rate_limited, rate_limited_by
+from identity.access import LABEL_MANAGERS, access_for, may_manage_labels
 from learning.gate import RegressionRefused
 from learning.services import evaluations
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer

@@ -20,11 +20,11 @@ from django.db import IntegrityError, transaction
 from audit.actors import Actor, stored_user
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import access_for
 from catalog.choices import JobKind, JobState, ToolStatus
 from catalog.models import Catalog, Job
 from catalog.services import jobs
 from catalog.services.tools import set_tool_status
+from identity.access import access_for
 from sources.models import Source, SourceKind, SourceStatus
 from sources.netguard import url_problem
 from sources.secrets import (
@@ -79,7 +79,7 @@ STDIO_FIXED = (
 
 
 def require_manager(actor: Actor, catalog: Catalog) -> None:
-    """Admins only (``catalog.access``); the caller has already made sure the
+    """Admins only (``identity.access``); the caller has already made sure the
     catalog is visible (404 otherwise)."""
     access = access_for(actor)
     if not access.may_see_catalog(catalog.slug) or not access.manages_sources:

@@ -31,7 +31,6 @@ from audit.models import AuditEvent
 from audit.paging import CappedPagination, time_limit
 from audit.services import parse_since, seal_pending, verify_chain
 from audit.verify import CHECKPOINT_SOURCES, WEB_DEADLINE_S, VerifyTooSlow
-from catalog.permissions import ComplianceReads
 from config.params import (
     EARLIEST_DAY,
     LATEST_DAY,
@@ -40,6 +39,7 @@ from config.params import (
     in_day_range,
     whole_number,
 )
+from identity.permissions import ComplianceReads
 from selection.services.why_not import why_not
 
 

@@ -16,11 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalog import services
-from catalog.access import access_for, get_catalog_for_user
 from catalog.api import serializers as s
 from catalog.formats import export_tools
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog, Job, Tool
-from catalog.permissions import CuratorWrites
 from catalog.querysets import ToolQuerySet, catalog_changes
 from catalog.services import bulk_edit, jobs
 from catalog.services.tools import tool_to_spec
@@ -34,6 +33,8 @@ from config.parsers import (
     refuse_bad_text,
 )
 from config.ratelimit import ClientRateThrottle, WriteRateThrottle
+from identity.access import access_for
+from identity.permissions import CuratorWrites
 
 TRUE_VALUES = {"1", "true", "yes"}
 

@@ -39,9 +39,9 @@ from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from catalog.access import access_for
 from catalog.choices import EmbeddingStatus, JobKind, JobState
 from catalog.models import Job, Tool
+from identity.access import access_for
 
 log = logging.getLogger(__name__)
 

@@ -10,15 +10,16 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from catalog import services
-from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import FORMATS
 from catalog.forms import CatalogForm
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
 from catalog.services.embeddings import start_reindex
 from catalog.views.common import writer_required
 from config.http import request_id
 from config.pages import acting_user, can_write, render_page
 from config.ratelimit import rate_limited
+from identity.access import access_for
 
 
 @login_required

@@ -15,8 +15,8 @@ from audit.actors import Actor, actor_name, stored_user
 from audit.changes import field_changes, settings_in_full
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import access_for
 from catalog.models import Catalog, Tool
+from identity.access import access_for
 from selection.answers import SelectionAnswer
 from selection.engine.settings import EngineSettings, SettingsError
 from selection.engine.types import SelectionRequest

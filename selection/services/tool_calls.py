@@ -34,7 +34,6 @@ from referencing.exceptions import Unresolvable
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
-from catalog.access import Access
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.querysets import tool_visible
 from catalog.schema_policy import (
@@ -44,6 +43,7 @@ from catalog.schema_policy import (
     validate_arguments,
 )
 from catalog.services.tools import tool_to_spec
+from identity.access import Access
 from selection.adapters.snapshots import get_snapshot
 from selection.engine.policy import kept_policy_codes, policy_codes
 from selection.engine.types import HIDDEN, POLICY_REASONS, SelectionRequest

@@ -13,10 +13,10 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
-from catalog.access import ALL_CATALOGS
-from catalog.models import ApiClient
-from catalog.services.clients import create_api_client
 from config import ratelimit
+from identity.access import ALL_CATALOGS
+from identity.models import ApiClient
+from identity.services.clients import create_api_client
 from tests.catalog.test_console_views import tool_form
 from tests.factories import make_client_key, make_sample_catalog, make_tool, make_user
 

@@ -130,8 +130,8 @@ def test_a_bad_date_is_named_and_not_applied(as_compliance, trail):
 
 
 def test_a_reader_limited_to_one_catalog_sees_only_its_events(client, trail):
-    from catalog.models import UserCatalogAccess
     from catalog.services import create_catalog
+    from identity.models import UserCatalogAccess
 
     create_catalog("other", "Other", actor=None)
     reader = make_user("rita", groups=("compliance",))
@@ -142,7 +142,7 @@ def test_a_reader_limited_to_one_catalog_sees_only_its_events(client, trail):
 
 
 def test_the_empty_state_says_nothing_is_recorded_yet(as_compliance, compliance):
-    from catalog.models import UserCatalogAccess
+    from identity.models import UserCatalogAccess
 
     # Making the reader is itself an event (access_changed, of no catalog); one
     # limited to a catalog where nothing happened yet sees the empty state.

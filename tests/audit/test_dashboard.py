@@ -268,8 +268,8 @@ def test_a_compliance_person_finds_the_dashboard_in_the_navigation(as_compliance
 
 
 def test_a_reader_limited_to_one_catalog_counts_only_its_events(client):
-    from catalog.models import UserCatalogAccess
     from catalog.services import create_catalog
+    from identity.models import UserCatalogAccess
 
     create_catalog("other", "Other", actor=None)
     now = timezone.now()

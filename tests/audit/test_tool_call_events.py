@@ -236,7 +236,8 @@ def test_a_selection_without_calls_says_so(as_compliance, bot):
 
 
 def test_a_reader_limited_to_one_catalog_sees_only_its_calls(client, bot):
-    from catalog.models import Catalog, UserCatalogAccess
+    from catalog.models import Catalog
+    from identity.models import UserCatalogAccess
 
     Catalog.objects.create(slug="billing", name="Billing")
     reader = make_user("cleo", groups=("compliance",))

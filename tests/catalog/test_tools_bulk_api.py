@@ -6,10 +6,11 @@ import pytest
 
 from audit.models import AuditEvent
 from catalog.choices import JobKind, JobState
-from catalog.models import ApiClient, Job, Tool, ToolChange
+from catalog.models import Job, Tool, ToolChange
 from catalog.services import bulk_edit as bulk
 from catalog.services import create_catalog
 from catalog.services.jobs import claim_job
+from identity.models import ApiClient
 from tests.factories import make_tool
 
 pytestmark = pytest.mark.django_db

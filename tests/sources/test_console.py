@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
-from catalog.models import Catalog, Job, UserCatalogAccess
+from catalog.models import Catalog, Job
+from identity.models import UserCatalogAccess
 from sources.models import Source
 from sources.secrets import MASK, decrypt_headers
 from tests.factories import make_user

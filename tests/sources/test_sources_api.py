@@ -10,7 +10,8 @@ import pytest
 
 from audit.models import AuditEvent
 from catalog.choices import JobKind, ToolStatus
-from catalog.models import Catalog, Tool, UserCatalogAccess
+from catalog.models import Catalog, Tool
+from identity.models import UserCatalogAccess
 from sources.models import Source
 from sources.secrets import MASK
 from tests.factories import make_user

@@ -1,6 +1,6 @@
 """API keys over the API (admins): list, create, change, revoke, rotate; each audited.
 
-A caller sees and manages only the keys within it (``catalog.access.key_within``):
+A caller sees and manages only the keys within it (``identity.access.key_within``):
 any other key is a 404, like an unknown one; asking to make or change a key into
 one bigger than the caller is a 403 naming the field."""
 
@@ -17,20 +17,20 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from catalog.access import ALL_CATALOGS, access_for, keys_within
-from catalog.choices import ApiScope
-from catalog.models import ApiClient
-from catalog.permissions import AdminOnly
-from catalog.services.clients import (
+from config.http import request_id
+from config.ratelimit import WriteRateThrottle
+from config.strict import StrictFieldsMixin
+from identity.access import ALL_CATALOGS, access_for, keys_within
+from identity.choices import ApiScope
+from identity.models import ApiClient
+from identity.permissions import AdminOnly
+from identity.services.clients import (
     CATALOGS_RULE,
     change_api_client,
     create_api_client,
     revoke_api_client,
     rotate_api_client,
 )
-from config.http import request_id
-from config.ratelimit import WriteRateThrottle
-from config.strict import StrictFieldsMixin
 
 SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,50}$")
 MAX_CATALOGS = 1000

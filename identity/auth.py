@@ -1,4 +1,4 @@
-"""Bearer-key authentication for API clients (who may do what: catalog.access)."""
+"""Bearer-key authentication for API clients (who may do what: identity.access)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from catalog.access import MAX_CHAIN, key_chain
-from catalog.models import ApiClient
-from catalog.reads import client_by_prefix
-from catalog.services.clients import hash_key, split_key
 from config.ratelimit import penalize_unknown_key
+from identity.access import MAX_CHAIN, key_chain
+from identity.models import ApiClient
+from identity.reads import client_by_prefix
+from identity.services.clients import hash_key, split_key
 
 LAST_USED_EVERY = timedelta(minutes=1)
 

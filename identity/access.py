@@ -31,7 +31,7 @@ catalogs (every catalog only within a caller with every catalog), its roles, its
 unsafe permission, a rate limit no looser than the caller's own and, for a calling
 key with an expiry, an expiry no later. A key never sees the keys above it.
 
-People (``catalog.access_people``): whoever manages a person holds everything the
+People (``identity.access_people``): whoever manages a person holds everything the
 person holds, before and after the change (a superuser is bigger than any other
 person; flags, groups, permissions and catalogs compare as sets).
 """
@@ -45,14 +45,11 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.db.models import Exists, OuterRef
-from django.http import Http404
 
-from catalog.choices import ApiScope
-from catalog.models import ApiClient, Catalog
-from catalog.reads import catalog_by_slug
+from identity.choices import ApiScope
+from identity.models import ApiClient, UserCatalogAccess
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -342,27 +339,12 @@ def _group_scope(groups: tuple[str, ...]) -> str:
 
 
 def _person_catalogs(user: Any) -> tuple[str, ...] | None:
-    from catalog.models import UserCatalogAccess
-
     row = UserCatalogAccess.objects.filter(user=user).only("catalogs").first()
     if row is None:
         return None  # no limit set: every catalog (People page: "all catalogs")
     # A limit is a list of slugs; an empty list (or anything else) is no catalog.
     catalogs = row.catalogs if isinstance(row.catalogs, list) else []
     return tuple(str(slug) for slug in catalogs)
-
-
-def get_catalog_for_user(user: Any, slug: str) -> Catalog:
-    """The catalog if the caller may see it, else 404 (never a hint that it exists).
-
-    A read never writes: the ``default`` catalog is made by a migration. The rule
-    is ``Catalog.objects.visible_to``'s, checked on the caller's ``Access`` before
-    the row is read (catalog.reads: no query building on every request)."""
-    visible = access_for(user).may_see_catalog(slug)
-    catalog = catalog_by_slug(slug) if visible else None
-    if catalog is None:
-        raise Http404(f"catalog: no catalog {slug!r}")
-    return catalog
 
 
 # Approvals of tool calls (calls.Approval). Only people decide, with the
@@ -483,16 +465,3 @@ def may_manage_labels(access: Access, slug: str) -> bool:
     """Curators and admins of the catalog upload, review and delete its labels
     and run its evaluations."""
     return access.can_write and access.may_see_catalog(slug)
-
-
-def get_labels_catalog(user: Any, slug: str, *, manage: bool = False) -> Catalog:
-    """The catalog whose labels, evaluations and learning the caller reads (or,
-    with ``manage``, changes): 404 unless visible, else PermissionDenied naming
-    who may. The API and the console both ask this."""
-    catalog = get_catalog_for_user(user, slug)
-    access = access_for(user)
-    if manage and not may_manage_labels(access, slug):
-        raise PermissionDenied(LABEL_MANAGERS)
-    if not may_read_labels(access, slug):
-        raise PermissionDenied(LABEL_READERS)
-    return catalog

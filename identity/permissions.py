@@ -1,4 +1,4 @@
-"""DRF permission classes; each asks catalog.access, the one place for the rules."""
+"""DRF permission classes; each asks identity.access, the one place for the rules."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import permissions
 from rest_framework.request import Request
 
-from catalog.access import access_for
+from identity.access import access_for
 
 
 class CuratorWrites(permissions.BasePermission):

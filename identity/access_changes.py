@@ -1,9 +1,9 @@
 """Every change to what a person may see or do is one ``access_changed`` audit event.
 
-A person's access (catalog.access) is made of their flags (active, staff,
+A person's access (identity.access) is made of their flags (active, staff,
 superuser), their groups and those groups' permissions (``use_unsafe_tools``), a
 group's name (a role) and their ``UserCatalogAccess`` row. Those rows are written by
-the People page and ``create_person`` (catalog.services.people), but also by the
+the People page and ``create_person`` (identity.services.people), but also by the
 Django admin, ``createsuperuser`` and any ORM call, which go through no service. So
 this module listens to the model signals of every one of them, whatever path wrote
 it, and records the change in the transaction that made it.
@@ -53,8 +53,8 @@ from django.dispatch import receiver
 from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access_people import Manager, Refused, grants_of, permission_names
-from catalog.models import UserCatalogAccess
+from identity.access_people import Manager, Refused, grants_of, permission_names
+from identity.models import UserCatalogAccess
 
 SERVICE_USER_PREFIX = "api:"
 # The flags a User row holds that decide access; a save naming none of them
@@ -71,7 +71,7 @@ class _Scope:
     via: str
     before: dict[Subject, State] = field(default_factory=dict)
     # What each subject held before, for the rule that nobody manages a person
-    # with more than they have (catalog.access_people); only with an actor.
+    # with more than they have (identity.access_people); only with an actor.
     held: dict[Subject, Any] = field(default_factory=dict)
 
 
@@ -99,7 +99,7 @@ def access_changes(*, actor: Actor, via: str) -> Iterator[None]:
 
 
 def person_state(user: Any) -> dict[str, Any]:
-    """What decides a person's access (catalog.access), as plain data; catalogs
+    """What decides a person's access (identity.access), as plain data; catalogs
     ``"*"`` when the person has no limit (no ``UserCatalogAccess`` row)."""
     row = UserCatalogAccess.objects.filter(user_id=user.pk).first()
     perms = user.user_permissions.values_list("content_type__app_label", "codename")

@@ -1,12 +1,12 @@
 """People: create a person, set their groups and catalog limit, deactivate them.
 
 The console's People page and ``create_person`` call these; the Django admin writes
-the same rows itself. Each runs inside ``access_changes`` (catalog.access_changes),
+the same rows itself. Each runs inside ``access_changes`` (identity.access_changes),
 which records one ``access_changed`` event per person changed, in the same
 transaction, with the actor.
 
 Rules: only admins (or the system) manage people, and nobody manages a person
-with more than they have, before or after the change (catalog.access_people: a
+with more than they have, before or after the change (identity.access_people: a
 superuser is bigger than any non-superuser; groups, permissions, staff and
 catalogs compare as sets): anything else is refused naming the field. An admin
 limited to some catalogs sees only people limited to catalogs it holds (others
@@ -27,15 +27,16 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from audit.actors import Actor
-from catalog.access import Access, access_for
-from catalog.access_changes import SERVICE_USER_PREFIX, access_changes
-from catalog.access_people import (
+from identity.access import Access, access_for
+from identity.access_changes import SERVICE_USER_PREFIX, access_changes
+from identity.access_people import (
     Manager,
     PersonGrant,
     grant_of,
     grants_of,
 )
-from catalog.models import Catalog, UserCatalogAccess
+from identity.catalogs import existing_catalogs
+from identity.models import UserCatalogAccess
 
 STANDARD_GROUPS = ("admin", "curator", "compliance", "approver")
 
@@ -179,8 +180,7 @@ def _check_catalogs(catalogs: list[str] | None) -> None:
         raise ValidationError(
             {"catalogs": "name at least one catalog, or choose all catalogs"}
         )
-    rows = Catalog.objects.filter(slug__in=catalogs)
-    known = set(rows.values_list("slug", flat=True))
+    known = existing_catalogs(catalogs)
     unknown = [slug for slug in catalogs if slug not in known]
     if unknown:
         raise ValidationError({"catalogs": f"no catalog {', '.join(unknown)}"})

@@ -20,20 +20,20 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from catalog.access import access_for, keys_within
-from catalog.forms import ApiClientEditForm, ApiClientForm
-from catalog.models import ApiClient
-from catalog.services.clients import (
+from config.http import request_id
+from config.pages import acting_user, paginate, render_page
+from config.ratelimit import rate_limited
+from identity.access import access_for, keys_within
+from identity.forms import ApiClientEditForm, ApiClientForm
+from identity.models import ApiClient
+from identity.services.clients import (
     change_api_client,
     create_api_client,
     revoke_api_client,
     rotate_api_client,
 )
-from config.http import request_id
-from config.pages import acting_user, paginate, render_page
-from config.ratelimit import rate_limited
 
-TEMPLATE = "catalog/client_list.html"
+TEMPLATE = "identity/client_list.html"
 
 
 def _require_admin(request: HttpRequest) -> None:
@@ -132,7 +132,7 @@ def client_edit(request: HttpRequest, client_id: int) -> HttpResponse:
 def _back_to_list(request: HttpRequest) -> HttpResponse:
     """The list as it was searched when Edit was pressed."""
     q = request.GET.get("q", "")
-    url = reverse("console:client-list")
+    url = reverse("identity:client-list")
     return redirect(f"{url}?{urlencode({'q': q})}" if q else url)
 
 

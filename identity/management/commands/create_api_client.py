@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from catalog.choices import ApiScope
-from catalog.services import create_api_client
+from identity.choices import ApiScope
+from identity.services import create_api_client
 
 
 def _csv(value: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Who may manage which person: nobody manages a person with more than they have.
 
-The people's counterpart of ``catalog.access.key_within``. Whoever creates, edits,
+The people's counterpart of ``identity.access.key_within``. Whoever creates, edits,
 (de)activates, renames, deletes or sets the password, groups, permissions, flags
 or catalog limit of a person must hold everything that person holds, before the
 change and after it:
@@ -23,7 +23,7 @@ The system (``actor`` None: a management command, a migration) holds the
 database and manages anyone; an API key manages no person. The rule is applied by
 the People services, the Django admin's permission hooks and forms, and, as a net
 for every other write made on a person's behalf, by ``access_changes`` when its
-block ends (catalog.access_changes).
+block ends (identity.access_changes).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied
 
 from audit.actors import Actor
-from catalog.access import GROUP_SCOPES, SCOPE_COVERS, access_for
-from catalog.choices import ApiScope
-from catalog.models import UserCatalogAccess
+from identity.access import GROUP_SCOPES, SCOPE_COVERS, access_for
+from identity.choices import ApiScope
+from identity.models import UserCatalogAccess
 
 SUPERUSER_RULE = (
     "is_superuser: only a superuser manages a superuser or makes one (a superuser "
@@ -156,7 +156,8 @@ def grants_of(pks: Iterable[int]) -> dict[int, PersonGrant]:
 
 
 def _catalogs(limits: dict[int, Any], pk: int) -> tuple[str, ...] | None:
-    """As catalog.access reads a limit: no row, every catalog; a malformed one, none."""
+    """As identity.access reads a limit: no row, every catalog; a malformed one,
+    none."""
     if pk not in limits:
         return None
     stored = limits[pk]

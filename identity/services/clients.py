@@ -1,9 +1,9 @@
 """API clients: bearer keys for agents and scripts (only a hash is stored).
 
 A key is made, changed, rotated or revoked only by a caller that holds everything
-the key holds (``catalog.access.key_within``); a key made by a key records it as
+the key holds (``identity.access.key_within``); a key made by a key records it as
 its parent and a key made by a person records them as its owner, so the key stops
-with them (``catalog.auth``)."""
+with them (``identity.auth``)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ from django.utils import timezone
 
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import ALL_CATALOGS, KeyGrant, access_for, key_within
-from catalog.choices import ApiScope
-from catalog.models import ApiClient, Catalog
+from identity.access import ALL_CATALOGS, KeyGrant, access_for, key_within
+from identity.catalogs import existing_catalogs
+from identity.choices import ApiScope
+from identity.models import ApiClient
 
 KEY_PREFIX = "qv"
 CATALOGS_RULE = (
@@ -189,7 +190,7 @@ def _save_new(name: str, grant: KeyGrant, *, actor: Any) -> tuple[ApiClient, str
 
 
 def _check_catalogs(catalogs: tuple[str, ...] | None) -> None:
-    known = set(Catalog.objects.values_list("slug", flat=True))
+    known = existing_catalogs(catalogs or ())
     missing = sorted(set(catalogs or ()) - known)
     if missing:
         raise ValidationError(
@@ -270,7 +271,7 @@ def revoke_api_client(
 ) -> ApiClient:
     """Stop a key for good (idempotent: revoking twice records one event).
 
-    Keys it made stop with it (catalog.auth checks the chain)."""
+    Keys it made stop with it (identity.auth checks the chain)."""
     with transaction.atomic():
         client = ApiClient.objects.select_for_update().get(pk=client.pk)
         require_within(actor, client)

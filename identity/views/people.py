@@ -1,6 +1,6 @@
 """People in the console (admins): list, create, set groups and catalogs, deactivate.
 
-Every action is a service of catalog.services.people (audited there); a new
+Every action is a service of identity.services.people (audited there); a new
 person's one-time password is shown once, on the page that made them."""
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from catalog.access import access_for
-from catalog.access_people import Refused
-from catalog.models import UserCatalogAccess
-from catalog.people_forms import PersonForm
-from catalog.services.people import (
+from config.pages import acting_user, paginate, render_page
+from config.ratelimit import rate_limited
+from identity.access import access_for
+from identity.access_people import Refused
+from identity.forms import PersonForm
+from identity.models import UserCatalogAccess
+from identity.services.people import (
     create_person,
     get_person_for_user,
     manageable,
@@ -28,8 +30,6 @@ from catalog.services.people import (
     set_person_active,
     update_person,
 )
-from config.pages import acting_user, paginate, render_page
-from config.ratelimit import rate_limited
 
 VIA = "people page"
 
@@ -97,7 +97,7 @@ def person_edit(request: HttpRequest, person_id: int) -> HttpResponse:
     except (ValidationError, Refused) as exc:
         return _refused(request, form, exc, page)
     messages.success(request, f"Saved the access of {person.username}.")
-    return redirect("console:person-list")
+    return redirect("identity:person-list")
 
 
 @require_POST
@@ -117,7 +117,7 @@ def person_active(request: HttpRequest, person_id: int) -> HttpResponse:
         return _list_page(request, PersonForm(), error=error, status=400)
     state = "reactivated" if active else "deactivated: they can no longer sign in"
     messages.success(request, f"{person.username} {state}.")
-    return redirect("console:person-list")
+    return redirect("identity:person-list")
 
 
 def _refused(
@@ -142,7 +142,7 @@ def _list_page(
     mine = manageable(acting_user(request), shown)
     rows = [(person, _limit(person), person.pk in mine) for person in shown]
     context = {"page": page, "rows": rows, "form": form, **notes}
-    return render_page(request, "catalog/people.html", context, status=status)
+    return render_page(request, "identity/people.html", context, status=status)
 
 
 def _edit_page(person: Any) -> Any:
@@ -150,7 +150,7 @@ def _edit_page(person: Any) -> Any:
         request: HttpRequest, form: PersonForm, *, status: int = 200
     ) -> HttpResponse:
         context = {"person": person, "form": form}
-        return render_page(request, "catalog/person_edit.html", context, status=status)
+        return render_page(request, "identity/person_edit.html", context, status=status)
 
     return render
 

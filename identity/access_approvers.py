@@ -1,6 +1,6 @@
 """Who is told that an approval waits: the people who may decide it.
 
-The rule is ``catalog.access.approval_decision_problem``, asked of each person
+The rule is ``identity.access.approval_decision_problem``, asked of each person
 it could pass (active people with an email address who are superusers or in a
 group holding ``calls.decide_approval``), so the list can never differ from who
 may press Approve: never an API key's service user, never someone outside the
@@ -16,8 +16,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db.models import Exists, OuterRef, Q
 
-from catalog.access import APPROVE_APP, APPROVE_CODENAME, approval_decision_problem
-from catalog.models import UserCatalogAccess
+from identity.access import APPROVE_APP, APPROVE_CODENAME, approval_decision_problem
+from identity.models import UserCatalogAccess
 
 # Approvers asked per approval at most (each costs a few small queries).
 MAX_APPROVERS = 200

@@ -13,7 +13,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from catalog.services.people import create_person
+from identity.services.people import create_person
 
 
 def _csv(value: str) -> list[str]:
