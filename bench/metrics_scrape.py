@@ -63,7 +63,8 @@ def fill(args: argparse.Namespace) -> None:
     from django.utils import timezone
 
     from calls.models import Approval
-    from catalog.models import Catalog, Job, Tool
+    from catalog.models import Catalog, Tool
+    from jobs.models import Job
     from sources.models import Source
 
     catalogs = [

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from catalog import services
-from catalog.models import Catalog, Job, Tool, ToolChange
+from catalog.models import Catalog, Tool, ToolChange
 from catalog.services.tools import (
     check_new_name,
     new_original_name,
@@ -158,23 +158,6 @@ class ToolAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Tool]) -> None:
         for tool in queryset:
             services.delete_tool(tool, actor=staff_user(request))
-
-
-@admin.register(Job)
-class JobAdmin(ReadOnlyAdmin):
-    list_display = [
-        "id",
-        "kind",
-        "catalog",
-        "state",
-        "done",
-        "total",
-        "created",
-        "finished",
-    ]
-    list_filter = ["kind", "state", "catalog"]
-    list_select_related = ["catalog"]
-    exclude = ["payload"]
 
 
 @admin.register(ToolChange)

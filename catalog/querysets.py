@@ -198,16 +198,6 @@ class ToolQuerySet(models.QuerySet):
         return tools.search(q)
 
 
-class JobQuerySet(models.QuerySet):
-    def visible_to(self, who: Any) -> JobQuerySet:
-        access = _access(who)
-        if not access.signed_in:
-            return self.none()
-        if access.catalogs is None:
-            return self
-        return self.filter(catalog__slug__in=access.catalogs)
-
-
 def catalog_changes(catalog: Any, tool_name: str = "") -> Any:
     """A catalog's tool change records, newest first; deleted tools' too."""
     from catalog.models import ToolChange

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "identity",
+    "jobs",
     "catalog",
     "selection",
     "audit",
@@ -219,7 +220,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Fail fast when the broker is down (the job row is the durable queue; see
-# catalog/services/jobs.py): a write never waits long on a publish.
+# jobs/services.py): a write never waits long on a publish.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 2,

@@ -27,9 +27,9 @@ from audit.choices import EventType
 from audit.services import record_event
 from calls.lifecycle import REQUESTED, ApprovalEvent
 from catalog.models import Catalog
-from catalog.services import jobs
 from config.exceptions import Conflict
 from identity.access import access_for
+from jobs import services as jobs
 from notify.choices import DeliveryStatus, WebhookEvent, WebhookFormat
 from notify.models import ApprovalEmail, Delivery, Webhook
 from notify.payloads import event_body

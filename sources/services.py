@@ -20,11 +20,13 @@ from django.db import IntegrityError, transaction
 from audit.actors import Actor, stored_user
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.choices import JobKind, JobState, ToolStatus
-from catalog.models import Catalog, Job
-from catalog.services import jobs
+from catalog.choices import ToolStatus
+from catalog.models import Catalog
 from catalog.services.tools import set_tool_status
 from identity.access import access_for
+from jobs import services as jobs
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 from sources.models import Source, SourceKind, SourceStatus
 from sources.netguard import url_problem
 from sources.secrets import (

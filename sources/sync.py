@@ -33,14 +33,15 @@ from django.utils import timezone
 
 from audit.actors import Actor
 from catalog.choices import ImportOutcome, ToolStatus
-from catalog.models import Job, Tool
-from catalog.services import jobs
+from catalog.models import Tool
 from catalog.services.tools import (
     ToolConflict,
     create_tool,
     set_tool_status,
     update_tool,
 )
+from jobs import services as jobs
+from jobs.models import Job
 from sources.mapping import (
     new_tool_names,
     synced_spec,

@@ -25,8 +25,10 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from audit.models import AuditEvent
 from calls.models import Approval, ApprovalStatus
-from catalog.choices import EmbeddingStatus, JobState
-from catalog.models import Catalog, Job, Tool
+from catalog.choices import EmbeddingStatus
+from catalog.models import Catalog, Tool
+from jobs.choices import JobState
+from jobs.models import Job
 from learning.models import Evaluation, LearntModel
 from sources.models import Source, SourceStatus
 

@@ -37,7 +37,7 @@ from catalog.naming import (
     provider_safe_name,
     skeleton,
 )
-from catalog.services import jobs
+from catalog.services import work
 from catalog.services.tools import (
     _SET_BY_SERVICE,
     _UPDATED_FIELDS,
@@ -372,4 +372,4 @@ class _Chunk:
             self._audit(rows, catalogs.values_list("version", flat=True).get())
         written = sorted(self.tools[name].pk for name in {n for n, _ in self.changes})
         for tool_id in written[:: int(settings.QUIVER_EMBED_BATCH)]:
-            jobs.enqueue_embedding(tool_id)
+            work.enqueue_embedding(tool_id)

@@ -37,10 +37,11 @@ from catalog.naming import (
     provider_safe_name,
 )
 from catalog.schema_policy import check_tool_schema
-from catalog.services import jobs
+from catalog.services import work
 from catalog.sizes import MAX_TOOL_CHARS, oversized_fields
 from catalog.spec import ToolSpec
 from config.exceptions import Conflict
+from jobs import services as jobs
 
 # Who made a change: a user (a person or an API client's service user), an
 # anonymous user, or None for the system itself (bootstrap, imports' worker).
@@ -318,7 +319,7 @@ RELEARN_TASK = "learning.learn_tasks.relearn_if_due"
 
 
 def _enqueue_embedding(tool_id: int) -> None:
-    jobs.enqueue_embedding(tool_id)
+    work.enqueue_embedding(tool_id)
 
 
 def create_tool(

@@ -13,8 +13,9 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 
-from catalog.models import Job, Tool
+from catalog.models import Tool
 from config.pages import can_write
+from jobs.models import Job
 
 View = Callable[..., HttpResponse]
 

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from audit.actors import Actor, stored_user
 from catalog.models import Catalog
-from catalog.services import jobs
+from jobs import services as jobs
 from learning.evaluation import (
     LabelledRequest,
     distinct_requests,

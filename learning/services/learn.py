@@ -52,7 +52,7 @@ def request_learn(
 ) -> LearntModel:
     """Queue a learn of ``catalog`` (applied when it finishes if ``apply``);
     ``LimitReached`` past the caller's or the catalog's limit of waiting runs."""
-    from catalog.services.jobs import enqueue
+    from jobs.services import enqueue
 
     with transaction.atomic():
         hold_run_slot(catalog, actor)

@@ -9,7 +9,7 @@ from typing import Any
 
 from celery import bootsteps
 
-from catalog.services import jobs
+from jobs import services as jobs
 
 
 class PeriodicSend(bootsteps.StartStopStep):

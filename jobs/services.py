@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -39,25 +39,21 @@ from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from catalog.choices import EmbeddingStatus, JobKind, JobState
-from catalog.models import Job, Tool
-from identity.access import access_for
+from config.celery import app
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 
 log = logging.getLogger(__name__)
 
-EMBED_TOOL = "catalog.tasks.embed_tool"
-SWEEP = "catalog.tasks.sweep_waiting_work"
-TASK_RESUME = "catalog.tasks.resume_interrupted_work"
-SWEEP_MAX_BATCHES = 16
-# On Redis a lower number is served first; jobs, sweeps and resumes use 0, so a
-# dead worker's job is taken over before the embeddings queued behind it.
-EMBED_PRIORITY = 6
-JOB_TASKS = {
-    JobKind.IMPORT: "catalog.tasks.run_import",
-    JobKind.REINDEX: "catalog.tasks.run_reindex",
-    JobKind.BULK: "catalog.tasks.run_bulk_edit",
-    JobKind.SYNC: "sources.tasks.run_sync",
-}
+SWEEP = "jobs.tasks.sweep_waiting_work"
+# The task that runs each kind of job, registered by the app whose jobs they are
+# (its AppConfig.ready calls ``register_job_task``).
+JOB_TASKS: dict[str, str] = {}
+# More work the sweeper sends again (e.g. the catalog's pending embeddings): the
+# name of its count in the sweep's answer, and a function of the cutoff (work
+# waiting since before it is sent again) returning how many tasks it sent.
+Sweeper = Callable[[datetime], int]
+SWEEPERS: dict[str, Sweeper] = {}
 DELAYED_WARNING = (
     "background work is delayed: the task queue is unreachable; the work is "
     "saved and will run when the queue is back"
@@ -98,13 +94,21 @@ def watch_enqueues() -> Iterator[EnqueueWatch]:
         _watch.reset(token)
 
 
+def register_job_task(kind: str, task: str) -> None:
+    """Jobs of ``kind`` run as the task named ``task``."""
+    JOB_TASKS[JobKind(kind)] = task
+
+
+def register_sweeper(name: str, sweeper: Sweeper) -> None:
+    """Every sweep also calls ``sweeper(cutoff)``, its count answered as ``name``."""
+    SWEEPERS[name] = sweeper
+
+
 def send(name: str, *args: Any, priority: int | None = None) -> bool:
     """Send a task by name now; False (logged, never raised) if the broker refused.
 
     Any error is caught: the broker client raises many kinds (kombu, redis,
     socket), and the work is saved in the database for the sweeper either way."""
-    from config.celery import app
-
     try:
         app.send_task(name, args=args, priority=priority)
     except Exception:
@@ -119,11 +123,6 @@ def send(name: str, *args: Any, priority: int | None = None) -> bool:
 def enqueue(name: str, *args: Any, priority: int | None = None) -> None:
     """Send the task once the current transaction commits (at once outside one)."""
     transaction.on_commit(lambda: send(name, *args, priority=priority))
-
-
-def enqueue_embedding(tool_id: int) -> None:
-    """Embed this tool after commit, behind any job waiting in the queue."""
-    enqueue(EMBED_TOOL, tool_id, priority=EMBED_PRIORITY)
 
 
 def enqueue_job(job: Job) -> None:
@@ -260,43 +259,6 @@ def _beat(job: Job, stop: threading.Event) -> None:
         connection.close()
 
 
-# ---------------------------------------------------------------- reading
-
-
-@dataclass(frozen=True)
-class JobForReader:
-    """What one reader may be shown of a job's items and errors; the rest counted."""
-
-    items: list[dict[str, Any]]
-    hidden_items: int
-    errors: list[str]
-    hidden_errors: int
-
-
-def job_for_reader(job: Job, reader: Any) -> JobForReader:
-    """The job's items naming only tools the reader could be offered.
-
-    Curators, compliance and admins see the whole catalog, so every item and
-    error. Anyone else sees the items naming a tool ``Tool.objects.visible_to``
-    lets them see (by name, in the job's catalog, as it is now), without the
-    reason (a refusal's reason may name another tool, e.g. the holder of a
-    provider name); every other item (hidden tools, deleted ones, nameless
-    refusals) and every error (a failure's message may quote the document) is
-    only counted."""
-    access = access_for(reader)
-    items = [item for item in job.items if isinstance(item, dict)]
-    if access.sees_whole_catalog:
-        return JobForReader(items, 0, list(job.errors), 0)
-    names = {item["name"] for item in items if isinstance(item.get("name"), str)}
-    visible = set(
-        Tool.objects.visible_to(access)
-        .filter(catalog_id=job.catalog_id, name__in=names)
-        .values_list("name", flat=True)
-    )
-    shown = [{**item, "reason": ""} for item in items if item.get("name") in visible]
-    return JobForReader(shown, len(job.items) - len(shown), [], len(job.errors))
-
-
 # ---------------------------------------------------------------- the sweeper
 
 
@@ -327,9 +289,9 @@ def release_dead_jobs() -> int:
 
 def sweep(*, min_age_s: float) -> dict[str, int]:
     """Send again every job still queued after ``min_age_s`` (or released from a
-    dead worker) and one embedding batch per catalog with tools left pending;
-    idempotent, since a job is claimed by a conditional update and a tool by a
-    row lock."""
+    dead worker), and what each registered sweeper finds waiting as long;
+    idempotent, since a job is claimed by a conditional update (and a sweeper's
+    work is claimed its own way, e.g. a tool by a row lock)."""
     released = release_dead_jobs()
     cutoff = timezone.now() - timedelta(seconds=min_age_s)
     waiting = Job.objects.filter(state=JobState.QUEUED).filter(
@@ -339,14 +301,5 @@ def sweep(*, min_age_s: float) -> dict[str, int]:
         send(JOB_TASKS[JobKind(kind)], pk)
         for pk, kind in waiting.values_list("pk", "kind")
     )
-    pending = Tool.objects.filter(
-        embedding_status=EmbeddingStatus.PENDING, updated__lt=cutoff
-    ).order_by("id")
-    # One task per batch of pending tools (each task fills its batch), bounded so
-    # that a down embedding endpoint does not fill the queue with retries.
-    stride = int(settings.QUIVER_EMBED_BATCH)
-    firsts = pending.values_list("id", flat=True)[: stride * SWEEP_MAX_BATCHES : stride]
-    embeds = sum(
-        send(EMBED_TOOL, tool_id, priority=EMBED_PRIORITY) for tool_id in firsts
-    )
-    return {"released": released, "jobs": sent, "embedding_batches": embeds}
+    swept = {name: sweeper(cutoff) for name, sweeper in SWEEPERS.items()}
+    return {"released": released, "jobs": sent, **swept}
