@@ -160,5 +160,6 @@ def _selection_pages(
     ids = {a.selection_id for a in approvals if a.selection_id}
     if not ids or not access_for(request.user).can_audit:
         return {}
-    events = AuditEvent.objects.visible_to(request.user).filter(selection_id__in=ids)
+    reader = access_for(request.user)
+    events = AuditEvent.objects.visible_to(reader).filter(selection_id__in=ids)
     return dict(events.values_list("selection_id", "pk"))

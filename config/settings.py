@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "learning",
     "telemetry",
     "notify",
+    "compliance",
 ]
 
 MIDDLEWARE = [

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.http import Http404
 
 from audit.actors import Actor, actor_name, stored_user
-from audit.changes import field_changes, settings_in_full
+from audit.changes import field_changes
 from audit.choices import EventType
 from audit.services import record_event
 from catalog.models import Catalog, Tool
@@ -160,6 +160,17 @@ def restore_selection_settings(
         restored_from=version,
         accept_regression=accept_regression,
     )
+
+
+def settings_in_full(data: Any) -> Any:
+    """Stored settings hold only what differs from the defaults: fill them in, so
+    a field going back to its default shows its value (raw if it cannot load)."""
+    if not isinstance(data, dict):
+        return data
+    try:
+        return EngineSettings.from_dict(data).to_dict()
+    except (SettingsError, TypeError, ValueError):
+        return data
 
 
 def version_changes(change: SelectionSettingsChange) -> list[dict[str, Any]]:

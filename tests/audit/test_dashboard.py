@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from audit.charts import column_chart, nice_ceiling
-from audit.dashboard import Window, build_dashboard, preset_window
 from audit.models import AuditEvent
+from compliance.charts import column_chart, nice_ceiling
+from compliance.dashboard import Window, build_dashboard, preset_window
 from config.params import DAY_RULE
 from tests.factories import make_client_key, make_user
 

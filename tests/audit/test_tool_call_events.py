@@ -10,12 +10,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from audit import display
 from audit.choices import EventType
-from audit.dashboard import build_dashboard, preset_window
-from audit.dashboard_rollup import summary_dashboard
 from audit.models import AuditEvent
 from audit.services import record_event
+from compliance import display
+from compliance.dashboard import build_dashboard, preset_window
+from compliance.dashboard_rollup import summary_dashboard
 from tests.calls.approval_rows import record_call
 from tests.factories import make_user
 

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from audit.dashboard import Bucket, Count
+from compliance.dashboard import Bucket, Count
 
 WIDTH, HEIGHT = 720, 220
 # Room for the count axis on the left and the time labels below.

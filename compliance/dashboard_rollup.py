@@ -27,7 +27,10 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from audit.choices import EventType
-from audit.dashboard import (
+from audit.models import AuditEvent
+from audit.querysets import AuditEventQuerySet
+from audit.rollup import BUCKET_RATIO, LATENCY_BUCKET_SQL, LATENCY_SQL, _array
+from compliance.dashboard import (
     TOP,
     Count,
     Dashboard,
@@ -37,9 +40,6 @@ from audit.dashboard import (
     build_dashboard,
     tool_calls,
 )
-from audit.models import AuditEvent
-from audit.querysets import AuditEventQuerySet
-from audit.rollup import BUCKET_RATIO, LATENCY_BUCKET_SQL, LATENCY_SQL, _array
 
 MARK_SQL = "SELECT seq FROM audit_rollup_mark WHERE id = 1"
 CHECK_COLUMNS = (

@@ -28,9 +28,9 @@ from audit.filters import (
     filter_events,
 )
 from audit.models import AuditEvent
-from audit.paging import CappedPagination, time_limit
 from audit.services import parse_since, seal_pending, verify_chain
 from audit.verify import CHECKPOINT_SOURCES, WEB_DEADLINE_S, VerifyTooSlow
+from compliance.paging import CappedPagination, time_limit
 from config.params import (
     EARLIEST_DAY,
     LATEST_DAY,
@@ -39,6 +39,7 @@ from config.params import (
     in_day_range,
     whole_number,
 )
+from identity.access import access_for
 from identity.permissions import ComplianceReads
 from selection.services.why_not import why_not
 
@@ -147,7 +148,7 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> QuerySet[AuditEvent]:
         """The caller's events; the list narrowed by the console's filters (an
         unknown or bad one is a 400 naming it)."""
-        events = AuditEvent.objects.visible_to(self.request.user)
+        events = AuditEvent.objects.visible_to(access_for(self.request.user))
         if self.action not in ("list", "export"):
             return events
         extra = EXPORTING if self.action == "export" else PAGING

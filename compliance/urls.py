@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from audit import views, views_changes
+from compliance import views, views_changes
 
 app_name = "audit"
 
@@ -13,7 +13,7 @@ urlpatterns = [
     path("audit/export", views.export, name="export"),
     path("audit/<int:event_id>/", views.event_detail, name="event-detail"),
     path("audit/<int:event_id>/why-not/", views.why_not_box, name="why-not"),
-    # What a selection depended on, and the change log (audit.views_changes).
+    # What a selection depended on, and the change log (compliance.views_changes).
     path("audit/changes/", views_changes.change_log, name="change-log"),
     path(
         "audit/tools/<slug:catalog>/<path:name>/v<int:version>/",

@@ -25,24 +25,25 @@ from django.shortcuts import get_object_or_404
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
-from audit import charts, display, last_verify
-from audit.changes import before_after, field_changes, settings_in_full
+from audit.changes import before_after, field_changes
 from audit.choices import EventType
-from audit.dashboard import DashboardForm, reason_words
-from audit.dashboard_rollup import summary_dashboard
 from audit.export import FORMATS, stream_export
 from audit.filters import EXPORTING, AuditFilterForm, FilterError, filter_events
 from audit.models import AuditEvent
-from audit.paging import CappedPaginator, ListTooSlow, time_limit
 from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
-from audit.tool_versions import change_links
 from audit.verify import WEB_DEADLINE_S, VerifyTooSlow
 from catalog.diffs import diff_lines
 from catalog.models import Tool
+from compliance import charts, display, last_verify
+from compliance.dashboard import DashboardForm, reason_words
+from compliance.dashboard_rollup import summary_dashboard
+from compliance.paging import CappedPaginator, ListTooSlow, time_limit
+from compliance.tool_versions import change_links
 from config.pages import PAGE_SIZE, render_page, visible_catalogs
 from config.params import PageForm
 from identity.access import access_for
+from selection.services.settings import settings_in_full
 from selection.services.why_not import why_not
 
 View = Callable[..., HttpResponseBase]
@@ -65,7 +66,7 @@ def auditor_required(view: View) -> View:
 
 
 def _visible(request: HttpRequest) -> AuditEventQuerySet:
-    return AuditEvent.objects.visible_to(request.user)
+    return AuditEvent.objects.visible_to(access_for(request.user))
 
 
 def _filters(request: HttpRequest) -> AuditFilterForm:

@@ -166,7 +166,7 @@ class Dashboard:
     checks: dict[str, int] = field(default_factory=dict)
     # Tool calls through Quiver by outcome, and ``total`` (``tool_calls``).
     calls: dict[str, int] = field(default_factory=dict)
-    # Read from the hourly summary plus the live tail (audit.dashboard_rollup):
+    # Read from the hourly summary plus the live tail (compliance.dashboard_rollup):
     # p50/p95 then come from its latency histogram.
     summarised: bool = False
 

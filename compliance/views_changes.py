@@ -15,12 +15,12 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 
-from audit import display
 from audit.changes import CHANGE_TYPES
 from audit.choices import EventType
-from audit.tool_versions import find_version, version_at
-from audit.views import _visible, auditor_required
 from catalog.models import Tool
+from compliance import display
+from compliance.tool_versions import find_version, version_at
+from compliance.views import _visible, auditor_required
 from config.pages import paginate, render_page, visible_catalogs
 from config.params import MAX_ID, whole_number
 from identity.access import access_for

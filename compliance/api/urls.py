@@ -1,4 +1,4 @@
-from audit.api.views import AuditEventViewSet
+from compliance.api.views import AuditEventViewSet
 from config.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()
