@@ -31,6 +31,7 @@ from config.strict import StrictFieldsMixin
 from learning.confusable import DEFAULT_THRESHOLD, confusable_pairs
 from learning.models import Evaluation, Label, LabelOrigin, LabelStatus
 from learning.services import evaluations, labels, proposals
+from selection.registry import EvaluationInputError
 
 
 def catalog_for(request: Request, slug: str, *, manage: bool) -> Catalog:
@@ -313,7 +314,7 @@ class EvaluationListView(generics.GenericAPIView):
                 labels=data.get("labels"),
                 settings_data=data.get("settings"),
             )
-        except evaluations.EvaluationInputError as exc:
+        except EvaluationInputError as exc:
             raise ValidationError(exc.errors) from exc
         return Response(EvaluationSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

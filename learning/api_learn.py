@@ -27,9 +27,9 @@ from config.http import request_id
 from config.ratelimit import WriteRateThrottle
 from config.strict import StrictFieldsMixin
 from identity.access import access_for
-from learning.gate import RegressionRefused
 from learning.models import LearntModel
 from learning.services import learn
+from selection.registry import RegressionRefused
 
 LEARNERS = "permission: learning a catalog needs the curator or admin scope"
 READERS = "permission: a catalog's learnt models are read by curators, compliance "

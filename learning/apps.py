@@ -8,3 +8,12 @@ class LearningConfig(AppConfig):
     def ready(self) -> None:
         # The learn job's tasks live beside the labels' tasks module.
         from learning import learn_tasks  # noqa: F401
+        from learning.gate import check_change
+        from learning.services.evaluations import evaluate_pair
+        from learning.signal import signal_for
+        from selection.registry import Learning, register_learning
+
+        # Selection never imports learning: it reads these through its registry.
+        register_learning(
+            Learning(signal=signal_for, gate=check_change, evaluate=evaluate_pair)
+        )

@@ -26,6 +26,7 @@ from learning.models import Evaluation, EvaluationState, LabelOrigin, LabelStatu
 from learning.services import evaluations, labels, proposals
 from learning.services.limits import RETRY_AFTER_S
 from learning.uploads import UploadError, read_label_file
+from selection.registry import EvaluationInputError
 
 METRICS = ("NDCG@10", "R@1", "R@3", "R@10", "MRR", "no_tool_fp_rate", "no_tool_recall")
 MISSES_SHOWN = 50
@@ -256,7 +257,7 @@ def _start_run(request: HttpRequest, catalog: Catalog) -> tuple[str, int]:
 def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError) and hasattr(exc, "message_dict"):
         return "; ".join(m for ms in exc.message_dict.values() for m in ms)
-    if isinstance(exc, evaluations.EvaluationInputError | jsonparse.FieldError):
+    if isinstance(exc, EvaluationInputError | jsonparse.FieldError):
         return str(exc)
     return f"settings: not valid JSON ({exc})"
 

@@ -13,7 +13,6 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
@@ -33,14 +32,17 @@ from config.pages import (
 )
 from config.ratelimit import rate_limited, rate_limited_by
 from identity.access import LABEL_MANAGERS, access_for, may_manage_labels
-from learning.gate import RegressionRefused
-from learning.services import evaluations
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, SettingsFieldsForm, TryItForm
 from selection.forms.fields import TOOL_CHOICES_MAX
 from selection.forms.try_it import flatten_errors
 from selection.models import SelectionSettingsChange
+from selection.registry import (
+    EvaluationInputError,
+    RegressionRefused,
+    evaluate_settings,
+)
 from selection.requests import build_request
 from selection.services.select import select_tools
 from selection.services.settings import (
@@ -283,8 +285,9 @@ def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
     if not problems:
         try:
             proposed = checked_settings(form.settings_data()).to_dict()
-            context |= _evaluate_pair(request, catalog, proposed)
-        except evaluations.EvaluationInputError as exc:
+            actor = acting_user(request)
+            context |= evaluate_settings(catalog, actor=actor, proposed=proposed)
+        except EvaluationInputError as exc:
             problems = [str(exc)]
         except ValidationError as exc:
             problems = list(exc.messages)
@@ -295,19 +298,6 @@ def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render_page(
         request, EVALUATE_SETTINGS_PARTIAL, context, status=429 if busy else 200
     )
-
-
-def _evaluate_pair(
-    request: HttpRequest, catalog: Catalog, proposed: dict[str, Any]
-) -> dict[str, Any]:
-    """Both runs or neither: the second past the caller's limit of waiting runs
-    (``LimitReached``) takes the first back with it."""
-    with transaction.atomic():
-        saved = evaluations.start_evaluation(catalog, actor=acting_user(request))
-        tried = evaluations.start_evaluation(
-            catalog, actor=acting_user(request), settings_data=proposed
-        )
-    return {"saved": saved, "tried": tried}
 
 
 def _form_problems(form: SettingsForm) -> list[str]:

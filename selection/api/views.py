@@ -30,11 +30,11 @@ from config.ratelimit import (
 )
 from identity.access import access_for
 from identity.permissions import CuratorWrites
-from learning.gate import RegressionRefused
 from selection.api import serializers as s
 from selection.api.input import select_input
 from selection.engine import RequestError
 from selection.models import SelectionSettingsChange
+from selection.registry import RegressionRefused
 from selection.requests import build_request
 from selection.services import select as services
 from selection.services.settings import (
