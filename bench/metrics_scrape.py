@@ -234,10 +234,11 @@ def main(argv: list[str]) -> int:
 def explain() -> None:
     from django.db import connection
 
-    from telemetry.collector import SOURCES_SQL, STATE_SQL, state_parameters
+    from telemetry.collector import sources_read, state_parameters, state_sql
 
+    statements = ((state_sql(), state_parameters()), (sources_read().sql, None))
     with connection.cursor() as cursor:
-        for sql, params in ((STATE_SQL, state_parameters()), (SOURCES_SQL, None)):
+        for sql, params in statements:
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
             say("\n".join(row[0] for row in cursor.fetchall()))
 

@@ -14,3 +14,17 @@ class CatalogConfig(AppConfig):
 
         register_catalog_names(Catalog.objects.slugs_among)
         work.register()
+        _lend_metrics()
+
+
+def _lend_metrics() -> None:
+    """/metrics counts the tools waiting for their embedding (up to its cap)."""
+    from catalog.choices import EmbeddingStatus
+    from catalog.models import Tool
+    from telemetry.collector import Read, register_read
+
+    sql = (
+        f"(SELECT count(*) AS pending FROM (SELECT 1 FROM {Tool._meta.db_table} "
+        "WHERE embedding_status = %(embedding)s LIMIT %(cap)s) AS rows)"
+    )
+    register_read("embeddings", Read(sql, {"embedding": EmbeddingStatus.PENDING}))

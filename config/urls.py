@@ -9,8 +9,8 @@ from drf_spectacular.views import SpectacularAPIView
 import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
 from calls.urls import api_urlpatterns as approvals_api
 from config.api_docs import ConsoleSwaggerView
-from config.health import healthz
 from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
+from telemetry.health import healthz
 from telemetry.views import metrics
 
 admin.site.login_form = ThrottledAdminAuthenticationForm

@@ -11,3 +11,18 @@ class SourcesConfig(AppConfig):
         from jobs.choices import JobKind
 
         jobs.register_job_task(JobKind.SYNC, "sources.tasks.run_sync")
+        _lend_metrics()
+
+
+def _lend_metrics() -> None:
+    """/metrics gives each source's status and last success, read from its row."""
+    from catalog.models import Catalog
+    from sources.models import Source, SourceStatus
+    from telemetry.collector import SourcesRead, register_sources
+
+    sql = (
+        "SELECT c.slug, s.name, s.status, s.last_success "
+        f"FROM {Source._meta.db_table} s "
+        f"JOIN {Catalog._meta.db_table} c ON c.id = s.catalog_id ORDER BY s.id"
+    )
+    register_sources(SourcesRead(sql, tuple(SourceStatus.values)))
