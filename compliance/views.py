@@ -35,12 +35,13 @@ from audit.services import seal_pending, verify_chain
 from audit.verify import WEB_DEADLINE_S, VerifyTooSlow
 from catalog.diffs import diff_lines
 from catalog.models import Tool
+from catalog.navigation import visible_catalogs
 from compliance import charts, display, last_verify
 from compliance.dashboard import DashboardForm, reason_words
 from compliance.dashboard_rollup import summary_dashboard
 from compliance.paging import CappedPaginator, ListTooSlow, time_limit
 from compliance.tool_versions import change_links
-from config.pages import PAGE_SIZE, render_page, visible_catalogs
+from config.pages import PAGE_SIZE, render_page
 from config.params import PageForm
 from identity.access import access_for
 from selection.services.settings import settings_in_full

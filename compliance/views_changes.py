@@ -18,10 +18,11 @@ from django.urls import reverse
 from audit.changes import CHANGE_TYPES
 from audit.choices import EventType
 from catalog.models import Tool
+from catalog.navigation import visible_catalogs
 from compliance import display
 from compliance.tool_versions import find_version, version_at
 from compliance.views import _visible, auditor_required
-from config.pages import paginate, render_page, visible_catalogs
+from config.pages import paginate, render_page
 from config.params import MAX_ID, whole_number
 from identity.access import access_for
 

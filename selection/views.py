@@ -19,17 +19,12 @@ from django.views.decorators.http import require_POST
 
 from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
+from catalog.navigation import visible_catalogs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from config.exceptions import LimitReached
 from config.htmx import is_htmx_partial
 from config.http import request_id
-from config.pages import (
-    acting_user,
-    can_write,
-    paginate,
-    render_page,
-    visible_catalogs,
-)
+from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited, rate_limited_by
 from identity.access import LABEL_MANAGERS, access_for, may_manage_labels
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
@@ -168,7 +163,7 @@ def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
     fields_form = settings_fields_form(catalog, data)
     raw_form = SelectionSettingsForm(initial={"settings": data})
     if request.method == "POST":
-        if not can_write(request):
+        if not access_for(request.user).can_write:
             raise PermissionDenied("changing settings needs the curator or admin scope")
         form = posted_settings_form(request, catalog, data)
         if _save(request, catalog, form):
@@ -386,7 +381,7 @@ def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
 def restore_settings(request: HttpRequest, slug: str, version: int) -> HttpResponse:
     """One click: a new version equal to version ``version``."""
     catalog = get_catalog_for_user(request.user, slug)
-    if not can_write(request):
+    if not access_for(request.user).can_write:
         raise PermissionDenied("restoring settings needs the curator or admin scope")
     try:
         _data, new = restore_selection_settings(

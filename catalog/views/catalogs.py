@@ -17,7 +17,7 @@ from catalog.models import Catalog
 from catalog.services.embeddings import start_reindex
 from catalog.views.common import writer_required
 from config.http import request_id
-from config.pages import acting_user, can_write, render_page
+from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
 from identity.access import access_for
 
@@ -28,7 +28,10 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
     """Every visible catalog with its counts; curators create catalogs here too."""
     form = CatalogForm()
     if request.method == "POST":
-        if not can_write(request) or not access_for(request.user).all_catalogs:
+        if (
+            not access_for(request.user).can_write
+            or not access_for(request.user).all_catalogs
+        ):
             raise PermissionDenied(
                 "creating a catalog needs the curator or admin scope and every catalog"
             )

@@ -15,10 +15,11 @@ from catalog.choices import ImportOutcome
 from catalog.formats import FORMATS
 from catalog.forms import ImportForm
 from catalog.models import Catalog
+from catalog.navigation import visible_catalogs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import get_job_for_user, writer_required
 from config import jsonparse
-from config.pages import acting_user, paginate, render_page, visible_catalogs
+from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited
 from jobs import services as jobs
 from jobs.choices import JobKind, JobState
