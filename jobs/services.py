@@ -45,7 +45,9 @@ from jobs.models import Job
 
 log = logging.getLogger(__name__)
 
-SWEEP = "jobs.tasks.sweep_waiting_work"
+# The name the sweep is sent by (jobs.tasks.sweep_waiting_work): the one it had
+# while the catalog ran the sweeper, which messages queued before an upgrade name.
+SWEEP = "catalog.tasks.sweep_waiting_work"
 # The task that runs each kind of job, registered by the app whose jobs they are
 # (its AppConfig.ready calls ``register_job_task``).
 JOB_TASKS: dict[str, str] = {}

@@ -10,7 +10,7 @@ from jobs import services as jobs
 from jobs.periodic import PeriodicSend
 
 
-@shared_task
+@shared_task(name=jobs.SWEEP)
 def sweep_waiting_work(min_age_s: float | None = None) -> dict[str, int]:
     """Send again the work the broker lost or never got (see jobs.services.sweep)."""
     age = settings.QUIVER_SWEEP_S if min_age_s is None else min_age_s
