@@ -150,10 +150,10 @@ def test_one_trace_runs_from_the_agent_through_select_and_the_call_to_the_upstre
             "quiver.call"
         )
     # The SDK's client span sends the call; the upstream's server span continues
-    # it from _meta.traceparent.
+    # it from _meta.traceparent (named by its method: the tool is what was asked).
     sent = named(finished, "MCP send tools/call get_forecast")
     assert ancestors(sent, by_id)[:2] == ["quiver.call.upstream", "quiver.call"]
-    served = named(finished, "tools/call get_forecast")
+    served = named(finished, "tools/call")
     assert served.parent.span_id == sent.context.span_id
     [upstream_call] = module_upstream.calls_to("get_forecast")
     version, carried_trace, parent, _flags = upstream_call.meta["traceparent"].split(
@@ -300,7 +300,7 @@ def test_a_search_over_mcp_runs_in_the_agent_s_trace(
     assert select.attributes["quiver.selection_id"] == selection_id
     assert select.attributes["quiver.channel"] == "mcp"
     assert ancestors(select, by_id) == [
-        "tools/call search_tools",
+        "tools/call",
         "POST /mcp",
         "agent turn",
     ]
