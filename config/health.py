@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from catalog.access import access_for
 from catalog.auth import ApiKeyAuthentication
 from config.celery import app
+from config.errors import json_reads
 
 
 def _database() -> dict[str, Any]:
@@ -70,6 +71,7 @@ CHECKS = {
 }
 
 
+@json_reads
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when every part answers; 503 naming each part that is down."""
     results = _run_checks()

@@ -19,19 +19,19 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
 from catalog.access import access_for
 from catalog.auth import ApiKeyAuthentication
+from config.errors import json_reads
 from telemetry.exposition import render
 
 BEARER = "Bearer "
 
 
-@require_GET
+@json_reads
 def metrics(request: HttpRequest) -> HttpResponse:
     refusal = _refusal(request)
     if refusal is not None:
