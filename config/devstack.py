@@ -88,7 +88,7 @@ def _start_postgres(data_dir: Path, durable: bool = True, alone: bool = True) ->
         if not exists:
             conn.execute(f'CREATE DATABASE "{DB_NAME}"')
     if resize and alone:
-        _stop_postgres(data_dir)
+        _stop_postgres(data_dir, "Postgres: restarting for max_connections")
         server.ensure_postgres_running()
     elif resize:
         say("Postgres: max_connections takes effect when its last user restarts it")
@@ -126,13 +126,13 @@ def _not_durable(conn: Any) -> None:
         conn.execute("SELECT pg_reload_conf()")
 
 
-def _stop_postgres(data_dir: Path) -> None:
+def _stop_postgres(data_dir: Path, done: str = "Postgres stopped") -> None:
     from pgserver import pg_ctl  # type: ignore[attr-defined]
 
     user = "pgserver" if os.geteuid() == 0 else None
     try:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=user, timeout=30)
-        say("Postgres stopped")
+        say(done)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         say(f"Postgres did not stop cleanly: {exc}")
 
