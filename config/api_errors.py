@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from config.exceptions import Conflict, LimitReached
-from config.middleware import DATABASE_DOWN, RETRY_AFTER_S
+from config.middleware import database_trouble
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -36,9 +36,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         busy["Retry-After"] = str(exc.retry_after)
         return busy
     if isinstance(exc, OperationalError | InterfaceError):
-        unavailable = _response("unavailable", DATABASE_DOWN, {}, 503)
+        detail, retry_after = database_trouble(exc)
+        unavailable = _response("unavailable", detail, {}, 503)
         unavailable.data["service"] = "database"
-        unavailable["Retry-After"] = str(RETRY_AFTER_S)
+        unavailable["Retry-After"] = str(retry_after)
         return unavailable
     if isinstance(exc, IntegrityError):
         return _response("conflict", "the change conflicts with existing data", {}, 409)

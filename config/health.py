@@ -23,6 +23,7 @@ from rest_framework.request import Request
 from catalog.access import access_for
 from catalog.auth import ApiKeyAuthentication
 from config.celery import app
+from config.errors import json_reads
 
 
 def _database() -> dict[str, Any]:
@@ -96,6 +97,7 @@ def _parts(raw: str | None) -> list[str] | str:
     return list(dict.fromkeys(names))
 
 
+@json_reads
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when every part asked for answers; 503 naming each part that is down."""
     parts = _parts(request.GET.get("parts"))

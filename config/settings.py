@@ -36,6 +36,8 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # Cookies never reach scripts; page scripts read the CSRF token from the page.
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
+# A refused check is JSON where the endpoint answers JSON (config.errors).
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 # QUIVER_HTTPS=true when people reach Quiver over HTTPS (a TLS proxy in front that

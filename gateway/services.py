@@ -34,6 +34,8 @@ from catalog.models import Tool
 from catalog.services.tools import tool_to_spec
 from config import jsonparse
 from config.api_errors import first_message
+from config.middleware import DATABASE_DOWN as DATABASE_UNREACHABLE
+from config.middleware import database_trouble
 from config.ratelimit import charge_caller
 from gateway import refusals
 from gateway.inbound import Problem
@@ -70,6 +72,15 @@ class ToolRefused(ToolFailure):
         return str(self).split(":", 1)[0]
 
 
+def database_down(exc: BaseException) -> str:
+    """The tool error for a database error: busy or unavailable, and that
+    nothing was called (``config.middleware.database_trouble``)."""
+    detail, _ = database_trouble(exc)
+    if detail == DATABASE_UNREACHABLE:
+        return DATABASE_DOWN
+    return detail.replace("; try again", ", nothing was called; try again")
+
+
 def _guarded(
     attempt: refusals.Attempt, problem: Problem | None, work: Callable[[], T]
 ) -> T:
@@ -89,7 +100,7 @@ def _guarded(
         raise
     except (OperationalError, InterfaceError) as exc:
         log.warning("MCP %s: database unavailable: %s", attempt.tool, exc)
-        raise ToolFailure(DATABASE_DOWN) from exc
+        raise ToolFailure(database_down(exc)) from exc
     except DatabaseError as exc:
         log.exception("MCP %s failed (request %s)", attempt.tool, attempt.request_id)
         raise ToolFailure(FAILED.format(attempt.request_id)) from exc

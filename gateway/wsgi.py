@@ -44,7 +44,7 @@ from catalog.auth import ApiKeyAuthentication
 from config import jsonparse
 from config.aio import LoopThread, loop_running_here, per_process, run_here
 from config.bodies import Refusal, read_body
-from config.middleware import DATABASE_DOWN
+from config.middleware import database_trouble
 from gateway import inbound, refusals
 from gateway.server import CALLER, INLINE, PROBLEM, REQUEST_ID, build_manager
 from telemetry.wsgi import observed
@@ -84,8 +84,11 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
     except APIException as exc:
         status = 429 if exc.status_code == 429 else 401
         return _json(start, status, "unauthorized", str(exc.detail), bearer=True)
-    except (OperationalError, InterfaceError):
-        return _json(start, 503, "unavailable", DATABASE_DOWN, service="database")
+    except (OperationalError, InterfaceError) as exc:
+        detail, retry_after = database_trouble(exc)
+        return _json(
+            start, 503, "unavailable", detail, service="database", retry=retry_after
+        )
     finally:
         close_old_connections()
     if user is None:
@@ -381,6 +384,7 @@ def _json(
     bearer: bool = False,
     allow: str = "",
     service: str = "",
+    retry: int = 0,
 ) -> list[bytes]:
     answer = {"error": error, "detail": detail}
     body = json.dumps({**answer, "service": service} if service else answer).encode()
@@ -389,5 +393,7 @@ def _json(
         headers.append(("WWW-Authenticate", 'Bearer realm="quiver"'))
     if allow:
         headers.append(("Allow", allow))
+    if retry:
+        headers.append(("Retry-After", str(retry)))
     start(_status_line(status), headers)
     return [body]

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from config.devstack import _wait_for_port, free_port
+from config.embedded import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ class RedisServer:
             "--logfile", str(self.dir / "redis.log"),
         ]  # fmt: skip
         self.process = subprocess.Popen(args, start_new_session=True)
-        _wait_for_port(self.port, self.process)
+        wait_for_port(self.port, self.process)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -169,7 +169,7 @@ def start_web(env: dict[str, str], name: str) -> tuple[subprocess.Popen[bytes], 
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
-    _wait_for_port(port, process)
+    wait_for_port(port, process)
     return process, f"http://127.0.0.1:{port}"
 
 

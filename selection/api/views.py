@@ -119,7 +119,7 @@ def hold_until_recorded(
             wait_all(pending)
         except (OperationalError, InterfaceError) as exc:
             log.warning("selection not recorded, answer withheld: %s", exc)
-            return database_unavailable(request)
+            return database_unavailable(request, exc)
         except Exception:
             log.exception("selection not recorded, answer withheld")
             body = {"error": "unavailable", "detail": AUDIT_FAILED, "service": "audit"}
