@@ -9,7 +9,9 @@ is unchanged). Before any MCP work, in the worker's own thread:
 2. ``Authorization: Bearer <API key>`` through the REST API's own authentication
    (``catalog.auth.ApiKeyAuthentication``: unknown-key penalty, revoked, expired,
    deactivated, chain of keys): anything else is a 401.
-3. The body is read whole and checked by the API's JSON rules (``gateway.inbound``).
+3. The body is read whole and checked by the API's JSON rules, one message per
+   request, and the ``MCP-Protocol-Version`` header against the versions served
+   (``gateway.inbound``).
 
 From there on every refusal, the gateway's or the SDK's (a JSON-RPC error), is an
 audit row (``gateway.refusals``) before it is answered.
@@ -46,7 +48,14 @@ from config.aio import LoopThread, loop_running_here, per_process, run_here
 from config.bodies import Refusal, read_body
 from config.middleware import DATABASE_DOWN
 from gateway import inbound, refusals
-from gateway.server import CALLER, INLINE, PROBLEM, REQUEST_ID, build_manager
+from gateway.server import (
+    CALLER,
+    INLINE,
+    PROBLEM,
+    RECORDED,
+    REQUEST_ID,
+    build_manager,
+)
 from telemetry.wsgi import observed
 
 PATH = "/mcp"
@@ -113,7 +122,7 @@ def _serve(
     if not _is_json(request):
         detail = "Content-Type: must be application/json"
         return _refused(start, attempt, Refusal(415, "unsupported_media_type", detail))
-    checked = inbound.check(body)
+    checked = inbound.check(body, environ.get("HTTP_MCP_PROTOCOL_VERSION"))
     attempt.method, attempt.tool = checked.method, checked.tool
     if isinstance(checked, inbound.Rejected):
         return _rejected(start, attempt, checked)
@@ -134,7 +143,7 @@ def _answer(
     except TimeoutError:
         detail = f"mcp: no answer within {answer_timeout():.0f} s"
         return _json(start, 504, "timeout", detail)
-    if not _error_answer_recorded(attempt, status, chunks):
+    if not state.get(RECORDED) and not _error_answer_recorded(attempt, status, chunks):
         return _not_recorded(start)
     if status >= 400 and not _json_answer(headers):  # every error is JSON
         detail = b"".join(chunks).decode("utf-8", "replace").strip()[:300]
