@@ -25,7 +25,7 @@ from config.middleware import DATABASE_DOWN, RETRY_AFTER_S
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Wrap DRF's handler: field errors under "fields", a code under "error"."""
     if isinstance(exc, DjangoValidationError):
-        fields = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
+        fields = validation_fields(exc)
         return _response("invalid", first_message(fields), fields, 400)
     if isinstance(exc, RequestDataTooBig):
         return _response("payload_too_large", "body: too large", {}, 413)
@@ -66,6 +66,11 @@ def _response(
     if fields:
         body["fields"] = fields
     return Response(body, status=status_code or status.HTTP_400_BAD_REQUEST)
+
+
+def validation_fields(exc: DjangoValidationError) -> dict[str, Any]:
+    """A Django ``ValidationError``'s messages by field ("" for none)."""
+    return exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
 
 
 def first_message(fields: Any, path: str = "") -> str:
