@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
 from config.pages import render_page
+from config.retries import retry_body
 
 API_PREFIX = "/api/"
 
@@ -43,8 +44,10 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    """An unexpected error: never to be sent again blindly (what it did is not
+    known; for a tool call, its upstream may have run)."""
     if _is_api(request):
-        return _envelope(
-            "server_error", "server: an unexpected error; it has been logged", 500
-        )
+        detail = "server: an unexpected error; it has been logged"
+        body = retry_body({"error": "server_error", "detail": detail}, None)
+        return JsonResponse(body, status=500)
     return defaults.server_error(request)

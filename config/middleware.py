@@ -21,9 +21,9 @@ from django.template.loader import render_to_string
 
 from config.bodies import Refusal, is_chunked, read_chunked
 from config.jsonparse import BAD_TEXT_RULE, has_bad_text, printable
+from config.retries import RETRY_AFTER_S, retry_body
 
 DATABASE_DOWN = "database: not reachable; try again shortly"
-RETRY_AFTER_S = 5
 logger = logging.getLogger(__name__)
 
 
@@ -119,13 +119,14 @@ def _bad_url_part(request: HttpRequest) -> str | None:
 
 
 def database_unavailable(request: HttpRequest) -> HttpResponse:
-    """503 naming the database: JSON for the API, a page for people. The page is
-    rendered without the request (its context processors would query the
-    database again)."""
+    """503 naming the database: JSON for the API (retryable: nothing was done), a
+    page for people. The page is rendered without the request (its context
+    processors would query the database again)."""
     if request.path.startswith("/api/") or "html" not in request.headers.get(
         "Accept", ""
     ):
         body = {"error": "unavailable", "detail": DATABASE_DOWN, "service": "database"}
+        body = retry_body(body, RETRY_AFTER_S)
         response: HttpResponse = JsonResponse(body, status=503)
     else:
         page = render_to_string("503.html", {"detail": DATABASE_DOWN})
