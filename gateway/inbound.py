@@ -144,17 +144,23 @@ def check(body: bytes, version: str | None = None) -> Inbound | Rejected:
 
 
 def _unsupported(data: dict[str, Any], version: str) -> Rejected:
-    """The specification's answer to a version header the server does not speak."""
+    """The specification's answer to a version header the server does not speak:
+    ``data.supported`` lists the per-request versions, as ``server/discover``
+    does (what a client may send again in that envelope); the message names
+    the handshake versions too."""
     asked = printable(version)[:100]
-    served = ", ".join(SERVED_VERSIONS)
-    rule = f"protocol version {asked!r} is not supported (supported: {served})"
+    rule = (
+        f"protocol version {asked!r} is not supported (served: "
+        f"{', '.join(HANDSHAKE_SERVED)} after initialize, "
+        f"{', '.join(MODERN_PROTOCOL_VERSIONS)} per request)"
+    )
     method = _text(data.get("method"), 100)
     return Rejected(
         UNSUPPORTED_VERSION,
         Problem(VERSION_HEADER, rule),
         _rpc_id(data.get("id")),
         method,
-        data={"supported": list(SERVED_VERSIONS), "requested": asked},
+        data={"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": asked},
     )
 
 

@@ -165,9 +165,11 @@ def test_a_version_header_not_served_is_the_specs_unsupported_version_error(vers
     message = answer["error"]["message"]
     assert message.startswith(f"MCP-Protocol-Version: protocol version {version!r} ")
     assert "_meta" not in message
+    assert "served: 2025-06-18, 2025-11-25 after initialize, 2026-07-28 per" in message
+    # The per-request versions, as server/discover lists them.
     assert answer["error"]["data"] == {
         "field": "MCP-Protocol-Version",
-        "supported": ["2025-06-18", "2025-11-25", "2026-07-28"],
+        "supported": ["2026-07-28"],
         "requested": version,
     }
 

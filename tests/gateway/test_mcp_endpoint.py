@@ -328,7 +328,7 @@ def test_a_version_header_not_served_is_a_400_naming_it(url, version):
     assert answer["error"]["code"] == -32022
     message = answer["error"]["message"]
     assert message.startswith(f"MCP-Protocol-Version: protocol version {version!r}")
-    assert "2025-06-18, 2025-11-25, 2026-07-28" in message
+    assert "2025-06-18, 2025-11-25 after initialize, 2026-07-28 per request" in message
     assert "_meta" not in message
     assert answer["error"]["data"]["requested"] == version
     [row] = AuditEvent.objects.filter(event_type="mcp_refused")
