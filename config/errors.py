@@ -19,6 +19,7 @@ from django.views import csrf, defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from config.pages import render_page
+from config.retries import retry_body
 
 JSON_PREFIXES = ("/api/", "/.well-known/", "/mcp/")
 JSON_PATHS = frozenset({"/metrics", "/healthz", "/mcp"})
@@ -86,8 +87,10 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    """An unexpected error: never to be sent again blindly (what it did is not
+    known; for a tool call, its upstream may have run)."""
     if answers_json(request):
-        return _envelope(
-            "server_error", "server: an unexpected error; it has been logged", 500
-        )
+        detail = "server: an unexpected error; it has been logged"
+        body = retry_body({"error": "server_error", "detail": detail}, None)
+        return JsonResponse(body, status=500)
     return defaults.server_error(request)

@@ -21,9 +21,9 @@ from django.template.loader import render_to_string
 
 from config.bodies import Refusal, is_chunked, read_chunked
 from config.jsonparse import BAD_TEXT_RULE, has_bad_text, printable
+from config.retries import RETRY_AFTER_S, retry_body
 
 DATABASE_DOWN = "database: not reachable; try again shortly"
-RETRY_AFTER_S = 5
 DATABASE_BUSY = "database: busy, every connection is in use; try again in {} s"
 BUSY_RETRY_AFTER_S = 2
 # Postgres refusing a connection for want of a free one (max_connections, the
@@ -147,13 +147,15 @@ def database_unavailable(
     request: HttpRequest, exc: BaseException | None = None
 ) -> HttpResponse:
     """503 naming the database (busy or not reachable, ``database_trouble``):
-    JSON for the API, a page for people. The page is rendered without the
-    request (its context processors would query the database again)."""
+    JSON for the API (retryable: nothing was done), a page for people. The page
+    is rendered without the request (its context processors would query the
+    database again)."""
     detail, retry_after = database_trouble(exc)
     if request.path.startswith("/api/") or "html" not in request.headers.get(
         "Accept", ""
     ):
         body = {"error": "unavailable", "detail": detail, "service": "database"}
+        body = retry_body(body, retry_after)
         response: HttpResponse = JsonResponse(body, status=503)
     else:
         page = render_to_string("503.html", {"detail": detail})

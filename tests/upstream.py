@@ -20,7 +20,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,6 +174,9 @@ class Upstream:
     # A server of the handshake era only: ``server/discover`` (the 2026-07-28
     # probe) is an unknown method, so a client in "auto" mode falls back.
     handshake_only: bool = False
+    # Tool name -> what a test does when a call of it arrives, before it is
+    # answered (e.g. break the caller's database connections mid-call).
+    on_call: dict[str, Callable[[], None]] = field(default_factory=dict)
 
     async def on_list_tools(
         self, ctx: Any, params: types.PaginatedRequestParams | None
@@ -197,6 +200,9 @@ class Upstream:
         meta = dict(params.meta or {})
         with self.lock:
             self.calls.append(UpstreamCall(params.name, arguments, headers, meta))
+            hook = self.on_call.get(params.name)
+        if hook is not None:
+            hook()
         if params.name in ASKS_THE_CLIENT:  # added by a test: a request back
             return await _ask_the_client(ctx, params.name)
         return await self._answer(params.name, arguments)

@@ -29,6 +29,7 @@ from config.ratelimit import (
     ClientRateThrottle,
     WriteRateThrottle,
 )
+from config.retries import retry_body
 from learning.gate import RegressionRefused
 from selection.api import serializers as s
 from selection.api.input import select_input
@@ -123,7 +124,7 @@ def hold_until_recorded(
         except Exception:
             log.exception("selection not recorded, answer withheld")
             body = {"error": "unavailable", "detail": AUDIT_FAILED, "service": "audit"}
-            return JsonResponse(body, status=503)
+            return JsonResponse(retry_body(body, None), status=503)
         response["Server-Timing"] = f"audit_wait;dur={pending_total_ms(pending):.3f}"
         return None
 
