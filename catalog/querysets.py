@@ -100,7 +100,9 @@ class CatalogQuerySet(models.QuerySet):
 
     def with_counts(self, who: Any) -> CatalogQuerySet:
         """Annotate tool counts (in all, by status, by embedding status) of the
-        tools the caller may see: even a count never tells of a hidden tool."""
+        tools the caller may see: even a count never tells of a hidden tool.
+        Ordered by slug again: a grouped query drops the model's ordering, and a
+        page of an unordered list may repeat or skip catalogs."""
         seen = _visible_tools_q(_access(who), prefix="tools__")
         count: dict[str, Any] = {"tool_count": Count("tools", filter=seen)}
         for status in ("active", "disabled", "deprecated"):
@@ -109,7 +111,7 @@ class CatalogQuerySet(models.QuerySet):
         for state in ("pending", "ready", "failed"):
             only = seen & Q(tools__embedding_status=state)
             count[f"embedding_{state}"] = Count("tools", filter=only)
-        return self.annotate(**count)
+        return self.annotate(**count).order_by("slug")
 
 
 class ToolQuerySet(models.QuerySet):
