@@ -1,0 +1,62 @@
+"""A stack set up like ``make run``'s demo, in a test's database: the demo catalog
+and the admin account (``bootstrap``), the demo MCP server behind its tools (the
+settings file ``make run`` writes, ``add_demo_source``, the first sync run here as
+a worker runs it) and, when asked, its embeddings."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from django.core.management import call_command
+
+from catalog.models import Catalog
+from catalog.services.jobs import claim_job
+from config.devstack import BASE_DIR
+from config.devstack_demo import demo_sources_file
+from sources.models import Source
+from sources.services import start_sync
+from sources.sync import run_sync
+from tests.factories import embed_now
+
+PASSWORD = "pw-12345678"  # what tests.factories.make_user gives every persona
+
+
+def load_demo_catalog(state_dir: Path, monkeypatch: Any) -> Catalog:
+    """``bootstrap`` as ``make run`` runs it: the demo catalog and ``admin``
+    (whose password is then the personas' own, to sign in with)."""
+    from django.contrib.auth import get_user_model
+
+    monkeypatch.setenv("QUIVER_STATE_DIR", str(state_dir))
+    call_command("bootstrap", stdout=StringIO())
+    admin = get_user_model().objects.get(username="admin")
+    admin.set_password(PASSWORD)
+    admin.save(update_fields=["password"])
+    return Catalog.objects.get(slug="default")
+
+
+def add_demo_source(state_dir: Path, settings: Any) -> str:
+    """The settings file ``make run`` writes, then ``add_demo_source``: what it said."""
+    env: dict[str, str] = {}
+    demo_sources_file(state_dir, env, BASE_DIR)
+    settings.QUIVER_SOURCES_FILE = env["QUIVER_SOURCES_FILE"]
+    out = StringIO()
+    call_command("add_demo_source", stdout=out)
+    return out.getvalue()
+
+
+def sync_demo_source() -> Any:
+    """The demo source's queued first sync, run here as a worker would."""
+    source = Source.objects.get(name="demo")
+    claimed = claim_job(start_sync(source, actor=None).pk)
+    assert claimed is not None
+    return run_sync(claimed)
+
+
+def demo_stack(state_dir: Path, settings: Any, monkeypatch: Any) -> Catalog:
+    """The demo catalog, embedded, with the demo source synced behind it."""
+    catalog = load_demo_catalog(state_dir, monkeypatch)
+    add_demo_source(state_dir, settings)
+    sync_demo_source()
+    return embed_now(catalog)
