@@ -23,11 +23,10 @@ from audit.choices import EventType
 from audit.models import AuditEvent
 from catalog.demo.server import listing
 from catalog.models import Catalog
+from sources.first_steps import DEMO_SOURCE as SOURCE
 from sources.links import link_tools
 from sources.services import add_stdio_source
 from sources.stdio import StdioConfigError, stdio_spec
-
-SOURCE = "demo"
 
 
 class Command(BaseCommand):
