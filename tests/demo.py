@@ -54,9 +54,43 @@ def sync_demo_source() -> Any:
     return run_sync(claimed)
 
 
+# (tool name, text hash) -> its vector, from the first embedding of the demo
+# catalog in this process: the model gives the same vector for the same text, and
+# embedding 179 tools again costs most of a test on a loaded machine.
+_VECTORS: dict[tuple[str, str], Any] = {}
+
+
+def embed_demo(catalog: Catalog) -> Catalog:
+    """``embed_now`` of the demo catalog, the vectors of an earlier run in this
+    process written back first (what a worker would compute for the same texts);
+    tools not seen before are embedded by the model as usual."""
+    from catalog.models import Tool, ToolEmbedding
+
+    rows = [
+        ToolEmbedding(
+            tool=tool,
+            catalog_id=catalog.pk,
+            model_id=model,
+            dimension=len(vector),
+            text_hash=text_hash,
+            embedding=vector,
+        )
+        for tool in Tool.objects.filter(catalog=catalog)
+        for (name, text_hash), (model, vector) in _VECTORS.items()
+        if name == tool.name
+    ]
+    ToolEmbedding.objects.bulk_create(rows, ignore_conflicts=True)
+    embedded = embed_now(catalog)
+    for row in ToolEmbedding.objects.filter(catalog_id=catalog.pk).select_related(
+        "tool"
+    ):
+        _VECTORS[(row.tool.name, row.text_hash)] = (row.model_id, list(row.embedding))
+    return embedded
+
+
 def demo_stack(state_dir: Path, settings: Any, monkeypatch: Any) -> Catalog:
     """The demo catalog, embedded, with the demo source synced behind it."""
     catalog = load_demo_catalog(state_dir, monkeypatch)
     add_demo_source(state_dir, settings)
     sync_demo_source()
-    return embed_now(catalog)
+    return embed_demo(catalog)
