@@ -68,7 +68,7 @@ def listed_tools() -> tuple[types.Tool, ...]:
             title=entries[name]["title"],
             description=entries[name]["description"],
             input_schema=entries[name]["parameters"],
-            annotations=types.ToolAnnotations(**hints),
+            annotations=types.ToolAnnotations.model_validate(hints),
         )
         for name, hints in HINTS.items()
     )
