@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management import call_command
+from django.db import connection
 
 from catalog.models import Catalog
 from catalog.services.jobs import claim_job
@@ -80,6 +81,10 @@ def embed_demo(catalog: Catalog) -> Catalog:
         if name == tool.name
     ]
     ToolEmbedding.objects.bulk_create(rows, ignore_conflicts=True)
+    with connection.cursor() as cursor:
+        # In a test's transaction the rows' deferred foreign-key checks would
+        # still be pending, and Postgres builds no index over such a table.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     embedded = embed_now(catalog)
     for row in ToolEmbedding.objects.filter(catalog_id=catalog.pk).select_related(
         "tool"
