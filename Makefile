@@ -96,8 +96,9 @@ $(SERVERS_STAMP): $(SERVERS_DIR)/package.json $(SERVERS_DIR)/package-lock.json
 
 servers: $(SERVERS_STAMP)
 
+# --durations: the 25 slowest tests (setup, call and teardown apart), after the summary.
 pytest: $(STAMP) chromium $(TS_BUILD) frameworks $(SERVERS_STAMP)
-	$(PY) -m config.devstack test -- $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m config.devstack test -- $(PY) -m pytest -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/, git-ignored; docs-check is
 # the strict build make test runs (seconds): a broken link or anchor, or a page left

@@ -8,7 +8,8 @@ class CatalogConfig(AppConfig):
     def ready(self) -> None:
         # Every change to a person's access is audited, whatever wrote it.
         # The system checks report stored tool names that break the name rules.
-        from catalog import access_changes, checks  # noqa: F401
+        # The first steps' registry names "Connect an agent" on import.
+        from catalog import access_changes, checks, first_steps  # noqa: F401
         from catalog.embeddings.static import REFRESHERS
         from catalog.query_encoder_store import refresh
 

@@ -342,3 +342,23 @@ class StoredQueryEncoder(models.Model):
 
     def __str__(self) -> str:
         return self.encoder_id
+
+
+class DismissedPanel(models.Model):
+    """A console panel a person closed for good (``catalog.first_steps``)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    panel = models.CharField(max_length=40)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "panel"], name="dismissed_panel_once_per_user"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.panel}"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
-from django.db.models import Case, Count, Q, Value, When
+from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, Value, When
+from django.db.models.functions import Coalesce
 
 if TYPE_CHECKING:
     from catalog.access import Access
@@ -100,7 +101,9 @@ class CatalogQuerySet(models.QuerySet):
 
     def with_counts(self, who: Any) -> CatalogQuerySet:
         """Annotate tool counts (in all, by status, by embedding status) of the
-        tools the caller may see: even a count never tells of a hidden tool."""
+        tools the caller may see: even a count never tells of a hidden tool.
+        Ordered by slug again: a grouped query drops the model's ordering, and a
+        page of an unordered list may repeat or skip catalogs."""
         seen = _visible_tools_q(_access(who), prefix="tools__")
         count: dict[str, Any] = {"tool_count": Count("tools", filter=seen)}
         for status in ("active", "disabled", "deprecated"):
@@ -109,7 +112,30 @@ class CatalogQuerySet(models.QuerySet):
         for state in ("pending", "ready", "failed"):
             only = seen & Q(tools__embedding_status=state)
             count[f"embedding_{state}"] = Count("tools", filter=only)
-        return self.annotate(**count)
+        return self.annotate(**count).order_by("slug")
+
+    def embedding_backlog(self) -> list[dict[str, Any]]:
+        """Each catalog's tools waiting for their vectors (``pending``) and whether
+        its selections are ranked by words alone (``words_only``: it has tools and
+        no model whose vectors it may use yet), by slug: what ``/healthz`` tells."""
+        from catalog.models import Tool
+
+        tools = Tool.objects.filter(catalog=OuterRef("pk"))
+        # Per catalog, on the (catalog, embedding_status) index: no scan of tools.
+        waiting = tools.filter(embedding_status="pending").values("catalog")
+        count = waiting.annotate(n=Count("pk")).values("n")
+        pending = Coalesce(Subquery(count), Value(0))
+        rows = self.annotate(pending=pending, some=Exists(tools))
+        return [
+            {
+                "catalog": row["slug"],
+                "pending": row["pending"],
+                "words_only": row["some"] and not row["active_embedding_model"],
+            }
+            for row in rows.order_by("slug").values(
+                "slug", "pending", "some", "active_embedding_model"
+            )
+        ]
 
 
 class ToolQuerySet(models.QuerySet):

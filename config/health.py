@@ -1,4 +1,5 @@
-"""GET /healthz: the state of the database, pgvector, the broker and the workers.
+"""GET /healthz: the state of the database, pgvector, the broker and the workers,
+and whether the catalogs' tool embeddings are ready.
 
 Anyone may ask and learns up or down per part; admins (a superuser, the admin
 group, or an admin-scope bearer key) also get the details: versions, worker names,
@@ -22,6 +23,7 @@ from rest_framework.request import Request
 
 from catalog.access import access_for
 from catalog.auth import ApiKeyAuthentication
+from catalog.models import Catalog
 from config.celery import app
 from config.errors import json_reads
 
@@ -99,7 +101,8 @@ def _parts(raw: str | None) -> list[str] | str:
 
 @json_reads
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when every part asked for answers; 503 naming each part that is down."""
+    """200 when every part asked for answers; 503 naming each part that is down.
+    The embeddings still pending never make it down (see ``_embeddings``)."""
     parts = _parts(request.GET.get("parts"))
     if isinstance(parts, str):
         return JsonResponse(
@@ -112,10 +115,30 @@ def healthz(request: HttpRequest) -> JsonResponse:
         )
     results = _run_checks(parts)
     down = [name for name, result in results.items() if not result["ok"]]
-    if not _is_admin(request):
+    admin = _is_admin(request)
+    if not admin:
         results = {name: {"ok": result["ok"]} for name, result in results.items()}
     body = {"status": "ok" if not down else "down", "down": down, "checks": results}
+    if request.GET.get("parts") is None and results["database"]["ok"]:
+        body["embeddings"] = _embeddings(admin)
     return JsonResponse(body, status=200 if not down else 503)
+
+
+def _embeddings(admin: bool) -> dict[str, Any]:
+    """Whether every catalog's tools have their vectors (``ready``); admins also
+    get each catalog's ``pending`` count and whether its selections are ranked
+    by words alone until then (``words_only``). A stack that is still embedding
+    is up: selections answer, by words alone, and say so."""
+    try:
+        catalogs = Catalog.objects.embedding_backlog()
+    except Exception as exc:  # reported, never raised (like every check)
+        error = {"error": f"{type(exc).__name__}: {exc}"} if admin else {}
+        return {"ready": False, **error}
+    ready = not any(row["pending"] or row["words_only"] for row in catalogs)
+    if not admin:
+        return {"ready": ready}
+    pending = sum(row["pending"] for row in catalogs)
+    return {"ready": ready, "pending": pending, "catalogs": catalogs}
 
 
 def _is_admin(request: HttpRequest) -> bool:

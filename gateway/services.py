@@ -192,6 +192,8 @@ def _found(answer: Any, pending: list[PendingEvent]) -> dict:
     if tools:  # tools/list with it lists these (gateway.listing)
         names = [tool["name"] for tool in tools]
         found["list_cursor"] = cursor_for(answer.catalog, names)
+    if answer.words_only:  # ranked by words alone: the model should know
+        found["words_only_reason"] = answer.words_only_reason
     if answer.no_tool is not None:  # issue 23: say why no tool fits
         return {**found, "tools": tools, "no_tool": answer.no_tool}
     return {**found, "tools": tools}

@@ -65,7 +65,15 @@ TRY_PARTIAL = "selection/partials/try_results.html"
 SETTINGS_TEMPLATE = "selection/selection_settings.html"
 TRY_SETTINGS_PARTIAL = "selection/partials/settings_try.html"
 HISTORY_TEMPLATE = "selection/settings_history.html"
-STAGES = ("policy", "rank")
+# Each stage's group on Try it: its label and, for the rank stage, what each reason
+# code means, so the group's total reads as the sum of the counters above it.
+STAGES = {"policy": "By policy", "rank": "By the ranking"}
+RANK_REASONS = {
+    "cut": "ranked out",
+    "below_min_score": "below min score",
+    "no_tool_fits": "no tool fits",
+    "lexical_overlap": "too few query words",
+}
 NEAR_MISSES = 5
 
 
@@ -153,10 +161,26 @@ def present(answer: dict[str, Any], core_tools: Any) -> dict[str, Any]:
         "answer": answer,
         "picks": picks,
         "exclusion_groups": [
-            (stage, [e for e in excluded if e["stage"] == stage]) for stage in STAGES
+            _group(stage, label, [e for e in excluded if e["stage"] == stage])
+            for stage, label in STAGES.items()
         ],
         "near_misses": sorted(ranked_out, key=lambda e: -e["score"])[:NEAR_MISSES],
     }
+
+
+def _group(stage: str, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A stage's listed exclusions and, for the ranking, how many of them each
+    reason left out ("50 ranked out, 22 below min score"): the counters above
+    count each reason apart, the group lists them together."""
+    reasons: dict[str, int] = {}
+    for row in rows:
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    parts = [
+        f"{count} {RANK_REASONS.get(reason, reason)}"
+        for reason, count in reasons.items()
+    ]
+    breakdown = ", ".join(parts) if stage == "rank" and len(parts) > 1 else ""
+    return {"stage": stage, "label": label, "rows": rows, "breakdown": breakdown}
 
 
 @login_required

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 from catalog import services
 from catalog.bulk_forms import BulkEditForm
 from catalog.choices import EmbeddingStatus, ToolStatus
+from catalog.first_steps import dismiss_first_steps, first_steps
 from catalog.formats import FORMATS, export_tool
 from catalog.forms import ToolFilterForm
 from catalog.models import Catalog, Tool
@@ -104,6 +105,8 @@ def tool_list(request: HttpRequest) -> HttpResponse:
         "filters": filters,
         "page": page,
         "embedding": embedding,
+        "words_only": _words_only(request),
+        "first_steps": None if is_htmx_partial(request) else first_steps(request.user),
         "columns": sort_columns(filters.sort_key),
         "filter_query": filters.filter_query(),
         "nav_catalogs": catalogs,
@@ -117,6 +120,27 @@ def tool_list(request: HttpRequest) -> HttpResponse:
         context,
         partial="catalog/partials/tool_table.html",
     )
+
+
+def _words_only(request: HttpRequest) -> list[str]:
+    """The visible catalogs whose selections are ranked by words alone until
+    their tools are embedded (the whole page only: a filter's fragment keeps
+    the notice it came with)."""
+    if is_htmx_partial(request):
+        return []
+    backlog = Catalog.objects.visible_to(request.user).embedding_backlog()
+    return [row["catalog"] for row in backlog if row["words_only"]]
+
+
+@require_POST
+@login_required
+@rate_limited
+def first_steps_dismiss(request: HttpRequest) -> HttpResponse:
+    """Close the first steps for good; htmx swaps the panel out."""
+    dismiss_first_steps(actor=acting_user(request))
+    if is_htmx_partial(request):
+        return HttpResponse("")
+    return redirect("console:tool-list")
 
 
 @login_required

@@ -45,6 +45,7 @@ from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest
 from selection.services.timings import Stopwatch
+from selection.services.words_only import words_only_reason
 from telemetry import metrics, tracing
 
 SEMANTIC_SCORERS = {"embedding", "hybrid", "ensemble", "llm"}
@@ -299,6 +300,8 @@ def _compute(
         request=request,
         definitions={name: pick.definition for name, pick in picked.items()},
     )
+    if semantic is None and (why := words_only_reason(catalog, scorer)):
+        answer = replace(answer, words_only=True, words_only_reason=why)
     if sentence_encoder_id:  # recorded, so a replay uses the same encoder
         answer = replace(
             answer, stats={**answer.stats, "sentence_encoder": sentence_encoder_id}
