@@ -67,7 +67,8 @@ function tamperedClaims(claims, how, issuer) {
     case "issuer":
       return { ...claims, iss: `${issuer}/another-tenant` };
     case "audience":
-      return { ...claims, aud: "another-application", azp: undefined };
+      // For another application, naming Quiver as its authorized party.
+      return { ...claims, aud: "another-application", azp: claims.aud };
     case "expired":
       return { ...claims, iat: now - 1200, exp: now - 600 };
     default:
