@@ -83,8 +83,10 @@ frameworks:
 
 # The official MCP servers tests/servers runs as sources: the npm one
 # (@modelcontextprotocol/server-everything, with the TypeScript SDK it is built
-# on, for tests/servers/asking_server.mjs) by `npm ci` from tests/servers'
-# lock file into tests/servers/node_modules, again only when the lock changes
+# on, for tests/servers/asking_server.mjs), and the OpenID provider the sign-in
+# tests start (oidc-provider, with jose, for tests/servers/oidc_provider.mjs),
+# by `npm ci` from tests/servers' lock file into tests/servers/node_modules,
+# again only when the lock changes
 # (npm keeps its download cache in ~/.npm); the PyPI ones (mcp-server-time,
 # mcp-server-git) are in the dev extra, since they take Quiver's mcp 2.x.
 SERVERS_DIR := tests/servers

@@ -15,6 +15,7 @@ from config.env import (
     env_networks,
     env_str,
     env_url,
+    oidc_provider,
     web_server,
 )
 
@@ -77,6 +78,7 @@ INSTALLED_APPS = [
     "learning",
     "telemetry",
     "notify",
+    "sso",
 ]
 
 MIDDLEWARE = [
@@ -131,6 +133,26 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
+# Passwords are checked against the sign-in policy (off, but for the break-glass
+# admin, when password sign-in is turned off); single sign-on signs people in
+# through its callback only (sso.backends).
+AUTHENTICATION_BACKENDS = [
+    "sso.backends.PasswordPolicyBackend",
+    "sso.backends.SingleSignOnBackend",
+]
+# Single sign-on (sso/, docs/how-to/single-sign-on.md): OpenID Connect against the
+# provider at QUIVER_OIDC_ISSUER; off (None) while it is unset, so `make run`
+# needs no identity provider.
+QUIVER_OIDC = oidc_provider()
+# Password sign-in; false leaves it to the break-glass admin alone (named here:
+# a username), as the console's switch does.
+QUIVER_PASSWORD_LOGIN = env_bool("QUIVER_PASSWORD_LOGIN", True)
+QUIVER_BREAK_GLASS_ADMIN = env_str("QUIVER_BREAK_GLASS_ADMIN").strip()
+if not QUIVER_PASSWORD_LOGIN and QUIVER_OIDC is None:
+    raise ImproperlyConfigured(
+        "QUIVER_PASSWORD_LOGIN: false needs single sign-on (QUIVER_OIDC_ISSUER), "
+        "or nobody but the break-glass admin could sign in"
+    )
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

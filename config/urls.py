@@ -9,10 +9,11 @@ import config.schema  # noqa: F401 - registers the bearer-key scheme for the sch
 from calls.urls import api_urlpatterns as approvals_api
 from config.api_docs import ConsoleSwaggerView, SchemaView
 from config.health import healthz
-from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
+from sso.forms import AdminSignInForm
+from sso.views import SignInView
 from telemetry.views import metrics
 
-admin.site.login_form = ThrottledAdminAuthenticationForm
+admin.site.login_form = AdminSignInForm
 
 api_v1 = [
     path("", include("catalog.api.urls")),
@@ -22,6 +23,7 @@ api_v1 = [
     path("", include(approvals_api)),
     path("", include("calls.urls_execute")),
     path("", include("notify.api.urls")),
+    path("", include("sso.api.urls")),
 ]
 
 urlpatterns = [
@@ -42,7 +44,7 @@ urlpatterns = [
         name="api-docs",
     ),
     path("admin/", admin.site.urls),
-    path("login/", ThrottledLoginView.as_view(), name="login"),
+    path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
@@ -52,6 +54,7 @@ urlpatterns = [
     path("", include("learning.urls")),
     path("", include("learning.urls_learn")),
     path("", include("notify.urls")),
+    path("", include("sso.urls")),
 ]
 
 handler400 = "config.errors.bad_request"
