@@ -13,6 +13,7 @@ from catalog.names import reclaim
 from catalog.services import create_api_client, create_tool, ensure_default_catalog
 from catalog.services.embeddings import run_reindex, start_reindex
 from catalog.services.jobs import claim_job
+from catalog.services.tools import content_hash, tool_to_spec
 from catalog.spec import ToolSpec
 
 _seq = count(1)
@@ -48,8 +49,10 @@ def stored_past_the_rules(tool: Tool, **fields: Any) -> Tool:
     a rule was (a name new tools may not take, two tools' look-alike names), and
     the catalog's names held again as the migration held stored ones."""
     Tool.objects.filter(pk=tool.pk).update(**fields)
-    reclaim(tool.catalog_id)
     tool.refresh_from_db()
+    tool.content_hash = content_hash(tool_to_spec(tool))
+    tool.save(update_fields=["content_hash"])
+    reclaim(tool.catalog_id)
     return tool
 
 
