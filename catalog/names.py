@@ -156,7 +156,8 @@ def _conflict(field: str, text: str, holder: Holder) -> ToolConflict | None:
         return ToolConflict("name", f"name: a tool named {text!r} already exists")
     if field == "provider_name" and holder.names["provider_name"] == text:
         return ToolConflict(
-            "provider_name", f"provider_name: {text!r} is already used here"
+            "provider_name",
+            f"provider_name: {text!r} is already used here, by tool {owner!r}",
         )
     for other in CALLED:
         if holder.names[other] == text:
