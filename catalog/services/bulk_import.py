@@ -5,11 +5,12 @@ Every item is still checked on its own, in document order (schema policy, naming
 ``full_clean``), against an in-memory view of the catalog that earlier items of
 the chunk have already changed: a name seen twice creates then updates, a provider
 name taken by an earlier item is taken. Only the writes are batched: the chunk's
-existing tools are read (and locked) in one query, the provider names it may
-collide with in another, then one ``bulk_update``, one ``bulk_create`` of tools,
-one of their ``ToolChange`` rows, one catalog version bump (by the number of
-changes, as many as the one-by-one path makes) and one embedding task per
-``QUIVER_EMBED_BATCH`` written tools. The caller runs a chunk in one transaction.
+existing tools are read (and locked) in one query, who holds the names it may
+take (``catalog.names``: by look) in another, then one ``bulk_update``, one
+``bulk_create`` of tools, the names they hold, one of their ``ToolChange`` rows,
+one catalog version bump (by the number of changes, as many as the one-by-one
+path makes) and one embedding task per ``QUIVER_EMBED_BATCH`` written tools. The
+caller runs a chunk in one transaction.
 """
 
 from __future__ import annotations
