@@ -106,6 +106,7 @@ def execute_call(
         rule = f"name: no tool {name!r} in {found.slug!r}"
         return _refuse(call, rule, status=404, field="name")
     call.tool = tool
+    tracing.annotate(**{"gen_ai.tool.name": tool.name})  # the span of quiver.call
     if BLOCKING_FLAGS & set(decided["flags"]) or not decided["valid"]:
         return _refuse_invalid(call, decided)
     # Read with the tool (calls.reads); a tool without a source has none.

@@ -344,3 +344,26 @@ class UserCatalogAccess(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: {', '.join(self.catalogs) or 'no catalogs'}"
+
+
+class StoredQueryEncoder(models.Model):
+    """A built static query encoder's file, with
+    ``QUIVER_QUERY_ENCODER_STORE=postgres``: written in the transaction of its
+    ``query_encoder`` audit event; every process copies the newest one for its
+    model's weights into its own state directory
+    (catalog.services.query_encoder_store)."""
+
+    weights_digest = models.CharField(max_length=64)
+    encoder_id = models.CharField(max_length=32)
+    trained_on = models.IntegerField()
+    data = models.BinaryField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "catalog_stored_query_encoder"
+        indexes = [
+            models.Index(fields=["weights_digest", "-id"], name="stored_encoder_newest")
+        ]
+
+    def __str__(self) -> str:
+        return self.encoder_id

@@ -160,3 +160,27 @@ def web_server() -> WebServer:
         threads=env_int("QUIVER_WEB_THREADS", 12, minimum=4, maximum=256),
         timeout_s=env_int("QUIVER_WEB_TIMEOUT_SECONDS", 60, minimum=30, maximum=3600),
     )
+
+
+# The most database connections one process holds at once. A web thread: its
+# own (Django's, kept between requests), the one its audit rows are sent early
+# on (audit.writer), and the same two again on the gateway's worker thread that
+# does a handshake-era /mcp request's Django work while the request's thread
+# waits. A Celery process (a prefork child, or the main process with its threads,
+# the approvals' expiry and the audit sealer): its own and its audit connection.
+CONNECTIONS_PER_WEB_THREAD = 4
+CONNECTIONS_PER_WORKER_PROCESS = 2
+# make manage, a migration, a psql session, a monitor: room beside the plan.
+CONNECTIONS_SPARE = 20
+
+
+def database_connections(web: WebServer, worker_processes: int) -> int:
+    """Postgres' ``max_connections`` for this process plan: every web thread's
+    connections, every Celery process's, and ``CONNECTIONS_SPARE``. Fewer, and a
+    busy moment refuses connections (a 503 "database: busy")."""
+    threads = web.workers * web.threads
+    return (
+        threads * CONNECTIONS_PER_WEB_THREAD
+        + worker_processes * CONNECTIONS_PER_WORKER_PROCESS
+        + CONNECTIONS_SPARE
+    )

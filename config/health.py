@@ -2,7 +2,13 @@
 
 Anyone may ask and learns up or down per part; admins (a superuser, the admin
 group, or an admin-scope bearer key) also get the details: versions, worker names,
-error text. Those name hosts and sockets, so strangers never see them."""
+error text. Those name hosts and sockets, so strangers never see them.
+
+``?parts=`` names the parts to check (comma-separated), ``web`` among them: this web
+process answers, checked without any other part. A container's probes ask for
+``web`` alone: an outage of a part every process shares (the database, the broker)
+must not restart every web process, nor take every one out of service, where each
+still answers with a 503 naming the part."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from rest_framework.request import Request
 from catalog.access import access_for
 from catalog.auth import ApiKeyAuthentication
 from config.celery import app
+from config.errors import json_reads
 
 
 def _database() -> dict[str, Any]:
@@ -62,17 +69,48 @@ def routed_queues() -> set[str]:
     return {str(settings.CELERY_TASK_DEFAULT_QUEUE), *named}
 
 
+def _web() -> dict[str, Any]:
+    """This process took the request and answers it: nothing else is asked."""
+    return {"ok": True}
+
+
 CHECKS = {
     "database": _database,
     "pgvector": _pgvector,
     "broker": _broker,
     "worker": _workers,
 }
+# Asked for by name only (?parts=web); never part of the whole answer.
+NAMED_ONLY = {"web": _web}
 
 
+def _parts(raw: str | None) -> list[str] | str:
+    """The parts ``?parts=`` names (every shared one when absent), or the rule it
+    broke."""
+    if raw is None:
+        return list(CHECKS)
+    names = [name.strip() for name in raw.split(",") if name.strip()]
+    known = [*CHECKS, *NAMED_ONLY]
+    unknown = [name for name in names if name not in known]
+    if not names or unknown:
+        return f"a comma-separated list of {', '.join(known)}"
+    return list(dict.fromkeys(names))
+
+
+@json_reads
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when every part answers; 503 naming each part that is down."""
-    results = _run_checks()
+    """200 when every part asked for answers; 503 naming each part that is down."""
+    parts = _parts(request.GET.get("parts"))
+    if isinstance(parts, str):
+        return JsonResponse(
+            {
+                "error": "invalid",
+                "detail": f"parts: {parts}",
+                "fields": {"parts": [parts]},
+            },
+            status=400,
+        )
+    results = _run_checks(parts)
     down = [name for name, result in results.items() if not result["ok"]]
     if not _is_admin(request):
         results = {name: {"ok": result["ok"]} for name, result in results.items()}
@@ -98,10 +136,12 @@ def _admin_caller(request: HttpRequest) -> bool:
     return found is not None and access_for(found[0]).is_admin
 
 
-def _run_checks() -> dict[str, Any]:
+def _run_checks(parts: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    for name, check in CHECKS.items():
-        if name == "worker" and not results.get("broker", {}).get("ok"):
+    checks = {**CHECKS, **NAMED_ONLY}
+    for name in parts:
+        check = checks[name]
+        if name == "worker" and not results.get("broker", {}).get("ok", True):
             results[name] = {"ok": False, "error": "broker is down"}
             continue
         try:

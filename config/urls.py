@@ -4,11 +4,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
 
 import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
 from calls.urls import api_urlpatterns as approvals_api
-from config.api_docs import ConsoleSwaggerView
+from config.api_docs import ConsoleSwaggerView, SchemaView
 from config.health import healthz
 from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
 from telemetry.views import metrics
@@ -30,7 +29,7 @@ urlpatterns = [
     # Off the API (not in its schema): Prometheus' scrape, for a token or admins.
     path("metrics", metrics, name="metrics"),
     path("api/v1/", include(api_v1)),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path(
         "api/docs/",
         # People sign in first; the init script is a separate request (no inline

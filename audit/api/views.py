@@ -94,7 +94,13 @@ VERIFY_PARAMETERS = [
         description="an audit id, or an ISO date or date-time (UTC when it names "
         f"no zone) from {EARLIEST_DAY} to {LATEST_DAY}",
     ),
-    OpenApiParameter("checkpoints", str, enum=list(CHECKPOINT_SOURCES), default="file"),
+    OpenApiParameter(
+        "checkpoints",
+        str,
+        enum=list(CHECKPOINT_SOURCES),
+        description="where the checkpoints come from; default: the configured "
+        "store (QUIVER_AUDIT_CHECKPOINT_STORE)",
+    ),
 ]
 MAX_TOOL_NAME = 200
 SINCE_RULE = (
@@ -180,8 +186,8 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
         """Seal, then check the chain against its keys and checkpoints: ok is false
         with the first bad row's id, the kind of damage and what was found."""
         start = _verify_since(request.query_params.get("since"))
-        source = request.query_params.get("checkpoints", "file")
-        if source not in CHECKPOINT_SOURCES:
+        source = request.query_params.get("checkpoints")
+        if source is not None and source not in CHECKPOINT_SOURCES:
             raise ValidationError(
                 {"checkpoints": [f"must be one of {', '.join(CHECKPOINT_SOURCES)}"]}
             )
