@@ -30,7 +30,7 @@ def hold_stored_names(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0055_job_waiting_index'),
+        ('catalog', '0056_stored_query_encoder'),
     ]
 
     operations = [
