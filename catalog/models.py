@@ -132,6 +132,31 @@ class Tool(models.Model):
         return f"{self.catalog_id}:{self.name}"
 
 
+class ToolName(models.Model):
+    """One look a tool holds in its catalog (``catalog.names``): the look
+    (``catalog.naming.look``) of its name, its provider name or its original name.
+    ``(look, catalog)`` is unique, so no two tools of a catalog hold names that
+    are equal or look alike, whatever wrote them and however many at once; the
+    same index resolves a called name. No tool: several tools held the look
+    before the rule, and a call by it is refused as ambiguous."""
+
+    look = models.CharField(max_length=64)
+    catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="+")
+    tool = models.ForeignKey(
+        Tool, null=True, on_delete=models.CASCADE, related_name="looks"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["look", "catalog"], name="tool_name_look_unique_in_catalog"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog_id}:{self.look[:12]} -> {self.tool_id}"
+
+
 class ToolChange(models.Model):
     """Append-only record of one create, update or delete of a tool.
 

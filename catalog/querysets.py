@@ -8,6 +8,8 @@ from django.db import models
 from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
+from catalog.naming import look
+
 if TYPE_CHECKING:
     from catalog.access import Access
 
@@ -152,6 +154,14 @@ class ToolQuerySet(models.QuerySet):
         if access.catalogs is not None:
             tools = tools.filter(catalog__slug__in=access.catalogs)
         return tools.filter(_visible_tools_q(access))
+
+    def called(self, names: list[str]) -> ToolQuerySet:
+        """The tools ``names`` call: each name's look held by the tool (one
+        indexed lookup, catalog.names), which is called by it (its name or
+        provider name). Looks several tools held before the one-name rule are
+        held by none, so they call nothing here (``catalog.names.ambiguous``)."""
+        held = self.filter(looks__look__in={look(name) for name in names})
+        return held.filter(Q(name__in=names) | Q(provider_name__in=names))
 
     def managed_by(self, who: Any) -> ToolQuerySet:
         """The tools a caller may change: curators and admins, within their
