@@ -30,7 +30,7 @@ def hold_stored_names(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0056_stored_query_encoder'),
+        ('catalog', '0057_dismissed_panel'),
     ]
 
     operations = [
