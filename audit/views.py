@@ -38,6 +38,7 @@ from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
 from audit.tool_versions import change_links
 from audit.verify import WEB_DEADLINE_S, VerifyTooSlow
+from audit.verify_scope import check_for, last_check_for
 from catalog.access import access_for
 from catalog.diffs import diff_lines
 from catalog.models import Tool
@@ -236,20 +237,22 @@ def why_not_box(request: HttpRequest, event_id: int) -> HttpResponse:
     return render_page(request, "audit/partials/why_not.html", context)
 
 
-def _verify_context(by: str) -> dict[str, Any]:
-    """The chain check's result, or what stopped it (a 60 s worker timeout must
-    never be what ends a check: it stops at ``WEB_DEADLINE_S``); either is kept
-    as the page's last check."""
+def _verify_context(request: HttpRequest) -> dict[str, Any]:
+    """The chain check's result as the reader may see it (audit.verify_scope),
+    or what stopped it (a 60 s worker timeout must never be what ends a check:
+    it stops at ``WEB_DEADLINE_S``); either is kept as the page's last check."""
+    by = request.user.get_username()
     try:
         check = verify_chain(workers=2, deadline_s=WEB_DEADLINE_S)
     except VerifyTooSlow as exc:
         last_verify.remember(None, by=by, stopped=str(exc))
         return {"check": None, "too_slow": str(exc)}
     last_verify.remember(check, by=by)
+    shown = check_for(check, access_for(request.user))
     bad = None
-    if check.first_bad_id is not None:
-        bad = AuditEvent.objects.filter(pk=check.first_bad_id).first()
-    return {"check": check, "bad": bad}
+    if shown["first_bad_id"] is not None:
+        bad = _visible(request).filter(pk=shown["first_bad_id"]).first()
+    return {"check": shown, "bad": bad}
 
 
 @require_http_methods(["GET", "POST"])
@@ -259,8 +262,8 @@ def verify(request: HttpRequest) -> HttpResponse:
     chain check, show it."""
     context: dict[str, Any] = {"check": None}
     if request.method == "POST":
-        context = _verify_context(request.user.get_username())
-    context["last"] = last_verify.last_check()
+        context = _verify_context(request)
+    context["last"] = last_check_for(last_verify.last_check(), access_for(request.user))
     return render_page(
         request,
         "audit/verify.html",
