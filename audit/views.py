@@ -23,7 +23,7 @@ from django.http import (
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.utils.http import urlencode
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from audit import charts, display, last_verify
 from audit.changes import before_after, field_changes, settings_in_full
@@ -76,6 +76,7 @@ def _filters(request: HttpRequest) -> AuditFilterForm:
     return form
 
 
+@require_safe
 @auditor_required
 def event_list(request: HttpRequest) -> HttpResponse:
     """Events newest first; htmx gets only the results and the pager."""
@@ -101,6 +102,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+@require_safe
 @auditor_required
 def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     """A selection's page, a validation's page, or a change's page with its diff."""
@@ -222,6 +224,7 @@ def _change_context(event: AuditEvent) -> dict[str, Any]:
     }
 
 
+@require_safe
 @auditor_required
 def why_not_box(request: HttpRequest, event_id: int) -> HttpResponse:
     """The answer to "why not this tool?" for a recorded selection (a fragment)."""
@@ -272,6 +275,7 @@ def verify(request: HttpRequest) -> HttpResponse:
     )
 
 
+@require_safe
 @auditor_required
 def export(request: HttpRequest) -> HttpResponseBase:
     """The current filter as CSV or JSONL, streamed."""
@@ -286,6 +290,7 @@ def export(request: HttpRequest) -> HttpResponseBase:
     return stream_export(events, fmt)
 
 
+@require_safe
 @auditor_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Selections, picks, exclusions, tool-call checks and latency over a range,

@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_safe
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
@@ -70,6 +71,7 @@ CHECKS = {
 }
 
 
+@require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when every part answers; 503 naming each part that is down."""
     results = _run_checks()

@@ -16,7 +16,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import (
+    require_http_methods,
+    require_POST,
+    require_safe,
+)
 
 from catalog.access import (
     LABEL_MANAGERS,
@@ -69,6 +73,7 @@ STAGES = ("policy", "rank")
 NEAR_MISSES = 5
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def try_it(request: HttpRequest) -> HttpResponse:
@@ -159,6 +164,7 @@ def present(answer: dict[str, Any], core_tools: Any) -> dict[str, Any]:
     }
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
@@ -381,6 +387,7 @@ def _move(side: int, rank: int, other: int | None) -> str:
     return f"up {other - rank}" if other > rank else f"down {rank - other}"
 
 
+@require_safe
 @login_required
 def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
     """Every version of a catalog's settings: who, when, why, the diff against

@@ -56,6 +56,7 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @writer_required
+@rate_limited
 def catalog_reindex(request: HttpRequest, slug: str) -> HttpResponse:
     """Queue a re-embed of the whole catalog and go to its job page."""
     catalog = get_catalog_for_user(request.user, slug)
