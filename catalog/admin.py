@@ -145,6 +145,7 @@ class ToolAdmin(admin.ModelAdmin):
     list_select_related = ["catalog"]
     readonly_fields = [
         "version",
+        "changed_version",
         "content_hash",
         "prompt_tokens",
         "embedding_status",

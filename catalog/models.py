@@ -89,6 +89,9 @@ class Tool(models.Model):
         max_length=10, choices=EmbeddingStatus.choices, default=EmbeddingStatus.PENDING
     )
     embedding_error = models.TextField(blank=True)
+    # The catalog version its last change made (catalog.versions: what a reader
+    # who sees it reads as the catalog's version).
+    changed_version = models.PositiveBigIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     created_by = models.ForeignKey(
@@ -179,11 +182,23 @@ class ToolChange(models.Model):
     request_id = models.UUIDField(null=True)
     # Why the curator made the change, as typed (bounded: catalog.services.tools).
     reason = models.CharField(max_length=500, blank=True, default="")
+    # The catalog version this change made (0: made before it was kept).
+    catalog_version = models.PositiveBigIntegerField(default=0)
+    # Whether it may have hidden the tool from someone who saw it (a deletion, a
+    # new safe flag or roles): catalog.versions reads its ``before`` then.
+    hides = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["catalog", "tool_name", "version"])]
+        indexes = [
+            models.Index(fields=["catalog", "tool_name", "version"]),
+            models.Index(
+                fields=["catalog", "catalog_version"],
+                condition=models.Q(hides=True),
+                name="toolchange_hiding",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool_name} v{self.version} {self.action}"

@@ -26,14 +26,19 @@ def _visible_tools_q(access: Access, prefix: str = "") -> Q:
     unsafe flag and roles (agents); everything for whole-catalog scopes."""
     if access.sees_whole_catalog:
         return Q()
+    return seen_q(access.roles, access.allow_unsafe, prefix)
+
+
+def seen_q(roles: tuple[str, ...] | None, unsafe: bool, prefix: str = "") -> Q:
+    """``_visible_tools_q`` of a reader's roles (None: any) and unsafe permission,
+    on a tool's columns or (``prefix`` ``before__``) on a change's stored state."""
     condition = Q()
-    if not access.allow_unsafe:
+    if not unsafe:
         condition &= Q(**{f"{prefix}safe": True})
-    if access.roles is not None:
+    if roles is not None:
         open_to_all = Q(**{f"{prefix}allowed_roles": []})
-        if access.roles:
-            roles = list(access.roles)
-            open_to_all |= Q(**{f"{prefix}allowed_roles__has_any_keys": roles})
+        if roles:
+            open_to_all |= Q(**{f"{prefix}allowed_roles__has_any_keys": list(roles)})
         condition &= open_to_all
     return condition
 
@@ -114,6 +119,7 @@ class CatalogQuerySet(models.QuerySet):
         for state in ("pending", "ready", "failed"):
             only = seen & Q(tools__embedding_status=state)
             count[f"embedding_{state}"] = Count("tools", filter=only)
+        # Meta.ordering is not applied to a grouped query: keep pages stable.
         return self.annotate(**count).order_by("slug")
 
     def embedding_backlog(self) -> list[dict[str, Any]]:

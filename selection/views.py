@@ -16,7 +16,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import (
+    require_http_methods,
+    require_POST,
+    require_safe,
+)
 
 from catalog.access import (
     LABEL_MANAGERS,
@@ -77,6 +81,7 @@ RANK_REASONS = {
 NEAR_MISSES = 5
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def try_it(request: HttpRequest) -> HttpResponse:
@@ -183,6 +188,7 @@ def _group(stage: str, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]
     return {"stage": stage, "label": label, "rows": rows, "breakdown": breakdown}
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
@@ -405,6 +411,7 @@ def _move(side: int, rank: int, other: int | None) -> str:
     return f"up {other - rank}" if other > rank else f"down {rank - other}"
 
 
+@require_safe
 @login_required
 def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
     """Every version of a catalog's settings: who, when, why, the diff against

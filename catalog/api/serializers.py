@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from rest_framework import serializers
 
+from catalog.access import access_for
 from catalog.choices import EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import FORMATS
 from catalog.models import Catalog, Job, Tool, ToolChange
@@ -20,6 +23,7 @@ from catalog.sizes import (
     size_problem,
 )
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
+from catalog.versions import Seen, seen_by
 from config.strict import StrictFieldsMixin
 
 
@@ -34,6 +38,12 @@ def check_stored_size(name: str, value: Any, limit: int = MAX_STORED_CHARS) -> N
 class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
     tool_count = serializers.IntegerField(read_only=True, default=0)
     counts = serializers.SerializerMethodField()
+    version = serializers.SerializerMethodField(
+        help_text="the catalog's version at the last change the reader could see"
+    )
+    updated = serializers.SerializerMethodField(
+        help_text="when the last change the reader could see was made"
+    )
 
     class Meta:
         model = Catalog
@@ -49,6 +59,27 @@ class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
             "updated",
         ]
         read_only_fields = ["version", "active_embedding_model", "created", "updated"]
+
+    def get_version(self, obj: Catalog) -> int:
+        return self._seen(obj).version
+
+    def get_updated(self, obj: Catalog) -> datetime:
+        return self._seen(obj).updated
+
+    def _seen(self, obj: Catalog) -> Seen:
+        """What the reader in the context is told of the catalog (no reader:
+        nothing hidden from it, as for the curator who just made it)."""
+        request = self.context.get("request")
+        if request is None:
+            return Seen(int(obj.version), obj.updated)
+        kept = self._seen_kept
+        if obj.pk not in kept:
+            kept[obj.pk] = seen_by(obj, access_for(request.user))
+        return kept[obj.pk]
+
+    @cached_property
+    def _seen_kept(self) -> dict[int, Seen]:
+        return {}
 
     def get_counts(self, obj: Catalog) -> dict[str, dict[str, int]]:
         def value(name: str) -> int:

@@ -50,6 +50,7 @@ from catalog.services.tools import (
     wanted_names,
 )
 from catalog.spec import ToolSpec
+from catalog.versions import hides
 from config.copy_rows import copy_insert
 
 _FIELDS = ToolSpec.field_names()
@@ -266,6 +267,13 @@ class _Chunk:
         )
         self.changes.append((tool.name, change))
 
+    def _bump(self, now: Any) -> int:
+        """The catalog version the chunk's changes make (moved by their count)."""
+        catalogs = Catalog.objects.filter(pk=self.catalog.pk)
+        if self.changes:
+            catalogs.update(version=F("version") + len(self.changes), updated=now)
+        return int(catalogs.values_list("version", flat=True).get())
+
     def _audit(self, rows: list[ToolChange], version: int) -> None:
         """The chunk's changes in the one audit chain, in the chunk's transaction."""
         record_events(
@@ -292,13 +300,17 @@ class _Chunk:
         )
 
     def write(self) -> None:
-        """Updates first (a provider name given up is free for a new tool), then
-        the new tools, their change records, the version, the embeddings."""
+        """The version first (every change of the chunk makes the one it ends
+        at), then the updates (a provider name given up is free for a new tool),
+        the new tools, their change records, the audit rows, the embeddings."""
         now = timezone.now()
+        version = self._bump(now)
         changed = [self.tools[name] for name in self.changed_names]
         for tool in changed:
             tool.updated = now
-        Tool.objects.bulk_update(changed, fields=_UPDATED_FIELDS)
+        for name, _change in self.changes:
+            self.tools[name].changed_version = version
+        Tool.objects.bulk_update(changed, fields=[*_UPDATED_FIELDS, "changed_version"])
         copy_insert([self.tools[name] for name in self.new_names], with_ids=True)
         held: list[tuple[Tool, dict[str, str] | None]] = [
             (self.tools[n], self.stored_names[n]) for n in self.changed_names
@@ -308,12 +320,12 @@ class _Chunk:
         rows = []
         for name, change in self.changes:
             change.tool_id = self.tools[name].pk
+            change.catalog_version = version
+            change.hides = hides(change.before, change.after)
             rows.append(change)
         copy_insert(rows, with_ids=True)
         if rows:
-            catalogs = Catalog.objects.filter(pk=self.catalog.pk)
-            catalogs.update(version=F("version") + len(rows), updated=now)
-            self._audit(rows, catalogs.values_list("version", flat=True).get())
+            self._audit(rows, version)
         written = sorted(self.tools[name].pk for name in {n for n, _ in self.changes})
         for tool_id in written[:: int(settings.QUIVER_EMBED_BATCH)]:
             jobs.enqueue_embedding(tool_id)

@@ -33,6 +33,7 @@ from catalog.schema_policy import check_tool_schema
 from catalog.services import jobs
 from catalog.sizes import MAX_TOOL_CHARS, oversized_fields
 from catalog.spec import ToolSpec
+from catalog.versions import hides
 
 # Who made a change: a user (a person or an API client's service user), an
 # anonymous user, or None for the system itself (bootstrap, imports' worker).
@@ -210,6 +211,9 @@ def _record(
     request_id: uuid.UUID | None,
     reason: str = "",
 ) -> None:
+    catalogs = Catalog.objects.filter(pk=tool.catalog_id)
+    catalogs.update(version=F("version") + 1, updated=timezone.now())
+    slug, catalog_version = catalogs.values_list("slug", "version").get()
     change = ToolChange.objects.create(
         catalog_id=tool.catalog_id,
         tool=tool if action != ChangeAction.DELETE else None,
@@ -222,10 +226,12 @@ def _record(
         actor_name=actor_name(actor),
         request_id=request_id,
         reason=reason,
+        catalog_version=catalog_version,
+        hides=hides(before, after),
     )
-    catalogs = Catalog.objects.filter(pk=tool.catalog_id)
-    catalogs.update(version=F("version") + 1, updated=timezone.now())
-    slug, catalog_version = catalogs.values_list("slug", "version").get()
+    if action != ChangeAction.DELETE:
+        tool.changed_version = catalog_version
+        Tool.objects.filter(pk=tool.pk).update(changed_version=catalog_version)
     # The same change in the one audit chain, in the same transaction.
     record_event(
         EventType.TOOL_CHANGED,

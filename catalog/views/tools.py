@@ -17,7 +17,7 @@ from django.http import (
 )
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from catalog import services
 from catalog.bulk_forms import BulkEditForm
@@ -89,6 +89,7 @@ def sort_columns(current: str) -> dict[str, dict[str, str]]:
     return columns
 
 
+@require_safe
 @login_required
 def tool_list(request: HttpRequest) -> HttpResponse:
     """Search, filter, sort and page tools; curators tick rows for a bulk edit.
@@ -143,6 +144,7 @@ def first_steps_dismiss(request: HttpRequest) -> HttpResponse:
     return redirect("console:tool-list")
 
 
+@require_safe
 @login_required
 def tool_export(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered, sorted list as CSV: only tools the reader may see."""
@@ -150,6 +152,7 @@ def tool_export(request: HttpRequest) -> StreamingHttpResponse:
     return csv_response(tools)
 
 
+@require_safe
 @login_required
 def tool_detail(request: HttpRequest, tool_id: int) -> HttpResponse:
     """Everything about one tool: metadata, schema, provider previews, history."""

@@ -44,6 +44,7 @@ from catalog.schema_policy import (
     validate_arguments,
 )
 from catalog.services.tools import tool_to_spec
+from catalog.versions import sight_of, visible_version
 from selection.adapters.snapshots import get_snapshot
 from selection.engine.policy import kept_policy_codes, policy_codes
 from selection.engine.types import HIDDEN, POLICY_REASONS, SelectionRequest
@@ -176,7 +177,7 @@ def validate_tool_calls(
     answer = {
         "selection_id": selection.selection_id if selection else None,
         "catalog": catalog.slug,
-        "catalog_version": catalog.version,
+        "catalog_version": visible_version(catalog, sight_of(access)),
         "format": parsed.format,
         "valid": all(result["valid"] for result in results),
         "calls": results,
