@@ -100,6 +100,7 @@ from catalog.choices import EmbeddingStatus  # noqa: E402
 from catalog.embedding_text import embedding_text, text_hash  # noqa: E402
 from catalog.formats import estimate_prompt_tokens, export_tool  # noqa: E402
 from catalog.models import Catalog, Tool, ToolChange, ToolEmbedding  # noqa: E402
+from catalog.names import reclaim  # noqa: E402
 from catalog.naming import assign_provider_names  # noqa: E402
 from catalog.services.catalogs import create_catalog  # noqa: E402
 from catalog.services.embeddings import (  # noqa: E402
@@ -343,6 +344,7 @@ def build_catalog(size: int, use_cache: bool) -> Built:
         written += len(batch)
         if len(items) > CHUNK:
             say(f"{slug}: {written}/{len(items)} tools and vectors written")
+    reclaim(catalog.pk)  # the names the rows hold (catalog.names), as a write's
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {Tool._meta.db_table}")
         cursor.execute(f"ANALYZE {ToolEmbedding._meta.db_table}")

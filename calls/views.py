@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from audit.models import AuditEvent
 from calls.decisions import MAX_REASON, DecisionRefused, approve, deny
@@ -45,6 +45,7 @@ def _require_decider(request: HttpRequest) -> None:
         raise PermissionDenied(APPROVALS_PERMISSION_RULE)
 
 
+@require_safe
 @login_required
 def approval_list(request: HttpRequest) -> HttpResponse:
     """Pending approvals, oldest first, then the latest decided ones; htmx polls

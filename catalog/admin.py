@@ -13,11 +13,11 @@ from django.http import HttpRequest
 
 from catalog import services
 from catalog.models import Catalog, Tool, ToolChange
+from catalog.names import ToolConflict, refuse
 from catalog.services.tools import (
-    check_new_name,
-    new_original_name,
     spec_errors,
     tool_to_spec,
+    wanted_names,
 )
 from catalog.spec import ToolSpec
 from config.admin import ReadOnlyAdmin, staff_user
@@ -70,23 +70,20 @@ class ToolAdminForm(forms.ModelForm):
         renamed = stored is None or stored.name != values["name"]
         catalog = data.get("catalog") or getattr(stored, "catalog", None)
         spec = ToolSpec(**values)
-        original = new_original_name(spec, stored)
+        wanted = wanted_names(spec, stored)
         try:
             errors = spec_errors(spec, new_name=renamed)
-            if (renamed or original) and catalog is not None:
+            if wanted and catalog is not None:
                 # No lock here: the save goes through the services, which check again.
-                check_new_name(
-                    catalog.pk,
-                    values["name"] if renamed else "",
-                    errors,
-                    exclude=stored.pk if stored else None,
-                    original_name=original,
-                )
+                exclude = stored.pk if stored else None
+                refuse(catalog.pk, wanted, errors, exclude=exclude)
             elif errors:
                 raise ValidationError(errors)
         except ValidationError as exc:
             for field, messages in exc.message_dict.items():
                 self.add_error(field if field in self.fields else None, messages)
+        except ToolConflict as exc:
+            self.add_error(exc.field if exc.field in self.fields else None, str(exc))
         return data
 
 
@@ -120,6 +117,7 @@ class ToolAdmin(admin.ModelAdmin):
     list_select_related = ["catalog"]
     readonly_fields = [
         "version",
+        "changed_version",
         "content_hash",
         "prompt_tokens",
         "embedding_status",

@@ -86,6 +86,9 @@ class Tool(models.Model):
         max_length=10, choices=EmbeddingStatus.choices, default=EmbeddingStatus.PENDING
     )
     embedding_error = models.TextField(blank=True)
+    # The catalog version its last change made (catalog.versions: what a reader
+    # who sees it reads as the catalog's version).
+    changed_version = models.PositiveBigIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     created_by = models.ForeignKey(
@@ -129,6 +132,31 @@ class Tool(models.Model):
         return f"{self.catalog_id}:{self.name}"
 
 
+class ToolName(models.Model):
+    """One look a tool holds in its catalog (``catalog.names``): the look
+    (``catalog.naming.look``) of its name, its provider name or its original name.
+    ``(look, catalog)`` is unique, so no two tools of a catalog hold names that
+    are equal or look alike, whatever wrote them and however many at once; the
+    same index resolves a called name. No tool: several tools held the look
+    before the rule, and a call by it is refused as ambiguous."""
+
+    look = models.CharField(max_length=64)
+    catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="+")
+    tool = models.ForeignKey(
+        Tool, null=True, on_delete=models.CASCADE, related_name="looks"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["look", "catalog"], name="tool_name_look_unique_in_catalog"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog_id}:{self.look[:12]} -> {self.tool_id}"
+
+
 class ToolChange(models.Model):
     """Append-only record of one create, update or delete of a tool.
 
@@ -151,11 +179,23 @@ class ToolChange(models.Model):
     request_id = models.UUIDField(null=True)
     # Why the curator made the change, as typed (bounded: catalog.services.tools).
     reason = models.CharField(max_length=500, blank=True, default="")
+    # The catalog version this change made (0: made before it was kept).
+    catalog_version = models.PositiveBigIntegerField(default=0)
+    # Whether it may have hidden the tool from someone who saw it (a deletion, a
+    # new safe flag or roles): catalog.versions reads its ``before`` then.
+    hides = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["catalog", "tool_name", "version"])]
+        indexes = [
+            models.Index(fields=["catalog", "tool_name", "version"]),
+            models.Index(
+                fields=["catalog", "catalog_version"],
+                condition=models.Q(hides=True),
+                name="toolchange_hiding",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool_name} v{self.version} {self.action}"
@@ -195,3 +235,46 @@ class ToolEmbedding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_id}:{self.model_id}"
+
+
+class StoredQueryEncoder(models.Model):
+    """A built static query encoder's file, with
+    ``QUIVER_QUERY_ENCODER_STORE=postgres``: written in the transaction of its
+    ``query_encoder`` audit event; every process copies the newest one for its
+    model's weights into its own state directory
+    (catalog.services.query_encoder_store)."""
+
+    weights_digest = models.CharField(max_length=64)
+    encoder_id = models.CharField(max_length=32)
+    trained_on = models.IntegerField()
+    data = models.BinaryField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "catalog_stored_query_encoder"
+        indexes = [
+            models.Index(fields=["weights_digest", "-id"], name="stored_encoder_newest")
+        ]
+
+    def __str__(self) -> str:
+        return self.encoder_id
+
+
+class DismissedPanel(models.Model):
+    """A console panel a person closed for good (``catalog.first_steps``)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    panel = models.CharField(max_length=40)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "panel"], name="dismissed_panel_once_per_user"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.panel}"

@@ -10,6 +10,11 @@ app_name = "console"
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="console:tool-list"), name="home"),
     path("tools/", tools.tool_list, name="tool-list"),
+    path(
+        "first-steps/dismiss/",
+        tools.first_steps_dismiss,
+        name="first-steps-dismiss",
+    ),
     path("tools/export/", tools.tool_export, name="tool-export"),
     path("tools/bulk/", bulk.tool_bulk, name="tool-bulk"),
     path("tools/new/", edit.tool_create, name="tool-create"),

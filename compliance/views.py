@@ -23,7 +23,7 @@ from django.http import (
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.utils.http import urlencode
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from audit.changes import before_after, field_changes
 from audit.choices import EventType
@@ -33,6 +33,7 @@ from audit.models import AuditEvent
 from audit.querysets import AuditEventQuerySet
 from audit.services import seal_pending, verify_chain
 from audit.verify import WEB_DEADLINE_S, VerifyTooSlow
+from audit.verify_scope import check_for, last_check_for
 from catalog.diffs import diff_lines
 from catalog.models import Tool
 from catalog.navigation import visible_catalogs
@@ -77,6 +78,7 @@ def _filters(request: HttpRequest) -> AuditFilterForm:
     return form
 
 
+@require_safe
 @auditor_required
 def event_list(request: HttpRequest) -> HttpResponse:
     """Events newest first; htmx gets only the results and the pager."""
@@ -102,6 +104,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+@require_safe
 @auditor_required
 def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     """A selection's page, a validation's page, or a change's page with its diff."""
@@ -223,6 +226,7 @@ def _change_context(event: AuditEvent) -> dict[str, Any]:
     }
 
 
+@require_safe
 @auditor_required
 def why_not_box(request: HttpRequest, event_id: int) -> HttpResponse:
     """The answer to "why not this tool?" for a recorded selection (a fragment)."""
@@ -238,20 +242,22 @@ def why_not_box(request: HttpRequest, event_id: int) -> HttpResponse:
     return render_page(request, "audit/partials/why_not.html", context)
 
 
-def _verify_context(by: str) -> dict[str, Any]:
-    """The chain check's result, or what stopped it (a 60 s worker timeout must
-    never be what ends a check: it stops at ``WEB_DEADLINE_S``); either is kept
-    as the page's last check."""
+def _verify_context(request: HttpRequest) -> dict[str, Any]:
+    """The chain check's result as the reader may see it (audit.verify_scope),
+    or what stopped it (a 60 s worker timeout must never be what ends a check:
+    it stops at ``WEB_DEADLINE_S``); either is kept as the page's last check."""
+    by = request.user.get_username()
     try:
         check = verify_chain(workers=2, deadline_s=WEB_DEADLINE_S)
     except VerifyTooSlow as exc:
         last_verify.remember(None, by=by, stopped=str(exc))
         return {"check": None, "too_slow": str(exc)}
     last_verify.remember(check, by=by)
+    shown = check_for(check, access_for(request.user))
     bad = None
-    if check.first_bad_id is not None:
-        bad = AuditEvent.objects.filter(pk=check.first_bad_id).first()
-    return {"check": check, "bad": bad}
+    if shown["first_bad_id"] is not None:
+        bad = _visible(request).filter(pk=shown["first_bad_id"]).first()
+    return {"check": shown, "bad": bad}
 
 
 @require_http_methods(["GET", "POST"])
@@ -261,8 +267,8 @@ def verify(request: HttpRequest) -> HttpResponse:
     chain check, show it."""
     context: dict[str, Any] = {"check": None}
     if request.method == "POST":
-        context = _verify_context(request.user.get_username())
-    context["last"] = last_verify.last_check()
+        context = _verify_context(request)
+    context["last"] = last_check_for(last_verify.last_check(), access_for(request.user))
     return render_page(
         request,
         "audit/verify.html",
@@ -271,6 +277,7 @@ def verify(request: HttpRequest) -> HttpResponse:
     )
 
 
+@require_safe
 @auditor_required
 def export(request: HttpRequest) -> HttpResponseBase:
     """The current filter as CSV or JSONL, streamed."""
@@ -285,6 +292,7 @@ def export(request: HttpRequest) -> HttpResponseBase:
     return stream_export(events, fmt)
 
 
+@require_safe
 @auditor_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Selections, picks, exclusions, tool-call checks and latency over a range,

@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
+from django.views.decorators.http import require_safe
 
 from audit.changes import CHANGE_TYPES
 from audit.choices import EventType
@@ -49,6 +50,7 @@ def _int_param(request: HttpRequest, name: str) -> int | None:
     return whole_number(request.GET.get(name), MAX_ID)
 
 
+@require_safe
 @auditor_required
 def tool_version(
     request: HttpRequest, catalog: str, name: str, version: int
@@ -79,6 +81,7 @@ def tool_version(
     return render_page(request, "audit/tool_version.html", context)
 
 
+@require_safe
 @auditor_required
 def tool_at_selection(request: HttpRequest, event_id: int, name: str) -> Any:
     """A tool named by a selection without its version (an exclusion): the version
@@ -96,6 +99,7 @@ def tool_at_selection(request: HttpRequest, event_id: int, name: str) -> Any:
     return redirect(f"{url}?at={event.pk}")
 
 
+@require_safe
 @auditor_required
 def settings_version(request: HttpRequest, catalog: str, version: int) -> Any:
     """The change that made a catalog's settings version ``version`` (its page
@@ -121,6 +125,7 @@ def settings_version(request: HttpRequest, catalog: str, version: int) -> Any:
     )
 
 
+@require_safe
 @auditor_required
 def change_log(request: HttpRequest) -> HttpResponse:
     """Every recorded change the reader may see, newest first (deleted tools too);

@@ -126,10 +126,13 @@ def local_static_encoder(*, wait: bool = False) -> StaticQueryEncoder | None:
     """The trained static query encoder of the bundled model, or ``None`` when
     none has been built (``manage.py build_query_encoder``); ``wait``: for a new
     file to load, rather than answer with the one loaded before."""
-    from embeddings.static import shared_static_encoder
+    from embeddings.static import REFRESHERS, shared_static_encoder
 
-    tokenizer = local_onnx_encoder().tokenizer
-    return shared_static_encoder(static_encoder_path(), tokenizer, wait=wait)
+    onnx = local_onnx_encoder()
+    path = static_encoder_path()
+    for refresh in REFRESHERS:
+        refresh(path, onnx.weights_digest, wait)
+    return shared_static_encoder(path, onnx.tokenizer, wait=wait)
 
 
 def static_encoder_path() -> Path:

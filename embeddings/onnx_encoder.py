@@ -9,7 +9,11 @@ the builder's version, so new weights or a changed builder mean a new build and
 the stale files are removed. Concurrent processes build once: the build runs
 under an exclusive file lock and each file appears by an atomic rename. A state
 directory that cannot be written falls back to a private temporary directory
-(built again by each process, never shared).
+(built again by each process, never shared). Graphs built ahead of time
+(``manage.py build_model_graphs``; the Docker image bakes them) are read from
+``QUIVER_MODEL_GRAPHS_DIR`` when that folder holds the graphs of these weights, and
+never written there: processes that share no volume (pods in a cluster) then
+build nothing at start.
 
 * ``fp32``: the same network as sentence-transformers, cosine >= 0.99999 to it;
   used for documents (stored vectors stay compatible with the torch ones).
@@ -43,6 +47,7 @@ from embeddings.onnx_graph import read_config
 
 __all__ = [
     "OnnxMiniLM",
+    "ensure_graphs",
     "ensure_models",
     "ffn_output_nodes_of",
     "file_lock",
@@ -144,9 +149,25 @@ def _remove_stale(folder: Path, keep: dict[str, Path]) -> None:
 
 
 def ensure_models(model_dir: str | Path, state_dir: Path) -> dict[str, Path]:
-    """The paths of the fp32 and int8 graphs, built first if missing or stale."""
+    """The paths of the fp32 and int8 graphs in ``<state_dir>/models``, built first
+    if missing or stale."""
+    return ensure_graphs(model_dir, state_dir / "models")
+
+
+def prebuilt_graphs(model_dir: str | Path) -> dict[str, Path] | None:
+    """The graphs of these weights in ``QUIVER_MODEL_GRAPHS_DIR``, when it is set
+    and holds both; None otherwise (that folder is only ever read)."""
+    configured = os.environ.get("QUIVER_MODEL_GRAPHS_DIR")
+    if not configured:
+        return None
+    files = model_files(Path(model_dir), Path(configured))
+    return files if all(path.is_file() for path in files.values()) else None
+
+
+def ensure_graphs(model_dir: str | Path, folder: Path) -> dict[str, Path]:
+    """The paths of the fp32 and int8 graphs in ``folder``, built first if missing
+    or stale."""
     model_dir = Path(model_dir)
-    folder = state_dir / "models"
     files = model_files(model_dir, folder)
     if all(path.exists() for path in files.values()):
         return files
@@ -201,7 +222,10 @@ class OnnxMiniLM:
         self._lock = threading.Lock()
 
     def files(self) -> dict[str, Path]:
-        """The cached graphs (built on first call; a private temp dir if need be)."""
+        """The graphs built ahead of time, else the cached ones (built on first
+        call; a private temp dir if need be)."""
+        if self._files is None:
+            self._files = prebuilt_graphs(self.model_dir)
         if self._files is None:
             try:
                 self._files = ensure_models(self.model_dir, self.state_dir)

@@ -27,6 +27,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,11 @@ logger = logging.getLogger(__name__)
 
 FILE_PREFIX = "query-static"
 RELOAD_SECONDS = 30.0
+# Where the encoder is kept elsewhere than the state directory (the database:
+# catalog.services.query_encoder_store), a function registered here brings the
+# newest one into the file before the file is looked at: (path, weights digest,
+# wait for it).
+REFRESHERS: list[Callable[[Path, str, bool], None]] = []
 UNKNOWN_PIECE = 100  # [UNK] of the bundled vocabulary: an empty text's one piece
 
 

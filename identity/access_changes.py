@@ -31,6 +31,7 @@ the key services.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -69,6 +70,7 @@ State = dict[str, Any] | None  # None: the person or group does not exist
 class _Scope:
     actor: Actor
     via: str
+    request_id: uuid.UUID | None = None
     before: dict[Subject, State] = field(default_factory=dict)
     # What each subject held before, for the rule that nobody manages a person
     # with more than they have (identity.access_people); only with an actor.
@@ -82,14 +84,17 @@ _pending: ContextVar[dict[Subject, State] | None] = ContextVar(
 
 
 @contextmanager
-def access_changes(*, actor: Actor, via: str) -> Iterator[None]:
+def access_changes(
+    *, actor: Actor, via: str, request_id: uuid.UUID | None = None
+) -> Iterator[None]:
     """A transaction in which every access change becomes one event per person or
-    group, by ``actor``; nested blocks join the outermost one."""
+    group, by ``actor``, of the request ``request_id``; nested blocks join the
+    outermost one."""
     if _scope.get() is not None:
         yield
         return
     with transaction.atomic():
-        scope = _Scope(actor=actor, via=via)
+        scope = _Scope(actor=actor, via=via, request_id=request_id)
         token = _scope.set(scope)
         try:
             yield
@@ -177,6 +182,7 @@ def _flush(scope: _Scope) -> None:
             actor=scope.actor,
             via=scope.via,
             after=after,
+            request_id=scope.request_id,
         )
 
 
@@ -216,7 +222,13 @@ _UNREAD: Any = object()
 
 
 def _record(
-    subject: Subject, before: State, *, actor: Actor, via: str, after: Any = _UNREAD
+    subject: Subject,
+    before: State,
+    *,
+    actor: Actor,
+    via: str,
+    after: Any = _UNREAD,
+    request_id: uuid.UUID | None = None,
 ) -> None:
     if after is _UNREAD:
         after = _load(subject)
@@ -229,7 +241,7 @@ def _record(
     record_event(
         EventType.ACCESS_CHANGED,
         actor=actor,
-        request_id=None,
+        request_id=request_id,
         summary=f"{kind} {name!r} {what} ({via})",
         input={"subject": kind, key: pk, "via": via, "before": before},
         output={"subject": kind, key: pk, "after": after},

@@ -35,12 +35,15 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not header.startswith(f"{self.keyword} "):
             return None
         parts = split_key(header[len(self.keyword) + 1 :].strip())
+        # Any bearer that is not a key's is a guess, of a key or of another
+        # bearer secret (the metrics token): slow, then 429 after many per address.
         if parts is None:
+            penalize_unknown_key(request)
             raise exceptions.AuthenticationFailed("Authorization: malformed API key")
         prefix, key = parts
         client = client_by_prefix(prefix)
         if client is None or not hmac.compare_digest(client.key_hash, hash_key(key)):
-            penalize_unknown_key(request)  # slow, then 429 after many per address
+            penalize_unknown_key(request)
             raise exceptions.AuthenticationFailed("Authorization: unknown API key")
         problem = key_problem(client)
         if problem:

@@ -15,7 +15,11 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import (
+    require_http_methods,
+    require_POST,
+    require_safe,
+)
 
 from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
@@ -58,10 +62,19 @@ TRY_PARTIAL = "selection/partials/try_results.html"
 SETTINGS_TEMPLATE = "selection/selection_settings.html"
 TRY_SETTINGS_PARTIAL = "selection/partials/settings_try.html"
 HISTORY_TEMPLATE = "selection/settings_history.html"
-STAGES = ("policy", "rank")
+# Each stage's group on Try it: its label and, for the rank stage, what each reason
+# code means, so the group's total reads as the sum of the counters above it.
+STAGES = {"policy": "By policy", "rank": "By the ranking"}
+RANK_REASONS = {
+    "cut": "ranked out",
+    "below_min_score": "below min score",
+    "no_tool_fits": "no tool fits",
+    "lexical_overlap": "too few query words",
+}
 NEAR_MISSES = 5
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def try_it(request: HttpRequest) -> HttpResponse:
@@ -146,12 +159,29 @@ def present(answer: dict[str, Any], core_tools: Any) -> dict[str, Any]:
         "answer": answer,
         "picks": picks,
         "exclusion_groups": [
-            (stage, [e for e in excluded if e["stage"] == stage]) for stage in STAGES
+            _group(stage, label, [e for e in excluded if e["stage"] == stage])
+            for stage, label in STAGES.items()
         ],
         "near_misses": sorted(ranked_out, key=lambda e: -e["score"])[:NEAR_MISSES],
     }
 
 
+def _group(stage: str, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A stage's listed exclusions and, for the ranking, how many of them each
+    reason left out ("50 ranked out, 22 below min score"): the counters above
+    count each reason apart, the group lists them together."""
+    reasons: dict[str, int] = {}
+    for row in rows:
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    parts = [
+        f"{count} {RANK_REASONS.get(reason, reason)}"
+        for reason, count in reasons.items()
+    ]
+    breakdown = ", ".join(parts) if stage == "rank" and len(parts) > 1 else ""
+    return {"stage": stage, "label": label, "rows": rows, "breakdown": breakdown}
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
@@ -362,6 +392,7 @@ def _move(side: int, rank: int, other: int | None) -> str:
     return f"up {other - rank}" if other > rank else f"down {rank - other}"
 
 
+@require_safe
 @login_required
 def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
     """Every version of a catalog's settings: who, when, why, the diff against

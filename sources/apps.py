@@ -6,11 +6,14 @@ class SourcesConfig(AppConfig):
     verbose_name = "Sources"
 
     def ready(self) -> None:
-        # A sync is a job (of kind ``sync``) the jobs app sends to this task.
+        # A sync is a job (of kind ``sync``) the jobs app sends to this task; the
+        # console's first steps name "Add a source" (catalog.first_steps).
         from jobs import services as jobs
         from jobs.choices import JobKind
+        from sources.first_steps import register
 
         jobs.register_job_task(JobKind.SYNC, "sources.tasks.run_sync")
+        register()
         _lend_metrics()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from rest_framework import serializers
@@ -20,7 +22,9 @@ from catalog.sizes import (
     size_problem,
 )
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
+from catalog.versions import Seen, seen_by
 from config.strict import StrictFieldsMixin
+from identity.access import access_for
 from jobs.models import Job
 
 
@@ -35,6 +39,12 @@ def check_stored_size(name: str, value: Any, limit: int = MAX_STORED_CHARS) -> N
 class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
     tool_count = serializers.IntegerField(read_only=True, default=0)
     counts = serializers.SerializerMethodField()
+    version = serializers.SerializerMethodField(
+        help_text="the catalog's version at the last change the reader could see"
+    )
+    updated = serializers.SerializerMethodField(
+        help_text="when the last change the reader could see was made"
+    )
 
     class Meta:
         model = Catalog
@@ -50,6 +60,27 @@ class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
             "updated",
         ]
         read_only_fields = ["version", "active_embedding_model", "created", "updated"]
+
+    def get_version(self, obj: Catalog) -> int:
+        return self._seen(obj).version
+
+    def get_updated(self, obj: Catalog) -> datetime:
+        return self._seen(obj).updated
+
+    def _seen(self, obj: Catalog) -> Seen:
+        """What the reader in the context is told of the catalog (no reader:
+        nothing hidden from it, as for the curator who just made it)."""
+        request = self.context.get("request")
+        if request is None:
+            return Seen(int(obj.version), obj.updated)
+        kept = self._seen_kept
+        if obj.pk not in kept:
+            kept[obj.pk] = seen_by(obj, access_for(request.user))
+        return kept[obj.pk]
+
+    @cached_property
+    def _seen_kept(self) -> dict[int, Seen]:
+        return {}
 
     def get_counts(self, obj: Catalog) -> dict[str, dict[str, int]]:
         def value(name: str) -> int:

@@ -3,7 +3,9 @@
 The encoder is trained on the texts of the active tools of every catalog (never on
 requests), sampled down to ``max_tools``, and replaces the previous one for the
 whole installation. Building one changes how requests' sentences are embedded,
-so it is an audit event, written before the new file takes its place.
+so it is an audit event, written before the new file takes its place (and, with
+``QUIVER_QUERY_ENCODER_STORE=postgres``, with the file's row, in one transaction:
+catalog.query_encoder_store).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from django.db import transaction
 
 from audit.choices import EventType
 from audit.services import record_event
+from catalog import query_encoder_store
 from catalog.choices import ToolStatus
 from catalog.encoder_texts import ToolText, training_texts
 from catalog.models import Tool
@@ -62,7 +65,11 @@ def training_tools(max_tools: int = DEFAULT_MAX_TOOLS, seed: int = 0) -> list[To
 
 
 def single_build() -> contextlib.AbstractContextManager[bool]:
-    """Yields True to the one caller holding the build lock (non-blocking)."""
+    """Yields True to the one caller holding the build lock (non-blocking): a
+    file lock in the state directory, or with the encoder kept in Postgres, an
+    advisory lock every pod shares."""
+    if query_encoder_store.in_database():
+        return query_encoder_store.build_lock()
     return file_lock(backends.static_encoder_path().with_suffix(".lock"), wait=False)
 
 
@@ -85,13 +92,21 @@ def build_in_child_if_due() -> str:
 
 def build_is_due() -> bool:
     """No encoder yet, or the catalog has grown well past what it learnt from."""
-    path = backends.static_encoder_path()
-    if not path.exists():
-        return True
-    try:
-        learnt_from = trained_on(path)
-    except (OSError, ValueError, KeyError):
-        return True
+    if query_encoder_store.in_database():
+        stored = query_encoder_store.newest(
+            backends.local_onnx_encoder().weights_digest
+        )
+        if stored is None:
+            return True
+        learnt_from = stored[2]
+    else:
+        path = backends.static_encoder_path()
+        if not path.exists():
+            return True
+        try:
+            learnt_from = trained_on(path)
+        except (OSError, ValueError, KeyError):
+            return True
     active = Tool.objects.filter(status=ToolStatus.ACTIVE).count()
     return active > REBUILD_GROWTH * max(learnt_from, 1)
 
@@ -126,6 +141,10 @@ def build_query_encoder(
                 input={"max_tools": max_tools, "tools": len(tools)},
                 output={"encoder_id": encoder_id, "path": path.name},
             )
+            if query_encoder_store.in_database():
+                query_encoder_store.save(
+                    minilm.weights_digest, data, encoder_id, weights.trained_on
+                )
             partial.replace(path)
     finally:
         partial.unlink(missing_ok=True)  # gone already unless the event failed

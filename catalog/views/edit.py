@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from catalog import services
 from catalog.choices import ImportOutcome
@@ -33,6 +33,7 @@ from jobs import services as jobs
 FORM_TEMPLATE = "catalog/tool_form.html"
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @writer_required
 @rate_limited
 def tool_create(request: HttpRequest) -> HttpResponse:
@@ -116,6 +117,7 @@ def _preview(request: HttpRequest, tool: Tool, form: ToolForm) -> dict[str, Any]
     }
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @writer_required
 @rate_limited
 def tool_edit(request: HttpRequest, tool_id: int) -> HttpResponse:

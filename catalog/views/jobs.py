@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.views.decorators.http import require_http_methods, require_safe
 
 from catalog import import_preview, job_reads, services
 from catalog.choices import ImportOutcome
@@ -32,6 +33,7 @@ BULK_COUNTS = ("updated", "unchanged", "deleted", "rejected", "skipped")
 MAX_ITEMS_SHOWN = 500
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @writer_required
 @rate_limited
 def import_tools(request: HttpRequest) -> HttpResponse:
@@ -106,6 +108,7 @@ def _confirm_import(request: HttpRequest, catalogs: Any) -> HttpResponse:
     return redirect("console:job-detail", job_id=job.pk)
 
 
+@require_safe
 @login_required
 def job_list(request: HttpRequest) -> HttpResponse:
     jobs = (
@@ -132,6 +135,7 @@ def job_counts(job: Job) -> list[tuple[str, int]]:
     return [(key, int(job.counts.get(key, 0))) for key in keys]
 
 
+@require_safe
 @login_required
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """Progress, counts and the items the reader may see (job_reads.job_for_reader);

@@ -30,6 +30,7 @@ from audit.filters import (
 from audit.models import AuditEvent
 from audit.services import parse_since, seal_pending, verify_chain
 from audit.verify import CHECKPOINT_SOURCES, WEB_DEADLINE_S, VerifyTooSlow
+from audit.verify_scope import check_for
 from compliance.paging import CappedPagination, time_limit
 from config.params import (
     EARLIEST_DAY,
@@ -95,7 +96,13 @@ VERIFY_PARAMETERS = [
         description="an audit id, or an ISO date or date-time (UTC when it names "
         f"no zone) from {EARLIEST_DAY} to {LATEST_DAY}",
     ),
-    OpenApiParameter("checkpoints", str, enum=list(CHECKPOINT_SOURCES), default="file"),
+    OpenApiParameter(
+        "checkpoints",
+        str,
+        enum=list(CHECKPOINT_SOURCES),
+        description="where the checkpoints come from; default: the configured "
+        "store (QUIVER_AUDIT_CHECKPOINT_STORE)",
+    ),
 ]
 MAX_TOOL_NAME = 200
 SINCE_RULE = (
@@ -179,10 +186,12 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=False, methods=["get"])
     def verify(self, request: Request) -> Response:
         """Seal, then check the chain against its keys and checkpoints: ok is false
-        with the first bad row's id, the kind of damage and what was found."""
+        with the first bad row's id, the kind of damage and what was found. A
+        reader limited to some catalogs is told only of their records
+        (audit.verify_scope)."""
         start = _verify_since(request.query_params.get("since"))
-        source = request.query_params.get("checkpoints", "file")
-        if source not in CHECKPOINT_SOURCES:
+        source = request.query_params.get("checkpoints")
+        if source is not None and source not in CHECKPOINT_SOURCES:
             raise ValidationError(
                 {"checkpoints": [f"must be one of {', '.join(CHECKPOINT_SOURCES)}"]}
             )
@@ -199,7 +208,7 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
             )
         except VerifyTooSlow as exc:
             raise VerifyTooSlowError(str(exc)) from exc
-        return Response(asdict(check))
+        return Response(check_for(check, access_for(request.user), start))
 
     @extend_schema(
         parameters=[EXPORT_FORMAT, *_filter_parameters()], responses=EXPORT_TYPES

@@ -1,6 +1,6 @@
 """API keys and people's catalog limits move from the catalog app: in Django's state
 only. Their tables keep the names the catalog app gave them (``db_table``), so an
-existing database changes nothing and keeps every row; catalog's 0056 drops them
+existing database changes nothing and keeps every row; catalog's 0060 drops them
 from its own state once this has taken them."""
 
 import django.db.models.deletion
@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("catalog", "0055_job_waiting_index"),
+        ("catalog", "0059_visible_versions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -18,6 +18,7 @@ would mean no catalog at all, so it is refused here as a mistake.
 from __future__ import annotations
 
 import secrets
+import uuid
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -86,6 +87,7 @@ def create_person(
     catalogs: list[str] | None,
     actor: Actor,
     via: str = "service",
+    request_id: uuid.UUID | None = None,
 ) -> tuple[Any, str]:
     """A new person with these groups and catalogs (None: all); returns them and
     a one-time password, which is not stored anywhere but as a hash."""
@@ -95,7 +97,7 @@ def create_person(
     _check_catalogs(catalogs)
     rows = _groups(groups)
     password = secrets.token_urlsafe(15)
-    with access_changes(actor=actor, via=via):
+    with access_changes(actor=actor, via=via, request_id=request_id):
         person = get_user_model()(username=username)
         person.set_password(password)
         person.full_clean()
@@ -113,6 +115,7 @@ def update_person(
     catalogs: list[str] | None,
     actor: Actor,
     via: str = "service",
+    request_id: uuid.UUID | None = None,
 ) -> Any:
     """Set the person's groups and catalog limit (None: all catalogs)."""
     limit = _admin_access(actor)
@@ -123,7 +126,7 @@ def update_person(
     manager.refuse(before.with_groups(groups).with_catalogs(catalogs))
     _check_catalogs(catalogs)
     rows = _groups(groups)
-    with access_changes(actor=actor, via=via):
+    with access_changes(actor=actor, via=via, request_id=request_id):
         person.groups.set(rows)
         row = UserCatalogAccess.objects.filter(user_id=person.pk).first()
         if catalogs is None and row is not None:
@@ -137,7 +140,12 @@ def update_person(
 
 
 def set_person_active(
-    person: Any, active: bool, *, actor: Actor, via: str = "service"
+    person: Any,
+    active: bool,
+    *,
+    actor: Actor,
+    via: str = "service",
+    request_id: uuid.UUID | None = None,
 ) -> Any:
     """Deactivate (or reactivate) a person: a deactivated person cannot sign in."""
     limit = _admin_access(actor)
@@ -145,7 +153,7 @@ def set_person_active(
     Manager(actor).refuse(grant_of(person))
     if not active and actor is not None and person.pk == getattr(actor, "pk", None):
         raise ValidationError({"is_active": "you cannot deactivate yourself"})
-    with access_changes(actor=actor, via=via):
+    with access_changes(actor=actor, via=via, request_id=request_id):
         if person.is_active != active:
             person.is_active = active
             person.save(update_fields=["is_active"])

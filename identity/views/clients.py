@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from config.http import request_id
 from config.pages import acting_user, paginate, render_page
@@ -60,6 +60,7 @@ def _searched(request: HttpRequest) -> QuerySet[ApiClient]:
     return keys
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def client_list(request: HttpRequest) -> HttpResponse:
@@ -102,6 +103,7 @@ def _create(request: HttpRequest, form: ApiClientForm) -> str:
     return key
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def client_edit(request: HttpRequest, client_id: int) -> HttpResponse:

@@ -12,8 +12,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
+from config.http import request_id
 from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited
 from identity.access import access_for
@@ -39,6 +40,7 @@ def _require_admin(request: HttpRequest) -> None:
         raise PermissionDenied("managing people needs the admin scope")
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def person_list(request: HttpRequest) -> HttpResponse:
@@ -58,6 +60,7 @@ def person_list(request: HttpRequest) -> HttpResponse:
             catalogs=form.chosen_catalogs(),
             actor=acting_user(request),
             via=VIA,
+            request_id=request_id(request),
         )
     except (ValidationError, Refused) as exc:
         return _refused(request, form, exc, _list_page)
@@ -65,6 +68,7 @@ def person_list(request: HttpRequest) -> HttpResponse:
     return _list_page(request, PersonForm(), **context)
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def person_edit(request: HttpRequest, person_id: int) -> HttpResponse:
@@ -93,6 +97,7 @@ def person_edit(request: HttpRequest, person_id: int) -> HttpResponse:
             catalogs=form.chosen_catalogs(),
             actor=acting_user(request),
             via=VIA,
+            request_id=request_id(request),
         )
     except (ValidationError, Refused) as exc:
         return _refused(request, form, exc, page)
@@ -109,7 +114,13 @@ def person_active(request: HttpRequest, person_id: int) -> HttpResponse:
     person = get_person_for_user(request.user, person_id)
     active = request.POST.get("active") == "1"
     try:
-        set_person_active(person, active, actor=acting_user(request), via=VIA)
+        set_person_active(
+            person,
+            active,
+            actor=acting_user(request),
+            via=VIA,
+            request_id=request_id(request),
+        )
     except Refused as exc:
         return _list_page(request, PersonForm(), error=str(exc), status=403)
     except ValidationError as exc:

@@ -1,6 +1,6 @@
 """The Job model moves from the catalog app: in Django's state only. Its table keeps
 the name the catalog app gave it (``db_table``), with its rows and its indexes;
-catalog's 0057 drops it from its own state once this has taken it."""
+catalog's 0061 drops it from its own state once this has taken it."""
 
 import django.db.models.deletion
 from django.conf import settings
@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("catalog", "0056_identity_models_leave"),
+        ("catalog", "0060_identity_models_leave"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

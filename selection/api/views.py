@@ -28,6 +28,7 @@ from config.ratelimit import (
     ClientRateThrottle,
     WriteRateThrottle,
 )
+from config.retries import retry_body
 from identity.access import access_for
 from identity.permissions import CuratorWrites
 from selection.api import serializers as s
@@ -120,11 +121,11 @@ def hold_until_recorded(
             wait_all(pending)
         except (OperationalError, InterfaceError) as exc:
             log.warning("selection not recorded, answer withheld: %s", exc)
-            return database_unavailable(request)
+            return database_unavailable(request, exc)
         except Exception:
             log.exception("selection not recorded, answer withheld")
             body = {"error": "unavailable", "detail": AUDIT_FAILED, "service": "audit"}
-            return JsonResponse(body, status=503)
+            return JsonResponse(retry_body(body, None), status=503)
         response["Server-Timing"] = f"audit_wait;dur={pending_total_ms(pending):.3f}"
         return None
 

@@ -72,6 +72,7 @@ def test_a_list_past_its_time_limit_is_a_503_saying_to_narrow_the_filters(
     body = response.json()
     assert body["error"] == "too_slow"
     assert "narrow them" in body["detail"]
+    assert body["retryable"] is False and "Retry-After" not in response
 
 
 def test_a_page_past_the_count_cap_is_served_and_counted_up_to_its_end(

@@ -116,6 +116,7 @@ def test_a_verify_past_its_deadline_is_a_json_503_naming_verify(
     body = response.json()
     assert body["error"] == "too_slow"
     assert body["detail"].startswith("verify:")
+    assert body["retryable"] is False
 
 
 def test_the_console_says_the_check_was_stopped(db, as_compliance, no_time_to_verify):

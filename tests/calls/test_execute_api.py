@@ -483,5 +483,6 @@ def test_unreadable_source_headers_are_a_503_and_nothing_is_sent(
     body = response.json()
     assert body["service"] == "source_headers"
     assert body["detail"].startswith("source 'weather': headers: cannot be decrypted")
+    assert body["retryable"] is False and "Retry-After" not in response  # no help
     assert upstream.calls == []
     assert calls_recorded()[-1].output["outcome"] == "refused"

@@ -6,7 +6,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("catalog", "0056_identity_models_leave"),
+        ("catalog", "0060_identity_models_leave"),
         ("jobs", "0001_initial"),
     ]
 

@@ -6,7 +6,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("catalog", "0055_job_waiting_index"),
+        ("catalog", "0059_visible_versions"),
         ("identity", "0001_initial"),
     ]
 
