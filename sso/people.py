@@ -11,6 +11,7 @@ they hold.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -56,18 +57,24 @@ def existing_catalogs(slugs: Iterable[str]) -> list[str]:
 
 
 @contextmanager
-def system_changes(via: str) -> Iterator[None]:
-    """A transaction whose access changes are recorded as the system's, ``via``."""
-    with access_changes(actor=None, via=via):
+def system_changes(via: str, request_id: uuid.UUID | None = None) -> Iterator[None]:
+    """A transaction whose access changes are recorded as the system's, ``via``,
+    of the request ``request_id``."""
+    with access_changes(actor=None, via=via, request_id=request_id):
         yield
 
 
 def set_grant(
-    person: Any, *, groups: Sequence[Group], catalogs: list[str] | None, via: str
+    person: Any,
+    *,
+    groups: Sequence[Group],
+    catalogs: list[str] | None,
+    via: str,
+    request_id: uuid.UUID | None = None,
 ) -> None:
     """Give ``person`` exactly these groups and catalogs (None: every catalog; an
     empty list: none), audited as one event when anything changed."""
-    with system_changes(via):
+    with system_changes(via, request_id):
         person.groups.set(groups)
         row = UserCatalogAccess.objects.filter(user_id=person.pk).first()
         if catalogs is None:
