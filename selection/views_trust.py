@@ -11,10 +11,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from catalog.access import get_catalog_for_user
+from catalog.lookups import get_catalog_for_user
 from config.http import request_id
-from config.pages import acting_user, can_write, render_page
+from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from identity.access import access_for
 from screening.rules import RULES
 from selection.forms.trust import TrustPolicyForm
 from selection.models import SelectionSettings
@@ -33,7 +34,7 @@ def trust_policy(request: HttpRequest, slug: str) -> HttpResponse:
     policy = stored.screening()
     form = TrustPolicyForm(policy=policy)
     if request.method == "POST":
-        if not can_write(request):
+        if not access_for(request.user).can_write:
             raise PermissionDenied(
                 "changing the trust policy needs the curator or admin scope"
             )

@@ -28,7 +28,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from catalog.access import Actor
+from audit.actors import Actor
 from catalog.choices import ReviewKind, ReviewState
 from catalog.models import Catalog, Tool, ToolReview
 from catalog.pinning import (

@@ -23,7 +23,6 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from catalog.access import access_for
 from catalog.choices import ReviewState
 from catalog.models import ToolReview
 from catalog.pinning import diff_rows
@@ -31,6 +30,7 @@ from catalog.services import pinning
 from config.http import request_id
 from config.ratelimit import WriteRateThrottle
 from config.strict import StrictFieldsMixin
+from identity.access import access_for
 from screening.rules import explain
 
 

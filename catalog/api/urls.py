@@ -1,4 +1,3 @@
-from catalog.api.clients import ApiClientViewSet
 from catalog.api.reviews import ToolReviewViewSet
 from catalog.api.views import CatalogViewSet, JobViewSet, ToolViewSet
 from config.routers import OptionalSlashRouter
@@ -8,6 +7,5 @@ router.register("catalogs", CatalogViewSet, basename="catalog")
 router.register("tools", ToolViewSet, basename="tool")
 router.register("jobs", JobViewSet, basename="job")
 router.register("reviews", ToolReviewViewSet, basename="review")
-router.register("clients", ApiClientViewSet, basename="client")
 
 urlpatterns = router.urls

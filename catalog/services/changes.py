@@ -17,13 +17,14 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from audit.actors import Actor, actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, actor_name, stored_user
 from catalog.choices import ChangeAction
 from catalog.models import Catalog, Tool, ToolChange
-from catalog.services import jobs
 from catalog.spec import ToolSpec
+from catalog.versions import hides
+from jobs import services as jobs
 
 RELEARN_TASK = "learning.learn_tasks.relearn_if_due"
 _HASHED_FIELDS = [name for name in ToolSpec.field_names() if name != "provider_name"]
@@ -56,6 +57,9 @@ def record_change(
     request_id: uuid.UUID | None,
     reason: str = "",
 ) -> None:
+    catalogs = Catalog.objects.filter(pk=tool.catalog_id)
+    catalogs.update(version=F("version") + 1, updated=timezone.now())
+    slug, catalog_version = catalogs.values_list("slug", "version").get()
     change = ToolChange.objects.create(
         catalog_id=tool.catalog_id,
         tool=tool if action != ChangeAction.DELETE else None,
@@ -68,10 +72,12 @@ def record_change(
         actor_name=actor_name(actor),
         request_id=request_id,
         reason=reason,
+        catalog_version=catalog_version,
+        hides=hides(before, after),
     )
-    catalogs = Catalog.objects.filter(pk=tool.catalog_id)
-    catalogs.update(version=F("version") + 1, updated=timezone.now())
-    slug, catalog_version = catalogs.values_list("slug", "version").get()
+    if action != ChangeAction.DELETE:
+        tool.changed_version = catalog_version
+        Tool.objects.filter(pk=tool.pk).update(changed_version=catalog_version)
     # The same change in the one audit chain, in the same transaction.
     record_event(
         EventType.TOOL_CHANGED,

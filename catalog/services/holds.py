@@ -25,9 +25,9 @@ from django.db.models import QuerySet
 from django.db.models.functions import Left
 from django.utils import timezone
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor
 from catalog.choices import ReviewKind, ReviewState, ToolStatus
 from catalog.models import Tool, ToolReview
 from catalog.pinning import (

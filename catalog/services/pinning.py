@@ -28,13 +28,14 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
-from catalog.access import Actor, access_for, actor_name, stored_user
+from audit.actors import Actor, actor_name, stored_user
 from catalog.choices import ReviewKind, ReviewState, ToolStatus
 from catalog.models import Tool, ToolReview
 from catalog.services import holds
 from catalog.services.tools import clean_reason, update_tool
 from catalog.spec import ToolSpec
 from config.exceptions import Conflict
+from identity.access import access_for
 
 DECIDERS = "permission: reviews are decided by the catalog's curators and admins"
 READERS = (

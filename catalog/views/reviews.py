@@ -17,17 +17,18 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from catalog.access import access_for
 from catalog.choices import ReviewKind, ReviewState
 from catalog.models import ToolReview
+from catalog.navigation import visible_catalogs
 from catalog.pinning import diff_rows
 from catalog.services import pinning
 from catalog.services.tools import MAX_REASON_CHARS
 from config.exceptions import Conflict
 from config.htmx import is_htmx_partial
 from config.http import request_id
-from config.pages import acting_user, paginate, render_page, visible_catalogs
+from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited
+from identity.access import access_for
 from screening.rules import RULES, explain
 
 DECISIONS = {
