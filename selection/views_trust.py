@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.views.decorators.http import require_http_methods
 
 from catalog.lookups import get_catalog_for_user
 from config.http import request_id
@@ -25,6 +26,7 @@ from selection.services.settings import (
 )
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def trust_policy(request: HttpRequest, slug: str) -> HttpResponse:

@@ -15,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from catalog.choices import ReviewKind, ReviewState
 from catalog.models import ToolReview
@@ -44,6 +44,7 @@ def _require_reader(request: HttpRequest) -> None:
         raise PermissionDenied(pinning.READERS)
 
 
+@require_safe
 @login_required
 def review_list(request: HttpRequest) -> HttpResponse:
     """Waiting reviews (oldest first: first come, first decided), or decided ones
@@ -74,6 +75,7 @@ def review_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+@require_safe
 @login_required
 def review_detail(request: HttpRequest, review_id: int) -> HttpResponse:
     _require_reader(request)

@@ -18,6 +18,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from quiver_client import Quiver
 
 from audit.models import AuditEvent
@@ -27,12 +28,14 @@ from catalog.pinning import tool_definition_hash
 from catalog.services import ensure_default_catalog
 from catalog.services.pinning import refuse_change
 from gateway.listing import cursor_for
+from selection.services.settings import update_trust_policy
 from sources.services import create_source
 from tests.aio import run_async
 from tests.factories import make_client_key
 from tests.hostile import (
     AWS_KEY_ID,
     AWS_SECRET,
+    INJECTION,
     NEVER,
     POISONED_TOOL,
     HostileUpstream,
@@ -243,14 +246,22 @@ def calls_over_every_path(url: str, key: str, name: str) -> list[dict[str, Any]]
     for mode in MODES:
 
         async def work(client: Any) -> list[Any]:
-            meta = await client.call_tool(
-                "call_tool", {"name": name, "arguments": arguments}
+            meta = await answered(
+                client.call_tool("call_tool", {"name": name, "arguments": arguments})
             )
-            direct = await client.call_tool(name, arguments)
-            return [meta.model_dump(mode="json"), direct.model_dump(mode="json")]
+            return [meta, await answered(client.call_tool(name, arguments))]
 
         answers.extend(run_client(url, key, mode, work))
     return answers
+
+
+async def answered(call: Any) -> dict[str, Any]:
+    """A tool call's result as the agent got it; a JSON-RPC error (a call /mcp
+    refuses before the call path) as an error result naming its message."""
+    try:
+        return (await call).model_dump(mode="json")
+    except MCPError as exc:
+        return {"isError": True, "jsonrpc_error": exc.error.message}
 
 
 def test_a_held_tool_is_never_called_on_any_path(web_url, turned, hostile):
@@ -321,3 +332,41 @@ def test_a_refused_rug_pull_is_not_asked_again_and_the_pin_holds(turned, admin_u
     assert "refused in review" in items[WEATHER]["reason"]
     assert not ToolReview.objects.filter(tool_name=WEATHER, state="pending").exists()
     assert Tool.objects.get(name=WEATHER).description == HONEST_WEATHER
+
+
+@pytest.mark.parametrize(
+    "trust, action",
+    [
+        ({"results": {"injection": "block"}}, "block"),
+        ({"results": {"secrets": "flag", "injection": "flag"}}, "flag"),
+    ],
+)
+def test_the_catalogs_policy_decides_what_a_hostile_result_becomes(
+    web_url, turned, hostile, admin_user, trust, action
+):
+    update_trust_policy(ensure_default_catalog(), trust, actor=admin_user)
+    answers = calls_over_every_path(web_url, turned.key, WEATHER)
+    rest_answer, _, *mcp_answers = answers
+    text = json.dumps(answers, ensure_ascii=False)
+    assert rest_answer["screening"]["action"] == action
+    for answer in mcp_answers:
+        meta = answer.get("_meta") or answer.get("meta")
+        assert meta["quiver/screening"]["action"] == action
+    if action == "block":  # nothing of the result, and the agent is told why
+        assert INJECTION not in text and AWS_KEY_ID not in text
+        assert "Sunny" not in text
+        assert rest_answer["is_error"] is True
+        assert "withheld by screening (ignore-instructions)" in rest_answer["reason"]
+        assert all(answer["isError"] for answer in mcp_answers)
+    else:  # let through, named untrusted before the agent reads it
+        assert INJECTION in text and "Sunny" in text
+        assert "[untrusted: ignore-instructions]" in text
+        assert "[untrusted: aws-access-key-id]" in text
+        notice = rest_answer["content"][0]["text"]
+        assert notice.startswith("[quiver screening]") and "untrusted" in notice
+    rows = AuditEvent.objects.filter(event_type="tool_call", output__outcome="ran")
+    assert rows.count() == 6
+    for row in rows:
+        assert row.output["screening"]["action"] == action
+        assert INJECTION not in json.dumps(row.output)
+        assert AWS_SECRET not in json.dumps(row.output)
