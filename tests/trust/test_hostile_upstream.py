@@ -356,8 +356,9 @@ def test_the_catalogs_policy_decides_what_a_hostile_result_becomes(
         assert INJECTION not in text and AWS_KEY_ID not in text
         assert "Sunny" not in text
         assert rest_answer["is_error"] is True
-        assert "withheld by screening (ignore-instructions)" in rest_answer["reason"]
-        assert all(answer["isError"] for answer in mcp_answers)
+        assert rest_answer["reason"].startswith("result: withheld by screening (")
+        assert "ignore-instructions" in rest_answer["reason"]
+        assert all(a.get("isError") or a.get("is_error") for a in mcp_answers)
     else:  # let through, named untrusted before the agent reads it
         assert INJECTION in text and "Sunny" in text
         assert "[untrusted: ignore-instructions]" in text
