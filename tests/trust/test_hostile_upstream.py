@@ -1,10 +1,10 @@
 """A hostile upstream (tests/hostile.py) turns after its first sync: a rug-pulled
 description, a widened schema, a dropped readOnlyHint, a poisoned new tool, and
 results carrying an AWS key pair and an instruction to the model. Each is
-stopped on every path an agent has: REST (select in several formats, validate,
-the tool list, the catalog export, execute), /mcp in both protocol eras
-(search_tools, get_tool_details, the list cursor's page, call_tool, a tool called
-by its own name) and the Python client."""
+stopped on every path an agent has: REST (select in several formats and in a
+batch, validate, the tool list, the catalog export, execute), /mcp in both
+protocol eras (search_tools, get_tool_details, the list cursor's page, call_tool,
+a tool called by its own name) and the Python client."""
 
 from __future__ import annotations
 
@@ -105,6 +105,8 @@ def rest_views(url: str, key: str) -> dict[str, Any]:
                 "/select", json={**body, "format": fmt, "max_candidates": 10}
             )
             views[f"select {fmt}"] = found.json()
+        batch = {"requests": [{"query": "weather"}, {"query": "setup and files"}]}
+        views["select batch"] = api.post("/select/batch", json=batch).json()
         views["tools"] = api.get("/tools", params={"catalog": "default"}).json()
         for fmt in ("mcp", "openai"):
             export = api.get("/catalogs/default/export", params={"format": fmt})
