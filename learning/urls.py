@@ -1,4 +1,5 @@
-"""The console's routes of labels and evaluations (the API's are learning/api/urls.py)."""
+"""The console's routes of labels and evaluations (the API's are in
+learning/api/urls.py)."""
 
 from django.urls import path
 
