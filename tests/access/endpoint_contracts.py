@@ -354,9 +354,7 @@ API: dict[str, Contract] = {
     "DELETE label-list": Write(
         "curator", None, "labels_changed", args=SLUG, query="all=true"
     ),
-    "GET label-detail": Read(
-        "curator", args={**SLUG, "label_id": "label"}
-    ),
+    "GET label-detail": Read("curator", args={**SLUG, "label_id": "label"}),
     "DELETE label-detail": Write(
         "curator", None, "labels_changed", args={**SLUG, "label_id": "label"}
     ),
@@ -380,9 +378,7 @@ API: dict[str, Contract] = {
         why=EVALUATES,
         args=SLUG,
     ),
-    "GET evaluation-detail": Read(
-        "curator", args={**SLUG, "run_id": "run"}
-    ),
+    "GET evaluation-detail": Read("curator", args={**SLUG, "run_id": "run"}),
     "GET confusable": Read("curator", args=SLUG),
     "POST learn": Write(
         "curator",
