@@ -52,6 +52,7 @@ urlpatterns = [
     path("", include("learning.urls")),
     path("", include("learning.urls_learn")),
     path("", include("notify.urls")),
+    path("", include("oauth.urls")),
 ]
 
 handler400 = "config.errors.bad_request"
