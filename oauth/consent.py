@@ -13,6 +13,7 @@ connection's policy, and the code goes to the redirect URI."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import InvalidScopeError
@@ -22,6 +23,7 @@ from django.shortcuts import render
 
 from catalog.access import Access, access_for, key_within
 from catalog.models import Catalog
+from config.csp import policy_with_form_target
 from config.http import request_id
 from config.pages import render_page
 from config.retries import RETRY_AFTER_S
@@ -168,4 +170,13 @@ def _page(
     }
     response = render_page(request, TEMPLATE, context, status=status)
     response["Cache-Control"] = "no-store"
+    # Approving or denying redirects the form's answer to the client.
+    response["Content-Security-Policy"] = policy_with_form_target(
+        _origin(grant.redirect_uri)
+    )
     return response
+
+
+def _origin(uri: str) -> str:
+    parts = urlsplit(uri)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"

@@ -25,6 +25,7 @@ from authlib.common.urls import add_params_to_uri
 from authlib.integrations.django_oauth2 import AuthorizationServer
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import (
+    InvalidClientError,
     InvalidGrantError,
     InvalidRequestError,
     InvalidScopeError,
@@ -336,8 +337,8 @@ class QuiverServer(AuthorizationServer):
     def query_client(self, client_id: str) -> OAuthClient | None:
         try:
             return find_client(client_id)
-        except ClientProblem:
-            return None
+        except ClientProblem as exc:
+            raise InvalidClientError(description=str(exc)) from exc
 
     def validate_requested_scope(self, scope: str | None) -> None:
         problem = scope_problem(scope)
