@@ -24,7 +24,9 @@ CALL_OUTCOME = Q(event_type=EventType.TOOL_CALL) & Q(input__has_key="call_id")
 # The person behind a row: the person an agent acted for (audit.acting), else the
 # actor's own name; the index ``audit_event_person`` is built on it, so the
 # filter by person finds a person's own rows and their agents' alike.
-PERSON = Coalesce(KT("input__acting_for__person"), F("actor_name"))
+PERSON = Coalesce(
+    KT("input__acting_for__person"), F("actor_name"), output_field=models.TextField()
+)
 
 
 class SearchTokens(Func):

@@ -25,6 +25,6 @@ class Migration(migrations.Migration):
         ),
         AddIndexConcurrently(
             model_name='auditevent',
-            index=models.Index(django.db.models.functions.comparison.Coalesce(django.db.models.fields.json.KeyTextTransform('person', django.db.models.fields.json.KeyTextTransform('acting_for', 'input')), models.F('actor_name')), models.F('id'), name='audit_event_person'),
+            index=models.Index(django.db.models.functions.comparison.Coalesce(django.db.models.fields.json.KeyTextTransform('person', django.db.models.fields.json.KeyTextTransform('acting_for', 'input')), models.F('actor_name'), output_field=models.TextField()), models.F('id'), name='audit_event_person'),
         ),
     ]
