@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -43,10 +44,8 @@ from oauth.tokens import TokenInfo, TokenRefused, claims_problem
 ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"]
 REFETCH_S = 60
 KEEP_S = 3600
-METADATA_PATHS = (
-    "/.well-known/oauth-authorization-server",
-    "/.well-known/openid-configuration",
-)
+AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
+OIDC_WELL_KNOWN = "/.well-known/openid-configuration"
 CLIENT_CLAIMS = ("client_id", "azp", "cid", "appid")
 
 
@@ -89,12 +88,24 @@ def _jwks(server: ExternalServer) -> dict[str, Any]:
     return document
 
 
+def metadata_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may be: RFC 8414's well-known URL (the path
+    after it), OpenID's (the path before it), and the latter form of RFC 8414's,
+    which Okta also serves."""
+    parts = urlsplit(issuer.rstrip("/"))
+    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path
+    return [
+        origin + AS_WELL_KNOWN + path,
+        origin + path + OIDC_WELL_KNOWN,
+        origin + path + AS_WELL_KNOWN,
+    ]
+
+
 def _jwks_url(server: ExternalServer) -> str:
     """``jwks_uri`` from the issuer's metadata (which must name the issuer)."""
-    base = server.issuer.rstrip("/")
-    for path in METADATA_PATHS:
+    for url in dict.fromkeys(metadata_urls(server.issuer)):
         try:
-            metadata, _headers = get_json(base + path, public_only=False)
+            metadata, _headers = get_json(url, public_only=False)
         except FetchError:
             continue
         if metadata.get("issuer") == server.issuer and metadata.get("jwks_uri"):

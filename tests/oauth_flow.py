@@ -138,3 +138,18 @@ def authorize_query(
 def redirected(location: str) -> dict[str, str]:
     """The query parameters of a redirect back to the client."""
     return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+
+
+def agent_token(
+    origin: str, username: str, *, catalogs: tuple[str, ...] | None = None
+) -> str:
+    """An access token of ``origin`` for a new person holding ``catalogs`` (None:
+    every one) and no role, approved for the same: the OAuth counterpart of an
+    agent key with those catalogs, for re-running a key's tests with a token."""
+    from catalog.models import UserCatalogAccess
+    from tests.factories import make_user
+
+    person = make_user(username)
+    if catalogs is not None:
+        UserCatalogAccess.objects.create(user=person, catalogs=list(catalogs))
+    return issue(connect(person, catalogs=catalogs), origin)["access_token"]
