@@ -340,7 +340,7 @@ WITH RECURSIVE chain (id, parent_id, depth) AS (
     WHERE chain.depth < %s
 )
 SELECT k.id, k.name, k.revoked, k.expires, u.is_active, k.owner_name, o.is_active,
-       k.parent_name, k.parent_id, k.owner_id
+       k.parent_name, k.parent_id, k.owner_id, k.person_id
 FROM chain
 JOIN {keys} k ON k.id = chain.id
 JOIN {users} u ON u.id = k.user_id
@@ -352,7 +352,7 @@ ORDER BY chain.depth
 def key_chain(key_id: int) -> list[tuple[Any, ...]]:
     """``key_id`` and the keys above it, nearest first, at most ``MAX_CHAIN``, in
     one query: (id, name, revoked, expires, user active, owner name, owner active
-    or None, parent name, parent id, owner id) each."""
+    or None, parent name, parent id, owner id, the person it acts for) each."""
     sql = CHAIN_SQL.format(
         keys=connection.ops.quote_name(ApiClient._meta.db_table),
         users=connection.ops.quote_name(get_user_model()._meta.db_table),
@@ -501,9 +501,10 @@ REQUESTER_GONE_RULE = (
 
 def is_own_request(person: Any, approval: Any) -> bool:
     """The request came from ``person``, or from a key whose chain (the key, the
-    key that made it, and so on) was made by ``person``: compared by id, never by
-    name (a renamed person keeps their requests; a new person given an old name
-    does not inherit them). A request whose requester is gone counts as anyone's."""
+    key that made it, and so on) was made by ``person`` or acts for them (a bound
+    key, an OAuth connection): compared by id, never by name (a renamed person
+    keeps their requests; a new person given an old name does not inherit them).
+    A request whose requester is gone counts as anyone's."""
     if approval.requested_by_id is None:
         return True
     if approval.requested_by_id == person.pk:
@@ -517,12 +518,12 @@ def is_own_request(person: Any, approval: Any) -> bool:
         return False
     # A chain longer than key_chain reads fails closed: treat it as their own.
     chain = key_chain(key)
-    return len(chain) >= MAX_CHAIN or any(row[9] == person.pk for row in chain)
+    return len(chain) >= MAX_CHAIN or any(person.pk in row[9:11] for row in chain)
 
 
 OWN_KEYS_SQL = """
 WITH RECURSIVE mine (id, user_id, depth) AS (
-    SELECT id, user_id, 1 FROM {keys} WHERE owner_id = %s
+    SELECT id, user_id, 1 FROM {keys} WHERE owner_id = %s OR person_id = %s
     UNION ALL
     SELECT k.id, k.user_id, mine.depth + 1
     FROM {keys} k JOIN mine ON k.parent_id = mine.id
@@ -534,12 +535,12 @@ SELECT DISTINCT user_id FROM mine
 
 def own_requesters(person: Any) -> set[int]:
     """The users whose requests count as ``person``'s own, in one query: the
-    person and the service users of the keys they made (by id) and of the keys
-    below those (``MAX_CHAIN`` deep). For showing; a decision checks
+    person and the service users of the keys they made or that act for them (by
+    id) and of the keys below those (``MAX_CHAIN`` deep). For showing; a decision checks
     ``is_own_request``, which fails closed on a longer chain."""
     sql = OWN_KEYS_SQL.format(keys=connection.ops.quote_name(ApiClient._meta.db_table))
     with connection.cursor() as cursor:
-        cursor.execute(sql, [person.pk, MAX_CHAIN])
+        cursor.execute(sql, [person.pk, person.pk, MAX_CHAIN])
         return {int(row[0]) for row in cursor.fetchall()} | {int(person.pk)}
 
 

@@ -164,3 +164,24 @@ def test_oauth_connections_are_no_keys_to_list_or_use(alice, as_user):
     assert connection.principal.name not in names
     pk = connection.principal.pk
     assert api.post(f"/api/v1/clients/{pk}/rotate/").status_code == 404
+
+
+def test_a_person_never_decides_a_request_of_an_agent_acting_for_them(alice):
+    """A key an admin bound to alice, and alice's OAuth connection, ask for
+    approvals in her name: she may not approve them, as her own."""
+    from types import SimpleNamespace
+
+    from catalog.access import is_own_request, own_requesters
+    from tests.oauth_flow import connect
+
+    admin = make_user("ada", groups=("admin",))
+    client, _ = create_api_client(
+        "for-alice", "agent", catalogs="*", person=alice, actor=admin
+    )
+    asked = SimpleNamespace(requested_by_id=client.user_id)
+    assert is_own_request(alice, asked)
+    assert not is_own_request(make_user("bob"), asked)
+    assert client.user_id in own_requesters(alice)
+    connection = connect(alice)
+    asked = SimpleNamespace(requested_by_id=connection.principal.user_id)
+    assert is_own_request(alice, asked)
