@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from config.devstack_demo import demo_sources_file
 from config.embedded import (
     alive,
     free_port,
@@ -358,7 +359,8 @@ def _has_control_socket() -> bool:
 
 
 def run_stack(argv: list[str]) -> int:
-    """Migrate, bootstrap (admin + demo catalog), then the worker and the web server."""
+    """Migrate, bootstrap (admin + demo catalog, the demo source behind it), then
+    the workers and the web server."""
     options = run_options(argv, os.environ)
     with services(STATE_DIR) as env:
         env["DEBUG"] = "true" if options.debug else "false"
@@ -371,8 +373,10 @@ def run_stack(argv: list[str]) -> int:
         metrics.mkdir(parents=True)
         # whitenoise serves static files from the finders; it warns without this.
         (BASE_DIR / "staticfiles").mkdir(exist_ok=True)
+        demo_sources_file(STATE_DIR, env, BASE_DIR)
         _manage(env, "migrate", "--noinput", "-v", "0")
         _manage(env, "bootstrap")
+        _manage(env, "add_demo_source")
         workers = [
             subprocess.Popen(command, env=env, start_new_session=True)
             for command in worker_commands()

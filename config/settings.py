@@ -15,6 +15,7 @@ from config.env import (
     env_networks,
     env_str,
     env_url,
+    oidc_provider,
     web_server,
 )
 from config.env_oauth import oauth_settings
@@ -70,6 +71,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "identity",
+    "jobs",
     "catalog",
     "selection",
     "audit",
@@ -78,6 +81,8 @@ INSTALLED_APPS = [
     "learning",
     "telemetry",
     "notify",
+    "sso",
+    "compliance",
     "oauth",
 ]
 
@@ -112,6 +117,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "catalog.navigation.navigation",
             ]
         },
     }
@@ -136,6 +142,26 @@ QUIVER_OAUTH = oauth_settings()
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
+# Passwords are checked against the sign-in policy (off, but for the break-glass
+# admin, when password sign-in is turned off); single sign-on signs people in
+# through its callback only (sso.backends).
+AUTHENTICATION_BACKENDS = [
+    "sso.backends.PasswordPolicyBackend",
+    "sso.backends.SingleSignOnBackend",
+]
+# Single sign-on (sso/, docs/how-to/single-sign-on.md): OpenID Connect against the
+# provider at QUIVER_OIDC_ISSUER; off (None) while it is unset, so `make run`
+# needs no identity provider.
+QUIVER_OIDC = oidc_provider()
+# Password sign-in; false leaves it to the break-glass admin alone (named here:
+# a username), as the console's switch does.
+QUIVER_PASSWORD_LOGIN = env_bool("QUIVER_PASSWORD_LOGIN", True)
+QUIVER_BREAK_GLASS_ADMIN = env_str("QUIVER_BREAK_GLASS_ADMIN").strip()
+if not QUIVER_PASSWORD_LOGIN and QUIVER_OIDC is None:
+    raise ImproperlyConfigured(
+        "QUIVER_PASSWORD_LOGIN: false needs single sign-on (QUIVER_OIDC_ISSUER), "
+        "or nobody but the break-glass admin could sign in"
+    )
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -226,7 +252,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Fail fast when the broker is down (the job row is the durable queue; see
-# catalog/services/jobs.py): a write never waits long on a publish.
+# jobs/services.py): a write never waits long on a publish.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 2,

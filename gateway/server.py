@@ -290,6 +290,8 @@ def _search_text(found: dict[str, Any]) -> str:
     """What a model that reads only text needs: each tool's name, why, what it
     does and its arguments (as its input schema), and how to call it."""
     lines = [f"selection {found['selection_id']} in catalog {found['catalog']}:"]
+    if found.get("words_only_reason"):
+        lines.append(found["words_only_reason"])
     for tool in found["tools"]:
         lines.append(f"- {tool['name']} ({tool['score']:.3f}): {tool['reason']}")
         lines.append(f"  {tool.get('description', '')}")

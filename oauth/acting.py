@@ -4,13 +4,13 @@ Every row written by a key bound to a person, or by an OAuth connection's
 token, carries ``acting_for``: the person (name and id), the key or connection
 it acted through (name and id), and for a token its OAuth client (id and name)
 and the token's own id (``jti``). The person a caller acts for is
-``catalog.access.acting_person``; this module only says it for the record."""
+``identity.access.acting_person``; this module only says it for the record."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from catalog.choices import ClientKind
+from identity.choices import ClientKind
 
 # Set on the request's user by the token authentication (oauth.auth): the id of
 # the access token the request came with.

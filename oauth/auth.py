@@ -1,7 +1,7 @@
 """``Authorization: Bearer`` for the REST API and /mcp: an API key, or an OAuth
 access token (Quiver's own, or the company authorization server's).
 
-A key goes to ``catalog.auth.ApiKeyAuthentication`` unchanged. A token is
+A key goes to ``identity.auth.ApiKeyAuthentication`` unchanged. A token is
 checked for its issuer, audience, expiry (bounded skew), grant and scope on
 every request (``oauth.tokens``, ``oauth.external``); the request's user is its
 connection's service user, whose access is the consent within the person's
@@ -23,10 +23,10 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from catalog.auth import ApiKeyAuthentication
-from catalog.models import ApiClient
 from config.http import request_id
 from config.ratelimit import penalize_unknown_key
+from identity.auth import ApiKeyAuthentication
+from identity.models import ApiClient
 from oauth.acting import TOKEN_ID
 from oauth.choices import SCOPE_API
 from oauth.external import read_external

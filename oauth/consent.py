@@ -21,12 +21,12 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from catalog.access import Access, access_for, key_within
 from catalog.models import Catalog
 from config.csp import policy_with_form_target
 from config.http import request_id
 from config.pages import render_page
 from config.retries import RETRY_AFTER_S
+from identity.access import Access, access_for, key_within
 from oauth.forms import ConsentForm
 from oauth.models import OAuthClient
 from oauth.registry import ClientProblem, find_client

@@ -29,9 +29,9 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from catalog.access import access_for, key_within
-from catalog.auth import key_problem
 from config.env_oauth import ExternalServer
+from identity.access import access_for, key_within
+from identity.auth import key_problem
 from oauth.choices import ENDPOINT_SCOPES
 from oauth.fetch import FetchError, get_json, post_form
 from oauth.roles import roles_held

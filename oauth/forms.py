@@ -8,7 +8,7 @@ from typing import Any
 
 from django import forms
 
-from catalog.access import Access
+from identity.access import Access
 from oauth.scopes import Requested
 from oauth.services.connections import Policy
 

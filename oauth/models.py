@@ -82,7 +82,7 @@ class Connection(models.Model):
     )
     person_name = models.CharField(max_length=150)
     principal = models.OneToOneField(
-        "catalog.ApiClient", on_delete=models.CASCADE, related_name="oauth_connection"
+        "identity.ApiClient", on_delete=models.CASCADE, related_name="oauth_connection"
     )
     # The scope strings granted (endpoint scopes: mcp, api).
     scope = models.CharField(max_length=200, default="")

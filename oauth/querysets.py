@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from catalog.access import access_for
+from identity.access import access_for
 
 
 def connections_visible_to(user: Any, connections: QuerySet[Any]) -> QuerySet[Any]:

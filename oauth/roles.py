@@ -3,9 +3,9 @@ every role), the roles their catalogs know (``catalog.querysets.known_roles``)."
 
 from __future__ import annotations
 
-from catalog.access import Access
 from catalog.models import Catalog
 from catalog.querysets import known_roles
+from identity.access import Access
 
 
 def roles_held(access: Access) -> tuple[str, ...]:

@@ -42,8 +42,8 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from catalog.auth import key_problem
 from config.http import client_address, request_id
+from identity.auth import key_problem
 from oauth.metadata import issuer_url, resource_url
 from oauth.models import AuthorizationCode, Connection, OAuthClient, RefreshToken
 from oauth.registry import ClientProblem, checked_metadata, find_client

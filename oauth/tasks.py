@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from catalog.services.periodic import PeriodicSend
 from config.celery import app
+from jobs.periodic import PeriodicSend
 from oauth.services.grants import forget_expired
 
 FORGET = "oauth.tasks.forget_expired_grants"

@@ -22,7 +22,7 @@ from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from catalog.auth import key_problem
+from identity.auth import key_problem
 from oauth.keys import ALGORITHM, current_key, signing_keys, verifying_keys
 from oauth.models import Connection, RevokedAccessToken, TokenFamily
 

@@ -9,10 +9,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from catalog.access import access_for
 from config.http import request_id
 from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited
+from identity.access import access_for
 from oauth.models import Connection
 from oauth.querysets import connections_visible_to
 from oauth.services.connections import revoke_connection

@@ -146,7 +146,7 @@ def agent_token(
     """An access token of ``origin`` for a new person holding ``catalogs`` (None:
     every one) and no role, approved for the same: the OAuth counterpart of an
     agent key with those catalogs, for re-running a key's tests with a token."""
-    from catalog.models import UserCatalogAccess
+    from identity.models import UserCatalogAccess
     from tests.factories import make_user
 
     person = make_user(username)

@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('catalog', '0057_apiclient_person_and_kind'),
+        ('identity', '0003_apiclient_person_and_kind'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -52,7 +52,7 @@ class Migration(migrations.Migration):
                 ('updated', models.DateTimeField(auto_now=True)),
                 ('revoked', models.DateTimeField(blank=True, null=True)),
                 ('person', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='oauth_connections', to=settings.AUTH_USER_MODEL)),
-                ('principal', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='oauth_connection', to='catalog.apiclient')),
+                ('principal', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='oauth_connection', to='identity.apiclient')),
                 ('client', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='connections', to='oauth.oauthclient')),
             ],
         ),

@@ -3,8 +3,8 @@
 A connection acts through an API client of kind ``oauth`` (its principal): the
 agent scope, the catalogs, roles and unsafe permission chosen at consent, owned
 by and bound to the person. Its access at each request is that grant
-intersected with what the person holds then (``catalog.access.within_person``);
-nobody grants more than they hold (``catalog.access.key_within``, the rule for
+intersected with what the person holds then (``identity.access.within_person``);
+nobody grants more than they hold (``identity.access.key_within``, the rule for
 keys). One live connection per person and client: approving again changes it.
 Every approval, refusal and revocation is an audit row in its transaction."""
 
@@ -23,9 +23,9 @@ from django.utils import timezone
 
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import ALL_CATALOGS, KeyGrant, access_for, key_within
-from catalog.choices import ApiScope, ClientKind
-from catalog.models import ApiClient
+from identity.access import ALL_CATALOGS, KeyGrant, access_for, key_within
+from identity.choices import ApiScope, ClientKind
+from identity.models import ApiClient
 from oauth.models import Connection, OAuthClient, TokenFamily
 
 NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")

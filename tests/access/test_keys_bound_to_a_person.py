@@ -11,10 +11,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import call_command
 
 from audit.models import AuditEvent
-from catalog.access import access_for, acting_person
-from catalog.models import ApiClient, UserCatalogAccess
 from catalog.services.catalogs import create_catalog
-from catalog.services.clients import create_api_client
+from identity.access import access_for, acting_person
+from identity.models import ApiClient, UserCatalogAccess
+from identity.services.clients import create_api_client
 from tests.factories import make_tool, make_user
 
 pytestmark = pytest.mark.django_db
@@ -171,7 +171,7 @@ def test_a_person_never_decides_a_request_of_an_agent_acting_for_them(alice):
     approvals in her name: she may not approve them, as her own."""
     from types import SimpleNamespace
 
-    from catalog.access import is_own_request, own_requesters
+    from identity.access import is_own_request, own_requesters
     from tests.oauth_flow import connect
 
     admin = make_user("ada", groups=("admin",))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient
-from catalog.services.clients import create_api_client
+from identity.models import ApiClient
+from identity.services.clients import create_api_client
 from oauth.acting import TOKEN_ID
 from tests.factories import make_tool, make_user
 from tests.oauth_flow import connect

@@ -146,3 +146,37 @@ def test_an_unknown_or_empty_part_is_a_400_naming_parts(client, parts):
     rule = "a comma-separated list of database, pgvector, broker, worker, web"
     assert body["fields"] == {"parts": [rule]}
     assert body["detail"] == f"parts: {rule}"
+
+
+def test_embeddings_pending_are_told_per_catalog_to_an_admin_and_never_a_503(
+    as_admin, settings
+):
+    from catalog.models import Catalog
+    from tests.factories import make_tool
+
+    make_tool(name="send_email")
+    Catalog.objects.create(slug="empty", name="Empty")
+
+    body = as_admin.get("/healthz").json()
+
+    assert body["embeddings"] == {
+        "ready": False,
+        "pending": 1,
+        "catalogs": [
+            {"catalog": "default", "pending": 1, "words_only": True},
+            {"catalog": "empty", "pending": 0, "words_only": False},
+        ],
+    }
+    assert "embeddings" not in body["down"]
+
+
+def test_a_stranger_learns_only_whether_the_embeddings_are_ready(client):
+    from catalog.models import Catalog
+    from tests.factories import embed_now, make_tool
+
+    make_tool(name="send_email")
+    assert client.get("/healthz").json()["embeddings"] == {"ready": False}
+
+    embed_now(Catalog.objects.get(slug="default"))
+
+    assert client.get("/healthz").json()["embeddings"] == {"ready": True}

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient, UserCatalogAccess
 from catalog.services.catalogs import create_catalog
+from identity.models import ApiClient, UserCatalogAccess
 from oauth.models import Connection, TokenFamily
 from tests.oauth.conftest import ORIGIN, RESOURCE, refusals
 from tests.oauth_flow import REDIRECT, authorize_query, pkce, redirected

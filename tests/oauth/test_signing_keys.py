@@ -6,7 +6,7 @@ tokens working until they expire."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -30,7 +30,7 @@ def pem() -> str:
 
 
 @pytest.fixture
-def configured(settings) -> Iterator[callable]:
+def configured(settings) -> Iterator[Callable[[str], None]]:
     def use(text: str) -> None:
         settings.QUIVER_OAUTH = dataclasses.replace(
             settings.QUIVER_OAUTH, signing_keys=text

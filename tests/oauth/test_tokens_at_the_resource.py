@@ -16,7 +16,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from audit.models import AuditEvent
-from catalog.models import UserCatalogAccess
+from identity.models import UserCatalogAccess
 from oauth.services.connections import revoke_connection
 from tests.conftest import worker_env
 from tests.factories import make_tool, make_user

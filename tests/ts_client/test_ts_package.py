@@ -23,12 +23,16 @@ from django.test import Client
 
 from audit.models import AuditEvent
 from calls.models import Approval
+from calls.upstream import pool
 from catalog.models import Tool
 from catalog.services import ensure_default_catalog
+from config.devstack_demo import demo_sources_file
 from selection.services.settings import update_selection_settings
 from tests.calls.approval_rows import restore_approver_groups
 from tests.calls.conftest import link_source
 from tests.conftest import worker_env
+from tests.demo import demo_stack
+from tests.docs.shown import check_shown
 from tests.factories import embed_now, make_client_key, make_tool, make_user
 from tests.outages import web_behind_proxy
 from tests.upstream import Upstream
@@ -52,9 +56,20 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def web(django_db_setup: None, django_db_blocker: Any) -> Iterator[tuple[str, Any]]:
-    """One gunicorn for the module, on the test database through a proxy."""
-    with web_behind_proxy(worker_env(), "ts") as found:
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the demo stack's settings file is (make run's state directory)."""
+    return tmp_path_factory.mktemp("demo")
+
+
+@pytest.fixture(scope="module")
+def web(
+    django_db_setup: None, django_db_blocker: Any, demo_dir: Path
+) -> Iterator[tuple[str, Any]]:
+    """One gunicorn for the module, on the test database through a proxy; the
+    demo server is in its settings file, as make run's is."""
+    env = worker_env()
+    demo_sources_file(demo_dir, env, ROOT)
+    with web_behind_proxy(env, "ts") as found:
         yield found
 
 
@@ -289,6 +304,20 @@ def test_the_example_runs_an_agent_against_quiver(live):
     assert "the model called weather_get_forecast: ran " in lines
     assert lines[-1].startswith("the answer: Here is what I found:")
     assert len(events("selection", "ts-example")) == 2
+
+
+def test_the_example_against_make_runs_demo_prints_what_the_tutorial_shows(
+    transactional_db, server_url, demo_dir, settings, monkeypatch
+):
+    demo_stack(demo_dir, settings, monkeypatch)
+    key = make_client_key("my-agent", "agent", roles=["support"])
+    try:
+        done = run_example({"QUIVER_URL": server_url, "QUIVER_API_KEY": key})
+    finally:
+        work = pool()
+        work.submit(work.close_all(), 10)  # the demo server this process started
+    assert done.returncode == 0, done.stdout + done.stderr
+    check_shown("docs/tutorials/connect-typescript.md", "ts-agent", done.stdout)
 
 
 def test_the_example_without_a_key_says_how_to_make_one():
