@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from config.http import request_id
 from config.pages import acting_user, paginate, render_page
@@ -20,6 +20,7 @@ from oauth.services.connections import revoke_connection
 TEMPLATE = "oauth/connection_list.html"
 
 
+@require_safe
 @login_required
 def connection_list(request: HttpRequest) -> HttpResponse:
     connections = connections_visible_to(request.user, Connection.objects.all())
