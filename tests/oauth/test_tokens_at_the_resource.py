@@ -193,6 +193,10 @@ def test_revoking_the_token_or_the_connection_stops_it_at_once(url, connection):
     assert search(url, other, "weather").status_code == 200
     revoke_connection(connection, actor=None)
     assert search(url, other, "weather").status_code == 401
+    rows = refused_rows()
+    assert len(rows) == 2  # each refusal of a revoked token is on record
+    assert all(row.input["acting_for"]["person"] == "alice" for row in rows)
+    assert {row.output["error"] for row in rows} == {"invalid_token"}
 
 
 def test_a_person_losing_access_shrinks_the_token_at_once(url, alice, connection):
