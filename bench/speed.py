@@ -115,6 +115,7 @@ from catalog.services.tools import content_hash, tool_to_spec  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
 from selection.adapters import pgvector as semantic  # noqa: E402
 from selection.adapters import snapshots  # noqa: E402
+from selection.adapters.kept import STORE  # noqa: E402
 from selection.adapters.snapshots import get_snapshot  # noqa: E402
 from selection.answers import SelectionAnswer  # noqa: E402
 from selection.api.serializers import SelectInputSerializer  # noqa: E402
@@ -620,8 +621,7 @@ def cold_caches() -> None:
     backend_cache = getattr(current_backend(), "_cache", None)
     if backend_cache is not None:
         backend_cache.clear()
-    with services._lock:
-        services._answers.clear()
+    STORE.clear("answer")
 
 
 def make_request(user: Any, slug: str, scorer: str, text: str) -> SelectionRequest:
