@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from audit.models import AuditEvent
+from audit.querysets import Reader
 from audit.verify import ChainCheck, Damage
-
-if TYPE_CHECKING:
-    from catalog.access import Access
 
 ELSEWHERE = "elsewhere"
 # The damage in a reader's own record, in words that count nothing.
@@ -54,7 +52,7 @@ WITHHELD = (
 
 
 def check_for(
-    check: ChainCheck, access: Access, since: int | datetime | None = None
+    check: ChainCheck, access: Reader, since: int | datetime | None = None
 ) -> dict[str, Any]:
     """The check as ``access`` may read it (``since``: where the check began)."""
     answer = asdict(check)
@@ -110,9 +108,9 @@ def _problem(check: ChainCheck, bad: AuditEvent | None) -> str:
 
 
 def last_check_for(
-    last: dict[str, Any] | None, access: Access
+    last: dict[str, Any] | None, access: Reader
 ) -> dict[str, Any] | None:
-    """The last check kept (``audit.last_verify``) as ``access`` may read it: to a
+    """The last check kept (``compliance.last_verify``) as ``access`` may read it: to a
     limited reader, when it ran and whether the chain was intact, nothing else
     (it was counted for whoever ran it)."""
     if last is None or access.catalogs is None:

@@ -76,7 +76,7 @@ def vectors_of(
     specs: dict[str, list], say: Callable[[str], None]
 ) -> dict[str, np.ndarray]:
     """Each data set's tool vectors (row-aligned with its specs), from the cache."""
-    from catalog.embeddings.text import embedding_text
+    from catalog.embedding_text import embedding_text
 
     cache = EmbeddingCache(get_embedder())
     found = {}
@@ -101,7 +101,7 @@ def build(
     from django.utils import timezone
 
     import bench.speed as sp
-    from catalog.embeddings.text import embedding_text, text_hash
+    from catalog.embedding_text import embedding_text, text_hash
     from catalog.models import Catalog, Tool
     from catalog.names import reclaim
     from catalog.naming import assign_provider_names

@@ -23,11 +23,11 @@ from typing import Any
 from django.db import connection
 from django.http import Http404
 
-from catalog.access import Access
 from catalog.models import Catalog, Tool, ToolName
 from catalog.names import ambiguous
 from catalog.naming import look
 from config.rows import Columns, column, fetch_all, split
+from identity.access import Access
 from selection.models import SelectionSettings
 from selection.querysets import StoredSettings
 from sources.models import Source, SourceTool

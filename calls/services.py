@@ -41,9 +41,9 @@ from calls.observe import observed_call
 from calls.reads import read_call
 from calls.records import CallRecord, record_call
 from calls.upstream import Target, UpstreamFailure, call_upstream, fingerprint
-from catalog.access import access_for
 from catalog.models import Tool
 from catalog.names import Ambiguous
+from identity.access import access_for
 from selection.services.tool_calls import (
     BLOCKING_FLAGS,
     LinkedSelection,

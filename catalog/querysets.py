@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
+from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
 from catalog.naming import look
-
-if TYPE_CHECKING:
-    from catalog.access import Access
+from identity.access import GROUP_SCOPES, Access, access_for
+from identity.models import ApiClient
 
 
 def _access(who: Any) -> Access:
     """An Access for a user or an Access (views pass either)."""
-    from catalog.access import Access, access_for
-
     return who if isinstance(who, Access) else access_for(who)
 
 
@@ -98,13 +97,17 @@ def _flip(column: str) -> str:
 
 class CatalogQuerySet(models.QuerySet):
     def visible_to(self, who: Any) -> CatalogQuerySet:
-        """The catalogs a caller may see (see catalog.access)."""
+        """The catalogs a caller may see (see identity.access)."""
         access = _access(who)
         if not access.signed_in:
             return self.none()
         if access.catalogs is None:
             return self
         return self.filter(slug__in=access.catalogs)
+
+    def slugs_among(self, slugs: Iterable[str]) -> set[str]:
+        """The slugs among ``slugs`` that name a catalog (identity.catalogs asks)."""
+        return set(self.filter(slug__in=list(slugs)).values_list("slug", flat=True))
 
     def with_counts(self, who: Any) -> CatalogQuerySet:
         """Annotate tool counts (in all, by status, by embedding status) of the
@@ -148,7 +151,7 @@ class CatalogQuerySet(models.QuerySet):
 
 class ToolQuerySet(models.QuerySet):
     def visible_to(self, who: Any) -> ToolQuerySet:
-        """The tools a caller could ever be offered or may keep (catalog.access).
+        """The tools a caller could ever be offered or may keep (identity.access).
 
         Hiding is not access control: every list, detail, export, exclusion and
         validation reads through this, so agents never learn of a tool their
@@ -236,16 +239,6 @@ class ToolQuerySet(models.QuerySet):
         return tools.search(q)
 
 
-class JobQuerySet(models.QuerySet):
-    def visible_to(self, who: Any) -> JobQuerySet:
-        access = _access(who)
-        if not access.signed_in:
-            return self.none()
-        if access.catalogs is None:
-            return self
-        return self.filter(catalog__slug__in=access.catalogs)
-
-
 def catalog_changes(catalog: Any, tool_name: str = "") -> Any:
     """A catalog's tool change records, newest first; deleted tools' too."""
     from catalog.models import ToolChange
@@ -261,10 +254,7 @@ def known_roles(catalog_ids: list[int]) -> list[str]:
     roles of keys that may see one of them, and people's role groups (every group
     but the scope groups). A tool form offers these, so a typo cannot make a tool
     reachable by nobody."""
-    from django.contrib.auth.models import Group
-
-    from catalog.access import GROUP_SCOPES
-    from catalog.models import ApiClient, Catalog, Tool
+    from catalog.models import Catalog, Tool
 
     roles = {
         role

@@ -26,9 +26,9 @@ from typing import Any
 
 from django.db.models import Max
 
-from catalog.access import Access
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.querysets import seen_q
+from identity.access import Access
 
 # (roles a reader has, None for any; whether it may see unsafe tools)
 Sight = tuple[tuple[str, ...] | None, bool]

@@ -24,11 +24,12 @@ from typing import Any
 from django.db import close_old_connections
 from django.http import Http404
 
-from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
+from catalog.lookups import get_catalog_for_user
 from catalog.names import Ambiguous
 from catalog.services.tools import tool_to_spec
 from config import jsonparse
+from identity.access import access_for
 from selection.services.validate import find_tool
 
 PREFIX = "found."

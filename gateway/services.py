@@ -30,8 +30,8 @@ from audit.writer import PendingEvent, wait_all
 from calls.answers import CallAnswer
 from calls.input import call_input
 from calls.services import CallNotRecorded, execute_call
-from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Tool
 from catalog.names import Ambiguous
 from catalog.services.tools import tool_to_spec
@@ -43,6 +43,7 @@ from config.ratelimit import charge_caller
 from gateway import refusals
 from gateway.inbound import Problem
 from gateway.listing import cursor_for
+from identity.access import access_for
 from selection.api.input import select_input
 from selection.engine import RequestError
 from selection.requests import build_request

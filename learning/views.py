@@ -1,4 +1,4 @@
-"""Console pages of labels and evaluations: parse, check access (catalog.access),
+"""Console pages of labels and evaluations: parse, check access (identity.access),
 call one service, render."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.views.decorators.http import (
     require_safe,
 )
 
-from catalog.access import access_for, get_labels_catalog, may_manage_labels
+from catalog.lookups import get_labels_catalog
 from catalog.models import Catalog
 from config import jsonparse
 from config.exceptions import LimitReached
@@ -24,12 +24,14 @@ from config.http import request_id
 from config.pages import acting_user, paginate, render_page
 from config.params import MAX_ID, whole_number
 from config.ratelimit import rate_limited
+from identity.access import access_for, may_manage_labels
 from learning.charts import run_chart
 from learning.confusable import confusable_pairs
 from learning.models import Evaluation, EvaluationState, LabelOrigin, LabelStatus
 from learning.services import evaluations, labels, proposals
 from learning.services.limits import RETRY_AFTER_S
 from learning.uploads import UploadError, read_label_file
+from selection.registry import EvaluationInputError
 
 METRICS = ("NDCG@10", "R@1", "R@3", "R@10", "MRR", "no_tool_fp_rate", "no_tool_recall")
 MISSES_SHOWN = 50
@@ -273,7 +275,7 @@ def _start_run(request: HttpRequest, catalog: Catalog) -> tuple[str, int]:
 def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError) and hasattr(exc, "message_dict"):
         return "; ".join(m for ms in exc.message_dict.values() for m in ms)
-    if isinstance(exc, evaluations.EvaluationInputError | jsonparse.FieldError):
+    if isinstance(exc, EvaluationInputError | jsonparse.FieldError):
         return str(exc)
     return f"settings: not valid JSON ({exc})"
 

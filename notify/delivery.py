@@ -38,8 +38,8 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from catalog.services import jobs
 from config.aio import run_sync
+from jobs import services as jobs
 from notify.choices import DeliveryOutcome, DeliveryStatus
 from notify.models import Delivery
 from notify.payloads import render

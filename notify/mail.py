@@ -5,7 +5,7 @@ services.approval_event``) and claimed here before anything is sent (``pending``
 -> ``sending``, a conditional update): a task run twice, or run by two workers,
 sends one message. Sent with Django's email backend (``EMAIL_BACKEND``; the
 console by default) to the people who may decide it
-(``catalog.access_approvers``): never the requester, nor the maker of the key
+(``identity.access_approvers``): never the requester, nor the maker of the key
 that asked. A failed send is tried again (``MAX_ATTEMPTS``); a worker that dies
 mid-send leaves the row ``sending`` and nothing is sent again (at most once).
 """
@@ -22,7 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from calls.models import Approval, ApprovalStatus
-from catalog.access_approvers import approvers_to_tell
+from identity.access_approvers import approvers_to_tell
 from notify.choices import EmailStatus
 from notify.models import ApprovalEmail
 from notify.payloads import approval_link, literal

@@ -13,7 +13,6 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import (
@@ -22,33 +21,27 @@ from django.views.decorators.http import (
     require_safe,
 )
 
-from catalog.access import (
-    LABEL_MANAGERS,
-    access_for,
-    get_catalog_for_user,
-    may_manage_labels,
-)
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
+from catalog.navigation import visible_catalogs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from config.exceptions import LimitReached
 from config.htmx import is_htmx_partial
 from config.http import request_id
-from config.pages import (
-    acting_user,
-    can_write,
-    paginate,
-    render_page,
-    visible_catalogs,
-)
+from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited, rate_limited_by
-from learning.gate import RegressionRefused
-from learning.services import evaluations
+from identity.access import LABEL_MANAGERS, access_for, may_manage_labels
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, SettingsFieldsForm, TryItForm
 from selection.forms.fields import TOOL_CHOICES_MAX
 from selection.forms.try_it import flatten_errors
 from selection.models import SelectionSettingsChange
+from selection.registry import (
+    EvaluationInputError,
+    RegressionRefused,
+    evaluate_settings,
+)
 from selection.requests import build_request
 from selection.services.select import select_tools
 from selection.services.settings import (
@@ -200,7 +193,7 @@ def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
     fields_form = settings_fields_form(catalog, data)
     raw_form = SelectionSettingsForm(initial={"settings": data})
     if request.method == "POST":
-        if not can_write(request):
+        if not access_for(request.user).can_write:
             raise PermissionDenied("changing settings needs the curator or admin scope")
         form = posted_settings_form(request, catalog, data)
         if _save(request, catalog, form):
@@ -317,8 +310,9 @@ def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
     if not problems:
         try:
             proposed = checked_settings(form.settings_data()).to_dict()
-            context |= _evaluate_pair(request, catalog, proposed)
-        except evaluations.EvaluationInputError as exc:
+            actor = acting_user(request)
+            context |= evaluate_settings(catalog, actor=actor, proposed=proposed)
+        except EvaluationInputError as exc:
             problems = [str(exc)]
         except ValidationError as exc:
             problems = list(exc.messages)
@@ -329,19 +323,6 @@ def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render_page(
         request, EVALUATE_SETTINGS_PARTIAL, context, status=429 if busy else 200
     )
-
-
-def _evaluate_pair(
-    request: HttpRequest, catalog: Catalog, proposed: dict[str, Any]
-) -> dict[str, Any]:
-    """Both runs or neither: the second past the caller's limit of waiting runs
-    (``LimitReached``) takes the first back with it."""
-    with transaction.atomic():
-        saved = evaluations.start_evaluation(catalog, actor=acting_user(request))
-        tried = evaluations.start_evaluation(
-            catalog, actor=acting_user(request), settings_data=proposed
-        )
-    return {"saved": saved, "tried": tried}
 
 
 def _form_problems(form: SettingsForm) -> list[str]:
@@ -431,7 +412,7 @@ def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
 def restore_settings(request: HttpRequest, slug: str, version: int) -> HttpResponse:
     """One click: a new version equal to version ``version``."""
     catalog = get_catalog_for_user(request.user, slug)
-    if not can_write(request):
+    if not access_for(request.user).can_write:
         raise PermissionDenied("restoring settings needs the curator or admin scope")
     try:
         _data, new = restore_selection_settings(

@@ -37,10 +37,9 @@ from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
-from catalog.access import Actor
+from audit.actors import Actor
 from catalog.choices import ImportOutcome, ToolStatus
-from catalog.models import Job, Tool
-from catalog.services import jobs
+from catalog.models import Tool
 from catalog.services.tools import (
     ToolConflict,
     create_tool,
@@ -48,6 +47,8 @@ from catalog.services.tools import (
     update_tool,
 )
 from config.jsonparse import printable_tree
+from jobs import services as jobs
+from jobs.models import Job
 from sources.mapping import (
     new_tool_names,
     synced_spec,

@@ -11,11 +11,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
-from catalog.models import Job
 from config.console_views import deleting_view
 from config.http import request_id
 from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from jobs.models import Job
 from sources import services
 from sources.forms import SourceEditForm, SourceForm, header_lines
 from sources.querysets import get_source_for_user, sources_of

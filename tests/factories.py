@@ -10,11 +10,12 @@ from django.contrib.auth.models import Group
 
 from catalog.models import Catalog, Tool
 from catalog.names import reclaim
-from catalog.services import create_api_client, create_tool, ensure_default_catalog
+from catalog.services import create_tool, ensure_default_catalog
 from catalog.services.embeddings import run_reindex, start_reindex
-from catalog.services.jobs import claim_job
 from catalog.services.tools import content_hash, tool_to_spec
 from catalog.spec import ToolSpec
+from identity.services import create_api_client
+from jobs.services import claim_job
 
 _seq = count(1)
 

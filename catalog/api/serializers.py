@@ -8,11 +8,10 @@ from typing import Any
 
 from rest_framework import serializers
 
-from catalog.access import access_for
+from catalog import job_reads
 from catalog.choices import EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import FORMATS
-from catalog.models import Catalog, Job, Tool, ToolChange
-from catalog.services import jobs
+from catalog.models import Catalog, Tool, ToolChange
 from catalog.services.bulk_edit import BULK_MAX_TOOLS
 from catalog.services.import_names import NAME_CHOICES, REFUSE
 from catalog.services.tools import MAX_REASON_CHARS
@@ -25,6 +24,8 @@ from catalog.sizes import (
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
 from catalog.versions import Seen, seen_by
 from config.strict import StrictFieldsMixin
+from identity.access import access_for
+from jobs.models import Job
 
 
 def check_stored_size(name: str, value: Any, limit: int = MAX_STORED_CHARS) -> None:
@@ -179,7 +180,7 @@ class ToolChangeSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    """A job as its reader may see it (``jobs.job_for_reader``): the request in
+    """A job as its reader may see it (``job_reads.job_for_reader``): the request in
     the context is the reader; without one nothing is named."""
 
     catalog: serializers.SlugRelatedField = serializers.SlugRelatedField(
@@ -193,11 +194,13 @@ class JobSerializer(serializers.ModelSerializer):
         help_text="errors not shown (only whole-catalog readers see them)"
     )
 
-    def _readable(self, job: Job) -> jobs.JobForReader:
-        cache: dict[int, jobs.JobForReader] = self.__dict__.setdefault("_seen", {})
+    def _readable(self, job: Job) -> job_reads.JobForReader:
+        cache: dict[int, job_reads.JobForReader] = self.__dict__.setdefault("_seen", {})
         if job.pk not in cache:
             request = self.context.get("request")
-            cache[job.pk] = jobs.job_for_reader(job, getattr(request, "user", None))
+            cache[job.pk] = job_reads.job_for_reader(
+                job, getattr(request, "user", None)
+            )
         return cache[job.pk]
 
     def to_representation(self, instance: Job) -> dict[str, Any]:

@@ -24,10 +24,10 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from django.utils import timezone
 
+from audit.actors import Actor, actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_events
 from catalog import names
-from catalog.access import Actor, actor_name, stored_user
 from catalog.choices import ChangeAction, ImportOutcome
 from catalog.formats import ImportItem
 from catalog.models import Catalog, Tool, ToolChange, ToolName
@@ -39,7 +39,7 @@ from catalog.naming import (
     looks_of,
     provider_safe_name,
 )
-from catalog.services import jobs
+from catalog.services import work
 from catalog.services.tools import (
     _SET_BY_SERVICE,
     _UPDATED_FIELDS,
@@ -328,4 +328,4 @@ class _Chunk:
             self._audit(rows, version)
         written = sorted(self.tools[name].pk for name in {n for n, _ in self.changes})
         for tool_id in written[:: int(settings.QUIVER_EMBED_BATCH)]:
-            jobs.enqueue_embedding(tool_id)
+            work.enqueue_embedding(tool_id)

@@ -20,20 +20,21 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from audit.actors import Actor, actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_event
 from catalog import names
-from catalog.access import Actor, actor_name, stored_user
 from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.names import ToolConflict as ToolConflict
 from catalog.naming import hidden_characters, looks_of, name_problems
 from catalog.schema_policy import check_tool_schema
-from catalog.services import jobs
+from catalog.services import work
 from catalog.sizes import MAX_TOOL_CHARS, oversized_fields
 from catalog.spec import ToolSpec
 from catalog.versions import hides
+from jobs import services as jobs
 
 # Who made a change: a user (a person or an API client's service user), an
 # anonymous user, or None for the system itself (bootstrap, imports' worker).
@@ -256,7 +257,7 @@ RELEARN_TASK = "learning.learn_tasks.relearn_if_due"
 
 
 def _enqueue_embedding(tool_id: int) -> None:
-    jobs.enqueue_embedding(tool_id)
+    work.enqueue_embedding(tool_id)
 
 
 def create_tool(

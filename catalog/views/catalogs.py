@@ -10,16 +10,17 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
 from catalog import services
-from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import FORMATS
 from catalog.forms import CatalogForm
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
 from catalog.services.embeddings import start_reindex
 from catalog.versions import seen_by
 from catalog.views.common import writer_required
 from config.http import request_id
-from config.pages import acting_user, can_write, render_page
+from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from identity.access import access_for
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -29,7 +30,10 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
     """Every visible catalog with its counts; curators create catalogs here too."""
     form = CatalogForm()
     if request.method == "POST":
-        if not can_write(request) or not access_for(request.user).all_catalogs:
+        if (
+            not access_for(request.user).can_write
+            or not access_for(request.user).all_catalogs
+        ):
             raise PermissionDenied(
                 "creating a catalog needs the curator or admin scope and every catalog"
             )

@@ -10,12 +10,13 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_safe
 
-from catalog.access import access_for, get_catalog_for_user
 from catalog.diffs import diff_lines
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Tool, ToolChange
 from catalog.querysets import catalog_changes
 from catalog.views.common import get_tool_for_user
 from config.pages import paginate, render_page
+from identity.access import access_for
 
 
 def history_context(tool: Tool) -> dict[str, Any]:

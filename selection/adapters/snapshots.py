@@ -31,7 +31,6 @@ from django.db.models import Count, Max, Sum
 
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.spec import ToolSpec
-from learning.signal import signal_for
 from selection.adapters.index_child import fresh_index
 from selection.adapters.kept import STORE, deep_size
 from selection.adapters.snapshot_vectors import (
@@ -46,6 +45,7 @@ from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.models import SelectionSettings
 from selection.querysets import StoredSettings
+from selection.registry import learnt_signal
 from telemetry import metrics
 
 # The columns a record is built from: every ToolSpec field, read as plain values
@@ -120,13 +120,13 @@ def get_snapshot(
         entry = None
         if cached is not None and _patchable(cached, catalog, settings_version):
             entry = _refresh(catalog, cached, key)
+            if entry is not None:
+                size = _patched_size(catalog.pk, cached, entry)
+                _install(catalog.pk, entry, size, "patched")
         if entry is None:
             entry = _build(catalog, stored.effective(), key)
             _freeze()
             _install(catalog.pk, entry, deep_size(entry), "built")
-        else:
-            size = _patched_size(catalog.pk, cached, entry)
-            _install(catalog.pk, entry, size, "patched")
     if entry.stale_index:
         _rebuild_later(catalog.pk, float(settings.QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY))
     return entry.snapshot, entry.names
@@ -223,7 +223,7 @@ def _build(
         tools=tools,
         settings=engine_settings,
         vectors=vectors,
-        learnt=signal_for(catalog, engine_settings.learnt_model),
+        learnt=learnt_signal(catalog, engine_settings.learnt_model),
     )
     feed = Feed(change_id, _checksum_of(versions), versions, seen)
     model = catalog.active_embedding_model
@@ -367,8 +367,8 @@ def _patched(
     changed_ids = {t.id for t in change.replaced.values()} | {
         t.id for t in change.added
     }
-    old = (entry.snapshot, entry.feed.vectors_seen)
-    vectors, seen = patch_vectors(catalog, old, snapshot, change, changed_ids)
+    before = (entry.snapshot, entry.feed.vectors_seen)
+    vectors, seen = patch_vectors(catalog, before, snapshot, change, changed_ids)
     snapshot = with_vectors(snapshot, vectors)
     feed = Feed(
         entry.feed.change_id if last is None else last, checksum, versions, seen

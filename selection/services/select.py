@@ -22,12 +22,12 @@ from audit.services import (
     record_event,
     record_event_soon,
 )
-from catalog.access import access_for
 from catalog.formats import export_tool
 from catalog.models import Catalog
 from catalog.reads import tools_named
 from catalog.services.tools import tool_to_spec
 from catalog.versions import request_sight, visible_version
+from identity.access import access_for
 from selection.adapters.kept import STORE, deep_size
 from selection.adapters.llm import llm_callable
 from selection.adapters.pgvector import (

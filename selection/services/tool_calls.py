@@ -33,7 +33,6 @@ from referencing.exceptions import Unresolvable
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
-from catalog.access import Access
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.names import ambiguous, called_tools
 from catalog.querysets import tool_visible
@@ -45,6 +44,7 @@ from catalog.schema_policy import (
 )
 from catalog.services.tools import tool_to_spec
 from catalog.versions import sight_of, visible_version
+from identity.access import Access
 from selection.adapters.snapshots import get_snapshot
 from selection.engine.policy import kept_policy_codes, policy_codes
 from selection.engine.types import HIDDEN, POLICY_REASONS, SelectionRequest

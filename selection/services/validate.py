@@ -10,11 +10,11 @@ from django.http import Http404
 
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Access, access_for
 from catalog.models import Catalog, Tool
 from catalog.names import called_tool
 from catalog.schema_policy import validate_arguments
 from catalog.services.tools import tool_to_spec
+from identity.access import Access, access_for
 from selection.engine.types import HIDDEN
 from selection.services.tool_calls import FLAGS, not_allowed_reason, why_not_allowed
 

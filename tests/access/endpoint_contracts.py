@@ -40,6 +40,9 @@ class Write:
     why: str = ""  # why the request writes no audit row (audit None)
     scoped: bool = True
     outsider: str = ""  # for an unscoped write: who is refused
+    # A write to the caller's own rows that anyone signed in may make (there is
+    # no outsider): why it reaches nobody else.
+    anyone: str = ""
     args: dict[str, str] = field(default_factory=dict)  # URL kwarg -> world id
     query: str = ""  # formatted with the world's ids
     ok: tuple[int, ...] = OK
@@ -87,6 +90,9 @@ CALL = {
     "call_id": "c1",
 }
 SLUG = {"slug": "slug"}
+MAPPING = {"pk": "mapping"}
+CONSOLE_MAPPING = {"mapping_id": "mapping"}
+SIGN_IN = "sign_in_settings"
 TOOL_ID = {"pk": "tool"}
 SOURCE = {"pk": "source"}
 HOOK = {"pk": "webhook"}
@@ -207,6 +213,37 @@ API: dict[str, Contract] = {
         args={"pk": "client"},
     ),
     "GET api-root": Read("agent", scoped=False),
+    # sign-in settings: people who are admins (an API key manages no person)
+    "GET claim-mapping-list": Read("superuser", scoped=False, outsider="member"),
+    "POST claim-mapping-list": Write(
+        "superuser",
+        {"value": "ops-team", "groups": ["curator"], "catalogs": ["default"]},
+        SIGN_IN,
+        scoped=False,
+        outsider="admin",  # the admin key: people are managed by people
+    ),
+    "GET claim-mapping-detail": Read(
+        "superuser", scoped=False, outsider="admin", args=MAPPING
+    ),
+    "PATCH claim-mapping-detail": Write(
+        "superuser",
+        {"groups": ["curator"], "catalogs": ["default", "elsewhere"]},
+        SIGN_IN,
+        scoped=False,
+        outsider="admin",
+        args=MAPPING,
+    ),
+    "DELETE claim-mapping-detail": Write(
+        "superuser", None, SIGN_IN, scoped=False, outsider="member", args=MAPPING
+    ),
+    "GET sign-in-policy": Read("superuser", scoped=False, outsider="member"),
+    "PATCH sign-in-policy": Write(
+        "superuser",
+        {"password_login": True},
+        SIGN_IN,
+        scoped=False,
+        outsider="admin-out",  # an admin of some catalogs only
+    ),
     # selection
     "POST select": Write(
         "agent", {"query": "weather", "scorer": "keyword"}, "selection"
@@ -372,6 +409,14 @@ CONSOLE: dict[str, Contract] = {
     "GET console:tool-list": Read(
         "member", scoped=False, outsider="member-out", hides="spare"
     ),
+    "POST console:first-steps-dismiss": Write(
+        "admin",
+        {},
+        why="a preference: the first steps hidden for this person, which changes "
+        "nothing anyone may see or do",
+        scoped=False,
+        anyone="each person hides the panel for themselves alone",
+    ),
     "GET console:tool-export": Read(
         "member", scoped=False, outsider="member-out", hides="spare"
     ),
@@ -437,18 +482,18 @@ CONSOLE: dict[str, Contract] = {
         why="queues a re-embedding job: the same tools, their vectors made again",
         args=SLUG,
     ),
-    "GET console:client-list": Read("admin", scoped=False, outsider="curator"),
-    "POST console:client-list": Write(
+    "GET identity:client-list": Read("admin", scoped=False, outsider="curator"),
+    "POST identity:client-list": Write(
         "admin",
         {"name": "bot", "scope": "agent", "all_catalogs": "on"},
         "client_created",
         scoped=False,
         outsider="curator",
     ),
-    "GET console:client-edit": Read(
+    "GET identity:client-edit": Read(
         "admin", scoped=False, outsider="curator", args={"client_id": "client"}
     ),
-    "POST console:client-edit": Write(
+    "POST identity:client-edit": Write(
         "admin",
         {"roles": "edited", "all_catalogs": "on"},
         "client_changed",
@@ -456,7 +501,7 @@ CONSOLE: dict[str, Contract] = {
         outsider="curator",
         args={"client_id": "client"},
     ),
-    "POST console:client-rotate": Write(
+    "POST identity:client-rotate": Write(
         "admin",
         {},
         "client_rotated",
@@ -464,7 +509,7 @@ CONSOLE: dict[str, Contract] = {
         outsider="curator",
         args={"client_id": "client"},
     ),
-    "POST console:client-revoke": Write(
+    "POST identity:client-revoke": Write(
         "admin",
         {},
         "client_revoked",
@@ -472,18 +517,18 @@ CONSOLE: dict[str, Contract] = {
         outsider="curator",
         args={"client_id": "client"},
     ),
-    "GET console:person-list": Read("admin", scoped=False, outsider="curator"),
-    "POST console:person-list": Write(
+    "GET identity:person-list": Read("admin", scoped=False, outsider="curator"),
+    "POST identity:person-list": Write(
         "admin",
         {"username": "reader", "groups": ["compliance"], "all_catalogs": "on"},
         "access_changed",
         scoped=False,
         outsider="curator",
     ),
-    "GET console:person-edit": Read(
+    "GET identity:person-edit": Read(
         "admin", scoped=False, outsider="curator", args={"person_id": "person"}
     ),
-    "POST console:person-edit": Write(
+    "POST identity:person-edit": Write(
         "admin",
         {"groups": ["curator"], "all_catalogs": "on"},
         "access_changed",
@@ -491,7 +536,7 @@ CONSOLE: dict[str, Contract] = {
         outsider="curator",
         args={"person_id": "person"},
     ),
-    "POST console:person-active": Write(
+    "POST identity:person-active": Write(
         "admin",
         {"active": "0"},
         "access_changed",
@@ -663,6 +708,23 @@ CONSOLE: dict[str, Contract] = {
         "webhook_changed",
         args={"webhook_id": "webhook", "delivery_id": "delivery"},
     ),
+    # sign-in settings (an admin of some catalogs is the outsider of a mapping
+    # giving another, and of the password switch)
+    "GET sso:settings": Read("admin", scoped=False, outsider="curator"),
+    "POST sso:settings": Write(
+        "admin",
+        {"value": "ops-team", "groups": ["curator"], "catalogs": "default"},
+        SIGN_IN,
+    ),
+    "GET sso:mapping-edit": Read("admin", args=CONSOLE_MAPPING),
+    "POST sso:mapping-edit": Write(
+        "admin",
+        {"groups": ["curator"], "catalogs": "default, elsewhere"},
+        SIGN_IN,
+        args=CONSOLE_MAPPING,
+    ),
+    "POST sso:mapping-delete": Write("admin", {}, SIGN_IN, args=CONSOLE_MAPPING),
+    "POST sso:password-switch": Write("admin", {"on": "1"}, SIGN_IN),
 }
 
 SITE: dict[str, Contract] = {
@@ -674,6 +736,18 @@ SITE: dict[str, Contract] = {
     "GET api-schema": Read("agent", scoped=False),
     "GET api-docs": Read("member", scoped=False, outsider=""),
     "GET login": Read("member", scoped=False, public=True),
+    "GET sso:start": Other(
+        "single sign-on's start, for people signed out: off here (no provider: "
+        "404); on, it sends the browser to the provider, throttled per address "
+        "(tests/sso/test_start_and_callback.py, against a real provider)",
+        anonymous=(404,),
+    ),
+    "GET sso:callback": Other(
+        "the provider's answer: signs a person in (sign_in) or refuses them "
+        "(sign_in_refused) with the request's id; off here (404), tried against "
+        "a real provider by tests/sso and tests/e2e/test_sso.py",
+        anonymous=(404,),
+    ),
     "POST login": Other("signing in (its own throttle per account and address)"),
     "PUT login": Other("signing in (its own throttle per account and address)"),
     "GET logout": Other("signing out"),

@@ -1,7 +1,8 @@
 """The objects every endpoint contract is tried against, made once for the
 whole walk (tests/access/test_every_endpoint.py): two catalogs, a tool of each
 kind, a key and a person of every scope with everything, the same limited to
-the other catalog (the outsiders), and one of each object a URL names."""
+the other catalog (the outsiders), and one of each object a URL names (a
+claim mapping among them)."""
 
 from __future__ import annotations
 
@@ -11,24 +12,25 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from audit.choices import EventType
 from audit.services import record_event
 from calls.approvals import request_approval
-from catalog.models import ApiClient, Catalog, Job, ToolChange, UserCatalogAccess
-from catalog.services import (
-    create_api_client,
-    create_catalog,
-    ensure_default_catalog,
-    update_tool,
-)
+from catalog.models import Catalog, ToolChange
+from catalog.services import create_catalog, ensure_default_catalog, update_tool
+from identity.models import ApiClient, UserCatalogAccess
+from identity.services import create_api_client
+from jobs.models import Job
 from learning.models import Evaluation, Label, LearntModel
 from notify.models import Delivery
 from notify.services import create_webhook
 from selection.services.settings import update_selection_settings
 from sources.models import SourceTool
 from sources.services import create_source
+from sso.models import ClaimMapping, SignInPolicy
+from sso.policy import POLICY_PK
 from tests.factories import make_spec, make_tool, make_user
 
 SCOPES = ("agent", "curator", "compliance", "admin")
@@ -61,6 +63,7 @@ def build_world() -> World:
     first, last = changes.values_list("pk", flat=True)[0], changes.last()
     world.ids |= {"change": first, "change2": last.pk if last else first}
     _objects(world, default, delete_me)
+    _sign_in(world)
     return world
 
 
@@ -152,3 +155,12 @@ def _objects(world: World, default: Catalog, delete_me: Any) -> None:
         "job": job.pk if job else 0,
         "event": event.pk,
     }
+
+
+def _sign_in(world: World) -> None:
+    """A claim mapping (the curator group in the default catalog) and password
+    sign-in off, so turning it on is a change."""
+    mapping = ClaimMapping.objects.create(value="engineering", catalogs=["default"])
+    mapping.groups.set(Group.objects.filter(name="curator"))
+    SignInPolicy.objects.create(pk=POLICY_PK, password_login=False)
+    world.ids["mapping"] = mapping.pk

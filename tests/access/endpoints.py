@@ -1,9 +1,10 @@
 """Every operation Quiver serves, read from the URL configuration: each URL
 pattern (the API's and the console's) with each method its view allows. A
 DRF view allows the methods its actions or handlers take; a function view the
-methods its ``require_http_methods`` decorator names (a function view without
-one allows every method: tests/access/test_every_endpoint.py refuses that); a
-class-based Django view its handlers."""
+methods its ``require_http_methods`` decorator names, or ``config.errors.json_reads``
+(which holds them the same way; a function view naming none allows every method:
+tests/access/test_every_endpoint.py refuses that); a class-based Django view its
+handlers."""
 
 from __future__ import annotations
 
@@ -48,8 +49,9 @@ def _patterns(
 
 
 def declared_methods(view: Callable[..., Any]) -> tuple[str, ...] | None:
-    """The methods a function view's ``require_http_methods`` names (through
-    any decorators around it), or None when it names none."""
+    """The methods a function view's ``require_http_methods`` (or ``json_reads``)
+    names, read from the list in its wrapper's closure (through any decorators
+    around it), or None when it names none."""
     current: Any = view
     while current is not None:
         for cell in current.__closure__ or ():

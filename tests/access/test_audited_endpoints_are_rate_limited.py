@@ -9,10 +9,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
-from catalog.access import ALL_CATALOGS
-from catalog.models import ApiClient
-from catalog.services.clients import create_api_client
 from config import ratelimit
+from identity.access import ALL_CATALOGS
+from identity.models import ApiClient
+from identity.services.clients import create_api_client
 from tests.factories import make_client_key, make_sample_catalog, make_tool, make_user
 
 pytestmark = pytest.mark.django_db

@@ -23,12 +23,13 @@ from django.db import transaction
 from rest_framework.test import APIClient
 
 from catalog.formats import ImportItem
-from catalog.models import ApiClient, Catalog, Tool
+from catalog.models import Catalog, Tool
 from catalog.services import delete_tool, set_tool_status, update_tool
 from catalog.services.bulk_import import import_chunk
 from catalog.services.tools import tool_to_spec
 from gateway import refusals
 from gateway import services as mcp
+from identity.models import ApiClient
 from tests.factories import make_client_key, make_tool, make_user
 
 pytestmark = pytest.mark.django_db

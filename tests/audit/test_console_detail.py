@@ -89,7 +89,7 @@ def test_a_changes_page_shows_who_and_the_diff(as_compliance, compliance):
 
 
 def test_an_event_outside_the_readers_catalogs_is_a_404(client, trail):
-    from catalog.models import UserCatalogAccess
+    from identity.models import UserCatalogAccess
     from tests.factories import make_user
 
     reader = make_user("rita", groups=("compliance",))

@@ -16,8 +16,9 @@ from django.db import connection
 from audit.models import AuditEvent
 from audit.services import record_event, seal_pending
 from audit.verify_scope import PROBLEM_ELSEWHERE
-from catalog.models import Catalog, UserCatalogAccess
+from catalog.models import Catalog
 from catalog.services import ensure_default_catalog
+from identity.models import UserCatalogAccess
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db

@@ -12,10 +12,10 @@ from django.forms.models import model_to_dict
 from django.http import Http404
 
 from calls.reads import read_call
-from catalog.access import Access
 from catalog.models import Tool
 from catalog.services import ensure_default_catalog
 from catalog.services.tools import set_tool_status
+from identity.access import Access
 from selection.models import SelectionSettings
 from selection.querysets import StoredSettings
 from selection.services.settings import update_selection_settings

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from catalog.models import Catalog, Job, Tool, ToolChange
+from catalog.models import Catalog, Tool, ToolChange
 from catalog.names import reclaim
 from catalog.services.catalogs import create_catalog
 from catalog.services.imports import run_import, start_import
-from catalog.services.jobs import claim_job
 from catalog.services.tools import content_hash, tool_to_spec
+from jobs.models import Job
+from jobs.services import claim_job
 from tests.factories import make_tool, make_user, weather_schema
 
 pytestmark = [pytest.mark.integration]

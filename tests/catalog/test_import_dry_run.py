@@ -13,9 +13,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from audit.models import AuditEvent
 from catalog.formats import FORMATS
-from catalog.models import Catalog, Job, Tool, ToolChange
+from catalog.models import Catalog, Tool, ToolChange
 from catalog.services.catalogs import create_catalog
 from catalog.services.imports import preview_import, run_import, start_import
+from jobs.models import Job
 from tests.catalog.test_bulk_import import claimed, import_into, mixed_document, seed
 from tests.factories import make_user
 

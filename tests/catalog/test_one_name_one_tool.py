@@ -25,14 +25,15 @@ from django.db import IntegrityError, connection, transaction
 from rest_framework.test import APIClient
 
 from catalog.formats import FORMATS, export_tool
-from catalog.models import Catalog, Job, Tool, ToolName
+from catalog.models import Catalog, Tool, ToolName
 from catalog.names import ToolConflict, hold
 from catalog.naming import look
 from catalog.services import create_tool, ensure_default_catalog, update_tool
 from catalog.services.bulk_edit import check_change
 from catalog.services.imports import run_import, start_import
-from catalog.services.jobs import claim_job
 from catalog.services.tools import tool_to_spec
+from jobs.models import Job
+from jobs.services import claim_job
 from tests.factories import (
     make_client_key,
     make_spec,

@@ -21,11 +21,12 @@ from typing import Any
 import pytest
 from django.core import checks
 
-from catalog.models import Catalog, Job, Tool
+from catalog.models import Catalog, Tool
 from catalog.naming import confusable_names, name_problems, skeleton
 from catalog.services import create_catalog, ensure_default_catalog
 from catalog.services.imports import run_import, start_import
-from catalog.services.jobs import claim_job
+from jobs.models import Job
+from jobs.services import claim_job
 from tests.conftest import worker_env
 from tests.factories import (
     make_tool,

@@ -21,7 +21,7 @@ from django.core import mail
 from django.test import TestCase
 
 from calls.decisions import deny
-from catalog.services import create_api_client
+from identity.services import create_api_client
 from notify import delivery
 from notify import mail as approval_mail
 from notify.models import ApprovalEmail, Delivery

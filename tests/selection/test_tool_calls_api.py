@@ -12,9 +12,10 @@ import pytest
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
-from catalog.models import ApiClient, Tool
+from catalog.models import Tool
 from catalog.services import create_catalog, update_tool
 from catalog.services.tools import tool_to_spec
+from identity.models import ApiClient
 from tests.factories import make_tool, stored_past_the_rules
 from tests.selection.test_tool_calls_parse import (
     mcp_request,

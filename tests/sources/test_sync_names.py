@@ -88,7 +88,7 @@ def test_a_renamed_tool_is_called_upstream_by_its_own_name(
 
 
 def test_a_listing_whose_names_are_not_text_is_refused_item_by_item(make_source):
-    from catalog.services.jobs import claim_job
+    from jobs.services import claim_job
     from sources.services import start_sync
     from sources.sync import OUTCOMES, apply_listing
 
