@@ -11,7 +11,7 @@ drops this store's reference: a request still holding a snapshot finishes with i
 and the next request for that catalog builds it again from Postgres.
 
 The budget, what is kept by kind and the evictions are metrics
-(``telemetry.metrics``: ``quiver_memory_*``).
+(``telemetry.metrics``: ``quiver_catalog_memory_*``, ``quiver_catalog_snapshot*``).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class Store:
 
     @staticmethod
     def budget() -> int:
-        return int(settings.QUIVER_MEMORY_BUDGET_MB) * MB
+        return int(float(settings.QUIVER_MEMORY_BUDGET_MB) * MB)
 
     def get(self, key: Key) -> Any | None:
         """The entry's value (now the most recently used), or None."""
