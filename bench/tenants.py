@@ -32,9 +32,10 @@ a key that sees that catalog alone and by one that sees every catalog. The tool
 has no source, so each call is resolved, checked, refused with a 409 ("no source
 to run it") and audited: everything a call costs before its upstream.
 
-The simulated row replays a Zipf mix over ``--simulate`` catalogs against the
-process's store (``selection.adapters.kept``) with snapshot sizes measured here
-(bytes a tool, fitted on real snapshots): memory and evictions only, no latency.
+The simulated rows replay a Zipf mix of ten requests a catalog over
+``--simulate`` catalogs against the process's store (``selection.adapters.kept``)
+with snapshot sizes measured here (bytes a tool, fitted on real snapshots), at
+the default budget and at ``--tight-mb``: memory and evictions only, no latency.
 """
 
 from __future__ import annotations
@@ -293,7 +294,7 @@ def simulate(
     for number in zipf_mix(count, requests, rng):
         if store.get(("snapshot", number)) is None:
             built += 1
-            store.put(("snapshot", number), None, int(fixed + slope * sizes[number]))
+            store.put(("snapshot", number), number, int(fixed + slope * sizes[number]))
     kept = len(store.keys("snapshot"))
     evicted = built - kept
     return {
@@ -378,7 +379,7 @@ def main(argv: list[str]) -> int:
             rows.append(mix_row(max(counts), args, tenants, pools, args.tight_mb))
         say(f"calls by name: {held[1]} of {held[0].slug} (load {load()})")
         calls = calls_row(args, tenants, held)
-        total = args.requests + args.warmup
+        total = 10 * args.simulate  # every catalog asked, the first ones often
         simulated = [
             simulate(args.simulate, total, fit, mb)
             for mb in (int(settings.QUIVER_MEMORY_BUDGET_MB), args.tight_mb)
