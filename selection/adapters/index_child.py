@@ -1,6 +1,6 @@
 """A large catalog's lexical index rebuilt exactly in a forked child process.
 
-A thread would share the GIL with the requests for the whole build (~8 s at
+A thread would share the GIL with the requests for the whole build (seconds at
 100,000 tools, making each request meanwhile many times slower); the child
 inherits the snapshot by fork (nothing copied up front) and sends back only the
 index. A child forked from a process with other threads can hang on a lock one

@@ -187,8 +187,8 @@ def _install(catalog_id: int, entry: Entry, size: int, how: str = "") -> Entry:
 def _patched_size(catalog_id: int, old: Entry, new: Entry) -> int:
     """A patched entry's bytes: measured up to ``QUIVER_SNAPSHOT_INLINE_INDEX_MAX``
     tools; above, the old entry's scaled by the tools' count until the background
-    index rebuild measures its new index (a walk of 100,000 tools would cost an
-    edit's next request seconds)."""
+    index rebuild measures its new index (walking a large catalog's objects
+    would hold up the edit's next request)."""
     tools = len(new.snapshot.tools)
     if tools <= int(settings.QUIVER_SNAPSHOT_INLINE_INDEX_MAX):
         return deep_size(new)
