@@ -28,9 +28,9 @@ class AnyOf(Lookup):  # type: ignore[type-arg]
         field = self.lhs.output_field
         return [field.get_prep_value(value) for value in values]
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> Any:
         lhs, lhs_params = self.process_lhs(compiler, connection)
-        return f"{lhs} = ANY(%s)", [*lhs_params, list(self.rhs)]
+        return f"{lhs} = ANY(%s)", (*lhs_params, list(self.rhs))
 
 
 Field.register_lookup(AnyOf)

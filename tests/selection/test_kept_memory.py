@@ -47,8 +47,9 @@ def catalog_of(number: int, tools: int = TOOLS) -> Catalog:
 def picks(catalog: Catalog, snapshot: CatalogSnapshot) -> list[tuple[str, float]]:
     """The hybrid answer's picks and scores, from the snapshot's own vectors."""
     query = "what's the weather in Paris?"
-    vector, _ = query_vector(catalog, query)
-    assert snapshot.vectors is not None
+    found = query_vector(catalog, query)
+    assert found is not None and snapshot.vectors is not None
+    vector = found[0]
     pool = snapshot.vectors.nearest(vector, snapshot.settings.candidate_pool)
     semantic = {snapshot.tools[r].name: s for r, s in pool.items()}
     request = SelectionRequest(query=query, scorer="hybrid", max_candidates=5)
