@@ -47,8 +47,8 @@ def deep_size(root: object, *, stop: tuple[type, ...] = ()) -> int:
     """Bytes of every object reachable from ``root``, each counted once: the
     objects' own sizes (``sys.getsizeof``; a numpy array owning its buffer counts
     it, a view counts its base once). Instances of ``stop`` are not entered (what
-    another entry of the store holds). Within a few percent of what tracemalloc
-    counts for a snapshot it built (tests/selection/test_kept_memory.py)."""
+    another entry of the store holds). tests/selection/test_kept_memory.py holds
+    it near what tracemalloc counts for the same snapshot's build."""
     skipped = (*NOT_AN_ENTRY, *stop)
     seen: set[int] = set()
     total, todo = 0, [root]
