@@ -30,6 +30,10 @@ class EventType(models.TextChoices):
         "sign_in_settings",
         "Single sign-on mapping or password sign-in changed",
     )
+    UPSTREAM_AUTH = (
+        "upstream_auth",
+        "A person's authorization of an upstream server connected, refused or removed",
+    )
 
 
 class RollupKind(models.TextChoices):
@@ -46,6 +50,7 @@ CALL_OUTCOMES = (
     "refused",
     "pending",
     "denied",
+    "needs_authorization",
     "failed",
     "timed_out",
     "interrupted",

@@ -55,6 +55,7 @@ urlpatterns = [
     path("", include("learning.urls_learn")),
     path("", include("notify.urls")),
     path("", include("sso.urls")),
+    path("", include("vault.urls")),
 ]
 
 handler400 = "config.errors.bad_request"
