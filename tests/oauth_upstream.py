@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import json
 import secrets
 import threading
 import time
@@ -50,6 +51,8 @@ from mcp.server.auth.settings import (
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp_types import ToolAnnotations
+from pydantic import AnyUrl
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -95,6 +98,16 @@ class Authority(
         request_id = secrets.token_urlsafe(16)
         self.waiting[request_id] = (client.client_id, params)
         return f"{self.issuer}/login?" + urlencode({"request": request_id})
+
+    def register_by_hand(self, client_id: str, secret: str, redirect_uri: str) -> None:
+        """What an admin does at a server without dynamic registration."""
+        self.clients[client_id] = OAuthClientInformationFull(
+            client_id=client_id,
+            client_secret=secret,
+            redirect_uris=[AnyUrl(redirect_uri)],
+            token_endpoint_auth_method="client_secret_post",
+            scope=SCOPE,
+        )
 
     def approve(self, request_id: str, account: str) -> str:
         """The redirect back to the client after ``account`` approved."""
@@ -249,7 +262,7 @@ class OAuthUpstream:
             return str(back.headers["location"])
 
 
-def _server(upstream: OAuthUpstream) -> MCPServer:
+def _server(upstream: OAuthUpstream, registration: bool = True) -> MCPServer:
     authority = upstream.authority
     server = MCPServer(
         "oauth-upstream",
@@ -261,13 +274,16 @@ def _server(upstream: OAuthUpstream) -> MCPServer:
             validate_token_resource=True,
             required_scopes=[SCOPE],
             client_registration_options=ClientRegistrationOptions(
-                enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
+                enabled=registration, valid_scopes=[SCOPE], default_scopes=[SCOPE]
             ),
             revocation_options=RevocationOptions(enabled=True),
         ),
     )
 
-    @server.tool(description="Who the caller is at this server: its account.")
+    @server.tool(
+        description="Who the caller is at this server: its account.",
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
     def whoami() -> dict[str, Any]:
         token = get_access_token()
         account = token.subject if token is not None else None
@@ -303,8 +319,11 @@ LOGIN_PAGE = """<!doctype html><title>Sign in to the notes server</title>
 
 
 @contextlib.contextmanager
-def running_oauth_upstream(access_ttl: int = 3600) -> Iterator[OAuthUpstream]:
-    """Serve a fresh OAuth-protected upstream until the block ends."""
+def running_oauth_upstream(
+    access_ttl: int = 3600, registration: bool = True
+) -> Iterator[OAuthUpstream]:
+    """Serve a fresh OAuth-protected upstream until the block ends (without
+    dynamic registration: an admin registers clients by hand)."""
     port = free_port()
     issuer = f"http://127.0.0.1:{port}"
     upstream = OAuthUpstream(
@@ -312,7 +331,7 @@ def running_oauth_upstream(access_ttl: int = 3600) -> Iterator[OAuthUpstream]:
         issuer=issuer,
         authority=Authority(issuer=issuer, access_ttl=access_ttl),
     )
-    app = _server(upstream).streamable_http_app(
+    app = _server(upstream, registration).streamable_http_app(
         json_response=True,
         stateless_http=True,
         transport_security=TransportSecuritySettings(
@@ -330,6 +349,67 @@ def running_oauth_upstream(access_ttl: int = 3600) -> Iterator[OAuthUpstream]:
         time.sleep(0.02)
     try:
         yield upstream
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@dataclass
+class Documents:
+    """A server of OAuth documents a test writes (to lie in ways a real
+    authorization server would not): ``docs`` maps a path to its JSON; every
+    request to /mcp is answered 401 with ``challenge``."""
+
+    base: str = ""
+    docs: dict[str, Any] = field(default_factory=dict)
+    challenge: str = ""
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/mcp"
+
+
+def _documents_app(documents: Documents) -> Any:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if path == "/mcp":
+            headers = [(b"www-authenticate", documents.challenge.encode())]
+            await send(
+                {"type": "http.response.start", "status": 401, "headers": headers}
+            )
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+        found = documents.docs.get(path)
+        status, body = (200, found) if found is not None else (404, b"not found")
+        if isinstance(body, dict):
+            body = json.dumps(body).encode()
+        kind = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": status, "headers": kind})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+@contextlib.contextmanager
+def running_documents() -> Iterator[Documents]:
+    """Serve a fresh ``Documents`` until the block ends."""
+    port = free_port()
+    documents = Documents(base=f"http://127.0.0.1:{port}")
+    config = uvicorn.Config(
+        _documents_app(documents), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="oauth-documents", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the documents server did not start")
+        time.sleep(0.02)
+    try:
+        yield documents
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -168,7 +168,7 @@ async def _get(http: httpx2.AsyncClient, url: str) -> bytes | None:
     an answer over the cap fails the discovery naming the URL."""
     try:
         response = await http.get(url)
-    except httpx2.HTTPError as exc:
+    except (httpx2.HTTPError, httpx2.StreamError) as exc:
         raise DiscoveryFailed(f"{url}: {type(exc).__name__}: {exc}"[:500]) from exc
     if response.status_code != 200:
         return None

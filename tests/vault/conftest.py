@@ -43,6 +43,8 @@ def oauth_upstream(module_oauth_upstream: OAuthUpstream) -> OAuthUpstream:
     authority.send_iss, authority.iss_override = True, ""
     authority.access_ttl = 3600
     authority.code_exchanges = authority.refresh_requests = 0
+    for tokens in (authority.access, authority.refresh, authority.pairs):
+        tokens.clear()  # the previous test's (its database rolled back)
     authority.revoked.clear()
     module_oauth_upstream.callers.clear()
     return module_oauth_upstream
