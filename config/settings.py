@@ -70,6 +70,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "identity",
+    "jobs",
     "catalog",
     "selection",
     "audit",
@@ -79,6 +81,7 @@ INSTALLED_APPS = [
     "telemetry",
     "notify",
     "sso",
+    "compliance",
     "vault",
 ]
 
@@ -113,6 +116,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "catalog.navigation.navigation",
             ]
         },
     }
@@ -180,7 +184,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = QUIVER_MAX_BODY_BYTES
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "catalog.auth.ApiKeyAuthentication",
+        "identity.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -243,7 +247,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Fail fast when the broker is down (the job row is the durable queue; see
-# catalog/services/jobs.py): a write never waits long on a publish.
+# jobs/services.py): a write never waits long on a publish.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 2,

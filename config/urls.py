@@ -8,17 +8,18 @@ from django.urls import include, path
 import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
 from calls.urls import api_urlpatterns as approvals_api
 from config.api_docs import ConsoleSwaggerView, SchemaView
-from config.health import healthz
 from sso.forms import AdminSignInForm
 from sso.views import SignInView
+from telemetry.health import healthz
 from telemetry.views import metrics
 
 admin.site.login_form = AdminSignInForm
 
 api_v1 = [
     path("", include("catalog.api.urls")),
+    path("", include("identity.api.urls")),
     path("", include("selection.api.urls")),
-    path("", include("audit.api.urls")),
+    path("", include("compliance.api.urls")),
     path("", include("sources.api.urls")),
     path("", include(approvals_api)),
     path("", include("calls.urls_execute")),
@@ -48,7 +49,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
-    path("", include("audit.urls")),
+    path("", include("identity.urls")),
+    path("", include("compliance.urls")),
     path("", include("sources.urls")),
     path("", include("calls.urls")),
     path("", include("learning.urls")),

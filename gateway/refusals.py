@@ -35,10 +35,10 @@ from rest_framework.exceptions import Throttled
 from audit.choices import EventType
 from audit.services import record_event
 from calls.hashing import canonical_json
-from catalog.access import access_for
 from config.jsonparse import printable
 from config.logfilters import safe_error_text
 from config.ratelimit import charge_caller, first_this_minute
+from identity.access import access_for
 
 log = logging.getLogger(__name__)
 CHANNEL = "mcp"

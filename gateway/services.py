@@ -23,7 +23,6 @@ from django.db import (
     OperationalError,
     close_old_connections,
 )
-from django.db.models import Q
 from django.http import Http404
 from rest_framework.exceptions import APIException, ValidationError
 
@@ -31,9 +30,10 @@ from audit.writer import PendingEvent, wait_all
 from calls.answers import CallAnswer
 from calls.input import call_input
 from calls.services import CallNotRecorded, execute_call
-from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Tool
+from catalog.names import Ambiguous
 from catalog.services.tools import tool_to_spec
 from config import jsonparse
 from config.api_errors import first_message, validation_fields
@@ -43,6 +43,7 @@ from config.ratelimit import charge_caller
 from gateway import refusals
 from gateway.inbound import Problem
 from gateway.listing import cursor_for
+from identity.access import access_for
 from selection.api.input import select_input
 from selection.engine import RequestError
 from selection.requests import build_request
@@ -236,7 +237,10 @@ def _details(user: Any, arguments: dict[str, Any]) -> dict:
     access = access_for(user)
     tools, not_found = [], []
     for name in dict.fromkeys(names):  # once each, in the order asked
-        tool = find_tool(catalog, name, access)
+        try:
+            tool = find_tool(catalog, name, access)
+        except Ambiguous as exc:
+            raise ToolRefused(str(exc)) from exc
         if tool is None:
             not_found.append(name)
         else:
@@ -302,7 +306,7 @@ def _catalog_of(user: Any, name: str) -> str | None:
     ``default``); a name in several is for call_tool's ``catalog`` to settle."""
     slugs = list(
         Tool.objects.visible_to(access_for(user))
-        .filter(Q(name=name) | Q(provider_name=name))
+        .called([name])
         .values_list("catalog__slug", flat=True)
         .distinct()[:2]
     )

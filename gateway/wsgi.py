@@ -7,7 +7,7 @@ is unchanged). Before any MCP work, in the worker's own thread:
 1. Host must be one of ``ALLOWED_HOSTS`` (421), and an ``Origin``, when sent, must
    name an allowed host (403): the spec's DNS-rebinding defence.
 2. ``Authorization: Bearer <API key>`` through the REST API's own authentication
-   (``catalog.auth.ApiKeyAuthentication``: unknown-key penalty, revoked, expired,
+   (``identity.auth.ApiKeyAuthentication``: unknown-key penalty, revoked, expired,
    deactivated, chain of keys): anything else is a 401.
 3. The body is read whole and checked by the API's JSON rules, one message per
    request, and the ``MCP-Protocol-Version`` header against the versions served
@@ -43,7 +43,6 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from rest_framework.exceptions import APIException
 
-from catalog.auth import ApiKeyAuthentication
 from config import jsonparse
 from config.aio import LoopThread, loop_running_here, per_process, run_here
 from config.bodies import Refusal, read_body
@@ -58,6 +57,7 @@ from gateway.server import (
     REQUEST_ID,
     build_manager,
 )
+from identity.auth import ApiKeyAuthentication
 from telemetry.wsgi import observed
 
 PATH = "/mcp"

@@ -13,38 +13,35 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
-
-from catalog.access import (
-    LABEL_MANAGERS,
-    access_for,
-    get_catalog_for_user,
-    may_manage_labels,
+from django.views.decorators.http import (
+    require_http_methods,
+    require_POST,
+    require_safe,
 )
+
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
+from catalog.navigation import visible_catalogs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from config.exceptions import LimitReached
 from config.htmx import is_htmx_partial
 from config.http import request_id
-from config.pages import (
-    acting_user,
-    can_write,
-    paginate,
-    render_page,
-    visible_catalogs,
-)
+from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited, rate_limited_by
-from learning.gate import RegressionRefused
-from learning.services import evaluations
+from identity.access import LABEL_MANAGERS, access_for, may_manage_labels
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, SettingsFieldsForm, TryItForm
 from selection.forms.fields import TOOL_CHOICES_MAX
 from selection.forms.try_it import flatten_errors
 from selection.models import SelectionSettingsChange
+from selection.registry import (
+    EvaluationInputError,
+    RegressionRefused,
+    evaluate_settings,
+)
 from selection.requests import build_request
 from selection.services.select import select_tools
 from selection.services.settings import (
@@ -77,6 +74,7 @@ RANK_REASONS = {
 NEAR_MISSES = 5
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def try_it(request: HttpRequest) -> HttpResponse:
@@ -183,6 +181,7 @@ def _group(stage: str, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]
     return {"stage": stage, "label": label, "rows": rows, "breakdown": breakdown}
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
@@ -194,7 +193,7 @@ def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
     fields_form = settings_fields_form(catalog, data)
     raw_form = SelectionSettingsForm(initial={"settings": data})
     if request.method == "POST":
-        if not can_write(request):
+        if not access_for(request.user).can_write:
             raise PermissionDenied("changing settings needs the curator or admin scope")
         form = posted_settings_form(request, catalog, data)
         if _save(request, catalog, form):
@@ -311,8 +310,9 @@ def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
     if not problems:
         try:
             proposed = checked_settings(form.settings_data()).to_dict()
-            context |= _evaluate_pair(request, catalog, proposed)
-        except evaluations.EvaluationInputError as exc:
+            actor = acting_user(request)
+            context |= evaluate_settings(catalog, actor=actor, proposed=proposed)
+        except EvaluationInputError as exc:
             problems = [str(exc)]
         except ValidationError as exc:
             problems = list(exc.messages)
@@ -323,19 +323,6 @@ def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render_page(
         request, EVALUATE_SETTINGS_PARTIAL, context, status=429 if busy else 200
     )
-
-
-def _evaluate_pair(
-    request: HttpRequest, catalog: Catalog, proposed: dict[str, Any]
-) -> dict[str, Any]:
-    """Both runs or neither: the second past the caller's limit of waiting runs
-    (``LimitReached``) takes the first back with it."""
-    with transaction.atomic():
-        saved = evaluations.start_evaluation(catalog, actor=acting_user(request))
-        tried = evaluations.start_evaluation(
-            catalog, actor=acting_user(request), settings_data=proposed
-        )
-    return {"saved": saved, "tried": tried}
 
 
 def _form_problems(form: SettingsForm) -> list[str]:
@@ -405,6 +392,7 @@ def _move(side: int, rank: int, other: int | None) -> str:
     return f"up {other - rank}" if other > rank else f"down {rank - other}"
 
 
+@require_safe
 @login_required
 def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
     """Every version of a catalog's settings: who, when, why, the diff against
@@ -424,7 +412,7 @@ def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
 def restore_settings(request: HttpRequest, slug: str, version: int) -> HttpResponse:
     """One click: a new version equal to version ``version``."""
     catalog = get_catalog_for_user(request.user, slug)
-    if not can_write(request):
+    if not access_for(request.user).can_write:
         raise PermissionDenied("restoring settings needs the curator or admin scope")
     try:
         _data, new = restore_selection_settings(

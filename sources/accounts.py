@@ -2,13 +2,15 @@
 app that keeps people's authorizations (the vault), lent at start-up.
 
 Sources sits below that app, so it never imports it: the vault registers one
-``PersonalAuthorization`` in its ``AppConfig.ready``. Unregistered (a process
-without the vault), a challenged sync fails as any unreachable upstream does,
-and no source is personal."""
+``PersonalAuthorization`` in its ``AppConfig.ready``. Until it has, asking fails
+loudly (``ImproperlyConfigured``): a source that asks for OAuth is never taken
+for one with shared headers."""
 
 from __future__ import annotations
 
 from typing import Protocol
+
+from django.core.exceptions import ImproperlyConfigured
 
 from sources.models import Source
 
@@ -44,10 +46,14 @@ def lend(authorization: PersonalAuthorization) -> None:
     _lent[:] = [authorization]
 
 
-def lent() -> PersonalAuthorization | None:
-    return _lent[0] if _lent else None
+def lent() -> PersonalAuthorization:
+    """The vault's answers; ``ImproperlyConfigured`` before it lent them."""
+    if not _lent:
+        raise ImproperlyConfigured(
+            "sources.accounts: no app lent people's authorizations (the vault)"
+        )
+    return _lent[0]
 
 
 def is_personal(source: Source) -> bool:
-    found = lent()
-    return found is not None and found.is_personal(source)
+    return lent().is_personal(source)

@@ -21,9 +21,9 @@ from typing import Any
 
 from django.db import transaction
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor
 from catalog.models import Tool
 from sources.mapping import upstream_hash
 from sources.models import Source, SourceTool

@@ -150,7 +150,7 @@ def _headers(source: Source) -> dict[str, str]:
     """The source's shared headers, or for a source that runs as each person
     the first connected account's (never both)."""
     personal = accounts.lent()
-    if personal is not None and personal.is_personal(source):
+    if personal.is_personal(source):
         return personal.sync_headers(source)
     return decrypt_headers(source)
 

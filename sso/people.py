@@ -11,17 +11,19 @@ they hold.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from django.contrib.auth.models import Group
 
-from catalog.access import Access, access_for
-from catalog.access_changes import SERVICE_USER_PREFIX, access_changes
-from catalog.access_people import Manager, PersonGrant, Refused
-from catalog.models import Catalog, UserCatalogAccess
-from catalog.services.people import group_choices
+from identity import catalogs
+from identity.access import Access, access_for
+from identity.access_changes import SERVICE_USER_PREFIX, access_changes
+from identity.access_people import Manager, PersonGrant, Refused
+from identity.models import UserCatalogAccess
+from identity.services.people import group_choices
 
 __all__ = [
     "SERVICE_USER_PREFIX",
@@ -51,24 +53,28 @@ def mapping_refusal(
 
 def existing_catalogs(slugs: Iterable[str]) -> list[str]:
     """The slugs among ``slugs`` that name a catalog, sorted."""
-    wanted = sorted(set(slugs))
-    rows = Catalog.objects.filter(slug__in=wanted)
-    return sorted(rows.values_list("slug", flat=True))
+    return sorted(catalogs.existing_catalogs(set(slugs)))
 
 
 @contextmanager
-def system_changes(via: str) -> Iterator[None]:
-    """A transaction whose access changes are recorded as the system's, ``via``."""
-    with access_changes(actor=None, via=via):
+def system_changes(via: str, request_id: uuid.UUID | None = None) -> Iterator[None]:
+    """A transaction whose access changes are recorded as the system's, ``via``,
+    of the request ``request_id``."""
+    with access_changes(actor=None, via=via, request_id=request_id):
         yield
 
 
 def set_grant(
-    person: Any, *, groups: Sequence[Group], catalogs: list[str] | None, via: str
+    person: Any,
+    *,
+    groups: Sequence[Group],
+    catalogs: list[str] | None,
+    via: str,
+    request_id: uuid.UUID | None = None,
 ) -> None:
     """Give ``person`` exactly these groups and catalogs (None: every catalog; an
     empty list: none), audited as one event when anything changed."""
-    with system_changes(via):
+    with system_changes(via, request_id):
         person.groups.set(groups)
         row = UserCatalogAccess.objects.filter(user_id=person.pk).first()
         if catalogs is None:

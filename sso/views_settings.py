@@ -12,8 +12,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
+from config.http import request_id
 from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited
 from sso.forms import MappingForm
@@ -36,6 +37,7 @@ def _require_admin(request: HttpRequest) -> None:
         raise PermissionDenied("managing sign-in needs the admin scope")
 
 
+@require_http_methods(["GET", "POST"])
 @login_required
 @rate_limited
 def sign_in_settings(request: HttpRequest) -> HttpResponse:
@@ -52,6 +54,7 @@ def sign_in_settings(request: HttpRequest) -> HttpResponse:
             groups=form.cleaned_data["groups"],
             catalogs=form.chosen_catalogs(),
             actor=acting_user(request),
+            request_id=request_id(request),
         )
     except (ValidationError, Refused) as exc:
         return _refused(request, form, exc, _page)
@@ -59,6 +62,7 @@ def sign_in_settings(request: HttpRequest) -> HttpResponse:
     return redirect("sso:settings")
 
 
+@require_http_methods(["GET", "POST"])
 @login_required
 @rate_limited
 def mapping_edit(request: HttpRequest, mapping_id: int) -> HttpResponse:
@@ -82,6 +86,7 @@ def mapping_edit(request: HttpRequest, mapping_id: int) -> HttpResponse:
             groups=form.cleaned_data["groups"],
             catalogs=form.chosen_catalogs(),
             actor=acting_user(request),
+            request_id=request_id(request),
         )
     except (ValidationError, Refused) as exc:
         return _refused(request, form, exc, page)
@@ -96,7 +101,7 @@ def mapping_delete(request: HttpRequest, mapping_id: int) -> HttpResponse:
     _require_admin(request)
     mapping = get_mapping_for_user(request.user, mapping_id)
     value = mapping.value
-    delete_mapping(mapping, actor=acting_user(request))
+    delete_mapping(mapping, actor=acting_user(request), request_id=request_id(request))
     messages.success(request, f"Removed the mapping of {value!r}.")
     return redirect("sso:settings")
 
@@ -109,7 +114,9 @@ def password_switch(request: HttpRequest) -> HttpResponse:
     _require_admin(request)
     on = request.POST.get("on") == "1"
     try:
-        set_password_login(on, actor=acting_user(request))
+        set_password_login(
+            on, actor=acting_user(request), request_id=request_id(request)
+        )
     except Refused as exc:
         return _page(request, MappingForm(), error=str(exc), status=403)
     except ValidationError as exc:

@@ -23,9 +23,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
-from catalog.access import access_for
-from catalog.auth import ApiKeyAuthentication
 from config.errors import json_reads
+from identity.access import access_for
+from identity.auth import ApiKeyAuthentication
 from telemetry.exposition import render
 
 BEARER = "Bearer "

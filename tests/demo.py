@@ -13,9 +13,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from catalog.models import Catalog
-from catalog.services.jobs import claim_job
 from config.devstack import BASE_DIR
 from config.devstack_demo import demo_sources_file
+from jobs.services import claim_job
 from sources.models import Source
 from sources.services import start_sync
 from sources.sync import run_sync

@@ -9,9 +9,9 @@ from typing import Any
 
 from django.http import Http404
 
-from catalog.access import access_for
 from catalog.models import Catalog
 from config.params import MAX_ID, whole_number
+from identity.access import access_for
 from sources.models import Source
 from vault.models import Connection, SourceAuthorization
 

@@ -1,4 +1,4 @@
-"""Building the static query encoder (catalog.embeddings.static) from the catalog.
+"""Building the static query encoder (embeddings.static) from the catalog.
 
 The encoder is trained on the texts of the active tools of every catalog (never on
 requests), sampled down to ``max_tools``, and replaces the previous one for the
@@ -24,22 +24,18 @@ from audit.choices import EventType
 from audit.services import record_event
 from catalog import query_encoder_store
 from catalog.choices import ToolStatus
-from catalog.embeddings import backends
-from catalog.embeddings.onnx_encoder import file_lock
-from catalog.embeddings.static import (
+from catalog.encoder_texts import ToolText, training_texts
+from catalog.models import Tool
+from embeddings import backends
+from embeddings.onnx_encoder import file_lock
+from embeddings.static import (
     encoder_from_bytes,
     encoder_id_of,
     partial_path,
     trained_on,
     use_loaded,
 )
-from catalog.embeddings.static_training import (
-    Progress,
-    ToolText,
-    TrainingSetup,
-    build_weights,
-)
-from catalog.models import Tool
+from embeddings.static_training import Progress, TrainingSetup, build_weights
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,7 +122,8 @@ def build_query_encoder(
     if not tools:
         raise QueryEncoderError("there are no active tools to learn from")
     minilm = backends.local_onnx_encoder()
-    weights = build_weights(tools, minilm, setup, progress)
+    texts = training_texts(tools, seed=(setup or TrainingSetup()).seed)
+    weights = build_weights(texts, minilm, setup, progress, tools=len(tools))
     path = backends.static_encoder_path()
     partial = partial_path(path)
     partial.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from django.http import (
 )
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from catalog import services
 from catalog.bulk_forms import BulkEditForm
@@ -26,14 +26,16 @@ from catalog.first_steps import dismiss_first_steps, first_steps
 from catalog.formats import FORMATS, export_tool
 from catalog.forms import ToolFilterForm
 from catalog.models import Catalog, Tool
+from catalog.navigation import visible_catalogs
 from catalog.querysets import ToolQuerySet, known_roles
 from catalog.tool_csv import csv_response
 from catalog.views.common import get_tool_for_user, writer_required
 from catalog.views.history import history_context
 from config.htmx import is_htmx_partial
 from config.http import request_id
-from config.pages import acting_user, can_write, render_page, visible_catalogs
+from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from identity.access import access_for
 
 # Columns the list never shows; big JSON stays in the database.
 LIST_DEFERRED = ("parameters", "annotations", "examples", "keywords", "description")
@@ -89,6 +91,7 @@ def sort_columns(current: str) -> dict[str, dict[str, str]]:
     return columns
 
 
+@require_safe
 @login_required
 def tool_list(request: HttpRequest) -> HttpResponse:
     """Search, filter, sort and page tools; curators tick rows for a bulk edit.
@@ -111,7 +114,7 @@ def tool_list(request: HttpRequest) -> HttpResponse:
         "filter_query": filters.filter_query(),
         "nav_catalogs": catalogs,
     }
-    if can_write(request):
+    if access_for(request.user).can_write:
         roles = known_roles([catalog.pk for catalog in catalogs])
         context["bulk"] = BulkEditForm(roles=roles)
     return render_page(
@@ -143,6 +146,7 @@ def first_steps_dismiss(request: HttpRequest) -> HttpResponse:
     return redirect("console:tool-list")
 
 
+@require_safe
 @login_required
 def tool_export(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered, sorted list as CSV: only tools the reader may see."""
@@ -150,6 +154,7 @@ def tool_export(request: HttpRequest) -> StreamingHttpResponse:
     return csv_response(tools)
 
 
+@require_safe
 @login_required
 def tool_detail(request: HttpRequest, tool_id: int) -> HttpResponse:
     """Everything about one tool: metadata, schema, provider previews, history."""

@@ -19,8 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.writer import PendingEvent, pending_total_ms, wait_all
-from catalog.access import access_for, get_catalog_for_user
-from catalog.permissions import CuratorWrites
+from catalog.lookups import get_catalog_for_user
 from config.api_errors import first_message
 from config.http import request_id, request_started
 from config.middleware import database_unavailable
@@ -30,11 +29,13 @@ from config.ratelimit import (
     WriteRateThrottle,
 )
 from config.retries import retry_body
-from learning.gate import RegressionRefused
+from identity.access import access_for
+from identity.permissions import CuratorWrites
 from selection.api import serializers as s
 from selection.api.input import select_input
 from selection.engine import RequestError
 from selection.models import SelectionSettingsChange
+from selection.registry import RegressionRefused
 from selection.requests import build_request
 from selection.services import select as services
 from selection.services.settings import (

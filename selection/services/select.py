@@ -24,11 +24,12 @@ from audit.services import (
     record_event,
     record_event_soon,
 )
-from catalog.access import access_for
 from catalog.formats import export_tool
 from catalog.models import Catalog
 from catalog.reads import tools_named
 from catalog.services.tools import tool_to_spec
+from catalog.versions import request_sight, visible_version
+from identity.access import access_for
 from selection.adapters.llm import llm_callable
 from selection.adapters.pgvector import (
     embed_sentences,
@@ -292,9 +293,10 @@ def _compute(
         )
     with watch.stage("definitions"):
         picked = _picked(catalog, result.names, fmt)
+    sight = request_sight(request.visible_roles, request.visible_unsafe)
     answer = build_answer(
         catalog=catalog.slug,
-        catalog_version=catalog.version,
+        catalog_version=visible_version(catalog, sight),
         settings_version=int(snapshot.version.split(".")[-1]),
         result=result,
         request=request,

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.http import request_id
 from config.ratelimit import WriteRateThrottle
 from sso.api.serializers import (
     ALL_CATALOGS,
@@ -69,6 +70,7 @@ class ClaimMappingViewSet(
             groups=data.validated_data["groups"],
             catalogs=_catalogs(data.validated_data["catalogs"]),
             actor=request.user,
+            request_id=request_id(request),
         )
         return Response(ClaimMappingSerializer(mapping).data, status=201)
 
@@ -82,11 +84,14 @@ class ClaimMappingViewSet(
             groups=data.validated_data["groups"],
             catalogs=_catalogs(data.validated_data["catalogs"]),
             actor=request.user,
+            request_id=request_id(request),
         )
         return Response(ClaimMappingSerializer(mapping).data)
 
     def perform_destroy(self, instance: ClaimMapping) -> None:
-        delete_mapping(instance, actor=self.request.user)
+        delete_mapping(
+            instance, actor=self.request.user, request_id=request_id(self.request)
+        )
 
 
 class SignInPolicyView(APIView):
@@ -111,5 +116,9 @@ class SignInPolicyView(APIView):
     def patch(self, request: Request) -> Response:
         data = SignInPolicySerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        set_password_login(data.validated_data["password_login"], actor=request.user)
+        set_password_login(
+            data.validated_data["password_login"],
+            actor=request.user,
+            request_id=request_id(request),
+        )
         return self._answer()

@@ -12,6 +12,7 @@ its access away now, not at their next sign-in.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -52,9 +53,15 @@ def get_mapping_for_user(actor: Any, pk: int) -> ClaimMapping:
 
 
 def create_mapping(
-    value: str, *, groups: Sequence[str], catalogs: Sequence[str] | None, actor: Any
+    value: str,
+    *,
+    groups: Sequence[str],
+    catalogs: Sequence[str] | None,
+    actor: Any,
+    request_id: uuid.UUID | None = None,
 ) -> ClaimMapping:
-    """Map a claim value to these groups and catalogs (None: every catalog)."""
+    """Map a claim value to these groups and catalogs (None: every catalog); the
+    audit rows carry ``request_id``, the request that asked."""
     _require_admin(actor)
     rows, slugs = _checked(actor, groups, catalogs)
     with transaction.atomic():
@@ -62,8 +69,8 @@ def create_mapping(
         mapping.full_clean()
         mapping.save()
         mapping.groups.set(rows)
-        _record(actor, "create", mapping, before=None)
-        _reapply([mapping.value])
+        _record(actor, "create", mapping, request_id, before=None)
+        _reapply([mapping.value], request_id)
     return mapping
 
 
@@ -73,6 +80,7 @@ def update_mapping(
     groups: Sequence[str],
     catalogs: Sequence[str] | None,
     actor: Any,
+    request_id: uuid.UUID | None = None,
 ) -> ClaimMapping:
     """Change what a claim value gives."""
     _require_admin(actor)
@@ -84,12 +92,14 @@ def update_mapping(
         mapping.full_clean()
         mapping.save(update_fields=["catalogs", "updated"])
         mapping.groups.set(rows)
-        _record(actor, "update", mapping, before=before)
-        _reapply([mapping.value])
+        _record(actor, "update", mapping, request_id, before=before)
+        _reapply([mapping.value], request_id)
     return mapping
 
 
-def delete_mapping(mapping: ClaimMapping, *, actor: Any) -> None:
+def delete_mapping(
+    mapping: ClaimMapping, *, actor: Any, request_id: uuid.UUID | None = None
+) -> None:
     """Remove a mapping: the people it named keep only what others give."""
     _require_admin(actor)
     _refuse(actor, mapping)
@@ -98,11 +108,13 @@ def delete_mapping(mapping: ClaimMapping, *, actor: Any) -> None:
         value, pk = mapping.value, mapping.pk
         mapping.delete()
         mapping.pk = pk
-        _record(actor, "delete", mapping, before=before, after=None)
-        _reapply([value])
+        _record(actor, "delete", mapping, request_id, before=before, after=None)
+        _reapply([value], request_id)
 
 
-def set_password_login(on: bool, *, actor: Any) -> SignInPolicy:
+def set_password_login(
+    on: bool, *, actor: Any, request_id: uuid.UUID | None = None
+) -> SignInPolicy:
     """Turn password sign-in on or off in the console (the break-glass admin keeps
     it; ``QUIVER_PASSWORD_LOGIN=false`` keeps it off whatever this says)."""
     access = _require_admin(actor)
@@ -121,7 +133,7 @@ def set_password_login(on: bool, *, actor: Any) -> SignInPolicy:
             record_event(
                 EventType.SIGN_IN_SETTINGS,
                 actor=actor,
-                request_id=None,
+                request_id=request_id,
                 summary=f"password sign-in turned {'on' if on else 'off'}",
                 input={"action": "password_login", "before": before},
                 output={"password_login": on},
@@ -183,6 +195,7 @@ def _record(
     actor: Any,
     action: str,
     mapping: ClaimMapping,
+    request_id: uuid.UUID | None,
     *,
     before: dict[str, Any] | None,
     after: Any = "now",
@@ -191,16 +204,23 @@ def _record(
     record_event(
         EventType.SIGN_IN_SETTINGS,
         actor=actor,
-        request_id=None,
+        request_id=request_id,
         summary=f"claim value {mapping.value!r} mapping {action}d"[:300],
         input={"action": action, "mapping_id": mapping.pk, "before": before},
         output={"mapping_id": mapping.pk, "after": state},
     )
 
 
-def _reapply(values: Iterable[str]) -> None:
-    """Work out again the access of everyone whose last sign-in named these values."""
+def _reapply(values: Iterable[str], request_id: uuid.UUID | None) -> None:
+    """Work out again the access of everyone whose last sign-in named these values
+    (their ``access_changed`` rows carry the request's id too)."""
     named = Identity.objects.filter(claim_values__overlap=list(values))
     for identity in named.select_related("user").order_by("pk"):
         groups, catalogs = grant_for(identity.claim_values).access()
-        set_grant(identity.user, groups=groups, catalogs=catalogs, via=VIA)
+        set_grant(
+            identity.user,
+            groups=groups,
+            catalogs=catalogs,
+            via=VIA,
+            request_id=request_id,
+        )

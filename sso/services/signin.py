@@ -89,12 +89,13 @@ def _sign_in(
     grant = grant_for(values)
     if grant.empty:
         if identity is not None:
-            set_grant(identity.user, groups=[], catalogs=[], via=VIA)
+            with system_changes(VIA, request_id):
+                set_grant(identity.user, groups=[], catalogs=[], via=VIA)
             _remember(identity, values, grant)
         _refuse(NO_ACCESS, verified, values, person, request_id)
         return Outcome(refusal=NO_ACCESS, claim_values=values)
     created = identity is None
-    with system_changes(VIA):
+    with system_changes(VIA, request_id):
         if identity is None:
             person = _new_person(verified)
             identity = Identity(

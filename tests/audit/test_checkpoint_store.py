@@ -12,7 +12,6 @@ import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
-from audit import last_verify
 from audit.checkpoint_store import FileStore, PostgresStore, checkpoint_store
 from audit.checkpoints import checkpoint_if_due, read_book
 from audit.hashing import signature_ok
@@ -26,6 +25,7 @@ from audit.services import (
 )
 from audit.sinks import deliver, sink_status
 from audit.verify import ChainCheck
+from compliance import last_verify
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from audit.api.views import SINCE_RULE
 from audit.models import AuditEvent
 from audit.services import Damage, record_event, seal_pending, verify_chain
+from compliance.api.views import SINCE_RULE
 
 pytestmark = pytest.mark.django_db
 

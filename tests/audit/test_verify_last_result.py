@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from audit import last_verify
 from audit.checkpoint_store import FileStore
 from audit.verify import ChainCheck
+from compliance import last_verify
 
 pytestmark = pytest.mark.django_db
 

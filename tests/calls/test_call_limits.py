@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from audit.models import AuditEvent
 from calls import limits
 from calls.models import Approval
-from catalog.models import ApiClient
+from identity.models import ApiClient
 from sources.models import Source
 from tests.calls.conftest import link_source
 from tests.conftest import wait_until

@@ -17,8 +17,8 @@ from audit.models import AuditEvent
 from calls.hashing import arguments_hash
 from calls.models import Approval
 from calls.services import execute_call
-from catalog.models import ApiClient
 from catalog.services import ensure_default_catalog
+from identity.models import ApiClient
 from sources.models import Source, SourceTool
 from tests.calls.conftest import link_source
 from tests.factories import make_client_key, make_tool

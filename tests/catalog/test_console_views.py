@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from catalog.choices import JobKind, JobState
 from catalog.formats import FORMATS
-from catalog.models import Catalog, Job, Tool, ToolChange
+from catalog.models import Catalog, Tool, ToolChange
 from catalog.services import create_catalog, ensure_default_catalog, update_tool
 from catalog.services.tools import tool_to_spec
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 from tests.factories import make_tool, weather_schema
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from catalog.embeddings.backends import local_model_path, local_onnx_encoder
-from catalog.embeddings.onnx_encoder import OnnxMiniLM, model_files
+from embeddings.backends import local_model_path, local_onnx_encoder
+from embeddings.onnx_encoder import OnnxMiniLM, model_files
 
 
 @pytest.fixture(scope="module")

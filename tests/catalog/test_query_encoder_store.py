@@ -15,15 +15,15 @@ from django.conf import settings as django_settings
 from audit.choices import EventType
 from audit.models import AuditEvent
 from catalog import query_encoder_store
-from catalog.embeddings import backends
-from catalog.embeddings.static import StaticWeights, encoder_id_of, forget_loaded
-from catalog.embeddings.static_training import TrainingSetup
 from catalog.models import StoredQueryEncoder
 from catalog.services.query_encoder import (
     build_is_due,
     build_query_encoder,
     single_build,
 )
+from embeddings import backends
+from embeddings.static import StaticWeights, encoder_id_of, forget_loaded
+from embeddings.static_training import TrainingSetup
 from tests.conftest import wait_until
 from tests.selection.test_select_sentences import TOOLS
 from tests.selection.test_select_sentences import catalog as catalog  # noqa: F401

@@ -132,8 +132,8 @@ def test_an_mcp_tool_whose_work_finds_no_free_connection_says_busy_and_ran_nothi
     source_and_key, request
 ):
     """A handshake-era tool's Django work runs on a thread of its own."""
-    from catalog.models import ApiClient
     from gateway import services
+    from identity.models import ApiClient
 
     agent = ApiClient.objects.select_related("user").get(name="ops-busy").user
     request.getfixturevalue("no_free_connection")

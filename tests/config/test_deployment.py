@@ -54,7 +54,7 @@ def consumed(command: list[str]) -> set[str]:
 
 def test_every_queue_tasks_are_routed_to_has_a_worker_in_compose_and_make_run():
     from config.devstack import worker_commands
-    from config.health import routed_queues
+    from telemetry.health import routed_queues
 
     services = compose()["services"]
     in_compose = [

@@ -8,8 +8,8 @@ import pytest
 import redis
 from django.conf import settings as django_settings
 
-from catalog.models import ApiClient
 from config import ratelimit
+from identity.models import ApiClient
 from tests.factories import make_tool
 
 pytestmark = pytest.mark.django_db

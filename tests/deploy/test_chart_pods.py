@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import yaml
 
-from config.health import CHECKS, NAMED_ONLY, routed_queues
+from telemetry.health import CHECKS, NAMED_ONLY, routed_queues
 from tests.deploy.chart import (
     EVERYTHING,
     FIXED,

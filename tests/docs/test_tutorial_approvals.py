@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.models import Catalog, Job
-from catalog.services.jobs import claim_job
+from catalog.models import Catalog
+from jobs.models import Job
+from jobs.services import claim_job
 from sources.sync import run_sync
 from tests.demo import embed_demo, load_demo_catalog
 from tests.docs.shown import as_printed, check_shown

@@ -9,7 +9,7 @@ import pytest
 
 from catalog.models import Catalog
 from catalog.services.imports import run_import
-from catalog.services.jobs import claim_job
+from jobs.services import claim_job
 from tests.docs.shown import as_printed, check_shown
 from tests.factories import embed_now
 

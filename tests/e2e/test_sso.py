@@ -20,8 +20,8 @@ from django.test import override_settings
 from playwright.sync_api import Browser, Page, Route, expect
 
 from audit.models import AuditEvent
-from catalog.models import UserCatalogAccess
 from catalog.services import ensure_default_catalog
+from identity.models import UserCatalogAccess
 from sso.models import ClaimMapping, Identity
 from tests.e2e.conftest import PASSWORD, signed_in
 from tests.factories import make_user

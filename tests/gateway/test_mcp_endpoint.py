@@ -17,9 +17,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient
 from catalog.services.catalogs import create_catalog
-from catalog.services.clients import create_api_client, revoke_api_client
+from identity.models import ApiClient
+from identity.services.clients import create_api_client, revoke_api_client
 from tests.aio import run_async
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool

@@ -13,9 +13,9 @@ import pytest
 from django.core.exceptions import ValidationError as DjangoValidationError
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient
 from config import ratelimit
 from gateway import refusals, services
+from identity.models import ApiClient
 from tests.factories import make_client_key, make_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)

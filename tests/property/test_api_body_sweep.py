@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient, Job, Tool
+from catalog.models import Tool
 from config.jsonparse import MAX_BODY_DEPTH
+from identity.models import ApiClient
+from jobs.models import Job
 from learning.models import Label
 from notify.models import Delivery, Webhook
 from sources.models import Source

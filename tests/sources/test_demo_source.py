@@ -11,9 +11,9 @@ from django.core.management import call_command
 
 from audit.models import AuditEvent
 from calls.upstream import pool
-from catalog.choices import JobState
 from catalog.demo.server import listing
 from catalog.models import Tool
+from jobs.choices import JobState
 from sources.models import Source
 from sources.services import delete_source
 from tests.demo import add_demo_source, load_demo_catalog, sync_demo_source

@@ -7,7 +7,8 @@ import pytest
 from django.contrib.auth.models import Group
 
 from audit.models import AuditEvent
-from catalog.models import Catalog, UserCatalogAccess
+from catalog.models import Catalog
+from identity.models import UserCatalogAccess
 from sso.models import ClaimMapping, Identity
 from tests.factories import make_user
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
-from catalog.services.people import set_person_active
+from identity.services.people import set_person_active
 from sources.services import delete_source, update_source
 from tests.calls.conftest import link_source
 from tests.factories import make_client_key, make_user

@@ -37,7 +37,9 @@ def test_calls_that_find_a_token_expiring_share_one_refresh(
     def call() -> None:
         try:
             start.wait()
-            found.append(credential_for(alice, notes).headers["Authorization"])
+            credential = credential_for(alice, notes)
+            assert credential is not None
+            found.append(credential.headers["Authorization"])
         except BaseException as exc:  # reported below, in the test's thread
             failed.append(exc)
         finally:

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from catalog.access import Actor
+from audit.actors import Actor
 from sources.models import Source
 from sources.services import require_manager
 from vault import crypto, events

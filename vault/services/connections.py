@@ -31,7 +31,7 @@ from mcp.client.auth import OAuthFlowError
 from mcp.client.auth.utils import validate_authorization_response_iss
 from mcp.shared.auth import OAuthMetadata
 
-from catalog.access import Actor
+from audit.actors import Actor
 from sources.models import Source
 from vault import crypto, events, oauth
 from vault.models import Connection, SourceAuthorization

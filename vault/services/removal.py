@@ -14,7 +14,7 @@ from collections.abc import Callable
 from django.db import transaction
 from django.db.models import QuerySet
 
-from catalog.access import Actor
+from audit.actors import Actor
 from vault import crypto, events, oauth
 from vault.models import Connection, SourceAuthorization
 

@@ -9,8 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from catalog.embeddings.backends import local_model_path
-from catalog.embeddings.onnx_encoder import ensure_graphs
+from embeddings.backends import local_model_path
+from embeddings.onnx_encoder import ensure_graphs
 
 
 class Command(BaseCommand):
