@@ -10,7 +10,7 @@ blocks do not.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from django.http import HttpRequest, HttpResponse
 
@@ -29,6 +29,20 @@ POLICY = "; ".join(
         "frame-ancestors 'none'",
     ]
 )
+
+
+def allow_form_redirects(response: HttpResponse, origins: Iterable[str]) -> None:
+    """Let a page's forms end at these other origins too: a form whose POST is
+    answered with a redirect elsewhere (a person sent to an authorization
+    server) is stopped by the browser unless ``form-action`` names where it
+    lands. Only origins (scheme, host, port) the page's view vouches for."""
+    extra = " ".join(
+        sorted({o for o in origins if o and " " not in o and ";" not in o})
+    )
+    if extra:
+        response.headers["Content-Security-Policy"] = POLICY.replace(
+            "form-action 'self'", f"form-action 'self' {extra}"
+        )
 
 
 class ContentSecurityPolicyMiddleware:

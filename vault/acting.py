@@ -5,7 +5,10 @@ OAuth token acting as a person) acts for that person; a key bound to nobody,
 the system and anonymous callers act for nobody. A person who is deactivated
 acts for nobody: their tokens are never used.
 
-Every use of a person's upstream token asks this, and only this."""
+Every use of a person's upstream token asks this, and only this. A key is
+bound to a person by its ``person`` (an ``ApiClient`` without one, as every
+key is until identity binds keys to people, acts for nobody: fail closed).
+When identity answers this itself, this function is where it is asked."""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ tokens never reach a page, a log or the audit."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -20,6 +22,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import Throttled
 
+from config.csp import allow_form_redirects
 from config.http import client_address, request_id
 from config.pages import acting_user, render_page
 from config.params import MAX_ID, whole_number
@@ -47,14 +50,24 @@ def public_base(request: HttpRequest) -> str:
     return public or request.build_absolute_uri("/").rstrip("/")
 
 
+@require_GET
 @login_required
 @rate_limited
 def connection_list(request: HttpRequest) -> HttpResponse:
-    """The person's connections, and the sources they could connect."""
+    """The person's connections, and the sources they could connect (whose
+    authorization servers its Connect buttons may redirect the browser to)."""
     rows = connections_page(request.user)
     wanted = whole_number(request.GET.get("source", ""), MAX_ID)
     context = {"rows": rows, "wanted": wanted}
-    return render_page(request, "vault/connection_list.html", context)
+    response = render_page(request, "vault/connection_list.html", context)
+    allow_form_redirects(response, (_origin(row.authorization) for row in rows))
+    return response
+
+
+def _origin(auth: SourceAuthorization) -> str:
+    """The origin of the source's authorization endpoint (checked at discovery)."""
+    parts = urlsplit(str(auth.metadata.get("authorization_endpoint") or ""))
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
 
 
 @never_cache
@@ -105,6 +118,7 @@ def callback(request: HttpRequest, source_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@rate_limited
 def disconnect_view(request: HttpRequest, connection_id: str) -> HttpResponse:
     """Disconnect one of the person's own connections (revoked where it can be)."""
     connection = own_connection(request.user, connection_id)
@@ -134,6 +148,7 @@ def client_document(request: HttpRequest, source_id: int) -> JsonResponse:
 
 @require_POST
 @login_required
+@rate_limited
 def source_client(request: HttpRequest, source_id: int) -> HttpResponse:
     """An admin gives Quiver's client id (and secret) at the source's server."""
     source = get_source_for_user(request.user, source_id)

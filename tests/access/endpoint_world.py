@@ -32,6 +32,9 @@ from sources.services import create_source
 from sso.models import ClaimMapping, SignInPolicy
 from sso.policy import POLICY_PK
 from tests.factories import make_spec, make_tool, make_user
+from tests.vault.rows import make_personal_source
+from vault import crypto
+from vault.models import Connection
 
 SCOPES = ("agent", "curator", "compliance", "admin")
 GROUPS = {"member": (), "curator": ("curator",), "compliance": ("compliance",)}
@@ -64,6 +67,7 @@ def build_world() -> World:
     world.ids |= {"change": first, "change2": last.pk if last else first}
     _objects(world, default, delete_me)
     _sign_in(world)
+    _personal_source(world, default)
     return world
 
 
@@ -164,3 +168,23 @@ def _sign_in(world: World) -> None:
     mapping.groups.set(Group.objects.filter(name="curator"))
     SignInPolicy.objects.create(pk=POLICY_PK, password_login=False)
     world.ids["mapping"] = mapping.pk
+
+
+def _personal_source(world: World, default: Catalog) -> None:
+    """A source that asks each person for OAuth (as rows: nothing is fetched),
+    and the member's connection to it."""
+    tool = make_personal_source(default, name="mynotes")
+    source = SourceTool.objects.get(tool=tool).source
+    member = get_user_model().objects.get(pk=world.people["member"])
+    connection = Connection.objects.create(
+        person=member,
+        source=source,
+        resource=source.url,
+        issuer=source.authorization.issuer,
+        client_id=source.authorization.client_id,
+        access_encrypted=crypto.encrypt("world-access-token"),
+    )
+    world.ids |= {
+        "personal_source": source.pk,
+        "connection": str(connection.public_id),
+    }

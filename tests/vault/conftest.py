@@ -6,6 +6,8 @@ upstream scripted (the e2e test does it in a real browser)."""
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -80,9 +82,16 @@ def notes(oauth_upstream: OAuthUpstream, admin_user: Any) -> Source:
     return add_oauth_source(oauth_upstream.url, admin_user)
 
 
+_ADDRESSES = itertools.count(1)
+
+
 def browser_as(person: Any) -> Client:
-    """A browser signed in to the console as ``person`` (its own session)."""
-    browser = Client()
+    """A browser signed in to the console as ``person`` (its own session, and
+    its own address: connection attempts are throttled per address, and the
+    tests of a module make more in a minute than one person would)."""
+    n, worker = next(_ADDRESSES), os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    address = f"10.{int(worker[2:] or 0) % 256}.{n // 256 % 256}.{n % 256}"
+    browser = Client(REMOTE_ADDR=address)
     browser.force_login(person)
     return browser
 

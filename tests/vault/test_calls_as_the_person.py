@@ -17,6 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
+from identity.models import UserCatalogAccess
 from identity.services.people import set_person_active
 from sources.services import delete_source, update_source
 from tests.calls.conftest import link_source
@@ -252,8 +253,6 @@ def test_no_token_reaches_the_log(connected, alice, bob, oauth_upstream, caplog)
 
 def test_a_person_who_may_not_see_the_catalog_is_not_offered_it(connected, db):
     outsider = make_user("olga")
-    from catalog.models import UserCatalogAccess
-
     UserCatalogAccess.objects.create(user=outsider, catalogs=[])
     answer = call_as(outsider)
     assert answer.status_code == 404

@@ -226,3 +226,13 @@ def test_my_connections_lists_the_sources_and_only_my_own_connection(
     assert 'data-source="notes"' in mine and 'data-source="notes"' in theirs
     assert ">connected<" in mine
     assert ">not connected<" in theirs
+
+
+def test_the_connections_page_lets_its_forms_reach_only_the_authorization_servers(
+    notes, alice, oauth_upstream
+):
+    policy = browser_as(alice).get("/connections/")["Content-Security-Policy"]
+    [form_action] = [d for d in policy.split("; ") if d.startswith("form-action")]
+    assert form_action == f"form-action 'self' {oauth_upstream.issuer}"
+    other = browser_as(alice).get("/tools/")["Content-Security-Policy"]
+    assert "form-action 'self';" in other

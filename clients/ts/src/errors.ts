@@ -199,7 +199,5 @@ const BY_CODE: ReadonlyMap<string, typeof APIError> = new Map([
  */
 export function errorClass(status: number, error?: string): typeof APIError {
   const byCode = error === undefined ? undefined : BY_CODE.get(error);
-  return (
-    byCode ?? BY_STATUS.get(status) ?? (status >= 500 ? ServerError : APIError)
-  );
+  return byCode ?? BY_STATUS.get(status) ?? (status >= 500 ? ServerError : APIError);
 }

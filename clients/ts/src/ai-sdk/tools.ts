@@ -218,9 +218,7 @@ function pending(
   };
 }
 
-function needsAuthorization(
-  error: NeedsAuthorization,
-): NeedsAuthorizationOutput {
+function needsAuthorization(error: NeedsAuthorization): NeedsAuthorizationOutput {
   const where = error.authorizationUrl;
   return {
     status: "needs_authorization",
