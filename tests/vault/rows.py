@@ -37,6 +37,7 @@ def make_personal_source(catalog: Catalog, name: str = "notes") -> Tool:
         catalog,
         f"{name}.whoami",
         description="Who the caller is at the notes server.",
+        parameters={"type": "object", "properties": {}},
         annotations={"readOnlyHint": True},
     )
     SourceTool.objects.create(source=source, tool=tool, upstream_name="whoami")

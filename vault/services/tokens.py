@@ -67,9 +67,18 @@ def is_personal(source: Source) -> bool:
     return SourceAuthorization.objects.filter(source=source).exists()
 
 
+def authorization_of(source: Source) -> SourceAuthorization | None:
+    """The source's authorization, None for a source with shared headers (read
+    once per source object: the call path's read joins it)."""
+    try:
+        return source.authorization  # type: ignore[no-any-return]
+    except SourceAuthorization.DoesNotExist:
+        return None
+
+
 def credential_for(caller: Any, source: Source) -> Credential | None:
     """The credential of a call by ``caller`` to ``source`` (see the module)."""
-    auth = SourceAuthorization.objects.filter(source=source).first()
+    auth = authorization_of(source)
     if auth is None:
         return None
     person = person_for(caller)
