@@ -10,6 +10,7 @@ blocks do not.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 
 from django.http import HttpRequest, HttpResponse
@@ -31,14 +32,27 @@ POLICY = "; ".join(
 )
 
 
+# A source expression a page may add to form-action: a scheme and an origin of
+# plain characters (nothing that could end the directive or add another).
+FORM_TARGET = re.compile(r"^[a-z][a-z0-9+.-]*:(//[A-Za-z0-9.\-\[\]:]+)?$")
+
+
+def policy_with_form_target(source: str) -> str:
+    """The policy, its form-action also allowing ``source`` (an origin, or a
+    scheme such as ``com.example.app:``): a form whose answer redirects there
+    (OAuth's consent, back to the client) would otherwise be stopped by the
+    browser. A source that is not plain is not added."""
+    if not FORM_TARGET.match(source):
+        return POLICY
+    return POLICY.replace("form-action 'self'", f"form-action 'self' {source}")
+
+
 def allow_form_redirects(response: HttpResponse, origins: Iterable[str]) -> None:
-    """Let a page's forms end at these other origins too: a form whose POST is
-    answered with a redirect elsewhere (a person sent to an authorization
-    server) is stopped by the browser unless ``form-action`` names where it
-    lands. Only origins (scheme, host, port) the page's view vouches for."""
-    extra = " ".join(
-        sorted({o for o in origins if o and " " not in o and ";" not in o})
-    )
+    """Let a page's forms end at these other origins too (each a plain
+    ``FORM_TARGET``, the rest left out): a form whose POST is answered with a
+    redirect to an authorization server is stopped by the browser unless
+    ``form-action`` names where it lands."""
+    extra = " ".join(sorted({o for o in origins if FORM_TARGET.match(o)}))
     if extra:
         response.headers["Content-Security-Policy"] = POLICY.replace(
             "form-action 'self'", f"form-action 'self' {extra}"

@@ -2,7 +2,7 @@
 whole walk (tests/access/test_every_endpoint.py): two catalogs, a tool of each
 kind, a key and a person of every scope with everything, the same limited to
 the other catalog (the outsiders), and one of each object a URL names (a
-claim mapping among them)."""
+claim mapping and a member's OAuth connection among them)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ from sources.models import SourceTool
 from sources.services import create_source
 from sso.models import ClaimMapping, SignInPolicy
 from sso.policy import POLICY_PK
+from tests.access.endpoint_contracts import CONNECTED_APP
 from tests.factories import make_spec, make_tool, make_user
+from tests.oauth_flow import connect, make_oauth_client
 from tests.vault.rows import make_personal_source
 from vault import crypto
 from vault.models import Connection
@@ -168,6 +170,9 @@ def _sign_in(world: World) -> None:
     mapping.groups.set(Group.objects.filter(name="curator"))
     SignInPolicy.objects.create(pk=POLICY_PK, password_login=False)
     world.ids["mapping"] = mapping.pk
+    member = get_user_model().objects.get(pk=world.people["member"])
+    connection = connect(member, client=make_oauth_client(CONNECTED_APP))
+    world.ids["connection"] = connection.public_id
 
 
 def _personal_source(world: World, default: Catalog) -> None:
@@ -186,5 +191,5 @@ def _personal_source(world: World, default: Catalog) -> None:
     )
     world.ids |= {
         "personal_source": source.pk,
-        "connection": str(connection.public_id),
+        "vault_connection": str(connection.public_id),
     }

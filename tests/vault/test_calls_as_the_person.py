@@ -122,6 +122,36 @@ def test_a_key_bound_to_nobody_never_runs_as_anyone(connected, api, oauth_upstre
     assert oauth_upstream.callers == []
 
 
+def test_keys_bound_to_a_person_run_as_that_person_and_never_as_another(
+    connected, alice, bob, api, oauth_upstream, notes
+):
+    connected(bob, "bob-up")
+    carol = make_user("carol")
+    answers = {}
+    for person in (alice, bob, carol):
+        key = make_client_key(f"agent-of-{person.username}", "agent", person=person)
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        answers[person.username] = api.post(
+            URL, {"name": WHOAMI, "arguments": {}}, format="json"
+        )
+    assert answers["alice"].json()["structured_content"] == {"account": "alice-up"}
+    assert answers["bob"].json()["structured_content"] == {"account": "bob-up"}
+    refused = answers["carol"]
+    assert (refused.status_code, refused.json()["error"]) == (
+        403,
+        "needs_authorization",
+    )
+    link = f"http://testserver/connections/?source={notes.pk}"
+    assert refused.json()["authorization_url"] == link
+    assert oauth_upstream.callers == ["alice-up", "bob-up"]
+    persons = [(e.input["person"], e.output["outcome"]) for e in outcomes()]
+    assert persons == [
+        ("alice", "ran"),
+        ("bob", "ran"),
+        ("carol", "needs_authorization"),
+    ]
+
+
 def test_a_token_the_server_expired_is_refreshed_and_the_call_runs_once(
     connected, alice, oauth_upstream, notes
 ):
