@@ -9,7 +9,7 @@ MCP authorization specification recommends:
 3. otherwise an admin registers Quiver at the server by hand and gives the
    client id and secret (``vault.services.set_client``).
 
-Each source has its own client and its own callback (``/connections/callback/
+Each source has its own client and its own callback (``/upstream-accounts/callback/
 <source id>/``), so an answer meant for one authorization server can never be
 taken for another's (a mix-up)."""
 

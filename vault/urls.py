@@ -7,24 +7,24 @@ from vault import views
 app_name = "vault"
 
 urlpatterns = [
-    path("connections/", views.connection_list, name="connection-list"),
+    path("upstream-accounts/", views.connection_list, name="connection-list"),
     path(
-        "connections/sources/<int:source_id>/connect/",
+        "upstream-accounts/sources/<int:source_id>/connect/",
         views.connect,
         name="connect",
     ),
     path(
-        "connections/callback/<int:source_id>/",
+        "upstream-accounts/callback/<int:source_id>/",
         views.callback,
         name="callback",
     ),
     path(
-        "connections/clients/<int:source_id>/",
+        "upstream-accounts/clients/<int:source_id>/",
         views.client_document,
         name="client-document",
     ),
     path(
-        "connections/<str:connection_id>/disconnect/",
+        "upstream-accounts/<str:connection_id>/disconnect/",
         views.disconnect_view,
         name="disconnect",
     ),

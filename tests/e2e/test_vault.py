@@ -40,14 +40,14 @@ def test_a_person_connects_their_account_and_their_calls_run_as_them(
     notes = add_oauth_source(oauth_upstream.url, admin)
     dana = make_user("dana")
     with signed_in(browser, live_server, dana) as page:
-        page.goto(f"/connections/?source={notes.pk}")
+        page.goto(f"/upstream-accounts/?source={notes.pk}")
         row = page.locator('tr[data-source="notes"]')
         expect(row.get_by_test_id("connection-state")).to_have_text("not connected")
         row.get_by_test_id("connect").click()
         page.wait_for_url(f"{oauth_upstream.issuer}/login*")
         page.fill("input[name=account]", "dana-up")
         page.get_by_role("button", name="Allow Quiver").click()
-        page.wait_for_url("**/connections/")
+        page.wait_for_url("**/upstream-accounts/")
         expect(page.get_by_text("Connected your account at notes.")).to_be_visible()
         expect(row.get_by_test_id("connection-state")).to_have_text("connected")
         assert "dana-up" not in page.content()  # no token, no upstream account

@@ -98,7 +98,7 @@ def browser_as(person: Any) -> Client:
 
 def start(browser: Client, source: Source) -> str:
     """The person presses Connect: where their browser is sent."""
-    response = browser.post(f"/connections/sources/{source.pk}/connect/")
+    response = browser.post(f"/upstream-accounts/sources/{source.pk}/connect/")
     assert response.status_code == 302, response.content
     return str(response["Location"])
 

@@ -100,7 +100,8 @@ def test_a_person_without_a_connection_needs_authorization_and_gets_the_link(
     assert body["error"] == "needs_authorization"
     assert body["outcome"] == body["status"] == "needs_authorization"
     assert (
-        body["authorization_url"] == f"http://testserver/connections/?source={notes.pk}"
+        body["authorization_url"]
+        == f"http://testserver/upstream-accounts/?source={notes.pk}"
     )
     assert "bob has not connected their account" in body["detail"]
     assert oauth_upstream.callers == []
@@ -141,7 +142,7 @@ def test_keys_bound_to_a_person_run_as_that_person_and_never_as_another(
         403,
         "needs_authorization",
     )
-    link = f"http://testserver/connections/?source={notes.pk}"
+    link = f"http://testserver/upstream-accounts/?source={notes.pk}"
     assert refused.json()["authorization_url"] == link
     assert oauth_upstream.callers == ["alice-up", "bob-up"]
     persons = [(e.input["person"], e.output["outcome"]) for e in outcomes()]

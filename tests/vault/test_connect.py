@@ -51,7 +51,8 @@ def test_the_authorization_request_has_pkce_s256_state_the_resource_and_our_call
     assert len(asked["state"]) >= 32
     assert asked["resource"] == oauth_upstream.url
     assert (
-        asked["redirect_uri"] == f"http://testserver/connections/callback/{notes.pk}/"
+        asked["redirect_uri"]
+        == f"http://testserver/upstream-accounts/callback/{notes.pk}/"
     )
     auth = SourceAuthorization.objects.get(source=notes)
     assert auth.registration == Registration.DYNAMIC
@@ -65,7 +66,7 @@ def test_a_person_connects_and_the_tokens_are_kept_encrypted_and_bound(
 ):
     answer = connect(alice, notes, "alice-kept")
     assert answer.status_code == 302
-    assert answer["Location"] == "/connections/"
+    assert answer["Location"] == "/upstream-accounts/"
     connection = connection_of(alice, notes)
     assert connection is not None
     assert connection.resource == oauth_upstream.url
@@ -147,7 +148,7 @@ def test_the_servers_refusal_is_refused_and_audited(notes, alice, oauth_upstream
     browser = browser_as(alice)
     state = query(start(browser, notes))["state"]
     answer = browser.get(
-        f"/connections/callback/{notes.pk}/",
+        f"/upstream-accounts/callback/{notes.pk}/",
         {"error": "access_denied", "state": state},
     )
     assert answer.status_code == 400
@@ -198,7 +199,9 @@ def test_disconnecting_revokes_the_tokens_at_the_server_and_is_audited(
     connection = connection_of(alice, notes)
     assert connection is not None
     (token,) = oauth_upstream.authority.tokens_of("alice-leaves")
-    answer = browser_as(alice).post(f"/connections/{connection.public_id}/disconnect/")
+    answer = browser_as(alice).post(
+        f"/upstream-accounts/{connection.public_id}/disconnect/"
+    )
     assert answer.status_code == 302
     assert connection_of(alice, notes) is None
     refresh = oauth_upstream.authority.pairs[token]
@@ -212,7 +215,9 @@ def test_nobody_disconnects_another_persons_connection(notes, alice, bob, connec
     connect(alice, notes, "alice-up")
     connection = connection_of(alice, notes)
     assert connection is not None
-    answer = browser_as(bob).post(f"/connections/{connection.public_id}/disconnect/")
+    answer = browser_as(bob).post(
+        f"/upstream-accounts/{connection.public_id}/disconnect/"
+    )
     assert answer.status_code == 404
     assert connection_of(alice, notes) is not None
 
@@ -221,8 +226,8 @@ def test_my_connections_lists_the_sources_and_only_my_own_connection(
     notes, alice, bob, connect
 ):
     connect(alice, notes, "alice-up")
-    mine = browser_as(alice).get("/connections/").content.decode()
-    theirs = browser_as(bob).get("/connections/").content.decode()
+    mine = browser_as(alice).get("/upstream-accounts/").content.decode()
+    theirs = browser_as(bob).get("/upstream-accounts/").content.decode()
     assert 'data-source="notes"' in mine and 'data-source="notes"' in theirs
     assert ">connected<" in mine
     assert ">not connected<" in theirs
@@ -231,7 +236,7 @@ def test_my_connections_lists_the_sources_and_only_my_own_connection(
 def test_the_connections_page_lets_its_forms_reach_only_the_authorization_servers(
     notes, alice, oauth_upstream
 ):
-    policy = browser_as(alice).get("/connections/")["Content-Security-Policy"]
+    policy = browser_as(alice).get("/upstream-accounts/")["Content-Security-Policy"]
     [form_action] = [d for d in policy.split("; ") if d.startswith("form-action")]
     assert form_action == f"form-action 'self' {oauth_upstream.issuer}"
     other = browser_as(alice).get("/tools/")["Content-Security-Policy"]

@@ -46,7 +46,10 @@ def test_with_a_public_url_quiver_registers_at_discovery(
     source = add_oauth_source(oauth_upstream.url, admin_user)
     auth = SourceAuthorization.objects.get(source=source)
     assert auth.registration == Registration.DYNAMIC
-    assert auth.redirect_uri == f"http://quiver.test/connections/callback/{source.pk}/"
+    assert (
+        auth.redirect_uri
+        == f"http://quiver.test/upstream-accounts/callback/{source.pk}/"
+    )
     client = oauth_upstream.authority.clients[auth.client_id]
     assert client.token_endpoint_auth_method == "client_secret_post"
     assert auth.client_secret_encrypted.startswith("gAAAA")
@@ -143,13 +146,13 @@ def test_a_server_that_supports_metadata_documents_gets_quivers(
     server_metadata(documents)["client_id_metadata_document_supported"] = True
     source = add_oauth_source(documents.url, admin_user)
     auth = SourceAuthorization.objects.get(source=source)
-    document_url = f"https://quiver.example/connections/clients/{source.pk}/"
+    document_url = f"https://quiver.example/upstream-accounts/clients/{source.pk}/"
     assert auth.registration == Registration.METADATA_DOCUMENT
     assert auth.client_id == document_url
-    served = client.get(f"/connections/clients/{source.pk}/").json()
+    served = client.get(f"/upstream-accounts/clients/{source.pk}/").json()
     assert served["client_id"] == document_url
     assert served["redirect_uris"] == [
-        f"https://quiver.example/connections/callback/{source.pk}/"
+        f"https://quiver.example/upstream-accounts/callback/{source.pk}/"
     ]
     assert served["token_endpoint_auth_method"] == "none"
 
@@ -159,7 +162,7 @@ def test_a_server_that_registers_nobody_waits_for_an_admins_client_id(admin_user
         source = add_oauth_source(server.url, admin_user)
         assert source.status == SourceStatus.AUTHORIZE
         assert source.last_error.startswith("waiting for an admin to give Quiver")
-        callback = f"http://testserver/connections/callback/{source.pk}/"
+        callback = f"http://testserver/upstream-accounts/callback/{source.pk}/"
         server.authority.register_by_hand("quiver-by-hand", "s3cret-by-hand", callback)
         admin = browser_as(admin_user)
         saved = admin.post(
