@@ -84,11 +84,14 @@ def overlap_count(index: LexicalIndex, query: NormalizedQuery) -> np.ndarray:
 
 
 def keyword(index: LexicalIndex, query: NormalizedQuery) -> np.ndarray:
-    """Seed 000's token overlap: share of query terms found in the tool's text."""
+    """Seed 000's token overlap: share of query terms found in the tool's text,
+    scaled down for a tool with far more distinct words than the catalog's
+    norm (``LexicalIndex.share_credit``: listing words buys no coverage)."""
     total = sum(query.terms.values())
     if total <= 0:
         return np.zeros(index.n_docs, dtype=np.float64)
-    return overlap(index, query, "overlap") / total
+    found: np.ndarray = overlap(index, query, "overlap") / total * index.share_credit
+    return found
 
 
 def field_coverage(
