@@ -104,6 +104,10 @@ def _overlay(
         for name in fields
     }
     out.fields["overlap"] = _with_extra(base.fields["overlap"], dead, _binary(merged))
+    merged += fields[EXAMPLES][0]
+    out.fields["overlap_examples"] = _with_extra(
+        base.fields["overlap_examples"], dead, _binary(merged)
+    )
     out.impacts = _with_extra(base.impacts, dead, _impacts(out, base, fields))
     out.masses = {
         k: _masses(m, out, records, fields[k][0]) for k, m in base.masses.items()

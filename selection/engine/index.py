@@ -17,8 +17,10 @@ Two rules keep a tool's words honest evidence:
   requests a curator wrote for the tool ("email the Q3 report to
   finance@acme.com"): their verbs and objects are evidence, their names, places
   and addresses are a request's arguments. So an example keeps only the words
-  some tool of the catalog uses outside its examples (``described``), and those
-  count in BM25F and in the keyword share alike.
+  some tool of the catalog uses outside its examples (``described``); those count
+  in BM25F, and at ``EXAMPLE_SHARE`` of a description word's weight in the
+  keyword share (postings ``overlap_examples``): one request a tool serves says
+  less than what the tool says it does.
 * **A long text earns no more per word.** The keyword share (seed 000's overlap)
   gives each distinct word of a tool full credit, so a tool that lists every word
   of the catalog would cover every request. A tool with more distinct words than
@@ -65,17 +67,11 @@ FIELD_TEXT: dict[str, FieldText] = {
     "avoid_when": lambda t: t.avoid_when,
 }
 # Fields whose words count as plain "overlap" with the query (seeds 000 and 002).
-OVERLAP_FIELDS = (
-    "name",
-    "title",
-    "description",
-    "category",
-    "tags",
-    "keywords",
-    "examples",
-)
-# A field whose words count only where some tool uses them in another field.
+OVERLAP_FIELDS = ("name", "title", "description", "category", "tags", "keywords")
+# A field whose words count only where some tool uses them in another field, and
+# at this share of a description's in the keyword share.
 EXAMPLES = "examples"
+EXAMPLE_SHARE = 0.5
 # Distinct overlap words, as a multiple of the catalog's median, from which a
 # tool's keyword share is scaled down (bench/README.md, "A ranking nobody can buy").
 LONG_TEXT_KNEE = 4.0
@@ -250,7 +246,9 @@ class LexicalIndex:
         for name, ft in fields.items():
             self.fields[name] = self._binary(ft)
         self.fields["overlap"] = self._binary(_merged(fields, OVERLAP_FIELDS))
-        sizes = np.bincount(self.fields["overlap"].docs, minlength=self.n_docs)
+        with_examples = _merged(fields, (*OVERLAP_FIELDS, EXAMPLES))
+        self.fields["overlap_examples"] = self._binary(with_examples)
+        sizes = np.bincount(self.fields["overlap_examples"].docs, minlength=self.n_docs)
         self.overlap_norm = float(np.median(sizes[sizes > 0])) if sizes.any() else 1.0
         self.share_credit = share_credit(sizes, self.overlap_norm)
         self._doc_level_idf(fields)

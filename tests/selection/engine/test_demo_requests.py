@@ -26,6 +26,7 @@ from selection.engine import (
     record_from_dict,
     select,
 )
+from selection.engine.index import EXAMPLE_SHARE
 from selection.engine.normalize import normalize
 from selection.engine.sentences import split_sentences
 from selection.engine.vectors import VectorTable, unit_rows
@@ -131,10 +132,11 @@ def test_the_headline_request_counts_the_example_and_not_its_recipient(
     answer = demo.ask(HEADLINE)
     first, second = answer.tools[0], answer.tools[1]
     assert (first.name, second.name) == ("send_email", "run_saved_report")
-    # send_email's example "email the Q3 report to finance@acme.com" covers
-    # "email" and "report"; "Dana", named only in other tools' examples, counts
-    # for none of them.
-    assert first.signals["lexical"] == pytest.approx(0.5)
+    # send_email's example "email the Q3 report to finance@acme.com" adds
+    # "report" (at half a description word) to "email"; "Dana", named only in
+    # other tools' examples, counts for none of them.
+    assert first.signals["lexical"] == pytest.approx((1 + EXAMPLE_SHARE) / 4)
+    assert second.signals["lexical"] == pytest.approx(1 / 4)
     terms = normalize(SelectionRequest(query=HEADLINE)).terms
     assert terms.keys() >= {"email", "report", "dana"}
     index = demo.snapshot.index

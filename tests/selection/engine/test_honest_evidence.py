@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from selection.engine import SelectionRequest, ToolRecord, select
-from selection.engine.index import LONG_TEXT_KNEE
+from selection.engine.index import EXAMPLE_SHARE, LONG_TEXT_KNEE
 from selection.engine.normalize import normalize
 from selection.engine.patch import Change, patch
 from selection.engine.scorers.lexical import bm25f, keyword
@@ -39,7 +39,7 @@ def test_a_tool_listing_the_catalogs_words_gets_less_keyword_share():
     assert weather == 1.0
     assert helper < 0.5 * weather
     index = snap.index
-    size = np.bincount(index.fields["overlap"].docs)[-1]
+    size = np.bincount(index.fields["overlap_examples"].docs)[-1]
     assert helper == LONG_TEXT_KNEE * index.overlap_norm / size
 
 
@@ -58,14 +58,14 @@ def test_long_tools_do_not_move_the_norm_of_the_others():
     assert (crowded.share_credit[: len(records)] == 1.0).all()
 
 
-def test_an_examples_words_count_in_the_keyword_share():
+def test_an_examples_words_count_at_half_a_descriptions_in_the_keyword_share():
     records = tools(
         send_email={"examples": ("email the quarterly report to finance",)},
         searchWeb={"description": "Search the web for a report, news or articles."},
     )
     share = keyword(snapshot(records).index, terms("email the report"))
-    assert share[1] == 1.0  # send_email: "email" and, by its example, "report"
-    assert share[2] == 0.5  # searchWeb: "report"
+    assert share[1] == (1 + EXAMPLE_SHARE) / 2  # "email", and "report" by example
+    assert share[2] == 0.5  # searchWeb: "report", in its description
 
 
 def test_a_name_in_an_example_is_not_evidence_for_the_tool():
@@ -79,7 +79,7 @@ def test_a_name_in_an_example_is_not_evidence_for_the_tool():
     # "sync" is a word no tool describes either; "schedule" is not a word of
     # the base tools, "calendar" is.
     assert not index.described[index.vocab["dana"]]
-    assert keyword(index, terms("calendar on Friday"))[4] == 0.5
+    assert keyword(index, terms("calendar on Friday"))[4] == 0.5  # "calendar"
 
 
 def test_an_example_word_another_tool_describes_counts():
