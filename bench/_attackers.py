@@ -151,7 +151,9 @@ def frequent_words(catalog: Sequence[ToolSpec], count: int) -> list[str]:
         text = " ".join(split_identifier(spec.name)) + " " + spec.description
         found = re.findall(r"[a-z][a-z0-9]+", f"{text} {params}".lower())
         seen.update({w for w in found if w not in STOPWORDS})
-    return [w for w, _ in seen.most_common(count)]
+    # Ties by the word, not by set order (which changes with the hash seed).
+    ranked = sorted(seen.items(), key=lambda item: (-item[1], item[0]))
+    return [w for w, _ in ranked[:count]]
 
 
 def content_attackers(
@@ -220,4 +222,4 @@ def near_copies(
 def most_wanted(relevant: Sequence[Sequence[str]]) -> list[str]:
     """Tool names by how many of these requests want them, most first."""
     counts: Counter[str] = Counter(t for tools in relevant for t in tools)
-    return [name for name, _ in counts.most_common()]
+    return [name for name, _ in sorted(counts.items(), key=lambda i: (-i[1], i[0]))]
