@@ -349,6 +349,14 @@ class LexicalIndex:
         np.add.at(mass, post.docs, self.idf[terms])
         return mass
 
+    def counts_in_examples(self, term: str) -> bool:
+        """Whether a word of an example counts (some tool describes it); a word
+        only a patched tool has is given the benefit of the doubt."""
+        found = self.vocab.get(term)
+        if found is None:
+            return False
+        return found >= len(self.described) or bool(self.described[found])
+
     def term_ids(self, terms: Mapping[str, float]) -> list[tuple[int | None, float]]:
         """Vocabulary ids for query terms (``None`` when the catalog lacks it)."""
         return [(self.vocab.get(t), w) for t, w in terms.items()]

@@ -121,3 +121,14 @@ def test_a_patched_tool_gets_the_credit_and_the_example_rule_of_an_exact_build()
         np.testing.assert_allclose(
             keyword(new.index, query), keyword(exact, query), rtol=1e-6
         )
+
+
+def test_a_reason_names_only_the_example_words_that_counted():
+    records = tools(
+        createCalendarEvent={"examples": ("book a calendar slot with Dana",)}
+    )
+    request = SelectionRequest(query="calendar slot with Dana", min_score=0)
+    pick = select(snapshot(records), request).tools[0]
+    assert pick.name == "createCalendarEvent"
+    assert "'calendar'" in pick.reason
+    assert "dana" not in pick.reason.lower()
