@@ -12,6 +12,7 @@ buy" and "The headline request"):
 * ``knee:K``: the keyword share's credit from K x the median (today 4);
 * ``hubs:B``: cosine minus B x (the tool's mean cosine to the other tools minus
   the catalog's median of it), a local-scaling correction for hubs;
+  ``hub-tail:B`` the same beyond the catalog's 99th percentile only;
 * ``length:K``: the whole score times min(1, K x median / distinct words);
 * ``idf-share``: the keyword share weighted by IDF;
 * ``example-share:S``: an example word's weight in the keyword share (today 0.5);
@@ -60,8 +61,9 @@ def _sizes(index: Any) -> np.ndarray:
     return np.bincount(docs, minlength=index.n_docs).astype(np.float64)
 
 
-def _hubs(beta: float) -> None:
-    """Cosine minus beta x the tool's excess mean cosine to the other tools."""
+def _hubs(beta: float, line: float = 50.0) -> None:
+    """Cosine minus beta x the tool's mean cosine to the other tools beyond the
+    ``line`` percentile of the catalog's."""
 
     def excess(snapshot: Any) -> np.ndarray:
         found = snapshot.__dict__.get("_hub_excess")
@@ -70,7 +72,7 @@ def _hubs(beta: float) -> None:
             cos = matrix @ matrix.T
             np.fill_diagonal(cos, np.nan)
             mean = np.nanmean(cos, axis=1)
-            found = np.maximum(mean - np.median(mean), 0.0)
+            found = np.maximum(mean - np.percentile(mean, line), 0.0)
             snapshot.__dict__["_hub_excess"] = found
         return np.asarray(found)
 
@@ -117,6 +119,7 @@ DESIGNS: dict[str, Callable[[float], None]] = {
     "main": _main,
     "knee": _knee,
     "hubs": _hubs,
+    "hub-tail": lambda beta: _hubs(beta, 99.0),
     "length": _length,
     "idf-share": _idf_share,
     "example-share": _example_share,

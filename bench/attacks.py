@@ -21,6 +21,10 @@ catalog. It prints, per data set:
   random among those a request does not want, would be first / in the top 5 of
   the clean ranking (what any newcomer with nothing to sell reaches; in a small
   catalog it is not far from the goal);
+* each honest tool's own top-5 rate on requests that do not want it (median,
+  90th percentile, largest), and each attacker's centrality (its mean cosine to
+  the clean tools, as a percentile among theirs): how far an attacker stands
+  from the catalog's own generic tools;
 * which attackers, and what share of the clean tools, have more than ``SCREEN``
   times the catalog's median number of distinct words (what a length screen at
   import would hold; reported only);
@@ -184,6 +188,39 @@ def chance(
     return float(np.mean(first)), float(np.mean(top))
 
 
+def honest_spread(
+    data: Prepared, rows: Sequence[int], ranked: list[list[str]]
+) -> tuple[float, float, float, str]:
+    """Each honest tool's own "ASR@5": the share of held-out requests that do
+    not want it with it in the clean top 5; the median, 90th percentile and
+    largest over the catalog's tools, and the tool with the largest."""
+    seen = dict.fromkeys((s.name for s in data.specs), 0)
+    for i, names in zip(rows, ranked, strict=True):
+        for name in names[:5]:
+            if name not in data.queries[i].relevant:
+                seen[name] += 1
+    rates = np.array(list(seen.values()), dtype=np.float64) / max(len(rows), 1)
+    top = max(seen, key=lambda n: (seen[n], n))
+    median, p90 = np.percentile(rates, [50, 90])
+    return float(median), float(p90), float(rates.max()), top
+
+
+def centrality(data: Prepared, attacked: Prepared, names: set[str]) -> dict[str, float]:
+    """Per attacker: the percentile, among the clean tools, of its mean cosine
+    to the clean tools (a hub's is high: "everybody's second-best")."""
+    clean = unit_rows(data.tool_vecs)
+    vectors = unit_rows(attacked.tool_vecs)
+    own = clean @ clean.T
+    np.fill_diagonal(own, np.nan)
+    honest = np.nanmean(own, axis=1)
+    out = {}
+    for row, spec in enumerate(attacked.specs):
+        if spec.name in names:
+            mean = float((clean @ vectors[row]).mean())
+            out[spec.name] = float((honest < mean).mean())
+    return out
+
+
 def success(ranked: list[list[str]], kinds: dict[str, str], k: int) -> dict[str, float]:
     """Per attacker kind (and ``any``): the share of rankings with one of its
     tools in the top ``k``."""
@@ -209,6 +246,8 @@ class Report:
     asr1: dict[str, float]
     asr5: dict[str, float]
     chance: tuple[float, float]
+    spread: tuple[float, float, float, str]
+    hubs: dict[str, float]
     screened: tuple[list[str], float]
     copies: dict[str, float]
 
@@ -260,6 +299,7 @@ def run(
     data = prepare(name, args.limit, cache)
     rows, clean, attacked, kinds = [], [], [], {}
     screened: set[str] = set()
+    hubs: dict[str, list[float]] = {}
     copied: list[dict[str, float]] = []
     for side in splits(data, args.holdout, args.folds):
         training = [data.queries[i].text for i in side.training]
@@ -272,6 +312,9 @@ def run(
         with_attackers = with_tools(data, extra, cache)
         attacked += rankings(with_attackers, side.held_out)
         screened.update(long_texts(with_attackers))
+        central = centrality(data, with_attackers, {a.spec.name for a in attackers})
+        for a in attackers:
+            hubs.setdefault(a.kind, []).append(central[a.spec.name])
         rows += side.held_out
         clean += clean_here
         popular = most_wanted([data.queries[i].relevant for i in side.training])
@@ -287,6 +330,8 @@ def run(
         asr1=success(attacked, kinds, 1),
         asr5=success(attacked, kinds, 5),
         chance=chance(data, rows, clean),
+        spread=honest_spread(data, rows, clean),
+        hubs={kind: float(np.mean(found)) for kind, found in hubs.items()},
         screened=(
             sorted({kinds[n] for n in screened if n in kinds}),
             len(screened - set(kinds)) / len(data.specs),
@@ -359,6 +404,13 @@ def print_reports(reports: list[Report], args: argparse.Namespace) -> None:
             print(line)
         line = f"{r.name:<17}{'chance: 5 honest':<20}"
         print(line + f"{r.chance[0]:>8.1%}{r.chance[1]:>8.1%}")
+        median, p90, most, top = r.spread
+        print(
+            f"{'':<17}each honest tool in the top 5 of requests not wanting it: "
+            f"median {median:.1%}, p90 {p90:.1%}, most {most:.1%} ({top})"
+        )
+        hubs = ", ".join(f"{k} {v:.0%}" for k, v in r.hubs.items())
+        print(f"{'':<17}centrality percentile among the clean tools: {hubs}")
         print(f"{'':<17}({r.held_out} held-out requests, {r.tools} clean tools)")
         kinds, share = r.screened
         print(
