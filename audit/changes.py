@@ -63,19 +63,6 @@ def before_after(event: AuditEvent) -> tuple[Any, Any]:
     return data.get("before"), after
 
 
-def settings_in_full(data: Any) -> Any:
-    """Stored settings hold only what differs from the defaults: fill them in, so
-    a field going back to its default shows its value (raw if it cannot load)."""
-    from selection.engine.settings import EngineSettings, SettingsError
-
-    if not isinstance(data, dict):
-        return data
-    try:
-        return EngineSettings.from_dict(data).to_dict()
-    except (SettingsError, TypeError, ValueError):
-        return data
-
-
 def show(value: Any) -> str:
     """A value as one short text: strings bare, the rest as JSON, absent as —."""
     if value is _MISSING or value is None:

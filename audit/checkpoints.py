@@ -1,22 +1,21 @@
 """Signed checkpoints of the chain, kept outside the database.
 
 A checkpoint is ``{kind, head_seq, head_id, head_hash, count, time, key_id,
-prev_sig, sig}``, signed with the audit key, one JSON line appended to
-``QUIVER_AUDIT_CHECKPOINT_FILE`` and then handed to the sinks (audit.sinks: webhook,
-syslog, S3 bucket), each a second copy whose failure never stops the file. It is
+prev_sig, sig}``, signed with the audit key, one JSON line appended to the
+checkpoint store (audit.checkpoint_store: ``QUIVER_AUDIT_CHECKPOINT_FILE``, or a table
+in Postgres) and then handed to the sinks (audit.sinks: webhook, syslog, S3 bucket),
+each a second copy whose failure never stops the store. It is
 written every ``QUIVER_AUDIT_CHECKPOINT_EVERY`` sealed events, and at least every
 ``QUIVER_AUDIT_CHECKPOINT_S`` seconds while events arrive. Verify compares the chain
 to every checkpoint, so a deleted tail, a TRUNCATE or a chain rebuilt from
 scratch is named even by someone who owns the database. Each line carries the previous
-line's signature, so a line removed from the file is named too. ``audit_archive``
+line's signature, so a line removed from the store is named too. ``audit_archive``
 appends ``kind: archive`` lines the same way, and ``audit_rotate_key`` a ``kind:
 rotation`` checkpoint signed by the new key and the retired one (``old_sig``).
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,10 +25,11 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from audit.checkpoint_store import FileStore, checkpoint_store, store_named
 from audit.hashing import key_id, old_signature_ok, sign, signature_ok
 from audit.keyring import keyring
-from audit.sealing import chain_head, take_chain_lock
-from audit.sinks import deliver
+from audit.sealing import chain_head, may_extend, take_chain_lock
+from audit.sinks import deliver, line_of
 from config import jsonparse
 
 Record = dict[str, Any]
@@ -39,38 +39,34 @@ def checkpoint_file() -> Path:
     return Path(settings.QUIVER_AUDIT_CHECKPOINT_FILE)
 
 
-def _last_line(path: Path) -> str:
-    """The file's last line, read from its end (the file only grows)."""
-    if not path.exists():
-        return ""
-    with path.open("rb") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        handle.seek(max(0, size - 65536))
-        lines = handle.read().splitlines()
-    return lines[-1].decode() if lines else ""
-
-
 def last_record() -> Record | None:
-    line = _last_line(checkpoint_file())
+    line = checkpoint_store().last_line()
     return jsonparse.loads(line) if line.strip() else None
 
 
+class SignedByAnotherKey(RuntimeError):
+    """The store's last line was signed with another key than this process's."""
+
+
 def append_record(record: Record, *, old_key: bytes | None = None) -> Record:
-    """Sign ``record`` chained to the file's last line and append it (the caller
+    """Sign ``record`` chained to the store's last line and append it (the caller
     holds the chain lock). A rotation also passes the retired ``old_key``, which
     signs the line too (``old_sig``). The caller hands the line to the sinks
-    (``deliver``) once it has let go of the lock."""
+    (``deliver``) once it has let go of the lock. The last line must be signed
+    with this process's key (or, in a rotation, the retired one): lines change
+    keys only through a rotation line."""
     previous = last_record()
+    expected = key_id() if old_key is None else key_id(old_key)
+    signed_by = str((previous or {}).get("key_id", ""))
+    if signed_by not in ("", expected):
+        raise SignedByAnotherKey(
+            f"the last checkpoint line is signed with key {signed_by}, not {expected}"
+        )
     record = {**record, "key_id": key_id(), "prev_sig": (previous or {}).get("sig", "")}
     if old_key is not None:
         record["old_sig"] = sign(record, old_key)
     record["sig"] = sign(record)
-    path = checkpoint_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, sort_keys=True) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    checkpoint_store().append(record, line_of(record))
     return record
 
 
@@ -92,8 +88,11 @@ def checkpoint_if_due(*, force: bool = False) -> Record | None:
         take_chain_lock(cursor, wait=True)
         head_seq, head_id, head_hash = chain_head(cursor)
         now = datetime.now(UTC)
-        if head_seq == 0 or not (force or _due(last_record(), head_seq, now)):
+        last = last_record()
+        if head_seq == 0 or not (force or _due(last, head_seq, now)):
             return None
+        if not may_extend(str((last or {}).get("key_id", ""))):
+            return None  # a process with the key that signed the last line signs
         record = append_record(
             {
                 "kind": "checkpoint",
@@ -123,12 +122,15 @@ class Book:
     unknown_key: str = ""
 
 
-def read_book(path: Path | None = None) -> Book:
-    path = path or checkpoint_file()
-    if not path.exists():
-        return Book()
-    with path.open(encoding="utf-8") as handle:
-        return book_from_lines(handle, f"checkpoint file {path.name}")
+def read_book(path: Path | None = None, store: str | None = None) -> Book:
+    """The checked book of the file at ``path``, else of the store called
+    ``store``, else of the configured one."""
+    found = (
+        FileStore(path)
+        if path is not None
+        else (store_named(store) if store else checkpoint_store())
+    )
+    return book_from_lines(found.lines(), found.source)
 
 
 def book_from_lines(lines: Iterable[str], source: str) -> Book:

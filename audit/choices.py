@@ -23,6 +23,13 @@ class EventType(models.TextChoices):
         "webhook_changed",
         "Webhook added, changed, rotated, removed or replayed",
     )
+    SIGN_IN = "sign_in", "Person signed in"
+    SIGN_IN_REFUSED = "sign_in_refused", "Sign-in refused"
+    SIGN_OUT = "sign_out", "Person signed out"
+    SIGN_IN_SETTINGS = (
+        "sign_in_settings",
+        "Single sign-on mapping or password sign-in changed",
+    )
 
 
 class RollupKind(models.TextChoices):

@@ -9,13 +9,18 @@
 Each key is named by its ``key_id`` (a public fingerprint, audit.hashing.key_id); a
 row or a checkpoint line is checked with the key its ``key_id`` names.
 ``audit_rotate_key`` (audit.rotation) moves the current key into the old keys file
-and writes a new one.
+and writes a new one, or, where the key files cannot be written (a Kubernetes
+Secret), signs the rotation with a key it is given (``signing_with``) and leaves
+putting that key in place to the operator.
 """
 
 from __future__ import annotations
 
 import hmac
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -84,12 +89,32 @@ def _build(
     return Keyring(current, current_id, keys)
 
 
+_SIGNING_WITH: ContextVar[bytes | None] = ContextVar("audit_signing_with", default=None)
+
+
+@contextmanager
+def signing_with(key: bytes) -> Iterator[None]:
+    """Within this block (this thread), ``key`` is the current key and the one the
+    settings name stays in the keyring as a retired one: a rotation to a key that
+    is not in the settings yet."""
+    token = _SIGNING_WITH.set(key)
+    try:
+        yield
+    finally:
+        _SIGNING_WITH.reset(token)
+
+
 def keyring() -> Keyring:
     """The keyring as the settings and the key files say now."""
     key_file = settings.QUIVER_AUDIT_KEY_FILE
-    return _build(
+    ring = _build(
         settings.QUIVER_AUDIT_KEY,
         _stamp(key_file) if key_file else ("", 0, 0, 0),
         _stamp(str(settings.QUIVER_AUDIT_OLD_KEYS_FILE)),
         settings.SECRET_KEY,
     )
+    given = _SIGNING_WITH.get()
+    if given is None or given == ring.current:
+        return ring
+    given_id = fingerprint(given)
+    return Keyring(given, given_id, {**ring.keys, given_id: given})

@@ -227,3 +227,47 @@ class AuditRollupMark(models.Model):
 
     def __str__(self) -> str:
         return f"summed through seq {self.seq}"
+
+
+class CheckpointLine(models.Model):
+    """One signed checkpoint line, with ``QUIVER_AUDIT_CHECKPOINT_STORE=postgres``:
+    the exact text the checkpoint file would hold, appended under the chain lock.
+
+    Append-only like the events (a trigger refuses UPDATE, DELETE and TRUNCATE; the
+    app's role may only INSERT and SELECT), and one line follows each line at most
+    (``prev_sig`` is unique), so the lines form a single chain."""
+
+    line = models.TextField()
+    sig = models.CharField(max_length=128, unique=True)
+    prev_sig = models.CharField(max_length=128, unique=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "audit_checkpoint_line"
+
+    def __str__(self) -> str:
+        return f"checkpoint line {self.pk}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None:
+            raise AppendOnlyError("checkpoint lines cannot be modified")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("checkpoint lines cannot be deleted")
+
+
+class AuditNote(models.Model):
+    """A small record kept beside the checkpoint lines in Postgres: each sink's
+    deliveries (``sinks``) and the last chain check run from the console
+    (``last_verify``). A convenience for verify and its page, never evidence."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    data = models.JSONField(default=dict)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "audit_note"
+
+    def __str__(self) -> str:
+        return self.name

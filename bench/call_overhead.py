@@ -156,8 +156,8 @@ def build(url: str, tool_ms: int) -> str:
 
     from catalog.services import create_tool
     from catalog.services.catalogs import create_catalog
-    from catalog.services.clients import create_api_client
     from catalog.spec import ToolSpec
+    from identity.services.clients import create_api_client
     from sources.models import Source, SourceTool
 
     call_command("migrate", verbosity=0, interactive=False)

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from catalog.embeddings import backends  # noqa: E402
-from catalog.embeddings.text import embedding_text  # noqa: E402
+from catalog.embedding_text import embedding_text  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
+from embeddings import backends  # noqa: E402
 
 TOOLS_PATH = (
     Path(__file__).resolve().parent.parent.parent

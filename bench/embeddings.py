@@ -58,13 +58,15 @@ from django.core.management import call_command  # noqa: E402
 from django.db import DatabaseError, connection  # noqa: E402
 from django.db.models import Count  # noqa: E402
 
-from catalog.choices import EmbeddingStatus, JobState  # noqa: E402
-from catalog.embeddings.text import embedding_text  # noqa: E402
-from catalog.models import Catalog, Job, Tool, ToolEmbedding  # noqa: E402
+from catalog.choices import EmbeddingStatus  # noqa: E402
+from catalog.embedding_text import embedding_text  # noqa: E402
+from catalog.models import Catalog, Tool, ToolEmbedding  # noqa: E402
 from catalog.services.catalogs import create_catalog  # noqa: E402
 from catalog.services.embeddings import current_backend  # noqa: E402
 from catalog.services.imports import start_import  # noqa: E402
 from catalog.spec import spec_from_dict  # noqa: E402
+from jobs.choices import JobState  # noqa: E402
+from jobs.models import Job  # noqa: E402
 from selection.adapters import pgvector as semantic  # noqa: E402
 
 DATA_DIR = Path(

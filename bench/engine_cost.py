@@ -218,7 +218,7 @@ def get_embedder_backend() -> Any:
     import django
 
     django.setup()
-    from catalog.embeddings.backends import get_local_backend, local_static_encoder
+    from embeddings.backends import get_local_backend, local_static_encoder
 
     local_static_encoder(wait=True)
     return get_local_backend()

@@ -67,9 +67,9 @@ import numpy as np  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from bench import speed  # noqa: E402  (sets up Django)
-from catalog.embeddings import backends  # noqa: E402
-from catalog.services.clients import create_api_client  # noqa: E402
 from catalog.services.query_encoder import build_query_encoder  # noqa: E402
+from embeddings import backends  # noqa: E402
+from identity.services.clients import create_api_client  # noqa: E402
 from selection.services.timings import STAGES  # noqa: E402
 
 TARGETS = {"peer_p50": 0.35, "peer_p95": 0.5, "noop_p50": 3.0, "audit_ms": 1.0}

@@ -44,12 +44,13 @@ from django.core.management import call_command  # noqa: E402
 
 from bench import embeddings as eb  # noqa: E402  (sets Django up)
 from catalog.choices import EmbeddingStatus  # noqa: E402
-from catalog.embeddings.backends import DOCUMENT_MAX_TOKENS  # noqa: E402
-from catalog.embeddings.text import embedding_text  # noqa: E402
-from catalog.models import Catalog, Job, Tool  # noqa: E402
+from catalog.embedding_text import embedding_text  # noqa: E402
+from catalog.models import Catalog, Tool  # noqa: E402
 from catalog.services.catalogs import create_catalog  # noqa: E402
 from catalog.services.imports import start_import  # noqa: E402
 from catalog.spec import spec_from_dict  # noqa: E402
+from embeddings.backends import DOCUMENT_MAX_TOKENS  # noqa: E402
+from jobs.models import Job  # noqa: E402
 from selection.engine.types import SelectionRequest  # noqa: E402
 from selection.services.select import select_tools  # noqa: E402
 
@@ -118,7 +119,7 @@ def searchable(
 
 def encoder_rows(texts: list[str]) -> tuple[list[list[str]], list[str]]:
     """Documents/s of the document encoder (one thread) and int8's agreement."""
-    from catalog.embeddings.backends import local_onnx_encoder
+    from embeddings.backends import local_onnx_encoder
 
     encoder = local_onnx_encoder()
     width = DOCUMENT_MAX_TOKENS + 2

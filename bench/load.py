@@ -312,7 +312,7 @@ def prepare_catalog(args: argparse.Namespace) -> tuple[str, int, str, str]:
 
     import bench.speed as speed  # sets Django up with this process's environment
     from catalog.models import Catalog, Tool
-    from catalog.services.clients import create_api_client
+    from identity.services.clients import create_api_client
 
     say("migrating ...")
     call_command("migrate", verbosity=0, interactive=False)

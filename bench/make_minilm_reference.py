@@ -25,9 +25,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from catalog.embeddings.backends import DOCUMENT_MAX_TOKENS  # noqa: E402
-from catalog.embeddings.text import embedding_text  # noqa: E402
+from catalog.embedding_text import embedding_text  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
+from embeddings.backends import DOCUMENT_MAX_TOKENS  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "minilm_reference.json"
 TOOLS = (

@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from bench import speed  # noqa: E402  (sets up Django)
-from catalog.services.clients import create_api_client  # noqa: E402
+from identity.services.clients import create_api_client  # noqa: E402
 
 # Issue 32: search_tools within 2 ms of /select at p50 (issue 21 had 5 ms).
 TARGET_MS = 2.0

@@ -63,7 +63,8 @@ def fill(args: argparse.Namespace) -> None:
     from django.utils import timezone
 
     from calls.models import Approval
-    from catalog.models import Catalog, Job, Tool
+    from catalog.models import Catalog, Tool
+    from jobs.models import Job
     from sources.models import Source
 
     catalogs = [
@@ -233,10 +234,11 @@ def main(argv: list[str]) -> int:
 def explain() -> None:
     from django.db import connection
 
-    from telemetry.collector import SOURCES_SQL, STATE_SQL, state_parameters
+    from telemetry.collector import sources_read, state_parameters, state_sql
 
+    statements = ((state_sql(), state_parameters()), (sources_read().sql, None))
     with connection.cursor() as cursor:
-        for sql, params in ((STATE_SQL, state_parameters()), (SOURCES_SQL, None)):
+        for sql, params in statements:
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
             say("\n".join(row[0] for row in cursor.fetchall()))
 

@@ -47,7 +47,7 @@ def main() -> None:
 
     django.urls.resolve("/")  # imports every app's urls and views
     report("django set up, urls loaded", started)
-    from catalog.embeddings.backends import get_local_backend
+    from embeddings.backends import get_local_backend
 
     backend = get_local_backend()
     backend.embed_query("find flights from Berlin to Tokyo next Friday")

@@ -40,15 +40,16 @@ from bench._data import (  # noqa: E402
     load_specs,
     tool_embedding_text,
 )
-from catalog.embeddings.backends import local_onnx_encoder  # noqa: E402
-from catalog.embeddings.static import (  # noqa: E402
+from catalog.encoder_texts import ToolText, training_texts  # noqa: E402
+from catalog.spec import ToolSpec  # noqa: E402
+from catalog.tool_text import schema_properties, split_identifier
+from embeddings.backends import local_onnx_encoder  # noqa: E402
+from embeddings.static import (  # noqa: E402
     StaticQueryEncoder,
     load_encoder,
     save_weights,
 )
-from catalog.embeddings.static_training import ToolText, build_weights  # noqa: E402
-from catalog.spec import ToolSpec  # noqa: E402
-from catalog.tool_text import schema_properties, split_identifier
+from embeddings.static_training import build_weights  # noqa: E402
 from learning.metrics import KS, mean_metrics, query_metrics  # noqa: E402, F401
 from selection.engine import (  # noqa: E402
     CatalogSnapshot,
@@ -442,7 +443,9 @@ def static_encoder(source: str) -> StaticQueryEncoder:
             for s in load_specs(name)
         ]
         started = time.perf_counter()
-        save_weights(build_weights(tools, onnx, progress=print), path)
+        texts = training_texts(tools)
+        weights = build_weights(texts, onnx, progress=print, tools=len(tools))
+        save_weights(weights, path)
         print(f"trained on {len(tools)} tools in {time.perf_counter() - started:.0f} s")
     return load_encoder(path, onnx.tokenizer)
 

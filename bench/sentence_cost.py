@@ -32,7 +32,7 @@ from bench._data import (  # noqa: E402
     load_specs,
     tool_embedding_text,
 )
-from catalog.embeddings.backends import LocalMiniLMBackend  # noqa: E402
+from embeddings.backends import LocalMiniLMBackend  # noqa: E402
 from selection.engine.sentences import sentence_matrix, split_sentences  # noqa: E402
 from selection.engine.vectors import VectorTable  # noqa: E402
 

@@ -89,8 +89,8 @@ def prepare(upstream_url: str) -> tuple[str, str]:
     from django.db import connections
 
     from catalog.services import create_tool, ensure_default_catalog
-    from catalog.services.clients import create_api_client
     from catalog.spec import ToolSpec
+    from identity.services.clients import create_api_client
     from sources.models import Source, SourceTool
 
     say("migrating and bootstrapping ...")

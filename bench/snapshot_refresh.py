@@ -39,9 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bench.speed as sp  # noqa: E402  (sets Django up)
-from catalog.access import access_for  # noqa: E402
-from catalog.models import ApiClient, Tool  # noqa: E402
-from catalog.services.clients import create_api_client  # noqa: E402
+from catalog.models import Tool  # noqa: E402
 from catalog.services.tools import (  # noqa: E402
     create_tool,
     delete_tool,
@@ -49,6 +47,9 @@ from catalog.services.tools import (  # noqa: E402
     tool_to_spec,
     update_tool,
 )
+from identity.access import access_for  # noqa: E402
+from identity.models import ApiClient  # noqa: E402
+from identity.services.clients import create_api_client  # noqa: E402
 from selection.adapters import snapshots  # noqa: E402
 from selection.requests import build_request  # noqa: E402
 from selection.services import select as services  # noqa: E402

@@ -96,15 +96,13 @@ from django.utils import timezone  # noqa: E402
 
 from audit.choices import EventType  # noqa: E402
 from audit.services import record_event  # noqa: E402
-from catalog.access import access_for  # noqa: E402
-from catalog.auth import ApiKeyAuthentication  # noqa: E402
 from catalog.choices import EmbeddingStatus  # noqa: E402
-from catalog.embeddings.text import embedding_text, text_hash  # noqa: E402
+from catalog.embedding_text import embedding_text, text_hash  # noqa: E402
 from catalog.formats import estimate_prompt_tokens, export_tool  # noqa: E402
-from catalog.models import ApiClient, Catalog, Tool, ToolChange, ToolEmbedding  # noqa: E402
+from catalog.models import Catalog, Tool, ToolChange, ToolEmbedding  # noqa: E402
+from catalog.names import reclaim  # noqa: E402
 from catalog.naming import assign_provider_names  # noqa: E402
 from catalog.services.catalogs import create_catalog  # noqa: E402
-from catalog.services.clients import create_api_client  # noqa: E402
 from catalog.services.embeddings import (  # noqa: E402
     current_backend,
     ensure_hnsw_index,
@@ -112,6 +110,10 @@ from catalog.services.embeddings import (  # noqa: E402
 )
 from catalog.services.tools import content_hash, tool_to_spec  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
+from identity.access import access_for  # noqa: E402
+from identity.auth import ApiKeyAuthentication  # noqa: E402
+from identity.models import ApiClient  # noqa: E402
+from identity.services.clients import create_api_client  # noqa: E402
 from selection.adapters import pgvector as semantic  # noqa: E402
 from selection.adapters import snapshots  # noqa: E402
 from selection.adapters.snapshots import get_snapshot  # noqa: E402
@@ -342,6 +344,7 @@ def build_catalog(size: int, use_cache: bool) -> Built:
         written += len(batch)
         if len(items) > CHUNK:
             say(f"{slug}: {written}/{len(items)} tools and vectors written")
+    reclaim(catalog.pk)  # the names the rows hold (catalog.names), as a write's
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {Tool._meta.db_table}")
         cursor.execute(f"ANALYZE {ToolEmbedding._meta.db_table}")
@@ -760,7 +763,7 @@ SPY_RATE = 200
 # label when any frame of its stack contains the substring.
 PROFILE_MARKERS = (
     ("whole request (WSGI handler)", "__call__ (django/core/handlers/wsgi.py"),
-    ("auth: API key lookup + last_used", "authenticate (catalog/auth.py"),
+    ("auth: API key lookup + last_used", "authenticate (identity/auth.py"),
     ("catalog lookup (get_catalog_for_user)", "get_catalog_for_user ("),
     ("input serializer (is_valid)", "is_valid (rest_framework/serializers.py"),
     ("select_tools", "select_tools (selection/services/select.py"),

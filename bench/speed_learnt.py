@@ -71,10 +71,11 @@ from bench import speed  # noqa: E402  (sets up Django)
 from bench._data import EmbeddingCache, get_embedder, read_jsonl  # noqa: E402
 from bench.learning import nearest_how, perturbed_labels  # noqa: E402
 from bench.speed import pct, say  # noqa: E402
-from catalog.embeddings.text import embedding_text  # noqa: E402
-from catalog.models import ApiClient, Catalog, Tool  # noqa: E402
-from catalog.services.clients import create_api_client  # noqa: E402
+from catalog.embedding_text import embedding_text  # noqa: E402
+from catalog.models import Catalog, Tool  # noqa: E402
 from catalog.services.embeddings import current_backend  # noqa: E402
+from identity.models import ApiClient  # noqa: E402
+from identity.services.clients import create_api_client  # noqa: E402
 from learning.fit import Labelled  # noqa: E402
 from learning.models import LearnState, LearntModel  # noqa: E402
 from selection.adapters import snapshots  # noqa: E402

@@ -52,14 +52,15 @@ from django.core.management import call_command  # noqa: E402
 
 from bench import speed  # noqa: E402  (sets up Django)
 from bench._loadstack import gunicorn  # noqa: E402
-from catalog.models import ApiClient, Catalog, Tool  # noqa: E402
+from catalog.models import Catalog, Tool  # noqa: E402
 from catalog.services.catalogs import create_catalog  # noqa: E402
-from catalog.services.clients import (  # noqa: E402
+from catalog.services.tools import set_tool_status  # noqa: E402
+from identity.models import ApiClient  # noqa: E402
+from identity.services.clients import (  # noqa: E402
     change_api_client,
     create_api_client,
     revoke_api_client,
 )
-from catalog.services.tools import set_tool_status  # noqa: E402
 from selection.services.settings import update_selection_settings  # noqa: E402
 
 QUERIES = (

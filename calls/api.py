@@ -1,6 +1,6 @@
 """Approvals over the API: list and read them, approve or deny a pending one.
 
-Who sees and decides what is ``catalog.access``'s: people with the approval
+Who sees and decides what is ``identity.access``'s: people with the approval
 permission (the approver and admin groups) decide within their catalogs, never
 on their own request; compliance reads; an API key never lists approvals and may
 read only its own request's by id (any other id is a 404, like an unknown one).
@@ -21,15 +21,15 @@ from rest_framework.response import Response
 
 from calls.decisions import MAX_REASON, approve, deny
 from calls.models import Approval, ApprovalStatus
-from catalog.access import (
+from config.http import request_id
+from config.ratelimit import WriteRateThrottle
+from config.strict import StrictFieldsMixin
+from identity.access import (
     APPROVALS_PERMISSION_RULE,
     access_for,
     approvals_visible_to,
     reads_approvals,
 )
-from config.http import request_id
-from config.ratelimit import WriteRateThrottle
-from config.strict import StrictFieldsMixin
 
 HEX = "[0-9a-fA-F]"
 UUID_PATTERN = f"{HEX}{{8}}-?{HEX}{{4}}-?{HEX}{{4}}-?{HEX}{{4}}-?{HEX}{{12}}"

@@ -7,7 +7,13 @@ person must approve the call, 4xx for a refusal naming the field and the rule
 no source or an approval that does not cover the call, 429 the key's calls in
 flight), 503 naming the part for a limit of the service (calls per source or web
 process), Redis down (the limits cannot be counted), unreadable source headers,
-or a call whose outcome could not be recorded."""
+or a call whose outcome could not be recorded.
+
+A 429 or 503 says whether the call may be sent again (config.retries): a limit
+or an outage met before the call was claimed is ``retryable`` (nothing ran),
+with ``Retry-After``; unreadable source headers are not (a retry cannot help),
+and a call whose upstream ran but whose outcome could not be recorded never is
+(sending it again would run the tool again)."""
 
 from __future__ import annotations
 
@@ -16,10 +22,12 @@ from rest_framework import generics, permissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from calls.answers import CallAnswer
 from calls.input import CallInputSerializer, call_input
 from calls.services import CallNotRecorded, execute_call
 from config.http import request_id
 from config.ratelimit import ClientRateThrottle
+from config.retries import RETRY_AFTER_S, mark_retry, retry_body
 
 REFUSAL_CODES = {
     400: "invalid",
@@ -28,7 +36,10 @@ REFUSAL_CODES = {
     429: "throttled",
     503: "unavailable",
 }
-RETRY_AFTER_S = 5
+# The limits a call met before it was claimed: nothing ran, it may be sent again.
+RETRYABLE_LIMITS = frozenset(
+    {"calls_per_key", "calls_per_source", "calls_per_process", "redis"}
+)
 
 
 class ExecuteCallView(generics.GenericAPIView):
@@ -53,18 +64,26 @@ class ExecuteCallView(generics.GenericAPIView):
                 request_id=request_id(request),
                 channel="api",
             )
-        except CallNotRecorded as exc:
+        except CallNotRecorded as exc:  # it ran: never to be sent again
             down = {"error": "unavailable", "detail": str(exc), "service": "audit"}
-            return Response(down, status=503)
-        body = answer.as_dict()
+            return Response(retry_body(down, None), status=503)
         if answer.status < 400:
-            return Response(body, status=answer.status)
-        code = REFUSAL_CODES.get(answer.status, "conflict")
-        fields = {answer.refused_field: [answer.reason]} if answer.refused_field else {}
-        body = {"error": code, "detail": answer.reason, "fields": fields, **body}
-        if answer.status == 503:
-            body["service"] = answer.limit
-        response = Response(body, status=answer.status)
-        if answer.status in (429, 503):
-            response["Retry-After"] = str(RETRY_AFTER_S)
-        return response
+            return Response(answer.as_dict(), status=answer.status)
+        return refusal(answer)
+
+
+def refusal(answer: CallAnswer) -> Response:
+    """A refused call in the error envelope; a limit's 429 or 503 says whether
+    the call may be sent again."""
+    code = REFUSAL_CODES.get(answer.status, "conflict")
+    fields = {answer.refused_field: [answer.reason]} if answer.refused_field else {}
+    body = {"error": code, "detail": answer.reason, "fields": fields}
+    body |= answer.as_dict()
+    if answer.status == 503:
+        body["service"] = answer.limit
+    if answer.status not in (429, 503):
+        return Response(body, status=answer.status)
+    wait = RETRY_AFTER_S if answer.limit in RETRYABLE_LIMITS else None
+    response = Response(retry_body(body, wait), status=answer.status)
+    mark_retry(response, wait)
+    return response

@@ -14,12 +14,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit.actors import actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_event
 from calls import lifecycle
 from calls.hashing import arguments_hash
 from calls.models import Approval, ApprovalStatus
-from catalog.access import actor_name, stored_user
 from catalog.models import Tool
 from telemetry import tracing
 

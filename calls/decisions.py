@@ -16,12 +16,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from audit.actors import actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_event
 from calls import lifecycle
 from calls.models import Approval, ApprovalStatus
-from catalog.access import actor_name, approval_decision_problem, stored_user
 from config.exceptions import Conflict
+from identity.access import approval_decision_problem
 
 MAX_REASON = 2000
 EXPIRY_BATCH = 500
@@ -61,7 +62,7 @@ def deny(
 
 
 def _may_decide(approval: Approval, person: Any) -> None:
-    """Who decides is checked before what they send (catalog.access's rule)."""
+    """Who decides is checked before what they send (identity.access's rule)."""
     problem = approval_decision_problem(person, approval)
     if problem:
         raise DecisionRefused(problem)

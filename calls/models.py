@@ -29,7 +29,7 @@ class Approval(models.Model):
     )
     tool_name = models.CharField(max_length=200)
     tool_version = models.PositiveIntegerField()
-    arguments = models.JSONField(default=dict)
+    arguments = models.JSONField(default=dict, blank=True)  # a tool may take none
     arguments_hash = models.CharField(max_length=64)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"

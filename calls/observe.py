@@ -16,8 +16,6 @@ from typing import Any, Protocol, TypeVar
 
 from telemetry import metrics, tracing
 
-NAME_CHARS = 200
-
 
 class _Answer(Protocol):
     outcome: str
@@ -31,9 +29,10 @@ A = TypeVar("A", bound=_Answer)
 def observed_call(run: Callable[..., A]) -> Callable[..., A]:
     @functools.wraps(run)
     def execute(user: Any, **options: Any) -> A:
+        # The tool's name is set once the call found a tool (calls.services):
+        # the name asked for is the caller's text.
         facts = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": str(options.get("name", ""))[:NAME_CHARS],
             "quiver.channel": options.get("channel", "api"),
             "quiver.selection_id": _text(options.get("selection_id")),
         }

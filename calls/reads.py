@@ -1,8 +1,8 @@
 """The rows a tool call is decided on, read in one statement whose SQL is made once
 per process (``config.rows``): the catalog by its slug, its selection settings'
 row (the policy check's snapshot is keyed by their version) and its tools of the
-called name (by name or by the provider-safe name the model was shown), each with
-its source link and source.
+called name (by name or by the provider-safe name the model was shown: the one
+tool holding the name's look, ``catalog.names``), with its source link and source.
 
 Building this as a queryset (the catalog, then the tools with
 ``select_related("source_link__source")`` behind the visibility filter) cost two
@@ -23,9 +23,11 @@ from typing import Any
 from django.db import connection
 from django.http import Http404
 
-from catalog.access import Access
-from catalog.models import Catalog, Tool
+from catalog.models import Catalog, Tool, ToolName
+from catalog.names import ambiguous
+from catalog.naming import look
 from config.rows import Columns, column, fetch_all, split
+from identity.access import Access
 from selection.models import SelectionSettings
 from selection.querysets import StoredSettings
 from sources.models import Source, SourceTool
@@ -33,13 +35,16 @@ from sources.models import Source, SourceTool
 
 @dataclass(frozen=True)
 class CallRows:
-    """The catalog, its settings row, and its tools named as called with
-    ``source_link`` (and its ``source``) already set: None for a tool without a
-    source."""
+    """The catalog, its settings row, and the tool the name calls (none or one:
+    ``catalog.names``) with ``source_link`` (and its ``source``) already set:
+    None for a tool without a source. ``ambiguous``: several tools held the
+    name before the one-name rule, one of them visible to the caller by that
+    exact name (the call is refused, naming that)."""
 
     catalog: Catalog
     tools: list[Tool]
     settings: StoredSettings
+    ambiguous: bool = False
 
 
 @functools.cache
@@ -47,6 +52,7 @@ def _call_read() -> tuple[str, tuple[Columns, ...]]:
     parts = (
         Columns(Catalog, "c"),
         Columns(SelectionSettings, "e", only=("id", "data", "version")),
+        Columns(ToolName, "n", only=("id", "tool")),
         Columns(Tool, "t"),
         Columns(SourceTool, "l"),
         Columns(Source, "s"),
@@ -64,7 +70,9 @@ def _call_read() -> tuple[str, tuple[Columns, ...]]:
         f"SELECT {', '.join(part.sql() for part in parts)} FROM {table(Catalog)} c "
         f"LEFT JOIN {table(SelectionSettings)} e "
         f"ON e.{column(SelectionSettings, 'catalog')} = c.{pk} "
-        f"LEFT JOIN {table(Tool)} t ON t.{column(Tool, 'catalog')} = c.{pk} "
+        f"LEFT JOIN {table(ToolName)} n ON n.{column(ToolName, 'catalog')} = c.{pk} "
+        f"AND n.{column(ToolName, 'look')} = %s "
+        f"LEFT JOIN {table(Tool)} t ON t.{pk} = n.{column(ToolName, 'tool')} "
         f"AND (t.{column(Tool, 'name')} = %s "
         f"OR t.{column(Tool, 'provider_name')} = %s) "
         f"LEFT JOIN {table(SourceTool)} l ON l.{column(SourceTool, 'tool')} = t.{pk} "
@@ -80,15 +88,18 @@ def read_call(access: Access, slug: str, name: str) -> CallRows:
     if not access.may_see_catalog(slug):
         raise Http404(f"catalog: no catalog {slug!r}")
     sql, parts = _call_read()
-    rows = fetch_all(sql, [name, name, slug])
+    rows = fetch_all(sql, [look(name), name, name, slug])
     if not rows:
         raise Http404(f"catalog: no catalog {slug!r}")
-    catalogs, stored, tools, links, sources = parts
+    catalogs, stored, held, tools, links, sources = parts
     first = split(rows[0], parts)
     catalog: Any = catalogs.instance(first[0])
     found = [_tool(catalog, split(row, parts), tools, links, sources) for row in rows]
     known = [tool for tool in found if tool is not None]
-    return CallRows(catalog, known, _settings(stored, first[1]))
+    # A look held by no tool: several held it before the one-name rule.
+    several = first[2][0] is not None and first[2][1] is None
+    unclear = several and bool(ambiguous(catalog, [name], access))
+    return CallRows(catalog, known, _settings(stored, first[1]), unclear)
 
 
 def _settings(columns: Columns, row: Any) -> StoredSettings:
@@ -108,7 +119,7 @@ def _tool(
 ) -> Tool | None:
     """The row's tool with its link and source set as ``select_related`` sets
     them (so reading them costs no query), or None when the row has no tool."""
-    _, _, tool_row, link_row, source_row, _ = row
+    _, _, _, tool_row, link_row, source_row, _ = row
     if tool_row[0] is None:
         return None
     tool: Any = tools.instance(tool_row)

@@ -4,6 +4,8 @@ claim -> the upstream call -> the outcome -> the answer.
 * Access and validation are exactly POST tool-calls/validate's
   (``decide_call``): a tool the caller could never be offered is the same answer
   as a made-up name, and an invalid call never reaches the upstream.
+* A name resolves to one tool or none (``catalog.names``); one several tools
+  held before the one-name rule is refused (409), naming that.
 * A tool without a source, or gone from it, is refused: nothing can run it.
 * A tool that needs approval runs only with an approval of this exact call
   (``calls.approvals``); without one, a pending approval is made and the answer
@@ -39,8 +41,9 @@ from calls.observe import observed_call
 from calls.reads import read_call
 from calls.records import CallRecord, record_call
 from calls.upstream import Target, UpstreamFailure, call_upstream, fingerprint
-from catalog.access import access_for
 from catalog.models import Tool
+from catalog.names import Ambiguous
+from identity.access import access_for
 from selection.services.tool_calls import (
     BLOCKING_FLAGS,
     LinkedSelection,
@@ -94,6 +97,8 @@ def execute_call(
     call = CallRecord(
         user, found, name, arguments, selection_id, approval_id, request_id, channel
     )
+    if rows.ambiguous:
+        return _refuse(call, str(Ambiguous(name, found.slug)), status=409, field="name")
     tool, decided = decide_call(
         found, access, selection, name, arguments, rows.tools, rows.settings
     )
@@ -101,6 +106,7 @@ def execute_call(
         rule = f"name: no tool {name!r} in {found.slug!r}"
         return _refuse(call, rule, status=404, field="name")
     call.tool = tool
+    tracing.annotate(**{"gen_ai.tool.name": tool.name})  # the span of quiver.call
     if BLOCKING_FLAGS & set(decided["flags"]) or not decided["valid"]:
         return _refuse_invalid(call, decided)
     # Read with the tool (calls.reads); a tool without a source has none.

@@ -16,8 +16,8 @@ from django.conf import settings
 
 from calls.attempts import sweep_interrupted
 from calls.decisions import expire_due
-from catalog.services.periodic import PeriodicSend
 from config.celery import app
+from jobs.periodic import PeriodicSend
 
 log = logging.getLogger(__name__)
 SWEEP_CALLS = "calls.tasks.sweep_interrupted_calls"

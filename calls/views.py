@@ -18,22 +18,22 @@ from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from audit.models import AuditEvent
 from calls.decisions import MAX_REASON, DecisionRefused, approve, deny
 from calls.models import Approval, ApprovalStatus
-from catalog.access import (
-    APPROVALS_PERMISSION_RULE,
-    access_for,
-    approvals_visible_to,
-    own_requesters,
-)
 from config.exceptions import Conflict
 from config.htmx import is_htmx_partial
 from config.http import request_id
 from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from identity.access import (
+    APPROVALS_PERMISSION_RULE,
+    access_for,
+    approvals_visible_to,
+    own_requesters,
+)
 
 PENDING_SHOWN = 100
 RECENT_SHOWN = 25
@@ -45,6 +45,7 @@ def _require_decider(request: HttpRequest) -> None:
         raise PermissionDenied(APPROVALS_PERMISSION_RULE)
 
 
+@require_safe
 @login_required
 def approval_list(request: HttpRequest) -> HttpResponse:
     """Pending approvals, oldest first, then the latest decided ones; htmx polls
@@ -139,7 +140,7 @@ def _rows(
                 "arguments": json.dumps(
                     approval.arguments, indent=2, sort_keys=True, ensure_ascii=False
                 ),
-                # By id only (catalog.access.is_own_request); a requester
+                # By id only (identity.access.is_own_request); a requester
                 # since deleted leaves nobody to tell whose it was.
                 "own": approval.requested_by_id in mine,
                 "orphan": approval.requested_by_id is None,
@@ -160,5 +161,6 @@ def _selection_pages(
     ids = {a.selection_id for a in approvals if a.selection_id}
     if not ids or not access_for(request.user).can_audit:
         return {}
-    events = AuditEvent.objects.visible_to(request.user).filter(selection_id__in=ids)
+    reader = access_for(request.user)
+    events = AuditEvent.objects.visible_to(reader).filter(selection_id__in=ids)
     return dict(events.values_list("selection_id", "pk"))

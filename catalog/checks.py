@@ -23,7 +23,8 @@ def check_stored_tool_names(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """W001: names outside the character rule; W002: confusable names in one
-    catalog. Nothing when the tools table does not exist yet."""
+    catalog; W003: names several tools hold. Nothing when the tables do not
+    exist yet."""
     if not databases:
         return []
     from catalog.models import Tool
@@ -33,9 +34,33 @@ def check_stored_tool_names(
     )
     try:
         names = list(rows)
+        shared = _shared_looks()
     except DatabaseError:
         return []
-    return [*_breaking_the_rule(names), *_confusable(names)]
+    return [*_breaking_the_rule(names), *_confusable(names), *shared]
+
+
+def _shared_looks() -> list[CheckMessage]:
+    """W003: names (or provider or original names) several tools held before
+    the one-name rule (``catalog.names``): a call by one is refused."""
+    from catalog.models import ToolName
+
+    rows = ToolName.objects.filter(tool=None).values_list("catalog__slug", flat=True)
+    slugs = sorted(set(rows))
+    if not slugs:
+        return []
+    count = ToolName.objects.filter(tool=None).count()
+    return [
+        Warning(
+            f"{count} name(s) are held by more than one tool (a tool's name, "
+            "provider name or original name equal to or looking like another "
+            f"tool's) in catalog(s): {', '.join(slugs[:SHOWN])}; a call by such a "
+            "name is refused as ambiguous",
+            hint="Rename all but one tool of each. "
+            "docs/explanation/security.md, Tool names.",
+            id="catalog.W003",
+        )
+    ]
 
 
 def _breaking_the_rule(names: list[tuple[str, str]]) -> list[CheckMessage]:

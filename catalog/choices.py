@@ -35,29 +35,8 @@ class EmbeddingStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class JobKind(models.TextChoices):
-    IMPORT = "import", "Import"
-    REINDEX = "reindex", "Re-index"
-    BULK = "bulk", "Bulk edit"
-    SYNC = "sync", "Source sync"
-
-
-class JobState(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-
-
 class ImportOutcome(models.TextChoices):
     CREATED = "created", "Created"
     UPDATED = "updated", "Updated"
     UNCHANGED = "unchanged", "Unchanged"
     REJECTED = "rejected", "Rejected"
-
-
-class ApiScope(models.TextChoices):
-    AGENT = "agent", "Agent"
-    CURATOR = "curator", "Curator"
-    COMPLIANCE = "compliance", "Compliance"
-    ADMIN = "admin", "Admin"

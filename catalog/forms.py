@@ -20,7 +20,6 @@ from django.db.models import QuerySet
 from django.urls import reverse_lazy
 
 from catalog.choices import (
-    ApiScope,
     EmbeddingStatus,
     NoSchemaMode,
     RiskLevel,
@@ -413,83 +412,3 @@ class ToolFilterForm(forms.Form):
         filtered set applies again)."""
         wanted = {name: self.data.get(name, "") for name in self.FILTERS}
         return urlencode({name: value for name, value in wanted.items() if value})
-
-
-class ApiClientGrantForm(ServiceErrorsMixin, forms.Form):
-    """What a key may see and do; every catalog is an explicit box, never the
-    meaning of an empty list."""
-
-    roles = forms.CharField(
-        required=False, help_text="Comma-separated, e.g. support, finance"
-    )
-    catalogs = forms.CharField(
-        required=False, help_text="Comma-separated slugs, or tick every catalog"
-    )
-    all_catalogs = forms.BooleanField(required=False, label="Every catalog")
-    allow_unsafe = forms.BooleanField(
-        required=False, label="May be offered tools marked unsafe"
-    )
-    rate_limit_per_minute = forms.IntegerField(
-        required=False,
-        min_value=1,
-        max_value=1_000_000,
-        label="Selections per minute",
-        help_text="Blank: the site's default",
-    )
-
-    def clean_roles(self) -> list[str]:
-        return _comma_list(self.cleaned_data.get("roles", ""))
-
-    def clean_catalogs(self) -> list[str]:
-        return _comma_list(self.cleaned_data.get("catalogs", ""))
-
-    def clean(self) -> dict[str, Any]:
-        """Every catalog is a ticked box, never an empty list: one of the two."""
-        data = super().clean() or {}
-        listed, every = data.get("catalogs"), data.get("all_catalogs")
-        if listed and every:
-            self.add_error(
-                "catalogs", "catalogs: list catalogs or tick every catalog, not both"
-            )
-        elif not listed and not every and "catalogs" not in self.errors:
-            self.add_error(
-                "catalogs",
-                "catalogs: name the catalogs the key may see, or tick every catalog",
-            )
-        else:
-            data["catalogs"] = "*" if every else listed
-        return data
-
-
-class ApiClientForm(ApiClientGrantForm):
-    """A new API key: who it is for, what it may see, when it stops."""
-
-    name = forms.RegexField(
-        regex=r"^[A-Za-z0-9_.-]{1,100}$",
-        max_length=100,
-        error_messages={"invalid": "Letters, digits, dots, dashes and underscores."},
-    )
-    scope = forms.ChoiceField(choices=ApiScope.choices, initial=ApiScope.AGENT)
-    expires_days = forms.IntegerField(
-        required=False, min_value=1, max_value=3650, label="Expires after (days)"
-    )
-
-
-class ApiClientEditForm(ApiClientGrantForm):
-    """A key's roles, catalogs, unsafe permission and rate limit, as they are now."""
-
-    @classmethod
-    def of(cls, client: Any) -> ApiClientEditForm:
-        return cls(
-            initial={
-                "roles": ", ".join(client.roles),
-                "catalogs": "" if client.all_catalogs else ", ".join(client.catalogs),
-                "all_catalogs": client.all_catalogs,
-                "allow_unsafe": client.allow_unsafe,
-                "rate_limit_per_minute": client.rate_limit_per_minute,
-            }
-        )
-
-
-def _comma_list(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]

@@ -1,5 +1,5 @@
-"""Catalog models: catalogs, tools, their append-only change records, embeddings, jobs
-and the API clients that agents and scripts authenticate with."""
+"""Catalog models: catalogs, tools, their append-only change records and
+embeddings."""
 
 from __future__ import annotations
 
@@ -10,16 +10,13 @@ from django.db import models
 from pgvector.django import VectorField
 
 from catalog.choices import (
-    ApiScope,
     ChangeAction,
     EmbeddingStatus,
-    JobKind,
-    JobState,
     NoSchemaMode,
     RiskLevel,
     ToolStatus,
 )
-from catalog.querysets import CatalogQuerySet, JobQuerySet, ToolQuerySet
+from catalog.querysets import CatalogQuerySet, ToolQuerySet
 from config.exceptions import AppendOnlyError
 
 
@@ -89,6 +86,9 @@ class Tool(models.Model):
         max_length=10, choices=EmbeddingStatus.choices, default=EmbeddingStatus.PENDING
     )
     embedding_error = models.TextField(blank=True)
+    # The catalog version its last change made (catalog.versions: what a reader
+    # who sees it reads as the catalog's version).
+    changed_version = models.PositiveBigIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     created_by = models.ForeignKey(
@@ -132,6 +132,31 @@ class Tool(models.Model):
         return f"{self.catalog_id}:{self.name}"
 
 
+class ToolName(models.Model):
+    """One look a tool holds in its catalog (``catalog.names``): the look
+    (``catalog.naming.look``) of its name, its provider name or its original name.
+    ``(look, catalog)`` is unique, so no two tools of a catalog hold names that
+    are equal or look alike, whatever wrote them and however many at once; the
+    same index resolves a called name. No tool: several tools held the look
+    before the rule, and a call by it is refused as ambiguous."""
+
+    look = models.CharField(max_length=64)
+    catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="+")
+    tool = models.ForeignKey(
+        Tool, null=True, on_delete=models.CASCADE, related_name="looks"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["look", "catalog"], name="tool_name_look_unique_in_catalog"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog_id}:{self.look[:12]} -> {self.tool_id}"
+
+
 class ToolChange(models.Model):
     """Append-only record of one create, update or delete of a tool.
 
@@ -154,11 +179,23 @@ class ToolChange(models.Model):
     request_id = models.UUIDField(null=True)
     # Why the curator made the change, as typed (bounded: catalog.services.tools).
     reason = models.CharField(max_length=500, blank=True, default="")
+    # The catalog version this change made (0: made before it was kept).
+    catalog_version = models.PositiveBigIntegerField(default=0)
+    # Whether it may have hidden the tool from someone who saw it (a deletion, a
+    # new safe flag or roles): catalog.versions reads its ``before`` then.
+    hides = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["catalog", "tool_name", "version"])]
+        indexes = [
+            models.Index(fields=["catalog", "tool_name", "version"]),
+            models.Index(
+                fields=["catalog", "catalog_version"],
+                condition=models.Q(hides=True),
+                name="toolchange_hiding",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool_name} v{self.version} {self.action}"
@@ -176,8 +213,9 @@ class ToolEmbedding(models.Model):
     """A tool's vector for one embedding model, with the hash of the text it came from.
 
     The column has no fixed dimension so vectors of several models can coexist while a
-    catalog is re-embedded; each model gets its own partial HNSW index (see
-    catalog.embeddings.index) and queries always filter on ``model_id``."""
+    catalog is re-embedded; each model gets its own partial HNSW index
+    (catalog.services.embeddings.ensure_hnsw_index) and queries always filter on
+    ``model_id``."""
 
     tool = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="embeddings")
     catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="+")
@@ -199,123 +237,44 @@ class ToolEmbedding(models.Model):
         return f"{self.tool_id}:{self.model_id}"
 
 
-class Job(models.Model):
-    """A background job (import, re-index) with progress a person can watch."""
+class StoredQueryEncoder(models.Model):
+    """A built static query encoder's file, with
+    ``QUIVER_QUERY_ENCODER_STORE=postgres``: written in the transaction of its
+    ``query_encoder`` audit event; every process copies the newest one for its
+    model's weights into its own state directory
+    (catalog.services.query_encoder_store)."""
 
-    kind = models.CharField(max_length=10, choices=JobKind.choices)
-    catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="jobs")
-    state = models.CharField(
-        max_length=10, choices=JobState.choices, default=JobState.QUEUED
-    )
-    total = models.PositiveIntegerField(default=0)
-    done = models.PositiveIntegerField(default=0)
-    counts = models.JSONField(default=dict, blank=True)
-    items = models.JSONField(default=list, blank=True)
-    errors = models.JSONField(default=list, blank=True)
-    # What the user gave (an import document, the options of a re-index): kept whole.
-    payload = models.JSONField(null=True, blank=True)
-    options = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created = models.DateTimeField(auto_now_add=True, db_index=True)
-    started = models.DateTimeField(null=True, blank=True)
-    # Renewed every third of QUIVER_JOB_LEASE_S while it runs; a running job whose
-    # heartbeat is older than the lease belongs to a dead worker.
-    heartbeat = models.DateTimeField(null=True, blank=True)
-    # Who holds the job while it runs: a job of a pid gone from this host is free.
-    worker_host = models.CharField(max_length=255, blank=True, default="")
-    worker_pid = models.PositiveIntegerField(null=True, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
-
-    objects = JobQuerySet.as_manager()
+    weights_digest = models.CharField(max_length=64)
+    encoder_id = models.CharField(max_length=32)
+    trained_on = models.IntegerField()
+    data = models.BinaryField()
+    created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["-id"]
+        db_table = "catalog_stored_query_encoder"
         indexes = [
-            # The jobs that wait or run, oldest first: the sweeper's and the
-            # metrics' reads stay small however many finished jobs there are.
-            models.Index(
-                fields=["state", "created"],
-                condition=models.Q(state__in=["queued", "running"]),
-                name="job_waiting",
+            models.Index(fields=["weights_digest", "-id"], name="stored_encoder_newest")
+        ]
+
+    def __str__(self) -> str:
+        return self.encoder_id
+
+
+class DismissedPanel(models.Model):
+    """A console panel a person closed for good (``catalog.first_steps``)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    panel = models.CharField(max_length=40)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "panel"], name="dismissed_panel_once_per_user"
             )
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} job {self.pk} ({self.state})"
-
-    @property
-    def percent(self) -> int:
-        if self.total == 0:
-            return 100 if self.state == JobState.SUCCEEDED else 0
-        return min(100, round(100 * self.done / self.total))
-
-
-class ApiClient(models.Model):
-    """A bearer key for an agent or script; only a hash of the key is stored.
-
-    Each client acts through its own service user so permissions, audit rows and
-    ``created_by`` fields work the same for people and programs."""
-
-    name = models.CharField(max_length=100, unique=True)
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_client"
-    )
-    scope = models.CharField(max_length=12, choices=ApiScope.choices)
-    roles = models.JSONField(default=list, blank=True)
-    # The catalogs it may see; every catalog only when ``all_catalogs`` is set (an
-    # explicit choice: an empty list with it unset means none, failing closed).
-    catalogs = models.JSONField(default=list, blank=True)
-    all_catalogs = models.BooleanField(default=False)
-    # May this client be offered unsafe tools at all? A request can only narrow it.
-    allow_unsafe = models.BooleanField(default=False)
-    # Selections (batch items count one each) per minute; None = the site default.
-    rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
-    # The person who made the key: when they are deactivated, the key stops working.
-    # ``owner_name`` is kept when the person is deleted, so the key stops then too.
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="owned_api_clients",
-    )
-    owner_name = models.CharField(max_length=150, blank=True, default="")
-    # The key that made this one: it stops when any ancestor stops (catalog.auth).
-    # ``parent_name`` is kept when the parent row is deleted, so the key stops then.
-    parent = models.ForeignKey(
-        "self",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="children",
-    )
-    parent_name = models.CharField(max_length=100, blank=True, default="")
-    key_prefix = models.CharField(max_length=12, unique=True)
-    key_hash = models.CharField(max_length=64)
-    revoked = models.BooleanField(default=False)
-    expires = models.DateTimeField(null=True, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-    last_used = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.scope})"
-
-
-class UserCatalogAccess(models.Model):
-    """The catalogs one person may see: a person without this row sees every
-    catalog ("all catalogs" is the absence of a limit); a row with an empty list
-    sees none (fail closed, catalog.access).
-
-    The people's counterpart of ``ApiClient.catalogs`` (see catalog.access)."""
-
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.CASCADE,
-        related_name="catalog_access",
-    )
-    catalogs = models.JSONField(default=list, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.user_id}: {', '.join(self.catalogs) or 'no catalogs'}"
+        return f"{self.user_id}: {self.panel}"

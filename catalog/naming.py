@@ -208,15 +208,18 @@ def _unsafe_run(run: re.Match[str], length: int) -> str:
     return "" if run.start() == 0 or run.end() == length else "_"
 
 
-def first_free_tool_name(base: str, is_free: Callable[[str], bool]) -> str:
+def first_free_tool_name(
+    base: str, is_free: Callable[[str], bool], limit: int = MAX_TOOL_NAME_LENGTH
+) -> str:
     """``base`` if ``is_free`` says so, else the first free ``base_N`` (N >= 2),
-    the base shortened so it still fits in 128 characters."""
+    the base shortened so it still fits in ``limit`` characters (128 for a
+    name; 64 for a provider name)."""
     if is_free(base):
         return base
     counter = 2
     while True:
         suffix = f"_{counter}"
-        candidate = f"{base[: MAX_TOOL_NAME_LENGTH - len(suffix)]}{suffix}"
+        candidate = f"{base[: limit - len(suffix)]}{suffix}"
         if is_free(candidate):
             return candidate
         counter += 1
@@ -241,6 +244,34 @@ def skeleton(name: str) -> str:
         if not is_default_ignorable_cp(ord(char))
     )
     return unicodedata.normalize("NFD", "".join(kept))
+
+
+@functools.lru_cache(maxsize=65536)
+def look(text: str) -> str:
+    """How ``text`` looks, as 64 hex digits: the SHA-256 of its skeleton. Two
+    texts look alike exactly when their looks are equal; the digest keeps a
+    stored look bounded however long the text (``catalog.names`` keeps them)."""
+    encoded = skeleton(text).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(encoded).hexdigest()
+
+
+def looks_of(*texts: str) -> set[str]:
+    """The looks of the non-empty ``texts`` (a tool's name, provider name and
+    original name: what it holds in its catalog)."""
+    return {look(text) for text in texts if text}
+
+
+def holders_by_look(
+    tools: Iterable[tuple[int, str, str, str]],
+) -> dict[str, int | None]:
+    """Look -> the one tool holding it, from (id, name, provider name, original
+    name) rows; None where several tools hold it (names stored before the
+    one-name rule: ambiguous until a curator renames all but one)."""
+    found: dict[str, int | None] = {}
+    for tool_id, *texts in tools:
+        for mark in looks_of(*texts):
+            found[mark] = tool_id if found.get(mark, tool_id) == tool_id else None
+    return found
 
 
 def confusable_names(name: str, others: Iterable[str]) -> list[str]:

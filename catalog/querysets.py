@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
+from django.contrib.auth.models import Group
 from django.db import models
-from django.db.models import Case, Count, Q, Value, When
+from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, Value, When
+from django.db.models.functions import Coalesce
 
-if TYPE_CHECKING:
-    from catalog.access import Access
+from catalog.naming import look
+from identity.access import GROUP_SCOPES, Access, access_for
+from identity.models import ApiClient
 
 
 def _access(who: Any) -> Access:
     """An Access for a user or an Access (views pass either)."""
-    from catalog.access import Access, access_for
-
     return who if isinstance(who, Access) else access_for(who)
 
 
@@ -23,14 +25,19 @@ def _visible_tools_q(access: Access, prefix: str = "") -> Q:
     unsafe flag and roles (agents); everything for whole-catalog scopes."""
     if access.sees_whole_catalog:
         return Q()
+    return seen_q(access.roles, access.allow_unsafe, prefix)
+
+
+def seen_q(roles: tuple[str, ...] | None, unsafe: bool, prefix: str = "") -> Q:
+    """``_visible_tools_q`` of a reader's roles (None: any) and unsafe permission,
+    on a tool's columns or (``prefix`` ``before__``) on a change's stored state."""
     condition = Q()
-    if not access.allow_unsafe:
+    if not unsafe:
         condition &= Q(**{f"{prefix}safe": True})
-    if access.roles is not None:
+    if roles is not None:
         open_to_all = Q(**{f"{prefix}allowed_roles": []})
-        if access.roles:
-            roles = list(access.roles)
-            open_to_all |= Q(**{f"{prefix}allowed_roles__has_any_keys": roles})
+        if roles:
+            open_to_all |= Q(**{f"{prefix}allowed_roles__has_any_keys": list(roles)})
         condition &= open_to_all
     return condition
 
@@ -90,7 +97,7 @@ def _flip(column: str) -> str:
 
 class CatalogQuerySet(models.QuerySet):
     def visible_to(self, who: Any) -> CatalogQuerySet:
-        """The catalogs a caller may see (see catalog.access)."""
+        """The catalogs a caller may see (see identity.access)."""
         access = _access(who)
         if not access.signed_in:
             return self.none()
@@ -98,9 +105,15 @@ class CatalogQuerySet(models.QuerySet):
             return self
         return self.filter(slug__in=access.catalogs)
 
+    def slugs_among(self, slugs: Iterable[str]) -> set[str]:
+        """The slugs among ``slugs`` that name a catalog (identity.catalogs asks)."""
+        return set(self.filter(slug__in=list(slugs)).values_list("slug", flat=True))
+
     def with_counts(self, who: Any) -> CatalogQuerySet:
         """Annotate tool counts (in all, by status, by embedding status) of the
-        tools the caller may see: even a count never tells of a hidden tool."""
+        tools the caller may see: even a count never tells of a hidden tool.
+        Ordered by slug again: a grouped query drops the model's ordering, and a
+        page of an unordered list may repeat or skip catalogs."""
         seen = _visible_tools_q(_access(who), prefix="tools__")
         count: dict[str, Any] = {"tool_count": Count("tools", filter=seen)}
         for status in ("active", "disabled", "deprecated"):
@@ -109,12 +122,36 @@ class CatalogQuerySet(models.QuerySet):
         for state in ("pending", "ready", "failed"):
             only = seen & Q(tools__embedding_status=state)
             count[f"embedding_{state}"] = Count("tools", filter=only)
-        return self.annotate(**count)
+        # Meta.ordering is not applied to a grouped query: keep pages stable.
+        return self.annotate(**count).order_by("slug")
+
+    def embedding_backlog(self) -> list[dict[str, Any]]:
+        """Each catalog's tools waiting for their vectors (``pending``) and whether
+        its selections are ranked by words alone (``words_only``: it has tools and
+        no model whose vectors it may use yet), by slug: what ``/healthz`` tells."""
+        from catalog.models import Tool
+
+        tools = Tool.objects.filter(catalog=OuterRef("pk"))
+        # Per catalog, on the (catalog, embedding_status) index: no scan of tools.
+        waiting = tools.filter(embedding_status="pending").values("catalog")
+        count = waiting.annotate(n=Count("pk")).values("n")
+        pending = Coalesce(Subquery(count), Value(0))
+        rows = self.annotate(pending=pending, some=Exists(tools))
+        return [
+            {
+                "catalog": row["slug"],
+                "pending": row["pending"],
+                "words_only": row["some"] and not row["active_embedding_model"],
+            }
+            for row in rows.order_by("slug").values(
+                "slug", "pending", "some", "active_embedding_model"
+            )
+        ]
 
 
 class ToolQuerySet(models.QuerySet):
     def visible_to(self, who: Any) -> ToolQuerySet:
-        """The tools a caller could ever be offered or may keep (catalog.access).
+        """The tools a caller could ever be offered or may keep (identity.access).
 
         Hiding is not access control: every list, detail, export, exclusion and
         validation reads through this, so agents never learn of a tool their
@@ -126,6 +163,14 @@ class ToolQuerySet(models.QuerySet):
         if access.catalogs is not None:
             tools = tools.filter(catalog__slug__in=access.catalogs)
         return tools.filter(_visible_tools_q(access))
+
+    def called(self, names: list[str]) -> ToolQuerySet:
+        """The tools ``names`` call: each name's look held by the tool (one
+        indexed lookup, catalog.names), which is called by it (its name or
+        provider name). Looks several tools held before the one-name rule are
+        held by none, so they call nothing here (``catalog.names.ambiguous``)."""
+        held = self.filter(looks__look__in={look(name) for name in names})
+        return held.filter(Q(name__in=names) | Q(provider_name__in=names))
 
     def managed_by(self, who: Any) -> ToolQuerySet:
         """The tools a caller may change: curators and admins, within their
@@ -194,16 +239,6 @@ class ToolQuerySet(models.QuerySet):
         return tools.search(q)
 
 
-class JobQuerySet(models.QuerySet):
-    def visible_to(self, who: Any) -> JobQuerySet:
-        access = _access(who)
-        if not access.signed_in:
-            return self.none()
-        if access.catalogs is None:
-            return self
-        return self.filter(catalog__slug__in=access.catalogs)
-
-
 def catalog_changes(catalog: Any, tool_name: str = "") -> Any:
     """A catalog's tool change records, newest first; deleted tools' too."""
     from catalog.models import ToolChange
@@ -219,10 +254,7 @@ def known_roles(catalog_ids: list[int]) -> list[str]:
     roles of keys that may see one of them, and people's role groups (every group
     but the scope groups). A tool form offers these, so a typo cannot make a tool
     reachable by nobody."""
-    from django.contrib.auth.models import Group
-
-    from catalog.access import GROUP_SCOPES
-    from catalog.models import ApiClient, Catalog, Tool
+    from catalog.models import Catalog, Tool
 
     roles = {
         role

@@ -9,12 +9,13 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.db import OperationalError
 
-from catalog.choices import EmbeddingStatus, JobKind, JobState
-from catalog.embeddings.backends import EmbeddingError
-from catalog.models import Catalog, Job, Tool
-from catalog.services import bulk_edit, embeddings, imports, jobs, query_encoder
-from catalog.services.periodic import PeriodicSend
-from config.celery import app
+from catalog.choices import EmbeddingStatus
+from catalog.models import Catalog, Tool
+from catalog.services import bulk_edit, embeddings, imports, query_encoder, work
+from embeddings.backends import EmbeddingError
+from jobs import services as jobs
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 
 log = logging.getLogger(__name__)
 RETRYABLE = (EmbeddingError, OperationalError, OSError)
@@ -69,11 +70,11 @@ class EmbeddingsInStep:
 def run_import(job_id: int) -> None:
     """Run (or resume) an import job."""
 
-    def work(job: Job) -> None:
+    def run(job: Job) -> None:
         imports.run_import(job, EmbeddingsInStep())
-        jobs.send(TASK_QUERY_ENCODER, priority=jobs.EMBED_PRIORITY + 1)
+        jobs.send(TASK_QUERY_ENCODER, priority=work.EMBED_PRIORITY + 1)
 
-    jobs.run_claimed(job_id, "import", work)
+    jobs.run_claimed(job_id, "import", run)
 
 
 @shared_task
@@ -120,13 +121,6 @@ def run_reindex(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
 
 
 @shared_task
-def sweep_waiting_work(min_age_s: float | None = None) -> dict[str, int]:
-    """Send again the work the broker lost or never got (see jobs.sweep)."""
-    age = settings.QUIVER_SWEEP_S if min_age_s is None else min_age_s
-    return jobs.sweep(min_age_s=age)
-
-
-@shared_task
 def resume_interrupted_work() -> dict[str, int]:
     """Sent when a worker starts: take back at once the jobs of dead workers, send
     every waiting job and pending embedding again, and start a re-embed of every
@@ -144,18 +138,5 @@ def resume_interrupted_work() -> dict[str, int]:
 
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
-    jobs.send(jobs.TASK_RESUME)
-    jobs.send(TASK_QUERY_ENCODER, priority=jobs.EMBED_PRIORITY + 1)
-
-
-class SweepTimer(PeriodicSend):
-    """Every QUIVER_SWEEP_S seconds the worker sends itself a sweep, so work left
-    waiting while the broker was down runs without restarting any worker."""
-
-    task = jobs.SWEEP
-
-    def every(self) -> float:
-        return float(settings.QUIVER_SWEEP_S)
-
-
-app.steps["worker"].add(SweepTimer)
+    jobs.send(work.TASK_RESUME)
+    jobs.send(TASK_QUERY_ENCODER, priority=work.EMBED_PRIORITY + 1)

@@ -1,6 +1,6 @@
 """Plain-text facts about a tool, written once for the catalog and the engine.
 
-Pure Python (no Django): the embedding text (catalog.embeddings.text), the engine's
+Pure Python (no Django): the embedding text (catalog.embedding_text), the engine's
 lexical index (selection.engine.records) and the provider formats all read a tool's
 name words, its schema's properties and its prompt-token cost from here.
 """

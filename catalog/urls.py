@@ -3,13 +3,18 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from catalog.views import bulk, catalogs, clients, edit, history, jobs, people, tools
+from catalog.views import bulk, catalogs, edit, history, jobs, tools
 
 app_name = "console"
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="console:tool-list"), name="home"),
     path("tools/", tools.tool_list, name="tool-list"),
+    path(
+        "first-steps/dismiss/",
+        tools.first_steps_dismiss,
+        name="first-steps-dismiss",
+    ),
     path("tools/export/", tools.tool_export, name="tool-export"),
     path("tools/bulk/", bulk.tool_bulk, name="tool-bulk"),
     path("tools/new/", edit.tool_create, name="tool-create"),
@@ -34,13 +39,6 @@ urlpatterns = [
         history.change_detail,
         name="change-detail",
     ),
-    path("keys/", clients.client_list, name="client-list"),
-    path("keys/<int:client_id>/edit/", clients.client_edit, name="client-edit"),
-    path("keys/<int:client_id>/rotate/", clients.client_rotate, name="client-rotate"),
-    path("keys/<int:client_id>/revoke/", clients.client_revoke, name="client-revoke"),
-    path("people/", people.person_list, name="person-list"),
-    path("people/<int:person_id>/", people.person_edit, name="person-edit"),
-    path("people/<int:person_id>/active/", people.person_active, name="person-active"),
     path(
         "catalogs/<slug:slug>/reindex/",
         catalogs.catalog_reindex,

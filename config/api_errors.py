@@ -2,11 +2,13 @@
 
 DRF's default handler already turns validation and permission errors into 4xx; this
 adds a stable envelope, maps Django's own errors, and never lets a ValidationError
-from a model's ``full_clean`` become a 500.
+from a model's ``full_clean`` become a 500. A 429 or 5xx also says whether it may
+be sent again (``retryable``, with ``Retry-After`` when it may: config.retries).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
@@ -14,31 +16,54 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import status
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, Throttled
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from config.exceptions import Conflict, LimitReached
-from config.middleware import DATABASE_DOWN, RETRY_AFTER_S
+from config.middleware import database_trouble
+from config.retries import mark_retry, retry_body
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Wrap DRF's handler: field errors under "fields", a code under "error"."""
+    """Wrap DRF's handler: field errors under "fields", a code under "error"; a
+    429 or 5xx says whether it may be sent again."""
+    response = _answer(exc, context)
+    if response is None or (response.status_code != 429 and response.status_code < 500):
+        return response
+    wait = _retry_after(exc)
+    if isinstance(response.data, dict):
+        response.data = retry_body(response.data, wait)
+    mark_retry(response, wait)
+    return response
+
+
+def _retry_after(exc: Exception) -> int | None:
+    """Seconds before sending again, for what passes (a limit, an outage: nothing
+    was done); None for the rest (a query too slow, anything unexpected)."""
+    if isinstance(exc, LimitReached):
+        return exc.retry_after
+    if isinstance(exc, Throttled):
+        return max(1, math.ceil(getattr(exc, "wait", None) or 1))
+    if isinstance(exc, OperationalError | InterfaceError):
+        return database_trouble(exc)[1]
+    return None
+
+
+def _answer(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DjangoValidationError):
-        fields = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
+        fields = validation_fields(exc)
         return _response("invalid", first_message(fields), fields, 400)
     if isinstance(exc, RequestDataTooBig):
         return _response("payload_too_large", "body: too large", {}, 413)
     if isinstance(exc, Conflict):
         return _response("conflict", str(exc), {exc.field: [str(exc)]}, 409)
     if isinstance(exc, LimitReached):
-        busy = _response("limit_reached", str(exc), {exc.field: [str(exc)]}, 429)
-        busy["Retry-After"] = str(exc.retry_after)
-        return busy
+        return _response("limit_reached", str(exc), {exc.field: [str(exc)]}, 429)
     if isinstance(exc, OperationalError | InterfaceError):
-        unavailable = _response("unavailable", DATABASE_DOWN, {}, 503)
+        detail, _retry = database_trouble(exc)
+        unavailable = _response("unavailable", detail, {}, 503)
         unavailable.data["service"] = "database"
-        unavailable["Retry-After"] = str(RETRY_AFTER_S)
         return unavailable
     if isinstance(exc, IntegrityError):
         return _response("conflict", "the change conflicts with existing data", {}, 409)
@@ -66,6 +91,11 @@ def _response(
     if fields:
         body["fields"] = fields
     return Response(body, status=status_code or status.HTTP_400_BAD_REQUEST)
+
+
+def validation_fields(exc: DjangoValidationError) -> dict[str, Any]:
+    """A Django ``ValidationError``'s messages by field ("" for none)."""
+    return exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
 
 
 def first_message(fields: Any, path: str = "") -> str:

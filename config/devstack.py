@@ -15,7 +15,6 @@ one server, each with its own database), Redis always.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
@@ -25,25 +24,26 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from config.devstack_demo import demo_sources_file
+from config.embedded import (
+    alive,
+    free_port,
+    live_users,
+    say,
+    shared_server,
+    terminate,
+    wait_for_port,
+)
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 STATE_DIR = BASE_DIR / ".quiver"
 DB_NAME = "quiver"
-
-
-def _say(message: str) -> None:
-    print(f"[quiver] {message}", file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
@@ -56,33 +56,14 @@ def embedded_postgres(data_dir: Path, durable: bool = True) -> Iterator[str]:
     only): see ``_not_durable``."""
     started = time.monotonic()
     data_dir.mkdir(parents=True, exist_ok=True)
-    shared = _shared_server(
+    shared = shared_server(
         data_dir,
-        lambda: _start_postgres(data_dir, durable),
+        lambda: _start_postgres(data_dir, durable, alone=not live_users(data_dir)),
         lambda: _stop_postgres(data_dir),
     )
     with shared as url:
-        _say(f"Postgres 16 + pgvector ready in {time.monotonic() - started:.1f}s")
+        say(f"Postgres 16 + pgvector ready in {time.monotonic() - started:.1f}s")
         yield url
-
-
-@contextmanager
-def _shared_server(
-    data_dir: Path, start: Callable[[], str], stop: Callable[[], None]
-) -> Iterator[str]:
-    """Under data_dir's lock, start or join its server (``start`` gives its URL)
-    and register this process as a user; on leaving, the last user ``stop``s it."""
-    with _pg_lock(data_dir):
-        url = start()
-        _users(data_dir).mkdir(exist_ok=True)
-        (_users(data_dir) / str(os.getpid())).touch()
-    try:
-        yield url
-    finally:
-        with _pg_lock(data_dir):
-            (_users(data_dir) / str(os.getpid())).unlink(missing_ok=True)
-            if not live_users(data_dir):
-                stop()
 
 
 # Test runs' server: nothing in it outlives the run, so it need not survive a power
@@ -91,7 +72,9 @@ def _shared_server(
 NOT_DURABLE = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 
 
-def _start_postgres(data_dir: Path, durable: bool = True) -> str:
+def _start_postgres(data_dir: Path, durable: bool = True, alone: bool = True) -> str:
+    """Start pgserver on data_dir (``alone``: no other devstack process uses it,
+    so it may be restarted for a setting that needs it)."""
     import pgserver
     import psycopg
 
@@ -99,12 +82,38 @@ def _start_postgres(data_dir: Path, durable: bool = True) -> str:
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         if not durable:
             _not_durable(conn)
+        resize = _size_connections(conn, connections_needed())
         exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+    if resize and alone:
+        _stop_postgres(data_dir, "Postgres: restarting for max_connections")
+        server.ensure_postgres_running()
+    elif resize:
+        say("Postgres: max_connections takes effect when its last user restarts it")
     return str(server.get_uri(DB_NAME))
+
+
+def connections_needed() -> int:
+    """Postgres' max_connections for the processes ``make run`` starts (gunicorn's
+    plan, config/gunicorn.py, and the Celery workers of ``worker_commands``)."""
+    from config.env import database_connections, web_server
+
+    processes = sum(int(c[c.index("--concurrency") + 1]) + 1 for c in worker_commands())
+    return database_connections(web_server(), processes)
+
+
+def _size_connections(conn: Any, needed: int) -> bool:
+    """Raise max_connections to ``needed`` (never lower it); whether the server
+    must restart for it (a setting read at start only)."""
+    current = int(conn.execute("SHOW max_connections").fetchone()[0])
+    if current >= needed:
+        return False
+    conn.execute(f"ALTER SYSTEM SET max_connections = {int(needed)}")
+    say(f"Postgres: max_connections {current} -> {needed} (the process plan)")
+    return True
 
 
 def _not_durable(conn: Any) -> None:
@@ -118,45 +127,15 @@ def _not_durable(conn: Any) -> None:
         conn.execute("SELECT pg_reload_conf()")
 
 
-def _users(data_dir: Path) -> Path:
-    return data_dir.parent / f"{data_dir.name}.users"
-
-
-def live_users(data_dir: Path) -> list[int]:
-    """Process ids of the devstack processes still using this Postgres."""
-    alive = []
-    for entry in _users(data_dir).glob("*"):
-        try:
-            os.kill(int(entry.name), 0)
-        except (ValueError, ProcessLookupError):
-            entry.unlink(missing_ok=True)  # a crashed run's leftover
-            continue
-        except PermissionError:
-            pass  # alive, owned by another user
-        alive.append(int(entry.name))
-    return alive
-
-
-@contextmanager
-def _pg_lock(data_dir: Path) -> Iterator[None]:
-    """One devstack process at a time starts, joins, leaves or stops a server."""
-    with open(data_dir.parent / f"{data_dir.name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _stop_postgres(data_dir: Path) -> None:
+def _stop_postgres(data_dir: Path, done: str = "Postgres stopped") -> None:
     from pgserver import pg_ctl  # type: ignore[attr-defined]
 
     user = "pgserver" if os.geteuid() == 0 else None
     try:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=user, timeout=30)
-        _say("Postgres stopped")
+        say(done)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-        _say(f"Postgres did not stop cleanly: {exc}")
+        say(f"Postgres did not stop cleanly: {exc}")
 
 
 @contextmanager
@@ -179,7 +158,7 @@ def embedded_redis(data_dir: Path, persist: bool = True) -> Iterator[str]:
         running = running_redis(data_dir)
         if running is not None:
             url = str(running["url"])
-            _say(f"Redis: using the one already running on {url.split('/')[2]}")
+            say(f"Redis: using the one already running on {url.split('/')[2]}")
             return url
         process, url = _start_redis(data_dir, appendonly=True)
         _record(data_dir).write_text(json.dumps({"pid": process.pid, "url": url}))
@@ -189,7 +168,7 @@ def embedded_redis(data_dir: Path, persist: bool = True) -> Iterator[str]:
     def stop() -> None:
         _stop_redis(data_dir, started[0] if started else None)
 
-    with _shared_server(data_dir, start, stop) as url:
+    with shared_server(data_dir, start, stop) as url:
         yield url
 
 
@@ -199,7 +178,7 @@ def _own_redis(data_dir: Path) -> Iterator[str]:
     try:
         yield url
     finally:
-        _terminate(process, "Redis")
+        terminate(process, "Redis")
 
 
 def _start_redis(
@@ -233,11 +212,11 @@ def _start_redis(
             start_new_session=True,
         )
     try:
-        _wait_for_port(port, process)
+        wait_for_port(port, process)
     except BaseException:
-        _terminate(process, "Redis")
+        terminate(process, "Redis")
         raise
-    _say(f"Redis ready on 127.0.0.1:{port}")
+    say(f"Redis ready on 127.0.0.1:{port}")
     return process, f"redis://127.0.0.1:{port}/0"
 
 
@@ -264,48 +243,16 @@ def _stop_redis(data_dir: Path, process: subprocess.Popen[bytes] | None) -> None
     """Stop the shared server: ours as a child, or by pid if its starter left."""
     running = running_redis(data_dir)
     if process is not None:
-        _terminate(process, "Redis")
+        terminate(process, "Redis")
     if running is not None and (process is None or running["pid"] != process.pid):
         # Another process's server (ours died and was replaced, or we joined).
         pid = int(running["pid"])
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.05)
-        _say("Redis stopped")
+        say("Redis stopped")
     _record(data_dir).unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"redis-server exited with code {process.returncode}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise SystemExit("redis-server did not start within 20 seconds")
-
-
-def _terminate(process: subprocess.Popen[bytes], name: str) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    _say(f"{name} stopped")
 
 
 def _secret_key(state_dir: Path) -> str:
@@ -412,7 +359,8 @@ def _has_control_socket() -> bool:
 
 
 def run_stack(argv: list[str]) -> int:
-    """Migrate, bootstrap (admin + demo catalog), then the worker and the web server."""
+    """Migrate, bootstrap (admin + demo catalog, the demo source behind it), then
+    the workers and the web server."""
     options = run_options(argv, os.environ)
     with services(STATE_DIR) as env:
         env["DEBUG"] = "true" if options.debug else "false"
@@ -425,8 +373,10 @@ def run_stack(argv: list[str]) -> int:
         metrics.mkdir(parents=True)
         # whitenoise serves static files from the finders; it warns without this.
         (BASE_DIR / "staticfiles").mkdir(exist_ok=True)
+        demo_sources_file(STATE_DIR, env, BASE_DIR)
         _manage(env, "migrate", "--noinput", "-v", "0")
         _manage(env, "bootstrap")
+        _manage(env, "add_demo_source")
         workers = [
             subprocess.Popen(command, env=env, start_new_session=True)
             for command in worker_commands()
@@ -435,16 +385,16 @@ def run_stack(argv: list[str]) -> int:
             web_command(options, STATE_DIR), env=env, start_new_session=True
         )
         mode = "DEBUG on" if options.debug else "DEBUG off"
-        _say(
+        say(
             f"Quiver is starting on http://127.0.0.1:{options.port} ({mode}; "
             "Ctrl-C stops everything)"
         )
         try:
             return _wait_any(web, *workers)
         finally:
-            _terminate(web, "web server")
+            terminate(web, "web server")
             for worker in workers:
-                _terminate(worker, "Celery worker")
+                terminate(worker, "Celery worker")
 
 
 def worker_commands() -> list[list[str]]:
@@ -471,7 +421,7 @@ def _wait_any(*processes: subprocess.Popen[bytes]) -> int:
     while not stop["now"]:
         for process in processes:
             if process.poll() is not None:
-                _say(f"a process exited with code {process.returncode}; stopping")
+                say(f"a process exited with code {process.returncode}; stopping")
                 return process.returncode or 1
         time.sleep(0.3)
     return 0

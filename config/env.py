@@ -160,3 +160,75 @@ def web_server() -> WebServer:
         threads=env_int("QUIVER_WEB_THREADS", 12, minimum=4, maximum=256),
         timeout_s=env_int("QUIVER_WEB_TIMEOUT_SECONDS", 60, minimum=30, maximum=3600),
     )
+
+
+# The most database connections one process holds at once. A web thread: its
+# own (Django's, kept between requests), the one its audit rows are sent early
+# on (audit.writer), and the same two again on the gateway's worker thread that
+# does a handshake-era /mcp request's Django work while the request's thread
+# waits. A Celery process (a prefork child, or the main process with its threads,
+# the approvals' expiry and the audit sealer): its own and its audit connection.
+CONNECTIONS_PER_WEB_THREAD = 4
+CONNECTIONS_PER_WORKER_PROCESS = 2
+# make manage, a migration, a psql session, a monitor: room beside the plan.
+CONNECTIONS_SPARE = 20
+
+
+def database_connections(web: WebServer, worker_processes: int) -> int:
+    """Postgres' ``max_connections`` for this process plan: every web thread's
+    connections, every Celery process's, and ``CONNECTIONS_SPARE``. Fewer, and a
+    busy moment refuses connections (a 503 "database: busy")."""
+    threads = web.workers * web.threads
+    return (
+        threads * CONNECTIONS_PER_WEB_THREAD
+        + worker_processes * CONNECTIONS_PER_WORKER_PROCESS
+        + CONNECTIONS_SPARE
+    )
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+# Scopes sent when QUIVER_OIDC_SCOPES is unset; "openid" is always among them.
+OIDC_DEFAULT_SCOPES = ("openid", "email", "profile")
+
+
+@dataclass(frozen=True)
+class OidcProvider:
+    """The company's OpenID provider people sign in with (sso/), read here once."""
+
+    issuer: str
+    client_id: str
+    client_secret: str
+    scopes: tuple[str, ...]
+    groups_claim: str
+    name: str
+    clock_skew_s: int
+    session_s: int
+    timeout_s: int
+
+
+def oidc_provider() -> OidcProvider | None:
+    """Single sign-on's settings; None (off) while ``QUIVER_OIDC_ISSUER`` is unset.
+    The issuer is https, or http on a loopback address (a provider on the same
+    machine, as the tests run one); the client id and secret are then required."""
+    issuer = env_url("QUIVER_OIDC_ISSUER", ("https", "http"))
+    if not issuer:
+        return None
+    parsed = urlparse(issuer)
+    if parsed.scheme == "http" and parsed.hostname not in LOOPBACK_HOSTS:
+        raise ImproperlyConfigured(
+            "QUIVER_OIDC_ISSUER: must be https (http only for 127.0.0.1 or localhost)"
+        )
+    if parsed.query or parsed.fragment:
+        raise ImproperlyConfigured("QUIVER_OIDC_ISSUER: no query or fragment")
+    scopes = tuple(env_str("QUIVER_OIDC_SCOPES", " ".join(OIDC_DEFAULT_SCOPES)).split())
+    return OidcProvider(
+        issuer=issuer,
+        client_id=env_secret("QUIVER_OIDC_CLIENT_ID"),
+        client_secret=env_secret("QUIVER_OIDC_CLIENT_SECRET"),
+        scopes=scopes if "openid" in scopes else ("openid", *scopes),
+        groups_claim=env_str("QUIVER_OIDC_GROUPS_CLAIM", "groups").strip() or "groups",
+        name=env_str("QUIVER_OIDC_PROVIDER_NAME", "SSO").strip() or "SSO",
+        clock_skew_s=env_int("QUIVER_OIDC_CLOCK_SKEW_SECONDS", 60, 0, 300),
+        session_s=env_int("QUIVER_OIDC_SESSION_HOURS", 8, 1, 720) * 3600,
+        timeout_s=env_int("QUIVER_OIDC_TIMEOUT_SECONDS", 10, 1, 30),
+    )

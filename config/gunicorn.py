@@ -21,3 +21,7 @@ workers = _web.workers
 threads = _web.threads
 timeout = _web.timeout_s
 accesslog = "-"
+# The request line without its query string, and no Referer: a query may carry
+# what no log keeps (the code single sign-on's callback receives, and the
+# Referer of the pages loaded from that URL).
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'

@@ -21,9 +21,20 @@ from django.template.loader import render_to_string
 
 from config.bodies import Refusal, is_chunked, read_chunked
 from config.jsonparse import BAD_TEXT_RULE, has_bad_text, printable
+from config.retries import RETRY_AFTER_S, retry_body
 
 DATABASE_DOWN = "database: not reachable; try again shortly"
-RETRY_AFTER_S = 5
+DATABASE_BUSY = "database: busy, every connection is in use; try again in {} s"
+BUSY_RETRY_AFTER_S = 2
+# Postgres refusing a connection for want of a free one (max_connections, the
+# slots kept for superusers, a role's or a database's own limit): its message,
+# since a refused connection carries no SQLSTATE. Load, not an outage.
+BUSY_MARKS = (
+    "too many clients",
+    "too many connections",
+    "connection slots are reserved",
+)
+BUSY_STATES = frozenset({"53300"})  # too_many_connections
 logger = logging.getLogger(__name__)
 
 
@@ -118,25 +129,44 @@ def _bad_url_part(request: HttpRequest) -> str | None:
     return None
 
 
-def database_unavailable(request: HttpRequest) -> HttpResponse:
-    """503 naming the database: JSON for the API, a page for people. The page is
-    rendered without the request (its context processors would query the
+def database_trouble(exc: BaseException | None) -> tuple[str, int]:
+    """What a database error tells the caller, and when to try again: busy (no
+    connection was free: load, ``BUSY_MARKS``) or not reachable."""
+    seen = 0
+    while exc is not None and seen < 10:
+        text = str(exc)
+        if getattr(exc, "sqlstate", None) in BUSY_STATES or any(
+            mark in text for mark in BUSY_MARKS
+        ):
+            return DATABASE_BUSY.format(BUSY_RETRY_AFTER_S), BUSY_RETRY_AFTER_S
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return DATABASE_DOWN, RETRY_AFTER_S
+
+
+def database_unavailable(
+    request: HttpRequest, exc: BaseException | None = None
+) -> HttpResponse:
+    """503 naming the database (busy or not reachable, ``database_trouble``):
+    JSON for the API (retryable: nothing was done), a page for people. The page
+    is rendered without the request (its context processors would query the
     database again)."""
+    detail, retry_after = database_trouble(exc)
     if request.path.startswith("/api/") or "html" not in request.headers.get(
         "Accept", ""
     ):
-        body = {"error": "unavailable", "detail": DATABASE_DOWN, "service": "database"}
+        body = {"error": "unavailable", "detail": detail, "service": "database"}
+        body = retry_body(body, retry_after)
         response: HttpResponse = JsonResponse(body, status=503)
     else:
-        page = render_to_string("503.html", {"detail": DATABASE_DOWN})
+        page = render_to_string("503.html", {"detail": detail})
         response = HttpResponse(page, status=503)
-    response["Retry-After"] = str(RETRY_AFTER_S)
+    response["Retry-After"] = str(retry_after)
     return response
 
 
 class DatabaseUnavailableMiddleware:
-    """A lost database answers 503 at once, not a 500 page; Django's connection
-    health checks reconnect when it is back, with no restart."""
+    """A lost or busy database answers 503 at once, not a 500 page; Django's
+    connection health checks reconnect when it is back, with no restart."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -149,5 +179,5 @@ class DatabaseUnavailableMiddleware:
     ) -> HttpResponse | None:
         if isinstance(exception, OperationalError | InterfaceError):
             logger.warning("database unavailable: %s", exception)
-            return database_unavailable(request)
+            return database_unavailable(request, exception)
         return None

@@ -15,6 +15,7 @@ from config.env import (
     env_networks,
     env_str,
     env_url,
+    oidc_provider,
     web_server,
 )
 
@@ -36,6 +37,8 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # Cookies never reach scripts; page scripts read the CSRF token from the page.
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
+# A refused check is JSON where the endpoint answers JSON (config.errors).
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 # QUIVER_HTTPS=true when people reach Quiver over HTTPS (a TLS proxy in front that
@@ -67,6 +70,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "identity",
+    "jobs",
     "catalog",
     "selection",
     "audit",
@@ -75,6 +80,8 @@ INSTALLED_APPS = [
     "learning",
     "telemetry",
     "notify",
+    "sso",
+    "compliance",
 ]
 
 MIDDLEWARE = [
@@ -108,6 +115,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "catalog.navigation.navigation",
             ]
         },
     }
@@ -129,6 +137,26 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
+# Passwords are checked against the sign-in policy (off, but for the break-glass
+# admin, when password sign-in is turned off); single sign-on signs people in
+# through its callback only (sso.backends).
+AUTHENTICATION_BACKENDS = [
+    "sso.backends.PasswordPolicyBackend",
+    "sso.backends.SingleSignOnBackend",
+]
+# Single sign-on (sso/, docs/how-to/single-sign-on.md): OpenID Connect against the
+# provider at QUIVER_OIDC_ISSUER; off (None) while it is unset, so `make run`
+# needs no identity provider.
+QUIVER_OIDC = oidc_provider()
+# Password sign-in; false leaves it to the break-glass admin alone (named here:
+# a username), as the console's switch does.
+QUIVER_PASSWORD_LOGIN = env_bool("QUIVER_PASSWORD_LOGIN", True)
+QUIVER_BREAK_GLASS_ADMIN = env_str("QUIVER_BREAK_GLASS_ADMIN").strip()
+if not QUIVER_PASSWORD_LOGIN and QUIVER_OIDC is None:
+    raise ImproperlyConfigured(
+        "QUIVER_PASSWORD_LOGIN: false needs single sign-on (QUIVER_OIDC_ISSUER), "
+        "or nobody but the break-glass admin could sign in"
+    )
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -155,7 +183,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = QUIVER_MAX_BODY_BYTES
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "catalog.auth.ApiKeyAuthentication",
+        "identity.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -218,7 +246,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Fail fast when the broker is down (the job row is the durable queue; see
-# catalog/services/jobs.py): a write never waits long on a publish.
+# jobs/services.py): a write never waits long on a publish.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 2,
@@ -274,6 +302,12 @@ QUIVER_STATIC_SENTENCES = env_bool("QUIVER_STATIC_SENTENCES", True)
 # After an import the worker trains that encoder when none exists or the catalog
 # has much outgrown it (catalog.tasks.build_query_encoder_if_due).
 QUIVER_QUERY_ENCODER_AUTO = env_bool("QUIVER_QUERY_ENCODER_AUTO", True)
+# Where that encoder is kept: the state directory's models/ (every process must see
+# it), or a table in Postgres that each process copies into its own state
+# directory (catalog.query_encoder_store: processes that share no volume).
+QUIVER_QUERY_ENCODER_STORE = env_str("QUIVER_QUERY_ENCODER_STORE", "file")
+if QUIVER_QUERY_ENCODER_STORE not in ("file", "postgres"):
+    raise ImproperlyConfigured("QUIVER_QUERY_ENCODER_STORE: expected file or postgres")
 QUIVER_EMBED_BATCH = env_int("QUIVER_EMBED_BATCH", 64, minimum=1, maximum=2048)
 # An import never gets more than this many tools ahead of their embeddings: past
 # it, the import process embeds a batch itself before going on, so the catalog is
@@ -330,6 +364,15 @@ QUIVER_AUDIT_CHECKPOINT_FILE = Path(
         str(QUIVER_STATE_DIR / "audit-checkpoints.jsonl"),
     )
 )
+# Where the signed checkpoint lines are kept (audit.checkpoint_store): the file
+# above (one host, or a volume every process mounts), or a table in Postgres, for
+# processes that share nothing but the database (a cluster). Either way the
+# sinks below keep second copies out of the database owner's reach.
+QUIVER_AUDIT_CHECKPOINT_STORE = env_str("QUIVER_AUDIT_CHECKPOINT_STORE", "file")
+if QUIVER_AUDIT_CHECKPOINT_STORE not in ("file", "postgres"):
+    raise ImproperlyConfigured(
+        "QUIVER_AUDIT_CHECKPOINT_STORE: expected file or postgres"
+    )
 QUIVER_AUDIT_CHECKPOINT_URL = env_str("QUIVER_AUDIT_CHECKPOINT_URL")
 # Second copies of every checkpoint line (audit/sinks/): syslog and an S3 bucket.
 QUIVER_AUDIT_CHECKPOINT_SYSLOG = env_url(
@@ -386,6 +429,9 @@ QUIVER_AUDIT_SEND_EARLY = env_bool("QUIVER_AUDIT_SEND_EARLY", True)
 QUIVER_AUDIT_SEAL_INTERVAL_S = env_int(
     "QUIVER_AUDIT_SEAL_INTERVAL_S", 2, minimum=1, maximum=3600
 )
+# Every Celery worker runs the sealer in its main process (the chain lock makes
+# them take turns); false where a process of its own does (audit_seal --every).
+QUIVER_AUDIT_SEALER_IN_WORKERS = env_bool("QUIVER_AUDIT_SEALER_IN_WORKERS", True)
 QUIVER_AUDIT_SEAL_MAX_DELAY_S = env_int(
     "QUIVER_AUDIT_SEAL_MAX_DELAY_S", 300, minimum=5, maximum=86_400
 )

@@ -4,25 +4,27 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
 
 import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
 from calls.urls import api_urlpatterns as approvals_api
-from config.api_docs import ConsoleSwaggerView
-from config.health import healthz
-from config.login import ThrottledAdminAuthenticationForm, ThrottledLoginView
+from config.api_docs import ConsoleSwaggerView, SchemaView
+from sso.forms import AdminSignInForm
+from sso.views import SignInView
+from telemetry.health import healthz
 from telemetry.views import metrics
 
-admin.site.login_form = ThrottledAdminAuthenticationForm
+admin.site.login_form = AdminSignInForm
 
 api_v1 = [
     path("", include("catalog.api.urls")),
+    path("", include("identity.api.urls")),
     path("", include("selection.api.urls")),
-    path("", include("audit.api.urls")),
+    path("", include("compliance.api.urls")),
     path("", include("sources.api.urls")),
     path("", include(approvals_api)),
     path("", include("calls.urls_execute")),
     path("", include("notify.api.urls")),
+    path("", include("sso.api.urls")),
 ]
 
 urlpatterns = [
@@ -30,7 +32,7 @@ urlpatterns = [
     # Off the API (not in its schema): Prometheus' scrape, for a token or admins.
     path("metrics", metrics, name="metrics"),
     path("api/v1/", include(api_v1)),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path(
         "api/docs/",
         # People sign in first; the init script is a separate request (no inline
@@ -43,16 +45,18 @@ urlpatterns = [
         name="api-docs",
     ),
     path("admin/", admin.site.urls),
-    path("login/", ThrottledLoginView.as_view(), name="login"),
+    path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("selection.urls")),
     path("", include("catalog.urls")),
-    path("", include("audit.urls")),
+    path("", include("identity.urls")),
+    path("", include("compliance.urls")),
     path("", include("sources.urls")),
     path("", include("calls.urls")),
     path("", include("learning.urls")),
     path("", include("learning.urls_learn")),
     path("", include("notify.urls")),
+    path("", include("sso.urls")),
 ]
 
 handler400 = "config.errors.bad_request"

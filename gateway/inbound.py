@@ -7,7 +7,14 @@ reads every API body (one depth limit, ``MAX_BODY_DEPTH``; no repeated key; no
 NUL or lone surrogate; no NaN), and:
 
 * a body that cannot be read so is a JSON-RPC error naming the field and the rule
-  (``Rejected``), before any MCP work;
+  (``Rejected``), before any MCP work; so is a batch (an array: MCP 2025-06-18
+  removed batching) or any other value that is not one message;
+* an ``MCP-Protocol-Version`` header naming a version /mcp does not serve is the
+  specification's unsupported-version error (``UNSUPPORTED_VERSION``, HTTP 400)
+  naming it and the versions served;
+* an ``initialize`` asking for a handshake version older than those served is
+  handed on asking for the newest served, which the SDK then answers, as the
+  specification's negotiation has it;
 * a ``tools/call`` whose name, arguments or ``_meta`` break a text rule still
   reaches its tool, which answers the refusal as a tool error naming the
   argument (the MCP spec's place for bad arguments, so the model can correct
@@ -19,8 +26,14 @@ Pure functions: no Django, no database."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    is_version_at_least,
+)
 
 from config.jsonparse import (
     BAD_TEXT_RULE,
@@ -38,6 +51,24 @@ from config.jsonparse import (
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+# The 2026-07-28 specification's code for a protocol version the server does
+# not speak (data: the versions it does, and the one asked for).
+UNSUPPORTED_VERSION = -32022
+VERSION_HEADER = "MCP-Protocol-Version"
+# Handshake versions from 2025-06-18 on: one message per request, the version
+# header on every request after initialize. 2024-11-05 (HTTP+SSE transport) and
+# 2025-03-26 (batches) are not served (docs/reference/mcp.md says why).
+HANDSHAKE_SERVED = tuple(
+    version
+    for version in HANDSHAKE_PROTOCOL_VERSIONS
+    if is_version_at_least(version, "2025-06-18")
+)
+SERVED_VERSIONS = (*HANDSHAKE_SERVED, *MODERN_PROTOCOL_VERSIONS)
+BATCH_RULE = (
+    "a JSON-RPC batch (an array) is not served: send one message per request "
+    "(MCP 2025-06-18 removed batching; 2025-03-26 is not served)"
+)
+NOT_A_MESSAGE_RULE = "must be one JSON-RPC message (a JSON object)"
 # The parts of a tools/call whose problems are its tool's to answer.
 TOOL_PARTS = ("arguments", "name", "_meta")
 NAME_CHARS = 200
@@ -73,19 +104,21 @@ class Rejected:
     rpc_id: str | int | None = None
     method: str = ""
     tool: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
 
     def answer(self) -> bytes:
         error = {
             "code": self.code,
             "message": str(self.problem),
-            "data": {"field": self.problem.field},
+            "data": {"field": self.problem.field, **self.data},
         }
         answer = {"jsonrpc": "2.0", "id": self.rpc_id, "error": error}
         return json.dumps(answer).encode()
 
 
-def check(body: bytes) -> Inbound | Rejected:
-    """Read ``body`` as the API reads JSON; see the module's docstring."""
+def check(body: bytes, version: str | None = None) -> Inbound | Rejected:
+    """Read ``body`` (sent with ``version`` in its ``MCP-Protocol-Version``
+    header, if any) as the API reads JSON; see the module's docstring."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -103,8 +136,47 @@ def check(body: bytes) -> Inbound | Rejected:
     except ValueError as exc:
         return Rejected(PARSE_ERROR, Problem("body", f"not valid JSON ({exc})"))
     if not isinstance(data, dict):
-        return Inbound(body)  # a batch or a bare value: the SDK refuses it
-    return _checked(body, data, repeated)
+        rule = BATCH_RULE if isinstance(data, list) else NOT_A_MESSAGE_RULE
+        return Rejected(INVALID_REQUEST, Problem("body", rule))
+    if version is not None and version not in SERVED_VERSIONS:
+        return _unsupported(data, version)
+    return _checked(_negotiated(body, data), data, repeated)
+
+
+def _unsupported(data: dict[str, Any], version: str) -> Rejected:
+    """The specification's answer to a version header the server does not speak:
+    ``data.supported`` lists the per-request versions, as ``server/discover``
+    does (what a client may send again in that envelope); the message names
+    the handshake versions too."""
+    asked = printable(version)[:100]
+    rule = (
+        f"protocol version {asked!r} is not supported (served: "
+        f"{', '.join(HANDSHAKE_SERVED)} after initialize, "
+        f"{', '.join(MODERN_PROTOCOL_VERSIONS)} per request)"
+    )
+    method = _text(data.get("method"), 100)
+    return Rejected(
+        UNSUPPORTED_VERSION,
+        Problem(VERSION_HEADER, rule),
+        _rpc_id(data.get("id")),
+        method,
+        data={"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": asked},
+    )
+
+
+def _negotiated(body: bytes, data: dict[str, Any]) -> bytes:
+    """An ``initialize`` asking for a handshake version older than those served,
+    asking for the newest served instead: the SDK answers with it, as the
+    specification's negotiation has a server answer a version it supports,
+    which the client takes or leaves."""
+    params = data.get("params")
+    if data.get("method") != "initialize" or not isinstance(params, dict):
+        return body
+    asked = params.get("protocolVersion")
+    if asked not in HANDSHAKE_PROTOCOL_VERSIONS or asked in HANDSHAKE_SERVED:
+        return body
+    data["params"] = {**params, "protocolVersion": HANDSHAKE_SERVED[-1]}
+    return json.dumps(data).encode()
 
 
 def _checked(body: bytes, data: dict[str, Any], repeated: str) -> Inbound | Rejected:

@@ -24,10 +24,12 @@ from typing import Any
 from django.db import close_old_connections
 from django.http import Http404
 
-from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
+from catalog.lookups import get_catalog_for_user
+from catalog.names import Ambiguous
 from catalog.services.tools import tool_to_spec
 from config import jsonparse
+from identity.access import access_for
 from selection.services.validate import find_tool
 
 PREFIX = "found."
@@ -57,10 +59,19 @@ def found_page(user: Any, cursor: str, to_mcp: Any) -> list[dict[str, Any]]:
         except Http404:
             return []
         access = access_for(user)
-        tools = (find_tool(catalog, name, access) for name in dict.fromkeys(names))
+        tools = (_found(catalog, name, access) for name in dict.fromkeys(names))
         return [to_mcp(export_tool(tool_to_spec(t), "mcp")) for t in tools if t]
     finally:
         close_old_connections()
+
+
+def _found(catalog: Any, name: str, access: Any) -> Any:
+    """The tool ``name`` calls, or None: one several tools held before the
+    one-name rule is left out (a call by it is refused, naming that)."""
+    try:
+        return find_tool(catalog, name, access)
+    except Ambiguous:
+        return None
 
 
 def _read(cursor: str) -> tuple[str, list[str]]:

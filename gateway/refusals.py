@@ -1,13 +1,16 @@
-"""Every refusal on /mcp is an audit row (issue 30), written before it is answered.
+"""Every refusal on /mcp is an audit row, written before it is answered.
 
-A refused tool call (``call_tool``, or a tool called by its own name) is a
-``tool_call`` row with outcome ``refused``, as the call path records its own
-refusals; any other refusal (``search_tools``, ``get_tool_details``, a JSON-RPC
-request the gateway or the SDK refuses, a method or body /mcp does not take) is
-an ``mcp_refused`` row. Both keep the field and rule answered, the MCP tool or
-method, and the arguments' sha256, never the arguments themselves (they were
-refused: they may be too large, or not storable at all); every text is stored
-with NUL and lone surrogates written as ``\\uXXXX``.
+A refusal of the gateway's own (``search_tools``, ``get_tool_details``, a tool
+call refused before the call path judged it: malformed input, the budget, a
+catalog the key may not see; a JSON-RPC request the gateway or the SDK refuses,
+a method or body /mcp does not take) is an ``mcp_refused`` row. A call the call
+path judged is its ``tool_call`` rows, written there, exactly as over REST: the
+gateway never writes a call's row, so REST and /mcp leave the same ``tool_call``
+rows for the same call (over REST, input refused before the call path is a 400
+and no row). A row keeps the field and rule answered, the MCP tool or method
+(for a call, the tool it names), and the arguments' sha256, never the arguments
+themselves (they were refused: they may be too large, or not storable at all);
+every text is stored with NUL and lone surrogates written as ``\\uXXXX``.
 
 A refusal costs 1 of the key's rate budget, as every audited request does; past
 the budget the refusal is still answered, and the first one of the minute is
@@ -22,9 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError, transaction
@@ -33,10 +35,10 @@ from rest_framework.exceptions import Throttled
 from audit.choices import EventType
 from audit.services import record_event
 from calls.hashing import canonical_json
-from catalog.access import access_for
 from config.jsonparse import printable
 from config.logfilters import safe_error_text
 from config.ratelimit import charge_caller, first_this_minute
+from identity.access import access_for
 
 log = logging.getLogger(__name__)
 CHANNEL = "mcp"
@@ -61,10 +63,8 @@ class Attempt:
     method: str = ""
     tool: str = ""  # the MCP tool called, or the catalog tool a call names
     arguments: Any = None
-    call: bool = False  # a tool call: refused as a ``tool_call`` row
     charged: bool = False  # already cost 1 of the key's budget
     over_budget: bool = False  # refused by the key's budget
-    started: float = field(default_factory=time.perf_counter)
 
     def catalog(self) -> str:
         """The catalog the request names, when the caller may see it (else the
@@ -107,56 +107,21 @@ def record(
 
 def _write(attempt: Attempt, output: dict[str, Any]) -> None:
     name = attempt.tool or attempt.method or "request"
-    common: dict[str, Any] = {
-        "actor": attempt.user,
-        "request_id": attempt.request_id,
-        "catalog_slug": attempt.catalog(),
-        "summary": f"{name} refused: {output['refused']}",
-    }
-    if attempt.call:
-        record_event(
-            EventType.TOOL_CALL,
-            input=_call_input(attempt),
-            output=_call_output(attempt, output),
-            **common,
-        )
-        return
     recorded = {
         "channel": CHANNEL,
         "method": attempt.method,
         "tool": attempt.tool,
         "arguments_hash": _hash(attempt.arguments),
     }
-    record_event(EventType.MCP_REFUSED, input=recorded, output=output, **common)
-
-
-def _call_input(attempt: Attempt) -> dict[str, Any]:
-    """A ``tool_call`` row's input, as the call path writes it (calls.services),
-    with the arguments' hash only."""
-    given = attempt.arguments if isinstance(attempt.arguments, dict) else {}
-    return {
-        "tool": attempt.tool,
-        "tool_version": None,
-        "source": None,
-        "upstream_name": None,
-        "arguments_hash": _hash(given.get("arguments", given)),
-        "selection_id": _text(given.get("selection_id")),
-        "approval_id": _text(given.get("approval_id")),
-        "channel": CHANNEL,
-    }
-
-
-def _call_output(attempt: Attempt, refused: dict[str, Any]) -> dict[str, Any]:
-    elapsed = (time.perf_counter() - attempt.started) * 1000
-    return {
-        "outcome": "refused",
-        "reason": refused["refused"],
-        "duration_ms": round(elapsed, 3),
-        "result_hash": None,
-        "result_bytes": None,
-        "is_error": True,
-        **{k: v for k, v in refused.items() if k in ("field", "code", "note")},
-    }
+    record_event(
+        EventType.MCP_REFUSED,
+        actor=attempt.user,
+        request_id=attempt.request_id,
+        catalog_slug=attempt.catalog(),
+        summary=f"{name} refused: {output['refused']}",
+        input=recorded,
+        output=output,
+    )
 
 
 def _hash(arguments: Any) -> str | None:
@@ -169,7 +134,3 @@ def _hash(arguments: Any) -> str | None:
     except (TypeError, ValueError):
         text = repr(arguments)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _text(value: Any) -> str | None:
-    return printable(value)[:100] if isinstance(value, str) and value else None

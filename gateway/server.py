@@ -2,7 +2,9 @@
 ``call_tool``, over streamable HTTP (stateless, JSON answers), for the 2026-07-28
 protocol and the handshake-era clients alike (the SDK serves both). A
 ``tools/call`` of any other name is a call of the catalog tool of that name, as
-``call_tool`` would make it (``_meta.approval_id`` carries an approval).
+``call_tool`` would make it (``_meta.approval_id`` carries an approval); a name
+that is no tool the key could be offered is the specification's unknown-tool
+error (JSON-RPC -32602), its refused call on record as the call path wrote it.
 
 The caller was authenticated before any MCP work (``gateway.wsgi``), which puts
 it in the ASGI scope's state, with any problem the body's check found in a tool's
@@ -38,6 +40,7 @@ CALLER = "quiver_caller"  # scope["state"] keys set by gateway.wsgi
 REQUEST_ID = "quiver_request_id"
 PROBLEM = "quiver_problem"
 INLINE = "quiver_inline"  # the request has a loop of its own: work in place
+RECORDED = "quiver_recorded"  # the JSON-RPC error answered is on record already
 
 TOOLS = [
     types.Tool(
@@ -143,14 +146,15 @@ async def call_tool(
 ) -> types.CallToolResult:
     user, request_id, problem = _caller(ctx)
     name = params.name
+    direct = name not in META_TOOLS  # a catalog tool, called by its own name
     arguments = dict(params.arguments or {})
-    if name in META_TOOLS and problem is not None:
+    if not direct and problem is not None:
         # A meta-tool's own arguments are named as the tool takes them.
         problem = Problem(problem.field.removeprefix("arguments."), problem.rule)
-    if name not in META_TOOLS:  # a catalog tool, called by its own name
-        direct = {"name": name, "arguments": arguments}
+    if direct:
+        arguments = {"name": name, "arguments": arguments}
         approval = (params.meta or {}).get("approval_id")
-        arguments = {**direct, "approval_id": approval} if approval else direct
+        arguments |= {} if approval is None else {"approval_id": approval}
     work = (user, arguments, request_id, problem)
     try:
         if name == "search_tools":
@@ -159,13 +163,28 @@ async def call_tool(
         if name == "get_tool_details":
             found = await _in_thread(ctx, services.details, *work)
             return _found(found, json.dumps(found, indent=1))
-        answer = await _in_thread(ctx, services.call, *work)
-        return _call_result(answer, direct=name not in META_TOOLS)
+        answer = await _in_thread(ctx, services.call, *work, direct)
+    except services.UnknownTool as exc:  # recorded as the gateway's refusal
+        _state(ctx)[RECORDED] = True
+        raise MCPError(INVALID_PARAMS, str(exc), {"field": exc.field}) from exc
     except services.ToolFailure as exc:
         return _error(str(exc))
     except Exception:
         log.exception("MCP tools/call failed (request %s)", request_id)
         return _error(services.FAILED.format(request_id))
+    if direct and answer.outcome == "refused" and answer.status == 404:
+        raise _unknown_tool(ctx, answer)
+    return _call_result(answer, direct=direct)
+
+
+def _unknown_tool(ctx: Any, answer: services.CallAnswer) -> MCPError:
+    """A direct call of a name that is no tool the key could be offered (a
+    made-up name and a hidden tool alike): the specification's unknown-tool
+    error, not a tool result. The call path wrote its refused row already, so
+    the gateway writes none for the error."""
+    _state(ctx)[RECORDED] = True
+    data = {"field": answer.refused_field, "call_id": answer.call_id}
+    return MCPError(INVALID_PARAMS, answer.reason, data)
 
 
 def _found(found: dict[str, Any], text: str) -> types.CallToolResult:
@@ -271,6 +290,8 @@ def _search_text(found: dict[str, Any]) -> str:
     """What a model that reads only text needs: each tool's name, why, what it
     does and its arguments (as its input schema), and how to call it."""
     lines = [f"selection {found['selection_id']} in catalog {found['catalog']}:"]
+    if found.get("words_only_reason"):
+        lines.append(found["words_only_reason"])
     for tool in found["tools"]:
         lines.append(f"- {tool['name']} ({tool['score']:.3f}): {tool['reason']}")
         lines.append(f"  {tool.get('description', '')}")

@@ -5,7 +5,9 @@
 Sync code run in a worker thread of the MCP server (``gateway.server``); every
 call closes stale database connections before and after, as Django's request
 cycle does. Every refusal (``ToolRefused``) is an audit row before it is
-answered (``gateway.refusals``); a call's other refusals are the call path's."""
+answered (``gateway.refusals``); a call's other refusals are the call path's.
+A model's bad input of the Django kind (``full_clean``) is a refusal naming the
+field, as the API answers it, never an internal error."""
 
 from __future__ import annotations
 
@@ -14,13 +16,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import (
     DatabaseError,
     InterfaceError,
     OperationalError,
     close_old_connections,
 )
-from django.db.models import Q
 from django.http import Http404
 from rest_framework.exceptions import APIException, ValidationError
 
@@ -28,16 +30,20 @@ from audit.writer import PendingEvent, wait_all
 from calls.answers import CallAnswer
 from calls.input import call_input
 from calls.services import CallNotRecorded, execute_call
-from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import export_tool
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Tool
+from catalog.names import Ambiguous
 from catalog.services.tools import tool_to_spec
 from config import jsonparse
-from config.api_errors import first_message
+from config.api_errors import first_message, validation_fields
+from config.middleware import DATABASE_DOWN as DATABASE_UNREACHABLE
+from config.middleware import database_trouble
 from config.ratelimit import charge_caller
 from gateway import refusals
 from gateway.inbound import Problem
 from gateway.listing import cursor_for
+from identity.access import access_for
 from selection.api.input import select_input
 from selection.engine import RequestError
 from selection.requests import build_request
@@ -70,6 +76,20 @@ class ToolRefused(ToolFailure):
         return str(self).split(":", 1)[0]
 
 
+def database_down(exc: BaseException) -> str:
+    """The tool error for a database error: busy or unavailable, and that
+    nothing was called (``config.middleware.database_trouble``)."""
+    detail, _ = database_trouble(exc)
+    if detail == DATABASE_UNREACHABLE:
+        return DATABASE_DOWN
+    return detail.replace("; try again", ", nothing was called; try again")
+
+
+class UnknownTool(ToolRefused):
+    """A tool called by its own name that no catalog of the key's holds: the
+    specification's unknown-tool error rather than a tool result."""
+
+
 def _guarded(
     attempt: refusals.Attempt, problem: Problem | None, work: Callable[[], T]
 ) -> T:
@@ -80,7 +100,10 @@ def _guarded(
     try:
         if problem is not None:
             raise ToolRefused(str(problem))
-        return work()
+        try:
+            return work()
+        except DjangoValidationError as exc:  # a model's full_clean: as REST's 400
+            raise ToolRefused(first_message(validation_fields(exc))) from exc
     except ToolRefused as exc:
         try:
             refusals.record(attempt, str(exc), field=exc.field)
@@ -89,7 +112,7 @@ def _guarded(
         raise
     except (OperationalError, InterfaceError) as exc:
         log.warning("MCP %s: database unavailable: %s", attempt.tool, exc)
-        raise ToolFailure(DATABASE_DOWN) from exc
+        raise ToolFailure(database_down(exc)) from exc
     except DatabaseError as exc:
         log.exception("MCP %s failed (request %s)", attempt.tool, attempt.request_id)
         raise ToolFailure(FAILED.format(attempt.request_id)) from exc
@@ -170,6 +193,8 @@ def _found(answer: Any, pending: list[PendingEvent]) -> dict:
     if tools:  # tools/list with it lists these (gateway.listing)
         names = [tool["name"] for tool in tools]
         found["list_cursor"] = cursor_for(answer.catalog, names)
+    if answer.words_only:  # ranked by words alone: the model should know
+        found["words_only_reason"] = answer.words_only_reason
     if answer.no_tool is not None:  # issue 23: say why no tool fits
         return {**found, "tools": tools, "no_tool": answer.no_tool}
     return {**found, "tools": tools}
@@ -212,7 +237,10 @@ def _details(user: Any, arguments: dict[str, Any]) -> dict:
     access = access_for(user)
     tools, not_found = [], []
     for name in dict.fromkeys(names):  # once each, in the order asked
-        tool = find_tool(catalog, name, access)
+        try:
+            tool = find_tool(catalog, name, access)
+        except Ambiguous as exc:
+            raise ToolRefused(str(exc)) from exc
         if tool is None:
             not_found.append(name)
         else:
@@ -225,19 +253,23 @@ def call(
     arguments: dict[str, Any],
     request_id: uuid.UUID,
     problem: Problem | None = None,
+    direct: bool = False,
 ) -> CallAnswer:
     """One tool call, as POST /api/v1/tool-calls/execute runs it (same order,
-    approval and audit row, its channel ``mcp``), costing 1 of the budget. A
-    refusal before the call path is a ``tool_call`` row here."""
+    approval and audit rows, its channel ``mcp``), costing 1 of the budget
+    (``direct``: the tool was called by its own name). What the call path
+    refuses is its ``tool_call`` row, as over REST; what is refused before it
+    (malformed input, the budget, a catalog the key may not see: over REST a
+    4xx and no row) is the gateway's ``mcp_refused`` row, never a call's."""
     name = arguments.get("name")
     tool = jsonparse.printable(name)[:200] if isinstance(name, str) else "call_tool"
-    attempt = refusals.Attempt(
-        user, request_id, "tools/call", tool, arguments, call=True
-    )
-    return _guarded(attempt, problem, lambda: _call(attempt, arguments))
+    attempt = refusals.Attempt(user, request_id, "tools/call", tool, arguments)
+    return _guarded(attempt, problem, lambda: _call(attempt, arguments, direct))
 
 
-def _call(attempt: refusals.Attempt, arguments: dict[str, Any]) -> CallAnswer:
+def _call(
+    attempt: refusals.Attempt, arguments: dict[str, Any], direct: bool
+) -> CallAnswer:
     user = attempt.user
     try:
         valid = call_input(arguments)
@@ -260,6 +292,8 @@ def _call(attempt: refusals.Attempt, arguments: dict[str, Any]) -> CallAnswer:
             channel=CHANNEL,
         )
     except Http404 as exc:
+        if direct:  # no catalog of the key's holds the name: no such tool
+            raise UnknownTool(f"name: no tool {valid['name']!r}") from exc
         raise ToolRefused(str(exc)) from exc
     except APIException as exc:  # the API's own words
         raise ToolRefused(str(exc.detail)) from exc
@@ -272,7 +306,7 @@ def _catalog_of(user: Any, name: str) -> str | None:
     ``default``); a name in several is for call_tool's ``catalog`` to settle."""
     slugs = list(
         Tool.objects.visible_to(access_for(user))
-        .filter(Q(name=name) | Q(provider_name=name))
+        .called([name])
         .values_list("catalog__slug", flat=True)
         .distinct()[:2]
     )

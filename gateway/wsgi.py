@@ -7,9 +7,11 @@ is unchanged). Before any MCP work, in the worker's own thread:
 1. Host must be one of ``ALLOWED_HOSTS`` (421), and an ``Origin``, when sent, must
    name an allowed host (403): the spec's DNS-rebinding defence.
 2. ``Authorization: Bearer <API key>`` through the REST API's own authentication
-   (``catalog.auth.ApiKeyAuthentication``: unknown-key penalty, revoked, expired,
+   (``identity.auth.ApiKeyAuthentication``: unknown-key penalty, revoked, expired,
    deactivated, chain of keys): anything else is a 401.
-3. The body is read whole and checked by the API's JSON rules (``gateway.inbound``).
+3. The body is read whole and checked by the API's JSON rules, one message per
+   request, and the ``MCP-Protocol-Version`` header against the versions served
+   (``gateway.inbound``).
 
 From there on every refusal, the gateway's or the SDK's (a JSON-RPC error), is an
 audit row (``gateway.refusals``) before it is answered.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import uuid
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
@@ -40,13 +43,21 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from rest_framework.exceptions import APIException
 
-from catalog.auth import ApiKeyAuthentication
 from config import jsonparse
 from config.aio import LoopThread, loop_running_here, per_process, run_here
 from config.bodies import Refusal, read_body
-from config.middleware import DATABASE_DOWN
+from config.middleware import database_trouble
+from config.retries import RETRY_AFTER_S, retry_body, retry_headers
 from gateway import inbound, refusals
-from gateway.server import CALLER, INLINE, PROBLEM, REQUEST_ID, build_manager
+from gateway.server import (
+    CALLER,
+    INLINE,
+    PROBLEM,
+    RECORDED,
+    REQUEST_ID,
+    build_manager,
+)
+from identity.auth import ApiKeyAuthentication
 from telemetry.wsgi import observed
 
 PATH = "/mcp"
@@ -82,10 +93,20 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
     try:
         user = _authenticate(request)
     except APIException as exc:
-        status = 429 if exc.status_code == 429 else 401
-        return _json(start, status, "unauthorized", str(exc.detail), bearer=True)
-    except (OperationalError, InterfaceError):
-        return _json(start, 503, "unavailable", DATABASE_DOWN, service="database")
+        if exc.status_code == 429:  # too many unknown keys from this address
+            wait = max(1, math.ceil(getattr(exc, "wait", None) or 1))
+            return _json(start, 429, "throttled", str(exc.detail), retry_after=wait)
+        return _json(start, 401, "unauthorized", str(exc.detail), bearer=True)
+    except (OperationalError, InterfaceError) as exc:
+        detail, retry_after = database_trouble(exc)
+        return _json(
+            start,
+            503,
+            "unavailable",
+            detail,
+            service="database",
+            retry_after=retry_after,
+        )
     finally:
         close_old_connections()
     if user is None:
@@ -113,7 +134,7 @@ def _serve(
     if not _is_json(request):
         detail = "Content-Type: must be application/json"
         return _refused(start, attempt, Refusal(415, "unsupported_media_type", detail))
-    checked = inbound.check(body)
+    checked = inbound.check(body, environ.get("HTTP_MCP_PROTOCOL_VERSION"))
     attempt.method, attempt.tool = checked.method, checked.tool
     if isinstance(checked, inbound.Rejected):
         return _rejected(start, attempt, checked)
@@ -131,10 +152,10 @@ def _answer(
     state = {CALLER: user, REQUEST_ID: attempt.request_id, PROBLEM: checked.problem}
     try:
         status, headers, chunks = _exchanged(environ, _scope(environ, state), checked)
-    except TimeoutError:
+    except TimeoutError:  # the work may still run: never to be sent again blindly
         detail = f"mcp: no answer within {answer_timeout():.0f} s"
         return _json(start, 504, "timeout", detail)
-    if not _error_answer_recorded(attempt, status, chunks):
+    if not state.get(RECORDED) and not _error_answer_recorded(attempt, status, chunks):
         return _not_recorded(start)
     if status >= 400 and not _json_answer(headers):  # every error is JSON
         detail = b"".join(chunks).decode("utf-8", "replace").strip()[:300]
@@ -244,7 +265,16 @@ def _error_of(status: int, body: bytes) -> dict[str, Any] | None:
 
 
 def _not_recorded(start: StartResponse) -> list[bytes]:
-    return _json(start, 503, "unavailable", refusals.NOT_RECORDED, service="audit")
+    """A refusal whose row could not be written: nothing was done, so it may be
+    sent again."""
+    return _json(
+        start,
+        503,
+        "unavailable",
+        refusals.NOT_RECORDED,
+        service="audit",
+        retry_after=RETRY_AFTER_S,
+    )
 
 
 def answer_timeout() -> float:
@@ -381,10 +411,18 @@ def _json(
     bearer: bool = False,
     allow: str = "",
     service: str = "",
+    retry_after: int | None = None,
 ) -> list[bytes]:
-    answer = {"error": error, "detail": detail}
-    body = json.dumps({**answer, "service": service} if service else answer).encode()
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    """A JSON error; a 429 or 5xx says whether it may be sent again
+    (``retry_after``: seconds; None: it may not; config.retries)."""
+    answer: dict[str, Any] = {"error": error, "detail": detail}
+    answer |= {"service": service} if service else {}
+    headers = [("Content-Type", "application/json")]
+    if status == 429 or status >= 500:
+        answer = retry_body(answer, retry_after)
+        headers += list(retry_headers(retry_after).items())
+    body = json.dumps(answer).encode()
+    headers.append(("Content-Length", str(len(body))))
     if bearer:
         headers.append(("WWW-Authenticate", 'Bearer realm="quiver"'))
     if allow:

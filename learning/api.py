@@ -1,5 +1,5 @@
 """Labels, evaluations and confusable tools of a catalog over the API: parse,
-check access (catalog.access), call one service, render.
+check access (identity.access), call one service, render.
 
 A catalog the caller may not see is a 404; one it sees without the scope is a
 403 (agents: always; compliance: for writes)."""
@@ -22,7 +22,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from catalog.access import get_labels_catalog
+from catalog.lookups import get_labels_catalog
 from catalog.models import Catalog
 from config.http import request_id
 from config.params import MAX_ID
@@ -31,6 +31,7 @@ from config.strict import StrictFieldsMixin
 from learning.confusable import DEFAULT_THRESHOLD, confusable_pairs
 from learning.models import Evaluation, Label, LabelOrigin, LabelStatus
 from learning.services import evaluations, labels, proposals
+from selection.registry import EvaluationInputError
 
 
 def catalog_for(request: Request, slug: str, *, manage: bool) -> Catalog:
@@ -313,7 +314,7 @@ class EvaluationListView(generics.GenericAPIView):
                 labels=data.get("labels"),
                 settings_data=data.get("settings"),
             )
-        except evaluations.EvaluationInputError as exc:
+        except EvaluationInputError as exc:
             raise ValidationError(exc.errors) from exc
         return Response(EvaluationSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

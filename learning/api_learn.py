@@ -21,14 +21,15 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from catalog.access import access_for, get_catalog_for_user
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
 from config.http import request_id
 from config.ratelimit import WriteRateThrottle
 from config.strict import StrictFieldsMixin
-from learning.gate import RegressionRefused
+from identity.access import access_for
 from learning.models import LearntModel
 from learning.services import learn
+from selection.registry import RegressionRefused
 
 LEARNERS = "permission: learning a catalog needs the curator or admin scope"
 READERS = "permission: a catalog's learnt models are read by curators, compliance "

@@ -1,5 +1,5 @@
 """Geometry of the evaluation chart, drawn by the template as inline SVG (no
-script, no chart library; like audit.charts): one line per metric over the
+script, no chart library; like compliance.charts): one line per metric over the
 catalog's finished runs, oldest on the left, 0..1 on the vertical axis."""
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from learning import crossval
 from learning.signal import signal_for
 from selection.engine.settings import EngineSettings
 from selection.models import SelectionSettings
+from selection.registry import RegressionRefused
 
 MAX_DROP = 0.01
 GATE_LABELS = 1000
@@ -27,17 +28,6 @@ RULE = (
     f"cross-validated NDCG@10 on its accepted labels by more than {MAX_DROP:g} "
     "unless accept_regression gives a reason"
 )
-
-
-class RegressionRefused(Exception):
-    """The change lowers the labelled NDCG@10 too much; ``report`` says how."""
-
-    def __init__(self, report: dict[str, Any]) -> None:
-        super().__init__(
-            f"{RULE} (NDCG@10 {report['ndcg_before']:.4f} -> "
-            f"{report['ndcg_after']:.4f}, delta {report['delta']:+.4f})"
-        )
-        self.report = report
 
 
 def check_change(

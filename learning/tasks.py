@@ -5,8 +5,8 @@ from __future__ import annotations
 from celery import shared_task
 
 from catalog.models import Catalog
-from catalog.services.periodic import PeriodicSend
 from config.celery import app
+from jobs.periodic import PeriodicSend
 from learning.services import evaluations, proposals, stalled
 
 SWEEP_STALLED = "learning.tasks.sweep_stalled_runs"

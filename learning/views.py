@@ -1,4 +1,4 @@
-"""Console pages of labels and evaluations: parse, check access (catalog.access),
+"""Console pages of labels and evaluations: parse, check access (identity.access),
 call one service, render."""
 
 from __future__ import annotations
@@ -10,21 +10,28 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import (
+    require_http_methods,
+    require_POST,
+    require_safe,
+)
 
-from catalog.access import access_for, get_labels_catalog, may_manage_labels
+from catalog.lookups import get_labels_catalog
 from catalog.models import Catalog
 from config import jsonparse
 from config.exceptions import LimitReached
+from config.http import request_id
 from config.pages import acting_user, paginate, render_page
 from config.params import MAX_ID, whole_number
 from config.ratelimit import rate_limited
+from identity.access import access_for, may_manage_labels
 from learning.charts import run_chart
 from learning.confusable import confusable_pairs
 from learning.models import Evaluation, EvaluationState, LabelOrigin, LabelStatus
 from learning.services import evaluations, labels, proposals
 from learning.services.limits import RETRY_AFTER_S
 from learning.uploads import UploadError, read_label_file
+from selection.registry import EvaluationInputError
 
 METRICS = ("NDCG@10", "R@1", "R@3", "R@10", "MRR", "no_tool_fp_rate", "no_tool_recall")
 MISSES_SHOWN = 50
@@ -58,6 +65,7 @@ def _labels_context(request: HttpRequest, catalog: Catalog) -> dict[str, Any]:
     }
 
 
+@require_safe
 @login_required
 def label_list(request: HttpRequest, slug: str) -> HttpResponse:
     """The catalog's labels, paged and filtered; the upload form."""
@@ -85,7 +93,11 @@ def label_upload(request: HttpRequest, slug: str) -> HttpResponse:
         context["upload_error"] = str(exc)
         return render_page(request, "learning/labels.html", context, status=400)
     result = labels.add_labels(
-        catalog, items, actor=acting_user(request), channel="console"
+        catalog,
+        items,
+        actor=acting_user(request),
+        channel="console",
+        request_id=request_id(request),
     )
     context = _labels_context(request, catalog)
     context["upload"] = result
@@ -103,7 +115,10 @@ def label_delete(request: HttpRequest, slug: str) -> HttpResponse:
     if label_id:
         number = whole_number(label_id, MAX_ID) or 0
         deleted = labels.delete_labels(
-            catalog, actor=actor, label_id=min(number, MAX_ID)
+            catalog,
+            actor=actor,
+            label_id=min(number, MAX_ID),
+            request_id=request_id(request),
         )
     elif request.POST.get("scope") == "all":
         deleted = labels.delete_labels(
@@ -111,6 +126,7 @@ def label_delete(request: HttpRequest, slug: str) -> HttpResponse:
             actor=actor,
             status=_choice(request, "status", LabelStatus.values),
             origin=_choice(request, "origin", LabelOrigin.values),
+            request_id=request_id(request),
         )
     else:
         raise Http404("id: name a label, or scope=all")
@@ -128,7 +144,9 @@ def label_review(request: HttpRequest, slug: str) -> HttpResponse:
         actor = acting_user(request)
         action = request.POST.get("action", "")
         if action == "find":
-            found = proposals.find_proposals(catalog, actor=actor)
+            found = proposals.find_proposals(
+                catalog, actor=actor, request_id=request_id(request)
+            )
             messages.success(request, f"Found {found} new proposal(s).")
         elif action in ("accept", "reject"):
             given = (whole_number(i, MAX_ID) for i in request.POST.getlist("ids"))
@@ -136,7 +154,9 @@ def label_review(request: HttpRequest, slug: str) -> HttpResponse:
             decision = (
                 LabelStatus.ACCEPTED if action == "accept" else LabelStatus.REJECTED
             )
-            changed = labels.review_labels(catalog, ids, decision, actor=actor)
+            changed = labels.review_labels(
+                catalog, ids, decision, actor=actor, request_id=request_id(request)
+            )
             messages.success(request, f"{action.title()}ed {changed} label(s).")
         return redirect("learning:label-review", slug=catalog.slug)
     proposed = labels.labels_of(catalog, status=LabelStatus.PROPOSED)
@@ -255,11 +275,12 @@ def _start_run(request: HttpRequest, catalog: Catalog) -> tuple[str, int]:
 def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError) and hasattr(exc, "message_dict"):
         return "; ".join(m for ms in exc.message_dict.values() for m in ms)
-    if isinstance(exc, evaluations.EvaluationInputError | jsonparse.FieldError):
+    if isinstance(exc, EvaluationInputError | jsonparse.FieldError):
         return str(exc)
     return f"settings: not valid JSON ({exc})"
 
 
+@require_safe
 @login_required
 def evaluation_row(
     request: HttpRequest, slug: str, run_id: int, index: int

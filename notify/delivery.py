@@ -26,33 +26,38 @@ import asyncio
 import email.utils
 import logging
 import random
+import re
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 import httpx2
 from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from catalog.services import jobs
 from config.aio import run_sync
+from jobs import services as jobs
 from notify.choices import DeliveryOutcome, DeliveryStatus
-from notify.models import Delivery, Webhook
+from notify.models import Delivery
 from notify.payloads import render
 from notify.signing import HEADER, SecretUnreadable, signature_header, signing_secrets
 from sources.connect import guarded_transport
 from sources.netguard import DeniedAddress
-from sources.secrets import origin, scrub
+from sources.secrets import MASK, MIN_DERIVED, Scrubber, origin
 from telemetry import metrics
 
 DELIVER = "notify.tasks.deliver_webhook"
 USER_AGENT = "Quiver-Webhooks/1"
 LEASE_MARGIN_S = 30
 EARLY_S = 2  # a retry's countdown may fire this early on another host's clock
-EXCERPT_BYTES = 200
+EXCERPT_CHARS = 200
+# Read this much of an answer, so a secret that starts inside the excerpt shown is
+# read whole and masked whole (the longest spelling of a 2,000-character URL).
+READ_BYTES = 16 * 1024
+WRAPPED_MAX = 512  # longest secret also looked for cut by spaces
 ERROR_CHARS = 480
 SWEEP_BATCH = 500
 
@@ -99,7 +104,7 @@ def attempt(delivery_id: int) -> float | None:
         HEADER: signature_header(keys, stamp, body),
     }
     sent = post(webhook.url, body, headers, float(settings.QUIVER_WEBHOOK_TIMEOUT_S))
-    return _record(delivery, sent, _secrets_of(webhook, keys))
+    return _record(delivery, sent, secrets_of(webhook.url, keys, headers[HEADER]))
 
 
 def _claim(delivery_id: int) -> Delivery | None:
@@ -167,17 +172,26 @@ async def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) 
         ) as http,
         http.stream("POST", url, content=body, headers=headers) as response,
     ):
-        excerpt = b""
+        read = b""
         async for chunk in response.aiter_bytes():
-            excerpt += chunk
-            if len(excerpt) >= EXCERPT_BYTES:
+            read += chunk
+            if len(read) >= READ_BYTES:
                 break
         return Sent(
             status=response.status_code,
             reason=response.reason_phrase,
-            excerpt=excerpt[:EXCERPT_BYTES].decode("utf-8", "replace"),
+            excerpt=_decoded(read[:READ_BYTES], response.charset_encoding),
             retry_after=retry_after(response.headers.get("Retry-After")),
         )
+
+
+def _decoded(read: bytes, charset: str | None) -> str:
+    """The answer's text in the charset it names (a secret echoed in UTF-16 is
+    still found), else UTF-8."""
+    try:
+        return read.decode(charset or "utf-8", "replace")
+    except LookupError:
+        return read.decode("utf-8", "replace")
 
 
 def retry_after(value: str | None) -> float | None:
@@ -212,27 +226,52 @@ def _describe(exc: BaseException) -> str:
     return f"{kind}: {exc}" if str(exc) else kind
 
 
-def _secrets_of(webhook: Webhook, keys: list[str]) -> dict[str, str]:
-    """What no error text may show: the URL, its path and query, the secrets."""
-    parts = urlsplit(webhook.url)
-    found = {"url": webhook.url, "path": parts.path, "query": parts.query}
-    found.update({f"secret{i}": key for i, key in enumerate(keys)})
-    return {name: value for name, value in found.items() if len(value) > 1}
+def secrets_of(url: str, keys: list[str], signature: str = "") -> dict[str, str]:
+    """What no line of the log may show, in any spelling (``sources.secrets.
+    Scrubber``): the URL, its path and each of its segments, its query and each
+    of its values (as sent and decoded), its fragment, the signing secrets and
+    the signature header sent."""
+    parts = urlsplit(url)
+    found = [url, parts.path, parts.query, parts.fragment, *keys, signature]
+    for segment in parts.path.split("/"):
+        found += [segment, unquote(segment)]
+    for pair in parts.query.split("&"):
+        value = pair.partition("=")[2]
+        found += [value, unquote_plus(value)]
+    return {f"secret{i}": value for i, value in enumerate(found) if len(value) > 1}
 
 
 def error_text(sent: Sent, secrets: dict[str, str]) -> str:
-    """The log's line for a failed attempt, scrubbed, one line, bounded."""
+    """The log's line for a failed attempt: one line, bounded, and every part
+    the receiver or a library wrote (reason, answer, error) scrubbed, the
+    answer scrubbed whole before the excerpt is cut from it."""
+    scrub = Scrubber(secrets)
     if sent.status is None:
-        text = sent.error
-    else:
-        text = f"HTTP {sent.status} {sent.reason}".rstrip()
-        if 300 <= sent.status < 400:
-            text += " (redirects are not followed)"
-        excerpt = " ".join(sent.excerpt.split())
-        if excerpt:
-            text += f": {excerpt}"
-    text = "".join(c if c.isprintable() else " " for c in text)
-    return scrub(text, secrets)[:ERROR_CHARS]
+        return _line(sent.error, scrub)[:ERROR_CHARS]
+    text = f"HTTP {sent.status} {_line(sent.reason, scrub)}".rstrip()
+    if 300 <= sent.status < 400:
+        text += " (redirects are not followed)"
+    excerpt = _line(sent.excerpt, scrub)[:EXCERPT_CHARS]
+    if excerpt:
+        text += f": {excerpt}"
+    return text[:ERROR_CHARS]
+
+
+def _line(text: str, scrub: Scrubber) -> str:
+    """``text`` scrubbed, made one printable line, and scrubbed again, with a
+    space allowed between any two characters of a secret (an answer that wraps
+    its lines cut the secret where it now reads a space)."""
+    text = "".join(c if c.isprintable() else " " for c in scrub(text))
+    text = scrub(" ".join(text.split()))
+    wrapped = _wrapped(scrub)
+    return wrapped.sub(MASK, text) if wrapped is not None else text
+
+
+def _wrapped(scrub: Scrubber) -> re.Pattern[str] | None:
+    forms = [f for f in scrub.forms if MIN_DERIVED <= len(f) <= WRAPPED_MAX]
+    if not forms:
+        return None
+    return re.compile("|".join(" ?".join(map(re.escape, f)) for f in forms))
 
 
 def backoff(attempts: int, retry_after: float | None = None) -> float:

@@ -5,7 +5,7 @@ services.approval_event``) and claimed here before anything is sent (``pending``
 -> ``sending``, a conditional update): a task run twice, or run by two workers,
 sends one message. Sent with Django's email backend (``EMAIL_BACKEND``; the
 console by default) to the people who may decide it
-(``catalog.access_approvers``): never the requester, nor the maker of the key
+(``identity.access_approvers``): never the requester, nor the maker of the key
 that asked. A failed send is tried again (``MAX_ATTEMPTS``); a worker that dies
 mid-send leaves the row ``sending`` and nothing is sent again (at most once).
 """
@@ -22,10 +22,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from calls.models import Approval, ApprovalStatus
-from catalog.access_approvers import approvers_to_tell
+from identity.access_approvers import approvers_to_tell
 from notify.choices import EmailStatus
 from notify.models import ApprovalEmail
-from notify.payloads import approval_link
+from notify.payloads import approval_link, literal
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 5
@@ -67,26 +67,30 @@ def _close(row: ApprovalEmail, status: str, error: str, *, sent: bool = False) -
 
 
 def _message(approval: Approval, to: list[str]) -> EmailMessage:
+    """Plain text, every value quoted with its controls and format marks escaped
+    (``notify.payloads.literal``): a name or an argument cannot start a line of
+    its own (nor a header), reorder the text or pass for Quiver's words, and
+    Quiver's one link comes before the caller's arguments."""
+    tool, slug = quoted(approval.tool_name), quoted(approval.catalog.slug)
     subject = (
-        f"Approval needed: {approval.tool_name} in {approval.catalog.slug}, "
-        f"asked by {approval.requester_name}"
+        f"Approval needed: {tool} in {slug}, asked by {quoted(approval.requester_name)}"
     )
     link = approval_link(approval.pk)
     lines = [
         "A tool call waits for a person's approval; it has not run.",
         "",
-        f"Tool: {approval.tool_name} (version {approval.tool_version})",
-        f"Catalog: {approval.catalog.slug}",
-        f"Asked by: {approval.requester_name}",
+        f"Tool: {tool} (version {approval.tool_version})",
+        f"Catalog: {slug}",
+        f"Asked by: {quoted(approval.requester_name)}",
         f"Expires: {approval.expires.isoformat(timespec='seconds')}",
         f"Approval: {approval.pk}",
-        "",
-        *_arguments(approval),
         "",
         f"Approve or deny it: {link}"
         if link
         else "Approve or deny it on Quiver's "
         "Approvals page (QUIVER_PUBLIC_URL is not set, so no link).",
+        "",
+        *_arguments(approval),
         "",
         "You get this because you may approve calls in this catalog.",
     ]
@@ -97,10 +101,16 @@ def _message(approval: Approval, to: list[str]) -> EmailMessage:
     )
 
 
+def quoted(value: str) -> str:
+    """A value as a JSON string: quoted, one line, nothing in it obeyed."""
+    return literal(json.dumps(value, ensure_ascii=False))
+
+
 def _arguments(approval: Approval) -> list[str]:
     if settings.QUIVER_CALL_ARGUMENTS_HASH_ONLY:
         return [f"Arguments: sha256 {approval.arguments_hash} (only the hash is kept)"]
     text = json.dumps(approval.arguments, indent=2, sort_keys=True, ensure_ascii=False)
     if len(text) > ARGUMENT_CHARS:
         text = text[:ARGUMENT_CHARS] + "\n… (cut; the page shows them all)"
-    return ["Arguments:", text]
+    heading = "Arguments, as the caller sent them (not Quiver's words or links):"
+    return [heading, literal(text, newlines=True)]

@@ -10,6 +10,7 @@ always there. Only the approval's own catalog is named.
 from __future__ import annotations
 
 import json
+import unicodedata
 import uuid
 from datetime import datetime
 from typing import Any
@@ -83,56 +84,87 @@ def event_body(event: ApprovalEvent, event_id: uuid.UUID) -> dict[str, Any]:
 
 
 def slack_escape(text: Any) -> str:
-    """Slack's three control characters escaped, so a reason or an argument can
-    neither mention ``<!channel>`` nor make a link."""
+    """Slack's three control characters escaped, so a value can neither mention
+    ``<!channel>`` nor make a ``<url|text>`` link."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+# Characters a reader is shown as their JSON escape: controls (a line break in a
+# one-line value), format marks (bidi overrides, zero-width joiners), line and
+# paragraph separators, private and lone surrogate code points.
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})
+
+
+def literal(text: Any, *, newlines: bool = False) -> str:
+    """``text`` with every character that could end a code span or block (the
+    backtick, as ``\\u0060``), start a line (unless ``newlines``) or reorder
+    what follows written as its JSON escape: shown, never obeyed."""
+    shown = []
+    for char in str(text):
+        if char == "`":
+            shown.append("\\u0060")
+        elif char == "\n" and newlines:
+            shown.append(char)
+        elif unicodedata.category(char) in _ESCAPED_CATEGORIES:
+            shown.append(json.dumps(char)[1:-1])
+        else:
+            shown.append(char)
+    return "".join(shown)
+
+
+def slack_code(value: Any) -> str:
+    """A caller's or a tool's value as an inline code span: inert in Slack's
+    mrkdwn and in Markdown alike (no bold, italics, link, mention or emoji, and
+    nothing in it can end the span)."""
+    text = slack_escape(literal(value))
+    return f"`{text}`" if text else "(empty)"
+
+
+def _mrkdwn(text: str) -> dict[str, Any]:
+    # verbatim: Slack links no bare URL or channel name in our own words either.
+    return {"type": "mrkdwn", "text": text, "verbatim": True}
+
+
 def slack_body(body: dict[str, Any]) -> dict[str, Any]:
-    """An incoming-webhook message (``text`` and ``blocks``) of the same event."""
+    """An incoming-webhook message (``text`` and ``blocks``) of the same event.
+    Quiver's own words are mrkdwn; every value a caller, a person or a tool
+    gave (tool, catalog, agent, decider, reason, arguments) is code."""
     approval = body["approval"]
     headline = SLACK_HEADLINES.get(
-        (body["type"], approval["status"]), slack_escape(body["type"])
+        (body["type"], approval["status"]), slack_code(body["type"])
     )
     line = (
-        f"{headline}: `{slack_escape(approval['tool'])}` "
-        f"(version {approval['tool_version']}) in catalog "
-        f"`{slack_escape(body['catalog'])}`, asked by "
-        f"{slack_escape(approval['agent'])}"
+        f"{headline}: {slack_code(approval['tool'])} "
+        f"(version {int(approval['tool_version'])}) in catalog "
+        f"{slack_code(body['catalog'])}, asked by {slack_code(approval['agent'])}"
     )
     if approval["decider"]:
-        line += f"; by {slack_escape(approval['decider'])}"
+        line += f"; by {slack_code(approval['decider'])}"
     if approval["reason"]:
-        line += f": {slack_escape(approval['reason'])[:500]}"
+        line += f": {slack_code(str(approval['reason'])[:500])}"
     if approval["status"] == "pending":
-        line += f". Expires {approval['expires']}"
+        line += f". Expires {slack_code(approval['expires'])}"
     if approval["url"]:
         line += f". <{approval['url']}|Open in Quiver>"
-    blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": line}}
-    ]
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": _mrkdwn(line)}]
     if body["type"] == REQUESTED:
         blocks.append(_arguments_block(approval))
-    blocks.append(
-        {
-            "type": "context",
-            "elements": [
-                {"type": "mrkdwn", "text": f"approval {approval['id']} · {body['id']}"}
-            ],
-        }
-    )
+    ids = f"approval {slack_code(approval['id'])} · {slack_code(body['id'])}"
+    blocks.append({"type": "context", "elements": [_mrkdwn(ids)]})
     return {"text": line, "blocks": blocks}
 
 
 def _arguments_block(approval: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as JSON in a code block: a backtick in them is its JSON
+    escape, so nothing in them can close the block."""
     if approval["arguments"] is None:
-        shown = f"arguments sha256 {approval['arguments_hash']}"
+        shown = f"arguments sha256 {slack_code(approval['arguments_hash'])}"
     else:
         text = json.dumps(approval["arguments"], indent=1, ensure_ascii=False)
         if len(text) > SLACK_ARGUMENT_CHARS:
             text = text[:SLACK_ARGUMENT_CHARS] + "\n…"
-        shown = f"```{slack_escape(text)}```"
-    return {"type": "section", "text": {"type": "mrkdwn", "text": shown}}
+        shown = f"```{slack_escape(literal(text, newlines=True))}```"
+    return {"type": "section", "text": _mrkdwn(shown)}
 
 
 def render(webhook_format: str, body: dict[str, Any]) -> bytes:

@@ -1,7 +1,7 @@
 """Writes of notifications: webhooks (add, edit, rotate, delete, replay), and
 the one hook of an approval's lifecycle (``approval_event``).
 
-Webhooks are admins' (``catalog.access``: ``manages_webhooks`` within the
+Webhooks are admins' (``identity.access``: ``manages_webhooks`` within the
 catalog). Each change is one ``webhook_changed`` audit event in its transaction,
 naming the URL's origin and a hash of the whole URL (a Slack URL's path is a
 secret) and never the signing secret, which is returned once, to the caller that
@@ -22,13 +22,14 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from audit.actors import Actor, stored_user
 from audit.choices import EventType
 from audit.services import record_event
 from calls.lifecycle import REQUESTED, ApprovalEvent
-from catalog.access import Actor, access_for, stored_user
 from catalog.models import Catalog
-from catalog.services import jobs
 from config.exceptions import Conflict
+from identity.access import access_for
+from jobs import services as jobs
 from notify.choices import DeliveryStatus, WebhookEvent, WebhookFormat
 from notify.models import ApprovalEmail, Delivery, Webhook
 from notify.payloads import event_body

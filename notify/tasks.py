@@ -14,9 +14,9 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from catalog.services import jobs
-from catalog.services.periodic import PeriodicSend
 from config.celery import app
+from jobs import services as jobs
+from jobs.periodic import PeriodicSend
 from notify import delivery, mail
 from notify.choices import EmailStatus
 from notify.models import ApprovalEmail

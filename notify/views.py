@@ -13,8 +13,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
+from config.console_views import deleting_view
 from config.exceptions import Conflict
 from config.http import request_id
 from config.pages import acting_user, paginate, render_page
@@ -31,6 +32,7 @@ from notify.querysets import (
 )
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def webhook_list(request: HttpRequest, slug: str) -> HttpResponse:
@@ -72,6 +74,7 @@ def _initial(webhook: Webhook) -> dict[str, Any]:
     }
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def webhook_detail(request: HttpRequest, webhook_id: int) -> HttpResponse:
@@ -143,17 +146,13 @@ def webhook_rotate(request: HttpRequest, webhook_id: int) -> HttpResponse:
     return _detail(request, webhook, secret=secret)
 
 
-@require_POST
-@login_required
-@rate_limited
-def webhook_delete(request: HttpRequest, webhook_id: int) -> HttpResponse:
-    webhook = get_webhook_for_user(request.user, webhook_id)
-    slug = webhook.catalog.slug
-    services.delete_webhook(
-        webhook, actor=acting_user(request), request_id=request_id(request)
-    )
-    messages.success(request, f"Deleted webhook {webhook.name} and its delivery log.")
-    return redirect("notify:webhook-list", slug=slug)
+# Delete the webhook and its delivery log.
+webhook_delete = deleting_view(
+    find=get_webhook_for_user,
+    delete=services.delete_webhook,
+    done=lambda hook: f"Deleted webhook {hook.name} and its delivery log.",
+    back="notify:webhook-list",
+)
 
 
 @require_POST

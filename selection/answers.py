@@ -42,6 +42,10 @@ class SelectionAnswer:
     request_id: str | None = None
     # When no tool fits: {"reason", "best_score", "threshold"} (else None).
     no_tool: dict[str, Any] | None = None
+    # Ranked by words alone although the scorer weighs meaning too (the catalog's
+    # tool vectors are not ready, or not of a model this server has), and why.
+    words_only: bool = False
+    words_only_reason: str = ""
     # For the audit record only (never rendered): every exclusion the engine named,
     # whether or not the caller asked for explain.
     audit_exclusions: tuple[Exclusion, ...] = field(

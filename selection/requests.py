@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 
-from catalog.access import Access
+from identity.access import Access
 from selection.engine.types import SelectionRequest
 
 LIST_FIELDS = (

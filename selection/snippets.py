@@ -2,7 +2,7 @@
 Python" (the ``quiver_client`` package's ``Quiver.select``).
 
 Both carry the exact body of ``POST /api/v1/select`` the page ran, with the key
-read from ``$QUIVER_KEY`` (a page never shows a key); the strings are quoted for
+read from ``$QUIVER_API_KEY`` (a page never shows a key); the strings are quoted for
 a POSIX shell and as Python literals, so any query text survives the copy."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def as_curl(base_url: str, payload: dict[str, Any]) -> str:
     url = base_url.rstrip("/") + "/api/v1/select"
     return (
         f"curl -sS -X POST {shlex.quote(url)} \\\n"
-        '  -H "Authorization: Bearer $QUIVER_KEY" \\\n'
+        '  -H "Authorization: Bearer $QUIVER_API_KEY" \\\n'
         "  -H 'Content-Type: application/json' \\\n"
         f"  --data-binary {shlex.quote(body)}"
     )
@@ -57,7 +57,7 @@ def as_python(base_url: str, payload: dict[str, Any]) -> str:
         "",
         "from quiver_client import Quiver",
         "",
-        f'quiver = Quiver({base_url.rstrip("/")!r}, key=os.environ["QUIVER_KEY"])',
+        f'quiver = Quiver({base_url.rstrip("/")!r}, key=os.environ["QUIVER_API_KEY"])',
         "answer = quiver.select(",
         *args,
         ")",

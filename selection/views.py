@@ -13,38 +13,35 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
-
-from catalog.access import (
-    LABEL_MANAGERS,
-    access_for,
-    get_catalog_for_user,
-    may_manage_labels,
+from django.views.decorators.http import (
+    require_http_methods,
+    require_POST,
+    require_safe,
 )
+
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
+from catalog.navigation import visible_catalogs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from config.exceptions import LimitReached
 from config.htmx import is_htmx_partial
 from config.http import request_id
-from config.pages import (
-    acting_user,
-    can_write,
-    paginate,
-    render_page,
-    visible_catalogs,
-)
+from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited, rate_limited_by
-from learning.gate import RegressionRefused
-from learning.services import evaluations
+from identity.access import LABEL_MANAGERS, access_for, may_manage_labels
 from selection.api.serializers import SelectInputSerializer, SelectOutputSerializer
 from selection.engine import RequestError
 from selection.forms import SelectionSettingsForm, SettingsFieldsForm, TryItForm
 from selection.forms.fields import TOOL_CHOICES_MAX
 from selection.forms.try_it import flatten_errors
 from selection.models import SelectionSettingsChange
+from selection.registry import (
+    EvaluationInputError,
+    RegressionRefused,
+    evaluate_settings,
+)
 from selection.requests import build_request
 from selection.services.select import select_tools
 from selection.services.settings import (
@@ -65,10 +62,19 @@ TRY_PARTIAL = "selection/partials/try_results.html"
 SETTINGS_TEMPLATE = "selection/selection_settings.html"
 TRY_SETTINGS_PARTIAL = "selection/partials/settings_try.html"
 HISTORY_TEMPLATE = "selection/settings_history.html"
-STAGES = ("policy", "rank")
+# Each stage's group on Try it: its label and, for the rank stage, what each reason
+# code means, so the group's total reads as the sum of the counters above it.
+STAGES = {"policy": "By policy", "rank": "By the ranking"}
+RANK_REASONS = {
+    "cut": "ranked out",
+    "below_min_score": "below min score",
+    "no_tool_fits": "no tool fits",
+    "lexical_overlap": "too few query words",
+}
 NEAR_MISSES = 5
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def try_it(request: HttpRequest) -> HttpResponse:
@@ -153,12 +159,29 @@ def present(answer: dict[str, Any], core_tools: Any) -> dict[str, Any]:
         "answer": answer,
         "picks": picks,
         "exclusion_groups": [
-            (stage, [e for e in excluded if e["stage"] == stage]) for stage in STAGES
+            _group(stage, label, [e for e in excluded if e["stage"] == stage])
+            for stage, label in STAGES.items()
         ],
         "near_misses": sorted(ranked_out, key=lambda e: -e["score"])[:NEAR_MISSES],
     }
 
 
+def _group(stage: str, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A stage's listed exclusions and, for the ranking, how many of them each
+    reason left out ("50 ranked out, 22 below min score"): the counters above
+    count each reason apart, the group lists them together."""
+    reasons: dict[str, int] = {}
+    for row in rows:
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    parts = [
+        f"{count} {RANK_REASONS.get(reason, reason)}"
+        for reason, count in reasons.items()
+    ]
+    breakdown = ", ".join(parts) if stage == "rank" and len(parts) > 1 else ""
+    return {"stage": stage, "label": label, "rows": rows, "breakdown": breakdown}
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
@@ -170,7 +193,7 @@ def selection_settings(request: HttpRequest, slug: str) -> HttpResponse:
     fields_form = settings_fields_form(catalog, data)
     raw_form = SelectionSettingsForm(initial={"settings": data})
     if request.method == "POST":
-        if not can_write(request):
+        if not access_for(request.user).can_write:
             raise PermissionDenied("changing settings needs the curator or admin scope")
         form = posted_settings_form(request, catalog, data)
         if _save(request, catalog, form):
@@ -287,8 +310,9 @@ def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
     if not problems:
         try:
             proposed = checked_settings(form.settings_data()).to_dict()
-            context |= _evaluate_pair(request, catalog, proposed)
-        except evaluations.EvaluationInputError as exc:
+            actor = acting_user(request)
+            context |= evaluate_settings(catalog, actor=actor, proposed=proposed)
+        except EvaluationInputError as exc:
             problems = [str(exc)]
         except ValidationError as exc:
             problems = list(exc.messages)
@@ -299,19 +323,6 @@ def evaluate_settings_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render_page(
         request, EVALUATE_SETTINGS_PARTIAL, context, status=429 if busy else 200
     )
-
-
-def _evaluate_pair(
-    request: HttpRequest, catalog: Catalog, proposed: dict[str, Any]
-) -> dict[str, Any]:
-    """Both runs or neither: the second past the caller's limit of waiting runs
-    (``LimitReached``) takes the first back with it."""
-    with transaction.atomic():
-        saved = evaluations.start_evaluation(catalog, actor=acting_user(request))
-        tried = evaluations.start_evaluation(
-            catalog, actor=acting_user(request), settings_data=proposed
-        )
-    return {"saved": saved, "tried": tried}
 
 
 def _form_problems(form: SettingsForm) -> list[str]:
@@ -381,6 +392,7 @@ def _move(side: int, rank: int, other: int | None) -> str:
     return f"up {other - rank}" if other > rank else f"down {rank - other}"
 
 
+@require_safe
 @login_required
 def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
     """Every version of a catalog's settings: who, when, why, the diff against
@@ -400,7 +412,7 @@ def settings_history(request: HttpRequest, slug: str) -> HttpResponse:
 def restore_settings(request: HttpRequest, slug: str, version: int) -> HttpResponse:
     """One click: a new version equal to version ``version``."""
     catalog = get_catalog_for_user(request.user, slug)
-    if not can_write(request):
+    if not access_for(request.user).can_write:
         raise PermissionDenied("restoring settings needs the curator or admin scope")
     try:
         _data, new = restore_selection_settings(

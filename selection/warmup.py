@@ -18,9 +18,9 @@ from django.db.models import Count, Q
 from django.urls import get_resolver
 
 from catalog.choices import ToolStatus
-from catalog.embeddings.backends import LocalMiniLMBackend
 from catalog.models import Catalog
 from catalog.services.embeddings import current_backend
+from embeddings.backends import LocalMiniLMBackend
 from selection.adapters.snapshots import get_snapshot
 
 log = logging.getLogger(__name__)

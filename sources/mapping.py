@@ -51,9 +51,10 @@ from typing import Any
 
 from catalog.models import Tool
 from catalog.naming import needs_new_name, provider_safe_name, safe_tool_name
-from catalog.services.import_names import SafeNames, held_names
+from catalog.services.import_names import SafeNames
 from catalog.services.tools import tool_to_spec
 from catalog.spec import ToolSpec
+from config.jsonparse import BAD_TEXT_RULE, find_bad_text
 
 SEPARATOR = "__"
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -77,12 +78,34 @@ def new_tool_names(
     if not wanting:
         return {}
     kept = [name for up, name in plain.items() if up not in wanting]
-    names = SafeNames(held_names(catalog_id), kept)
+    names = SafeNames(catalog_id, kept)
     chosen = {}
     for up in wanting:
         base = safe_tool_name(tool_name(source_name, safe_tool_name(up)))
         chosen[up] = names.choose(plain[up], base)
     return chosen
+
+
+# An upstream name is kept whole (calls reach the upstream by it), so it must
+# fit its column; MCP's tool-name format allows 128 characters.
+MAX_UPSTREAM_NAME_CHARS = 200
+
+
+def unstorable(upstream: dict[str, Any]) -> str:
+    """Why this listed tool cannot be stored as it is, or "": a name longer
+    than ``MAX_UPSTREAM_NAME_CHARS``, or a NUL or a lone surrogate anywhere (no
+    database text holds them). Such an item is rejected; nothing is written."""
+    name = str(upstream.get("name"))
+    if len(name) > MAX_UPSTREAM_NAME_CHARS:
+        return (
+            f"name: an upstream tool name may have at most "
+            f"{MAX_UPSTREAM_NAME_CHARS} characters (MCP's format allows 128); "
+            f"this one has {len(name)}"
+        )
+    where = find_bad_text(upstream)
+    if where is not None:
+        return f"{where}: {BAD_TEXT_RULE}"
+    return ""
 
 
 def unsupported(upstream: dict[str, Any]) -> str:

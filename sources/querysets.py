@@ -8,9 +8,10 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from catalog.access import access_for, get_catalog_for_user
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
 from config.params import MAX_ID, whole_number
+from identity.access import access_for
 from sources.models import Source
 
 

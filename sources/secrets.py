@@ -243,6 +243,8 @@ def _spellings(secret: str) -> set[str]:
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],
     }
+    # JSON may escape "/" too (PHP's json_encode does by default).
+    spelled.update({form.replace("/", "\\/") for form in spelled})
     for quoted in (quote(secret, safe=""), quote(secret), quote_plus(secret)):
         spelled.update({quoted, _lower_hex(quoted)})
     if len(secret) >= MIN_DERIVED:

@@ -17,13 +17,16 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
+from audit.actors import Actor, stored_user
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, access_for, stored_user
-from catalog.choices import JobKind, JobState, ToolStatus
-from catalog.models import Catalog, Job
-from catalog.services import jobs
+from catalog.choices import ToolStatus
+from catalog.models import Catalog
 from catalog.services.tools import set_tool_status
+from identity.access import access_for
+from jobs import services as jobs
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 from sources.models import Source, SourceKind, SourceStatus
 from sources.netguard import url_problem
 from sources.secrets import (
@@ -78,7 +81,7 @@ STDIO_FIXED = (
 
 
 def require_manager(actor: Actor, catalog: Catalog) -> None:
-    """Admins only (``catalog.access``); the caller has already made sure the
+    """Admins only (``identity.access``); the caller has already made sure the
     catalog is visible (404 otherwise)."""
     access = access_for(actor)
     if not access.may_see_catalog(catalog.slug) or not access.manages_sources:

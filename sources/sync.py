@@ -16,6 +16,12 @@ one transaction per tool:
 * one Quiver cannot run (``sources.mapping.unsupported``: an MCP task-only tool)
   is rejected when new and, when synced before, taken out of service as if gone.
 
+Each item is judged on its own: one the database could not hold as it is (a name
+past ``sources.mapping.MAX_UPSTREAM_NAME_CHARS``, a NUL), one the tool checks
+refuse (the schema policy, the size limits, one name for one tool:
+``catalog.names``) or one the database refuses anyway is that item's ``rejected``
+with the reason, and the sync goes on with the next.
+
 An unreachable upstream (or unreadable headers) sets the source's status to
 ``error`` with the reason and changes no tool. Running the same sync twice gives
 the same catalog (a resumed job simply runs again).
@@ -28,23 +34,26 @@ from collections import Counter
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
-from catalog.access import Actor
+from audit.actors import Actor
 from catalog.choices import ImportOutcome, ToolStatus
-from catalog.models import Job, Tool
-from catalog.services import jobs
+from catalog.models import Tool
 from catalog.services.tools import (
     ToolConflict,
     create_tool,
     set_tool_status,
     update_tool,
 )
+from config.jsonparse import printable_tree
+from jobs import services as jobs
+from jobs.models import Job
 from sources.mapping import (
     new_tool_names,
     synced_spec,
     tool_name,
+    unstorable,
     unsupported,
     upstream_hash,
 )
@@ -97,12 +106,7 @@ def apply_listing(
             )
             continue
         seen.add(name)
-        why = unsupported(upstream)
-        if why:
-            entry = _unsupported(source, links.get(name), name, why, actor)
-        else:
-            link = links.get(name)
-            entry = _sync_one(source, link, upstream, actor, renamed.get(name))
+        entry = _judge(source, links.get(name), upstream, actor, renamed.get(name))
         _record(job, {"index": index, **entry})
     gone = [link for name, link in links.items() if name not in seen and not link.gone]
     job.total += len(gone)
@@ -110,6 +114,25 @@ def apply_listing(
         _mark_gone(link, actor)
         entry = {"index": len(listed) + offset, "name": link.tool.name, "outcome": GONE}
         _record(job, {**entry, "reason": f"{link.upstream_name} is no longer listed"})
+
+
+def _judge(
+    source: Source,
+    link: SourceTool | None,
+    upstream: dict[str, Any],
+    actor: Actor,
+    renamed: tuple[str, str] | None,
+) -> dict[str, Any]:
+    """One listed tool's outcome, judged on its own (see the module docstring)."""
+    name = str(upstream["name"])
+    refused = unstorable(upstream)
+    if refused:
+        plain = tool_name(source.name, name)
+        return {"name": plain, "outcome": REJECTED, "reason": refused}
+    why = unsupported(upstream)
+    if why:
+        return _unsupported(source, link, name, why, actor)
+    return _sync_one(source, link, upstream, actor, renamed)
 
 
 def _unsupported(
@@ -135,6 +158,9 @@ def _unsupported(
 
 
 def _record(job: Job, entry: dict[str, Any]) -> None:
+    """One item's outcome, saved with the job's progress (texts an upstream
+    gave escaped where no database text could hold them)."""
+    entry = printable_tree(entry)
     job.items.append(entry)
     job.counts[entry["outcome"]] = job.counts.get(entry["outcome"], 0) + 1
     job.done = len(job.items)
@@ -146,7 +172,7 @@ def _safe_names(
 ) -> dict[str, tuple[str, str]]:
     """The new tools' names that break the rule, each with its safe name and
     the job's note (sources.mapping.new_tool_names)."""
-    listed_names = [u.get("name") for u in listed]
+    listed_names = [u.get("name") for u in listed if not unstorable(u)]
     new = [n for n in listed_names if isinstance(n, str) and n and n not in links]
     return new_tool_names(source.name, source.catalog_id, list(dict.fromkeys(new)))
 
@@ -168,7 +194,9 @@ def _sync_one(
                 entry = _create(source, name, upstream, digest, actor, renamed)
             else:
                 entry = _update(link, upstream, digest, actor)
-    except (ValidationError, ToolConflict, IntegrityError) as exc:
+    except (ValidationError, ToolConflict, IntegrityError, DataError) as exc:
+        # Each item is judged on its own: what the database refuses rolls back
+        # this item only, and is its reason.
         entry = {"name": name, "outcome": REJECTED, "reason": _why(exc)}
     if link is None and renamed:
         reason = "; ".join(part for part in (renamed[1], entry["reason"]) if part)
@@ -181,6 +209,9 @@ def _why(exc: Exception) -> str:
         return "; ".join(m for msgs in exc.message_dict.values() for m in msgs)
     if isinstance(exc, IntegrityError):
         return "name: another tool of the catalog holds this name or provider name"
+    if isinstance(exc, DataError):
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "refused"
+        return f"tool: the database refused to store it ({first})"
     return "; ".join(getattr(exc, "messages", [])) or str(exc)
 
 

@@ -10,9 +10,9 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from catalog.services import jobs
-from catalog.services.periodic import PeriodicSend
 from config.celery import app
+from jobs import services as jobs
+from jobs.periodic import PeriodicSend
 from sources import services, sync
 from sources.models import Source
 

@@ -9,12 +9,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
-from catalog.models import Job
+from config.console_views import deleting_view
 from config.http import request_id
 from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from jobs.models import Job
 from sources import services
 from sources.forms import SourceEditForm, SourceForm, header_lines
 from sources.querysets import get_source_for_user, sources_of
@@ -22,6 +23,7 @@ from sources.secrets import masked
 from sources.upstream import check_connection
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def source_list(request: HttpRequest, slug: str) -> HttpResponse:
@@ -51,6 +53,7 @@ def source_list(request: HttpRequest, slug: str) -> HttpResponse:
     return render_page(request, "sources/source_list.html", context)
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
@@ -95,6 +98,7 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@rate_limited
 def source_test(request: HttpRequest, source_id: int) -> HttpResponse:
     """Test the connection; htmx swaps the answer in place."""
     source = get_source_for_user(request.user, source_id)
@@ -109,6 +113,7 @@ def source_test(request: HttpRequest, source_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@rate_limited
 def source_sync(request: HttpRequest, source_id: int) -> HttpResponse:
     """Queue a sync now and show its job's progress."""
     source = get_source_for_user(request.user, source_id)
@@ -116,14 +121,10 @@ def source_sync(request: HttpRequest, source_id: int) -> HttpResponse:
     return redirect("console:job-detail", job_id=job.pk)
 
 
-@require_POST
-@login_required
-def source_delete(request: HttpRequest, source_id: int) -> HttpResponse:
-    """Delete the source; its tools stay in the catalog, disabled."""
-    source = get_source_for_user(request.user, source_id)
-    slug = source.catalog.slug
-    services.delete_source(
-        source, actor=acting_user(request), request_id=request_id(request)
-    )
-    messages.success(request, f"Deleted source {source.name}; its tools are disabled.")
-    return redirect("sources:source-list", slug=slug)
+# Delete the source; its tools stay in the catalog, disabled.
+source_delete = deleting_view(
+    find=get_source_for_user,
+    delete=services.delete_source,
+    done=lambda source: f"Deleted source {source.name}; its tools are disabled.",
+    back="sources:source-list",
+)

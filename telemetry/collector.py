@@ -8,62 +8,114 @@ statements (one of aggregates, one of the sources), each served by an index, so
 a scrape costs milliseconds (bench/README.md, "Metrics scrape"). A database that
 does not answer gives ``quiver_metrics_database_up 0`` and the process metrics
 still come out: a scrape never fails because a part is down.
+
+Telemetry defines the metrics; the apps whose rows they count sit above it, so
+each lends the SQL that reads its rows at start-up (``register_read``,
+``register_sources``, from its ``AppConfig.ready``). The audit chain sits below
+telemetry and is read here directly.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connection
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from audit.models import AuditEvent
-from calls.models import Approval, ApprovalStatus
-from catalog.choices import EmbeddingStatus, JobState
-from catalog.models import Catalog, Job, Tool
-from learning.models import Evaluation, LearntModel
-from sources.models import Source, SourceStatus
 
 log = logging.getLogger(__name__)
 # A backlog is counted up to this many rows: past it the count is a floor (the
 # alert has long fired) and the scrape stays cheap whatever the backlog.
 COUNT_CAP = 1_000_000
 
+# The states of the ``quiver_jobs`` series.
+QUEUED, RUNNING = "queued", "running"
+# What a queue's read gives: its rows queued and running, and since when the oldest
+# queued one waits (a read using it passes its states as %(queued)s, %(running)s).
 WAITING = """count(*) FILTER (WHERE state = %(queued)s) AS queued,
      count(*) FILTER (WHERE state = %(running)s) AS running,
      min(created) FILTER (WHERE state = %(queued)s) AS since"""
-STATE_SQL = f"""
+EVENTS = AuditEvent._meta.db_table
+AUDIT_READ = f"""(SELECT (SELECT count(*) FROM (SELECT 1 FROM {EVENTS}
+             WHERE hash IS NULL LIMIT %(cap)s) AS rows) AS unsealed,
+          (SELECT created FROM {EVENTS}
+             WHERE hash IS NULL ORDER BY id LIMIT 1) AS since)"""
+# The reads the apps lend, by alias: the columns each gives, in this order.
+READS = {
+    "a": ("approvals", "pending, since"),
+    "j": ("jobs", "queued, running, since"),
+    "e": ("embeddings", "pending"),
+    "l": ("learning_runs", "queued, running, since"),
+}
+
+
+@dataclass(frozen=True)
+class Read:
+    """One app's rows as a FROM item of the scrape's first statement: ``sql`` is a
+    parenthesised SELECT giving one row of the columns ``READS`` names for it,
+    with %(name)s placeholders filled from ``params`` (and %(cap)s, the count
+    cap). Two reads giving one name give it the same value."""
+
+    sql: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SourcesRead:
+    """Each source's (catalog slug, name, status, last success), and the statuses
+    a source may have: the scrape's second statement."""
+
+    sql: str
+    statuses: tuple[str, ...]
+
+
+_reads: dict[str, Read] = {}
+_lent_sources: list[SourcesRead] = []
+
+
+def register_read(name: str, read: Read) -> None:
+    """Lend the read ``name`` (one of ``READS``)."""
+    if name not in {name for name, _ in READS.values()}:
+        raise ValueError(f"telemetry: no read named {name!r}")
+    _reads[name] = read
+
+
+def register_sources(read: SourcesRead) -> None:
+    _lent_sources[:] = [read]
+
+
+def _lent(name: str) -> Read:
+    if name not in _reads:
+        raise ImproperlyConfigured(f"telemetry: no app lent the {name!r} read")
+    return _reads[name]
+
+
+def state_sql() -> str:
+    """The first statement: the audit chain's read and every lent one, one row."""
+    items = [f"{AUDIT_READ} AS u"] + [
+        f"{_lent(name).sql} AS {alias}" for alias, (name, _) in READS.items()
+    ]
+    joined = ",\n  ".join(items)
+    return f"""
 SELECT a.pending, a.since, u.unsealed, u.since, j.queued, j.running, j.since,
        e.pending, l.queued, l.running, l.since
-FROM
-  (SELECT count(*) AS pending, min(created) AS since
-     FROM {Approval._meta.db_table} WHERE status = %(pending)s) AS a,
-  (SELECT (SELECT count(*) FROM (SELECT 1 FROM {AuditEvent._meta.db_table}
-             WHERE hash IS NULL LIMIT %(cap)s) AS rows) AS unsealed,
-          (SELECT created FROM {AuditEvent._meta.db_table}
-             WHERE hash IS NULL ORDER BY id LIMIT 1) AS since) AS u,
-  (SELECT {WAITING} FROM {Job._meta.db_table}
-     WHERE state IN (%(queued)s, %(running)s)) AS j,
-  (SELECT count(*) AS pending FROM (SELECT 1 FROM {Tool._meta.db_table}
-     WHERE embedding_status = %(embedding)s LIMIT %(cap)s) AS rows) AS e,
-  (SELECT {WAITING} FROM (
-     SELECT state, created FROM {Evaluation._meta.db_table}
-       WHERE state IN (%(queued)s, %(running)s)
-     UNION ALL
-     SELECT state, created FROM {LearntModel._meta.db_table}
-       WHERE state IN (%(queued)s, %(running)s)) AS runs) AS l
+FROM {joined}
 """
-SOURCES_SQL = f"""
-SELECT c.slug, s.name, s.status, s.last_success
-FROM {Source._meta.db_table} s JOIN {Catalog._meta.db_table} c ON c.id = s.catalog_id
-ORDER BY s.id
-"""
+
+
+def sources_read() -> SourcesRead:
+    if not _lent_sources:
+        raise ImproperlyConfigured("telemetry: no app lent the sources read")
+    return _lent_sources[0]
 
 
 class DatabaseCollector:
@@ -90,24 +142,24 @@ class DatabaseCollector:
 
 
 def state_parameters() -> dict[str, Any]:
-    return {
-        "pending": ApprovalStatus.PENDING,
-        "queued": JobState.QUEUED,
-        "running": JobState.RUNNING,
-        "embedding": EmbeddingStatus.PENDING,
-        "cap": COUNT_CAP,
-    }
+    """Every lent read's parameters and the cap."""
+    params: dict[str, Any] = {"cap": COUNT_CAP}
+    for name, _ in READS.values():
+        for key, value in _lent(name).params.items():
+            if params.setdefault(key, value) != value:
+                raise ImproperlyConfigured(f"telemetry: two values for %({key})s")
+    return params
 
 
 def _state(cursor: Any) -> tuple[Any, ...]:
-    cursor.execute(STATE_SQL, state_parameters())
+    cursor.execute(state_sql(), state_parameters())
     # Ages against the app's clock, which stamped the rows' created (Django's
     # timezone.now()), not the database's.
     return (*cursor.fetchone(), timezone.now())
 
 
 def _sources(cursor: Any) -> list[tuple[Any, ...]]:
-    cursor.execute(SOURCES_SQL)
+    cursor.execute(sources_read().sql)
     return [tuple(row) for row in cursor.fetchall()]
 
 
@@ -156,8 +208,8 @@ def _queue_metrics(now: datetime, queues: dict[str, Any]) -> Iterator[Metric]:
         labels=["queue"],
     )
     for queue, (queued, running, since) in queues.items():
-        depth.add_metric([queue, JobState.QUEUED], queued)
-        depth.add_metric([queue, JobState.RUNNING], running)
+        depth.add_metric([queue, QUEUED], queued)
+        depth.add_metric([queue, RUNNING], running)
         age.add_metric([queue], _age(now, since))
     yield depth
     yield age
@@ -176,12 +228,13 @@ def _source_metrics(rows: list[tuple[Any, ...]]) -> Iterator[Metric]:
         "When each source's last sync succeeded, Unix time (absent: never).",
         labels=["catalog", "source"],
     )
-    totals = dict.fromkeys(SourceStatus.values, 0)
+    statuses = sources_read().statuses
+    totals = dict.fromkeys(statuses, 0)
     for index, (catalog, name, state, last_success) in enumerate(rows):
         totals[state] = totals.get(state, 0) + 1
         if index >= cap:
             continue
-        for value in SourceStatus.values:
+        for value in statuses:
             status.add_metric([catalog, name, value], 1 if value == state else 0)
         if last_success is not None:
             success.add_metric([catalog, name], last_success.timestamp())

@@ -17,33 +17,35 @@ continues the caller's trace. Work handed to the event loop thread
 (``config.aio.LoopThread.submit``) runs in a copy of the caller's context
 (asyncio's ``call_soon_threadsafe`` takes it), so the trace goes along.
 
-No value a caller sent goes into a span: Quiver's spans hold names, ids, counts
-and outcomes, and every exporter is wrapped (``Redacted``) so that the text of an
-exception or an error status (which may quote a tool's arguments or an
-upstream's answer) is dropped before it leaves the process; the error's type
-stays.
+No value a caller sent leaves in a span: Quiver's spans hold names, ids, counts
+and outcomes, and every exporter is wrapped (``telemetry.redaction.Redacted``)
+so that only the attributes it names are exported (never a request's query,
+path, headers or Host) and the text of an exception or an error status (which
+may quote a tool's arguments or an upstream's answer) is dropped; the error's
+type stays.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar, cast
 
 from django.core.exceptions import ImproperlyConfigured
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
     SimpleSpanProcessor,
     SpanExporter,
-    SpanExportResult,
 )
 from opentelemetry.trace import Status, StatusCode
+
+from telemetry.redaction import Redacted
 
 F = TypeVar("F", bound=Callable[..., Any])
 ON = False
@@ -53,7 +55,6 @@ _state: dict[str, Any] = {"provider": None, "processors": [], "instrumented": []
 # Health checks and scrapes come every few seconds and say nothing of a request.
 # (Regexes searched in the request's URL without its query.)
 EXCLUDED_URLS = r"^https?://[^/]+/healthz$,^https?://[^/]+/metrics$"
-KEPT_EXCEPTION_KEYS = ("exception.type", "exception.escaped")
 
 
 def enabled_by(environ: Mapping[str, str]) -> bool:
@@ -235,47 +236,3 @@ def stages(prefix: str) -> Callable[[str], AbstractContextManager[Any]] | None:
     if not ON:
         return None
     return lambda name: span(f"{prefix}.{name}")
-
-
-class Redacted(SpanExporter):
-    """An exporter that drops the text of exceptions and error statuses (which
-    may quote a call's arguments or an upstream's answer), keeping their type."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return self.inner.export([redacted(s) for s in spans])
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.inner.force_flush(timeout_millis)
-
-
-def redacted(span: ReadableSpan) -> ReadableSpan:
-    """``span`` without its error texts (see ``Redacted``)."""
-    events = [
-        _kept(event) if event.name == "exception" else event for event in span.events
-    ]
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=span.attributes,
-        events=events,
-        links=span.links,
-        kind=span.kind,
-        status=Status(span.status.status_code),
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
-
-
-def _kept(event: Any) -> Event:
-    attributes = event.attributes or {}
-    kept = {k: v for k, v in attributes.items() if k in KEPT_EXCEPTION_KEYS}
-    return Event(event.name, kept, event.timestamp)

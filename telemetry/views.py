@@ -5,31 +5,33 @@ Not part of the API (no /api/ path, not in the OpenAPI schema): a scraper sends
 signed-in admin may read it too. The token is checked before anything touches
 the database, so a scrape still answers while the database is down (and says so:
 ``quiver_metrics_database_up 0``). Anything else is refused before any metric is
-read: no credentials 401, an unknown key 401 (with the unknown-key penalty, so
-the token cannot be guessed faster than a key), a key or person who is not an
+read: no credentials 401, a wrong token or an unknown key 401 (with the
+unknown-key penalty, shaped like a key or not, so the token cannot be guessed
+faster than a key; 429 past the limit per address), a key or person who is not an
 admin of every catalog 403 (the labels name every catalog and source).
 """
 
 from __future__ import annotations
 
 import hmac
+import math
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
-from catalog.access import access_for
-from catalog.auth import ApiKeyAuthentication
+from config.errors import json_reads
+from identity.access import access_for
+from identity.auth import ApiKeyAuthentication
 from telemetry.exposition import render
 
 BEARER = "Bearer "
 
 
-@require_GET
+@json_reads
 def metrics(request: HttpRequest) -> HttpResponse:
     refusal = _refusal(request)
     if refusal is not None:
@@ -53,8 +55,12 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
     if user is None or not user.is_authenticated:
         try:
             found = ApiKeyAuthentication().authenticate(Request(request))
-        except APIException as exc:
-            return _refused(401, str(exc.detail), status=exc.status_code)
+        except APIException as exc:  # a wrong token or key: 401, or 429 past many
+            refused = _refused(401, str(exc.detail), status=exc.status_code)
+            wait = getattr(exc, "wait", None)
+            if refused.status_code == 429 and wait:
+                refused["Retry-After"] = str(math.ceil(wait))
+            return refused
         if found is None:
             detail = "Authorization: send Bearer <metrics token or admin API key>"
             return _refused(401, detail)

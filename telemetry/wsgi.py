@@ -38,10 +38,14 @@ def observed(app: WSGIApp, route: str) -> WSGIApp:
 
 def _traced(app: WSGIApp, route: str) -> WSGIApp:
     from opentelemetry.instrumentation.wsgi import OpenTelemetryMiddleware
+    from opentelemetry.util.http import sanitize_method
 
     def named(span: Any, environ: dict[str, Any]) -> None:
+        # The method as the HTTP conventions name it: _OTHER for one no standard
+        # has (the method is the caller's text).
+        method = sanitize_method(str(environ.get("REQUEST_METHOD", "")))
         if span.is_recording():
-            span.update_name(f"{environ.get('REQUEST_METHOD', '')} {route}")
+            span.update_name(f"{method} {route}")
             span.set_attribute("http.route", route)
 
     return OpenTelemetryMiddleware(app, request_hook=named)  # type: ignore[no-any-return]

@@ -84,10 +84,10 @@ def audit_connections_close_after_each_test() -> Iterator[None]:
 @pytest.fixture
 def slow_audit_count(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit list's count takes 300 ms of database time; the list may spend
-    50 (audit.paging's time limit)."""
+    50 (compliance.paging's time limit)."""
     from django.db import connection
 
-    from audit import paging
+    from compliance import paging
 
     def count(self: Any) -> int:
         with connection.cursor() as cursor:

@@ -15,11 +15,12 @@ import os
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from config.devstack import _wait_for_port, free_port
+from config.embedded import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +49,7 @@ class RedisServer:
             "--logfile", str(self.dir / "redis.log"),
         ]  # fmt: skip
         self.process = subprocess.Popen(args, start_new_session=True)
-        _wait_for_port(self.port, self.process)
+        wait_for_port(self.port, self.process)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -91,7 +92,9 @@ class TcpProxy:
     """Forward 127.0.0.1:port to a Postgres socket (unix path or host:port).
 
     ``cut()`` closes the listener and every open connection; ``restore()``
-    listens again on the same port."""
+    listens again on the same port. ``sever()`` breaks the open connections only
+    (the database dropped its sessions), and may refuse new ones for a while (a
+    restart)."""
 
     def __init__(self, target: tuple[str, Any]) -> None:
         self.target = target
@@ -99,6 +102,8 @@ class TcpProxy:
         self.listener: socket.socket | None = None
         self.open: set[socket.socket] = set()
         self.lock = threading.Lock()
+        self.refuse_s = 0.0
+        self.refusing_until: float | None = None
 
     def restore(self) -> None:
         listener = socket.socket()
@@ -115,11 +120,34 @@ class TcpProxy:
                     self.listener.shutdown(socket.SHUT_RDWR)
                 self.listener.close()
                 self.listener = None
-            for sock in self.open:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
-            self.open.clear()
+            self._close_open()
+
+    def sever(self, refuse_s: float = 0.0) -> None:
+        """Break every open connection, still listening; with ``refuse_s``, new
+        connections are closed at once too, for ``refuse_s`` seconds from the
+        first of them, however late it comes."""
+        with self.lock:
+            self._close_open()
+            self.refuse_s, self.refusing_until = refuse_s, None
+
+    def _close_open(self) -> None:
+        for sock in self.open:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self.open.clear()
+
+    def _refuses(self) -> bool:
+        with self.lock:
+            if self.refuse_s <= 0:
+                return False
+            now = time.monotonic()
+            if self.refusing_until is None:
+                self.refusing_until = now + self.refuse_s
+            if now < self.refusing_until:
+                return True
+            self.refuse_s, self.refusing_until = 0.0, None
+            return False
 
     def _connect_target(self) -> socket.socket:
         host, port = self.target
@@ -135,6 +163,9 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return
+            if self._refuses():
+                client.close()
+                continue
             upstream = self._connect_target()
             with self.lock:
                 self.open.update({client, upstream})
@@ -169,8 +200,25 @@ def start_web(env: dict[str, str], name: str) -> tuple[subprocess.Popen[bytes], 
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
-    _wait_for_port(port, process)
+    wait_for_port(port, process)
     return process, f"http://127.0.0.1:{port}"
+
+
+@contextlib.contextmanager
+def web_behind_proxy(env: dict[str, str], name: str) -> Iterator[tuple[str, TcpProxy]]:
+    """``running_web`` reaching the test database through a ``TcpProxy``, for a
+    test to cut or sever: yields the server's URL and the proxy."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    proxy = TcpProxy((str(db["HOST"]), db["PORT"]))
+    proxy.restore()
+    url = f"{db['USER']}:{db['PASSWORD']}@127.0.0.1:{proxy.port}/{db['NAME']}"
+    try:
+        with running_web({**env, "DATABASE_URL": f"postgresql://{url}"}, name) as web:
+            yield web, proxy
+    finally:
+        proxy.cut()
 
 
 @contextlib.contextmanager

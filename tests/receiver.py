@@ -24,12 +24,13 @@ class Receiver:
     """The answers to give, in turn (the last one repeats), and what came."""
 
     url: str
-    answers: list[tuple[int, str, dict[str, str]]] = field(default_factory=list)
+    answers: list[tuple[int, Any, dict[str, str]]] = field(default_factory=list)
     got: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def answer(self, *answers: Any) -> None:
-        """Each answer: a status, or (status, body), or (status, body, headers)."""
+        """Each answer: a status, or (status, body), or (status, body, headers); a
+        body is text, bytes, or a function of the request received."""
         with self.lock:
             self.answers = [
                 (a, "", {})
@@ -53,13 +54,15 @@ def _handler(receiver: Receiver) -> type[http.server.BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
+            received = Received(self.path, dict(self.headers), body)
             with receiver.lock:
-                receiver.got.append(Received(self.path, dict(self.headers), body))
+                receiver.got.append(received)
                 index = min(len(receiver.got), len(receiver.answers)) - 1
                 status, text, headers = (
                     receiver.answers[index] if receiver.answers else (200, "ok", {})
                 )
-            payload = text.encode()
+            text = text(received) if callable(text) else text
+            payload = text if isinstance(text, bytes) else text.encode()
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)

@@ -20,7 +20,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,6 +171,12 @@ class Upstream:
     # With flood_bytes, a tools/list is flooded too: one tool whose description
     # is flood_bytes of "x".
     flood_list: bool = False
+    # A server of the handshake era only: ``server/discover`` (the 2026-07-28
+    # probe) is an unknown method, so a client in "auto" mode falls back.
+    handshake_only: bool = False
+    # Tool name -> what a test does when a call of it arrives, before it is
+    # answered (e.g. break the caller's database connections mid-call).
+    on_call: dict[str, Callable[[], None]] = field(default_factory=dict)
 
     async def on_list_tools(
         self, ctx: Any, params: types.PaginatedRequestParams | None
@@ -194,6 +200,9 @@ class Upstream:
         meta = dict(params.meta or {})
         with self.lock:
             self.calls.append(UpstreamCall(params.name, arguments, headers, meta))
+            hook = self.on_call.get(params.name)
+        if hook is not None:
+            hook()
         if params.name in ASKS_THE_CLIENT:  # added by a test: a request back
             return await _ask_the_client(ctx, params.name)
         return await self._answer(params.name, arguments)
@@ -300,6 +309,10 @@ def _asgi_app(upstream: Upstream) -> Any:
             receive = await _flooded(upstream, receive, send)
             if receive is None:
                 return
+        if upstream.handshake_only and scope["method"] == "POST":
+            receive = await _no_discover(receive, send)
+            if receive is None:
+                return
         await manager.handle_request(scope, receive, send)
 
     return app
@@ -313,6 +326,24 @@ async def _flooded(upstream: Upstream, receive: Any, send: Any) -> Any:
     if flood_id is None:
         return _replay(body)
     await _flood(upstream, flood_id, send, listing)
+    return None
+
+
+async def _no_discover(receive: Any, send: Any) -> Any:
+    """Answer a ``server/discover`` as a server of the handshake era does (an
+    unknown method: None), else the request's body to replay to the SDK."""
+    body = await _read_body(receive)
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return _replay(body)
+    if not isinstance(message, dict) or message.get("method") != "server/discover":
+        return _replay(body)
+    error = {"code": -32601, "message": "Method not found"}
+    answer = {"jsonrpc": "2.0", "id": message.get("id"), "error": error}
+    headers = [(b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
     return None
 
 

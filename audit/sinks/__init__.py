@@ -1,32 +1,30 @@
 """Second copies of every checkpoint line, kept where the database's owner is not.
 
-The checkpoint file (audit.checkpoints) is the record; each sink set in the settings
-gets the same signed line too:
+The checkpoint store (audit.checkpoint_store: the file or the Postgres table) is the
+record; each sink set in the settings gets the same signed line too:
 
 - ``QUIVER_AUDIT_CHECKPOINT_URL``: POSTed as JSON (a webhook, a log collector);
 - ``QUIVER_AUDIT_CHECKPOINT_SYSLOG``: one RFC 5424 message (audit.sinks.syslog);
 - ``QUIVER_AUDIT_CHECKPOINT_S3``: one object per line in a bucket, written only if
   absent (audit.sinks.s3).
 
-A sink that fails never stops sealing or a selection: the line is in the file; the
-failure is logged as a warning and counted in ``audit-checkpoint-sinks.json`` beside
-the file, and verify reports each sink that has not received the file's last line
-as behind (``sink_status``).
+A sink that fails never stops sealing or a selection: the line is in the store; the
+failure is logged as a warning and counted in the store's ``sinks`` note
+(``audit-checkpoint-sinks.json`` beside the file), and verify reports each sink that
+has not received the store's last line as behind (``sink_status``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 from django.conf import settings
 
-from config import jsonparse
+from audit.checkpoint_store import checkpoint_store
 
 log = logging.getLogger(__name__)
 Record = dict[str, Any]
@@ -65,7 +63,7 @@ def configured_sinks() -> list[Sink]:
 
 
 def line_of(record: Record) -> str:
-    """The record exactly as the checkpoint file holds it (without the newline)."""
+    """The record exactly as the checkpoint store holds it (without the newline)."""
     return json.dumps(record, sort_keys=True)
 
 
@@ -75,7 +73,7 @@ def deliver(record: Record) -> None:
     for sink in configured_sinks():
         try:
             sink.send(record, line)
-        except Exception as exc:  # the file holds the line; the sink is a copy
+        except Exception as exc:  # the store holds the line; the sink is a copy
             log.warning(
                 "audit checkpoint %s not delivered to the %s sink: %s",
                 record.get("sig", "")[:12],
@@ -87,42 +85,26 @@ def deliver(record: Record) -> None:
             _note(sink.name, sent_sig=str(record["sig"]))
 
 
-def state_file() -> Path:
-    return Path(settings.QUIVER_AUDIT_CHECKPOINT_FILE).parent / (
-        "audit-checkpoint-sinks.json"
-    )
-
-
-def _read_state() -> dict[str, Record]:
-    try:
-        data = jsonparse.loads(state_file().read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _note(name: str, *, sent_sig: str = "", error: str = "") -> None:
-    """Count a delivery in the state file (replaced whole; two processes racing
-    may lose one count, never the file)."""
-    state = _read_state()
-    entry = state.setdefault(name, {"failures": 0})
+    """Count a delivery in the store's ``sinks`` note."""
     now = datetime.now(UTC).isoformat()
-    if error:
-        entry.update(failures=int(entry.get("failures", 0)) + 1, last_error=error)
-        entry["last_error_time"] = now
-    else:
-        entry.update(sent_sig=sent_sig, sent_time=now)
-    path = state_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-    os.replace(temporary, path)
+
+    def count(state: Record) -> Record:
+        entry = state.setdefault(name, {"failures": 0})
+        if error:
+            entry.update(failures=int(entry.get("failures", 0)) + 1, last_error=error)
+            entry["last_error_time"] = now
+        else:
+            entry.update(sent_sig=sent_sig, sent_time=now)
+        return state
+
+    checkpoint_store().update_note("sinks", count)
 
 
 def sink_status(last: Record | None) -> dict[str, Record]:
     """Each configured sink: failures so far, the last error, and whether it is
-    behind (has not received ``last``, the file's last line)."""
-    state = _read_state()
+    behind (has not received ``last``, the store's last line)."""
+    state = checkpoint_store().read_note("sinks")
     status: dict[str, Record] = {}
     for sink in configured_sinks():
         entry = state.get(sink.name, {})

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from rest_framework import serializers
 
+from catalog import job_reads
 from catalog.choices import EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import FORMATS
-from catalog.models import Catalog, Job, Tool, ToolChange
-from catalog.services import jobs
+from catalog.models import Catalog, Tool, ToolChange
 from catalog.services.bulk_edit import BULK_MAX_TOOLS
 from catalog.services.import_names import NAME_CHOICES, REFUSE
 from catalog.services.tools import MAX_REASON_CHARS
@@ -20,7 +22,10 @@ from catalog.sizes import (
     size_problem,
 )
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
+from catalog.versions import Seen, seen_by
 from config.strict import StrictFieldsMixin
+from identity.access import access_for
+from jobs.models import Job
 
 
 def check_stored_size(name: str, value: Any, limit: int = MAX_STORED_CHARS) -> None:
@@ -34,6 +39,12 @@ def check_stored_size(name: str, value: Any, limit: int = MAX_STORED_CHARS) -> N
 class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
     tool_count = serializers.IntegerField(read_only=True, default=0)
     counts = serializers.SerializerMethodField()
+    version = serializers.SerializerMethodField(
+        help_text="the catalog's version at the last change the reader could see"
+    )
+    updated = serializers.SerializerMethodField(
+        help_text="when the last change the reader could see was made"
+    )
 
     class Meta:
         model = Catalog
@@ -49,6 +60,27 @@ class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
             "updated",
         ]
         read_only_fields = ["version", "active_embedding_model", "created", "updated"]
+
+    def get_version(self, obj: Catalog) -> int:
+        return self._seen(obj).version
+
+    def get_updated(self, obj: Catalog) -> datetime:
+        return self._seen(obj).updated
+
+    def _seen(self, obj: Catalog) -> Seen:
+        """What the reader in the context is told of the catalog (no reader:
+        nothing hidden from it, as for the curator who just made it)."""
+        request = self.context.get("request")
+        if request is None:
+            return Seen(int(obj.version), obj.updated)
+        kept = self._seen_kept
+        if obj.pk not in kept:
+            kept[obj.pk] = seen_by(obj, access_for(request.user))
+        return kept[obj.pk]
+
+    @cached_property
+    def _seen_kept(self) -> dict[int, Seen]:
+        return {}
 
     def get_counts(self, obj: Catalog) -> dict[str, dict[str, int]]:
         def value(name: str) -> int:
@@ -148,7 +180,7 @@ class ToolChangeSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    """A job as its reader may see it (``jobs.job_for_reader``): the request in
+    """A job as its reader may see it (``job_reads.job_for_reader``): the request in
     the context is the reader; without one nothing is named."""
 
     catalog: serializers.SlugRelatedField = serializers.SlugRelatedField(
@@ -162,11 +194,13 @@ class JobSerializer(serializers.ModelSerializer):
         help_text="errors not shown (only whole-catalog readers see them)"
     )
 
-    def _readable(self, job: Job) -> jobs.JobForReader:
-        cache: dict[int, jobs.JobForReader] = self.__dict__.setdefault("_seen", {})
+    def _readable(self, job: Job) -> job_reads.JobForReader:
+        cache: dict[int, job_reads.JobForReader] = self.__dict__.setdefault("_seen", {})
         if job.pk not in cache:
             request = self.context.get("request")
-            cache[job.pk] = jobs.job_for_reader(job, getattr(request, "user", None))
+            cache[job.pk] = job_reads.job_for_reader(
+                job, getattr(request, "user", None)
+            )
         return cache[job.pk]
 
     def to_representation(self, instance: Job) -> dict[str, Any]:

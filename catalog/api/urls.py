@@ -1,4 +1,3 @@
-from catalog.api.clients import ApiClientViewSet
 from catalog.api.views import CatalogViewSet, JobViewSet, ToolViewSet
 from config.routers import OptionalSlashRouter
 
@@ -6,6 +5,5 @@ router = OptionalSlashRouter()
 router.register("catalogs", CatalogViewSet, basename="catalog")
 router.register("tools", ToolViewSet, basename="tool")
 router.register("jobs", JobViewSet, basename="job")
-router.register("clients", ApiClientViewSet, basename="client")
 
 urlpatterns = router.urls

@@ -16,13 +16,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalog import services
-from catalog.access import access_for, get_catalog_for_user
 from catalog.api import serializers as s
 from catalog.formats import export_tools
-from catalog.models import Catalog, Job, Tool
-from catalog.permissions import CuratorWrites
+from catalog.lookups import get_catalog_for_user
+from catalog.models import Catalog, Tool
 from catalog.querysets import ToolQuerySet, catalog_changes
-from catalog.services import bulk_edit, jobs
+from catalog.services import bulk_edit
 from catalog.services.tools import tool_to_spec
 from catalog.tool_csv import csv_response
 from config.http import request_id
@@ -34,6 +33,10 @@ from config.parsers import (
     refuse_bad_text,
 )
 from config.ratelimit import ClientRateThrottle, WriteRateThrottle
+from identity.access import access_for
+from identity.permissions import CuratorWrites
+from jobs import services as jobs
+from jobs.models import Job
 
 TRUE_VALUES = {"1", "true", "yes"}
 

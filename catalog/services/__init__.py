@@ -1,7 +1,6 @@
 """Every write to the catalog goes through a function of this package."""
 
 from catalog.services.catalogs import create_catalog, ensure_default_catalog
-from catalog.services.clients import create_api_client
 from catalog.services.imports import preview_import, start_import
 from catalog.services.tools import (
     ToolConflict,
@@ -14,7 +13,6 @@ from catalog.services.tools import (
 
 __all__ = [
     "ToolConflict",
-    "create_api_client",
     "create_catalog",
     "create_tool",
     "delete_tool",

@@ -20,12 +20,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from catalog.access import Actor, stored_user
-from catalog.choices import ImportOutcome, JobKind, ToolStatus
-from catalog.models import Job, Tool
+from audit.actors import Actor, stored_user
+from catalog.choices import ImportOutcome, ToolStatus
+from catalog.models import Tool
 from catalog.naming import hidden_characters
 from catalog.querysets import ToolQuerySet
-from catalog.services import jobs
 from catalog.services.tools import (
     ToolConflict,
     clean_reason,
@@ -34,6 +33,9 @@ from catalog.services.tools import (
     tool_to_spec,
     update_tool,
 )
+from jobs import services as jobs
+from jobs.choices import JobKind
+from jobs.models import Job
 
 BULK_INLINE_MAX = 50
 BULK_MAX_TOOLS = 5000

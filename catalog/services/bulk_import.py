@@ -5,11 +5,12 @@ Every item is still checked on its own, in document order (schema policy, naming
 ``full_clean``), against an in-memory view of the catalog that earlier items of
 the chunk have already changed: a name seen twice creates then updates, a provider
 name taken by an earlier item is taken. Only the writes are batched: the chunk's
-existing tools are read (and locked) in one query, the provider names it may
-collide with in another, then one ``bulk_update``, one ``bulk_create`` of tools,
-one of their ``ToolChange`` rows, one catalog version bump (by the number of
-changes, as many as the one-by-one path makes) and one embedding task per
-``QUIVER_EMBED_BATCH`` written tools. The caller runs a chunk in one transaction.
+existing tools are read (and locked) in one query, who holds the names it may
+take (``catalog.names``: by look) in another, then one ``bulk_update``, one
+``bulk_create`` of tools, the names they hold, one of their ``ToolChange`` rows,
+one catalog version bump (by the number of changes, as many as the one-by-one
+path makes) and one embedding task per ``QUIVER_EMBED_BATCH`` written tools. The
+caller runs a chunk in one transaction.
 """
 
 from __future__ import annotations
@@ -23,32 +24,33 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from django.utils import timezone
 
+from audit.actors import Actor, actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_events
-from catalog.access import Actor, actor_name, stored_user
+from catalog import names
 from catalog.choices import ChangeAction, ImportOutcome
 from catalog.formats import ImportItem
-from catalog.models import Catalog, Tool, ToolChange
+from catalog.models import Catalog, Tool, ToolChange, ToolName
+from catalog.names import ToolConflict
 from catalog.naming import (
-    COLLISION_PREFIX_LENGTH,
-    assign_provider_names,
-    confusable_message,
-    confusable_names,
+    MAX_NAME_LENGTH,
+    first_free_tool_name,
+    look,
+    looks_of,
     provider_safe_name,
-    skeleton,
 )
-from catalog.services import jobs
+from catalog.services import work
 from catalog.services.tools import (
     _SET_BY_SERVICE,
     _UPDATED_FIELDS,
-    ToolConflict,
     _apply,
     content_hash,
     lock_catalog,
-    new_original_name,
     spec_errors,
+    wanted_names,
 )
 from catalog.spec import ToolSpec
+from catalog.versions import hides
 from config.copy_rows import copy_insert
 
 _FIELDS = ToolSpec.field_names()
@@ -118,28 +120,49 @@ class _Chunk:
         locking: bool = True,
     ):
         self.catalog = catalog
-        self.locking = locking
         self.actor = actor
         self.user = stored_user(actor)
         self.actor_name = actor_name(actor)
-        names = {spec.name for spec in specs}
         tools = Tool.objects.select_for_update() if locking else Tool.objects.all()
-        existing = tools.filter(catalog=catalog, name__in=names).order_by("id")
+        wanted = {spec.name for spec in specs}
+        existing = tools.filter(catalog=catalog, name__in=wanted).order_by("id")
         self.tools: dict[str, Tool] = {tool.name: tool for tool in existing}
-        wanted = {spec.provider_name for spec in specs if spec.provider_name}
-        wanted |= {provider_safe_name(spec.name) for spec in specs}
-        # provider name -> the (unique) name of the tool holding it
-        self.owners: dict[str, str] = dict(
-            Tool.objects.filter(catalog=catalog, provider_name__in=wanted)
-            .order_by()
-            .values_list("provider_name", "name")
+        if locking:
+            lock_catalog(catalog.pk)
+        # Look -> the name of the tool holding it ("" free; None several, held
+        # before the rule), and the names of the holders outside the chunk.
+        self.holders: dict[str, str | None] = {}
+        self.outside: dict[str, dict[str, str]] = {}
+        self.loaded: set[str] = set()
+        self._load(
+            {
+                look(text)
+                for spec in specs
+                for text in (*names.texts(spec).values(), provider_safe_name(spec.name))
+            }
         )
-        self.loaded_prefixes: set[str] = set()
         self.new_names: list[str] = []
         self.changed_names: list[str] = []
+        self.stored_names: dict[str, dict[str, str]] = {}
         self.changes: list[tuple[str, ToolChange]] = []
-        self.skeletons: dict[str, set[tuple[str, str, bool]]] | None = None
-        self.provider_owners: dict[str, str] | None = None
+
+    def _load(self, marks: set[str]) -> None:
+        """Who holds these looks in the database (one query)."""
+        marks -= self.loaded
+        if not marks:
+            return
+        self.loaded |= marks
+        rows = ToolName.objects.filter(catalog=self.catalog, look__in=marks)
+        fields = [f"tool__{field}" for field in names.FIELDS]
+        for mark, *held in rows.order_by().values_list("look", *fields):
+            holder = held[0]  # None: several tools held it before the rule
+            self.holders[mark] = holder
+            if holder is not None and holder not in self.tools:
+                self.outside[holder] = dict(zip(names.FIELDS, held, strict=True))
+
+    def _holder(self, mark: str) -> str | None:
+        self._load({mark})
+        return self.holders.get(mark, "")
 
     def apply(self, item: ImportItem) -> dict[str, Any]:
         spec = item.spec
@@ -158,61 +181,22 @@ class _Chunk:
         }
 
     def _check(self, spec: ToolSpec, tool: Tool | None) -> None:
-        """``check_spec``, and for a new name or original name ``check_new_name``'s
-        refusal of a look-alike of any other tool's name or original name in the
-        catalog (earlier items of the chunk too)."""
+        """``create_tool``'s and ``update_tool``'s checks (``check_spec``, and
+        ``catalog.names.refuse`` of each name the tool does not hold yet) against
+        the catalog as the chunk has left it so far."""
         errors = spec_errors(spec, new_name=tool is None)
-        original = new_original_name(spec, tool)
-        clashes = {"name": self._lookalikes(spec.name)} if tool is None else {}
-        if original:
-            clashes["original_name"] = self._lookalikes(original, spec.name, True)
-        for field, clash in clashes.items():
-            if clash:
-                value = spec.name if field == "name" else original
-                message = confusable_message(value, clash, field)
-                errors[field] = [*errors.get(field, []), message]
-        if errors:
-            raise ValidationError(errors)
-
-    def _lookalikes(
-        self, value: str, owner: str | None = None, exact: bool = False
-    ) -> list[str]:
-        """Other tools' names and original names that look like ``value``: a
-        name equal to another's is a conflict, not a look-alike, unless ``exact``
-        (an original name); ``owner``'s own are not others'."""
-        owner = value if owner is None else owner
-        found = self._identities().get(skeleton(value), ())
-        return sorted(
-            {
-                text
-                for text, holder, is_original in found
-                if holder != owner and (exact or is_original or text != value)
-            }
-        )
-
-    def _identities(self) -> dict[str, set[tuple[str, str, bool]]]:
-        """Skeleton -> (name or original name, its tool's name, is it an original
-        name), for every tool as the chunk has left them so far."""
-        if self.skeletons is None:
-            # The lock check_new_name takes, then every name once per chunk.
-            if self.locking:
-                lock_catalog(self.catalog.pk)
-            self.skeletons = {}
-            rows = Tool.objects.filter(catalog=self.catalog).order_by()
-            pairs = rows.values_list("name", "original_name")
-            for name, original in pairs.iterator(chunk_size=5000):
-                if name not in self.tools:
-                    self._index(name, original)
-            for name, tool in self.tools.items():
-                self._index(name, tool.original_name)
-        return self.skeletons
-
-    def _index(self, name: str, original: str) -> None:
-        assert self.skeletons is not None
-        self.skeletons.setdefault(skeleton(name), set()).add((name, name, False))
-        if original:
-            entry = (original, name, True)
-            self.skeletons.setdefault(skeleton(original), set()).add(entry)
+        wanted = wanted_names(spec, tool)
+        holders: dict[str, names.Holder] = {}
+        for text in wanted.values():
+            mark = look(text)
+            holder = self._holder(mark)
+            if holder is None:
+                holders[mark] = names.Holder({}, contested=True)
+            elif holder and holder != spec.name:
+                held = self.tools.get(holder)
+                found = names.names_of(held) if held else self.outside[holder]
+                holders[mark] = names.Holder(found)
+        names.judge(wanted, holders, errors)
 
     def _create(self, spec: ToolSpec) -> ImportOutcome:
         tool = Tool(catalog=self.catalog, created_by=self.user, updated_by=self.user)
@@ -220,10 +204,8 @@ class _Chunk:
         tool.full_clean(
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
         )
-        self._keep(tool, "")
+        self._keep(tool, {})
         self.new_names.append(tool.name)
-        if self.skeletons is not None:
-            self._index(tool.name, tool.original_name)
         self._change(tool, ChangeAction.CREATE, None)
         return ImportOutcome.CREATED
 
@@ -240,78 +222,36 @@ class _Chunk:
         new.full_clean(
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
         )
-        self._keep(new, tool.provider_name)
-        if self.skeletons is not None and new.original_name != tool.original_name:
-            old = (tool.original_name, tool.name, True)
-            self.skeletons.get(skeleton(tool.original_name), set()).discard(old)
-            self._index(new.name, new.original_name)
+        self._keep(new, names.texts(tool))
         if new.pk is not None and new.name not in self.changed_names:
             self.changed_names.append(new.name)
+            self.stored_names[new.name] = names.texts(tool)
         self._change(new, ChangeAction.UPDATE, before)
         return ImportOutcome.UPDATED
 
     def _provider_name(self, spec: ToolSpec, tool: Tool | None) -> str:
         """What ``tools._provider_name`` answers, from the in-memory view."""
-        name = spec.name
         if spec.provider_name:
-            if self.owners.get(spec.provider_name, name) != name:
-                raise ToolConflict(
-                    "provider_name",
-                    f"provider_name: {spec.provider_name!r} is already used here",
-                )
-            if tool is None or spec.provider_name != tool.provider_name:
-                self._refuse_lookalike_provider_name(spec.provider_name, name)
             return spec.provider_name
         if tool is not None and tool.provider_name and tool.name == spec.name:
             return tool.provider_name
-        base = provider_safe_name(name)
-        if self.owners.get(base, name) == name:
-            return base  # free: what assign_provider_names gives, without the scan
-        self._load_prefix(base[:COLLISION_PREFIX_LENGTH])
-        taken = {held for held, owner in self.owners.items() if owner != name}
-        return assign_provider_names([name], taken)[name]
 
-    def _refuse_lookalike_provider_name(self, provider_name: str, name: str) -> None:
-        """What ``tools._provider_name`` refuses: a given provider name confusable
-        with one another tool holds (as the chunk has left them so far)."""
-        if self.provider_owners is None:
-            if self.locking:
-                lock_catalog(self.catalog.pk)
-            rows = Tool.objects.filter(catalog=self.catalog).order_by()
-            stored = rows.values_list("provider_name", "name")
-            self.provider_owners = {p: n for p, n in stored if n not in self.tools}
-            self.provider_owners.update(
-                (tool.provider_name, held) for held, tool in self.tools.items()
-            )
-        held = [p for p, owner in self.provider_owners.items() if owner != name]
-        clash = confusable_names(provider_name, held)
-        if clash:
-            message = confusable_message(provider_name, clash, "provider_name")
-            raise ValidationError({"provider_name": [message]})
+        def free(candidate: str) -> bool:
+            return self._holder(look(candidate)) in ("", spec.name)
 
-    def _load_prefix(self, prefix: str) -> None:
-        """Every stored provider name a derived name could collide with (rare: only
-        when the plain derived name is taken); tools of the chunk keep theirs."""
-        if prefix in self.loaded_prefixes:
-            return
-        self.loaded_prefixes.add(prefix)
-        rows = (
-            Tool.objects.filter(catalog=self.catalog, provider_name__startswith=prefix)
-            .order_by()
-            .values_list("provider_name", "name")
-        )
-        for held, owner in rows:
-            if owner not in self.tools:
-                self.owners[held] = owner
+        base = provider_safe_name(spec.name)
+        return first_free_tool_name(base, free, MAX_NAME_LENGTH)
 
-    def _keep(self, tool: Tool, old_provider_name: str) -> None:
-        if self.owners.get(old_provider_name) == tool.name:
-            del self.owners[old_provider_name]
-        self.owners[tool.provider_name] = tool.name
-        if self.provider_owners is not None:
-            if self.provider_owners.get(old_provider_name) == tool.name:
-                del self.provider_owners[old_provider_name]
-            self.provider_owners[tool.provider_name] = tool.name
+    def _keep(self, tool: Tool, before: dict[str, str]) -> None:
+        """The tool as the chunk leaves it, holding its names' looks."""
+        had = looks_of(*before.values())
+        now = looks_of(*names.texts(tool).values())
+        for mark in had - now:
+            if self.holders.get(mark) == tool.name:
+                self.holders[mark] = ""
+        for mark in now - had:
+            self.loaded.add(mark)
+            self.holders[mark] = tool.name
         self.tools[tool.name] = tool
 
     def _change(self, tool: Tool, action: str, before: dict[str, Any] | None) -> None:
@@ -326,6 +266,13 @@ class _Chunk:
             actor_name=self.actor_name,
         )
         self.changes.append((tool.name, change))
+
+    def _bump(self, now: Any) -> int:
+        """The catalog version the chunk's changes make (moved by their count)."""
+        catalogs = Catalog.objects.filter(pk=self.catalog.pk)
+        if self.changes:
+            catalogs.update(version=F("version") + len(self.changes), updated=now)
+        return int(catalogs.values_list("version", flat=True).get())
 
     def _audit(self, rows: list[ToolChange], version: int) -> None:
         """The chunk's changes in the one audit chain, in the chunk's transaction."""
@@ -353,23 +300,32 @@ class _Chunk:
         )
 
     def write(self) -> None:
-        """Updates first (a provider name given up is free for a new tool), then
-        the new tools, their change records, the version, the embeddings."""
+        """The version first (every change of the chunk makes the one it ends
+        at), then the updates (a provider name given up is free for a new tool),
+        the new tools, their change records, the audit rows, the embeddings."""
         now = timezone.now()
+        version = self._bump(now)
         changed = [self.tools[name] for name in self.changed_names]
         for tool in changed:
             tool.updated = now
-        Tool.objects.bulk_update(changed, fields=_UPDATED_FIELDS)
+        for name, _change in self.changes:
+            self.tools[name].changed_version = version
+        Tool.objects.bulk_update(changed, fields=[*_UPDATED_FIELDS, "changed_version"])
         copy_insert([self.tools[name] for name in self.new_names], with_ids=True)
+        held: list[tuple[Tool, dict[str, str] | None]] = [
+            (self.tools[n], self.stored_names[n]) for n in self.changed_names
+        ]
+        held += [(self.tools[name], None) for name in self.new_names]
+        names.hold_many(self.catalog.pk, held)
         rows = []
         for name, change in self.changes:
             change.tool_id = self.tools[name].pk
+            change.catalog_version = version
+            change.hides = hides(change.before, change.after)
             rows.append(change)
         copy_insert(rows, with_ids=True)
         if rows:
-            catalogs = Catalog.objects.filter(pk=self.catalog.pk)
-            catalogs.update(version=F("version") + len(rows), updated=now)
-            self._audit(rows, catalogs.values_list("version", flat=True).get())
+            self._audit(rows, version)
         written = sorted(self.tools[name].pk for name in {n for n, _ in self.changes})
         for tool_id in written[:: int(settings.QUIVER_EMBED_BATCH)]:
-            jobs.enqueue_embedding(tool_id)
+            work.enqueue_embedding(tool_id)

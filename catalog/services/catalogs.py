@@ -6,9 +6,9 @@ import uuid
 
 from django.db import transaction
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor
 from catalog.models import Catalog
 
 DEFAULT_CATALOG = "default"

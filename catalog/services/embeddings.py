@@ -19,13 +19,15 @@ from django.db import connection, transaction
 from django.utils import timezone
 from psycopg import sql
 
-from catalog.access import stored_user
-from catalog.choices import EmbeddingStatus, JobKind
-from catalog.embeddings.backends import EmbeddingBackend, backend_from_settings
-from catalog.embeddings.text import embedding_text, text_hash
-from catalog.models import Catalog, Job, Tool, ToolEmbedding
-from catalog.services import jobs
+from audit.actors import stored_user
+from catalog.choices import EmbeddingStatus
+from catalog.embedding_text import embedding_text, text_hash
+from catalog.models import Catalog, Tool, ToolEmbedding
 from catalog.services.tools import tool_to_spec
+from embeddings.backends import EmbeddingBackend, backend_from_settings
+from jobs import services as jobs
+from jobs.choices import JobKind
+from jobs.models import Job
 
 log = logging.getLogger(__name__)
 

@@ -26,11 +26,12 @@ from typing import Any
 
 from catalog.formats import ImportItem
 from catalog.models import Catalog, Tool
+from catalog.names import is_free
 from catalog.naming import (
     first_free_tool_name,
+    look,
     needs_new_name,
     safe_tool_name,
-    skeleton,
 )
 
 REFUSE, RENAME = "refuse", "rename"
@@ -71,16 +72,17 @@ def plan_names(catalog: Catalog, items: list[ImportItem], names: str) -> NamePla
     wanting = [i for i in items if i.spec is not None and needs_new_name(i.spec.name)]
     if not wanting:
         return NamePlan(items)
-    held = held_names(catalog.pk)
-    stored = {name for name, _ in held}
+    asked = {i.spec.name for i in wanting if i.spec is not None}
+    tools = Tool.objects.filter(catalog=catalog).order_by("id")
+    stored = set(tools.filter(name__in=asked).values_list("name", flat=True))
     wanting = [i for i in wanting if i.spec is not None and i.spec.name not in stored]
     if not wanting:
         return NamePlan(items)
     known: dict[str, str] = {}  # an original name -> its tool (the oldest)
-    for name, original in held:
-        if original:
-            known.setdefault(original, name)
-    names_in_use = SafeNames(held, (i.spec.name for i in items if i.spec is not None))
+    rows = tools.filter(original_name__in=asked).values_list("original_name", "name")
+    for original, name in rows:
+        known.setdefault(original, name)
+    names_in_use = SafeNames(catalog.pk, (i.spec.name for i in items if i.spec))
     plan = NamePlan(list(items))
     position = {item.index: at for at, item in enumerate(items)}
     for item in wanting:
@@ -101,34 +103,26 @@ def plan_names(catalog: Catalog, items: list[ImportItem], names: str) -> NamePla
     return plan
 
 
-def held_names(catalog_id: int) -> list[tuple[str, str]]:
-    """(name, original name) of every tool of the catalog, oldest first."""
-    rows = Tool.objects.filter(catalog_id=catalog_id).order_by("id")
-    return list(rows.values_list("name", "original_name"))
-
-
 def _known_note(original: str, name: str) -> str:
     return f"{original!r} is the original name of tool {name!r}"
 
 
 class SafeNames:
-    """Safe names that are free: no name the catalog or the file uses, and none
-    that looks like one (a name's own original may look like it). Imports and
-    syncs (``sources.mapping``) choose with it."""
+    """Safe names that are free: no name the file uses nor one that looks like
+    one (a name's own original may look like it), and none a tool of the
+    catalog holds (``catalog.names``). Imports and syncs (``sources.mapping``)
+    choose with it."""
 
-    def __init__(self, held: list[tuple[str, str]], in_file: Iterable[str]) -> None:
-        self.taken = {name for name, _ in held}
+    def __init__(self, catalog_id: int, in_file: Iterable[str]) -> None:
+        self.catalog_id = catalog_id
+        self.taken: set[str] = set()
         self.holders: dict[str, set[str]] = {}
-        for name, original in held:
-            self._hold(name)
-            if original:
-                self._hold(original)
         for name in in_file:
-            self.taken.add(name)
             self._hold(name)
 
     def _hold(self, text: str) -> None:
-        self.holders.setdefault(skeleton(text), set()).add(text)
+        self.taken.add(text)
+        self.holders.setdefault(look(text), set()).add(text)
 
     def choose(self, original: str, base: str = "") -> tuple[str, str]:
         """The safe name for ``original`` (``base``, else ``safe_tool_name`` of
@@ -138,10 +132,11 @@ class SafeNames:
         def free(candidate: str) -> bool:
             if candidate in self.taken:
                 return False
-            return self.holders.get(skeleton(candidate), set()) <= {original}
+            if not self.holders.get(look(candidate), set()) <= {original}:
+                return False
+            return is_free(self.catalog_id, candidate)
 
         name = first_free_tool_name(base, free)
-        self.taken.add(name)
         self._hold(name)
         note = f"{original!r} breaks the tool-name rule: named {name!r}"
         if name != base:

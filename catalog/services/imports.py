@@ -26,11 +26,10 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from catalog.access import Actor, stored_user
-from catalog.choices import ImportOutcome, JobKind
+from audit.actors import Actor, stored_user
+from catalog.choices import ImportOutcome
 from catalog.formats import FormatError, ImportItem, detect_format, import_tools
-from catalog.models import Catalog, Job, Tool
-from catalog.services import jobs
+from catalog.models import Catalog, Tool
 from catalog.services.bulk_import import import_chunk, preview_items, rejection
 from catalog.services.import_names import (
     REFUSE,
@@ -40,6 +39,9 @@ from catalog.services.import_names import (
 )
 from catalog.services.tools import ToolConflict, create_tool, update_tool
 from catalog.spec import ToolSpec
+from jobs import services as jobs
+from jobs.choices import JobKind
+from jobs.models import Job
 
 PROGRESS_EVERY = 10
 # A dry run runs in the web request (well inside the web server's 60 s timeout,

@@ -1,9 +1,11 @@
-"""Building the static query encoder (catalog.embeddings.static) from the catalog.
+"""Building the static query encoder (embeddings.static) from the catalog.
 
 The encoder is trained on the texts of the active tools of every catalog (never on
 requests), sampled down to ``max_tools``, and replaces the previous one for the
 whole installation. Building one changes how requests' sentences are embedded,
-so it is an audit event, written before the new file takes its place.
+so it is an audit event, written before the new file takes its place (and, with
+``QUIVER_QUERY_ENCODER_STORE=postgres``, with the file's row, in one transaction:
+catalog.query_encoder_store).
 """
 
 from __future__ import annotations
@@ -20,23 +22,20 @@ from django.db import transaction
 
 from audit.choices import EventType
 from audit.services import record_event
+from catalog import query_encoder_store
 from catalog.choices import ToolStatus
-from catalog.embeddings import backends
-from catalog.embeddings.onnx_encoder import file_lock
-from catalog.embeddings.static import (
+from catalog.encoder_texts import ToolText, training_texts
+from catalog.models import Tool
+from embeddings import backends
+from embeddings.onnx_encoder import file_lock
+from embeddings.static import (
     encoder_from_bytes,
     encoder_id_of,
     partial_path,
     trained_on,
     use_loaded,
 )
-from catalog.embeddings.static_training import (
-    Progress,
-    ToolText,
-    TrainingSetup,
-    build_weights,
-)
-from catalog.models import Tool
+from embeddings.static_training import Progress, TrainingSetup, build_weights
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +65,11 @@ def training_tools(max_tools: int = DEFAULT_MAX_TOOLS, seed: int = 0) -> list[To
 
 
 def single_build() -> contextlib.AbstractContextManager[bool]:
-    """Yields True to the one caller holding the build lock (non-blocking)."""
+    """Yields True to the one caller holding the build lock (non-blocking): a
+    file lock in the state directory, or with the encoder kept in Postgres, an
+    advisory lock every pod shares."""
+    if query_encoder_store.in_database():
+        return query_encoder_store.build_lock()
     return file_lock(backends.static_encoder_path().with_suffix(".lock"), wait=False)
 
 
@@ -89,13 +92,21 @@ def build_in_child_if_due() -> str:
 
 def build_is_due() -> bool:
     """No encoder yet, or the catalog has grown well past what it learnt from."""
-    path = backends.static_encoder_path()
-    if not path.exists():
-        return True
-    try:
-        learnt_from = trained_on(path)
-    except (OSError, ValueError, KeyError):
-        return True
+    if query_encoder_store.in_database():
+        stored = query_encoder_store.newest(
+            backends.local_onnx_encoder().weights_digest
+        )
+        if stored is None:
+            return True
+        learnt_from = stored[2]
+    else:
+        path = backends.static_encoder_path()
+        if not path.exists():
+            return True
+        try:
+            learnt_from = trained_on(path)
+        except (OSError, ValueError, KeyError):
+            return True
     active = Tool.objects.filter(status=ToolStatus.ACTIVE).count()
     return active > REBUILD_GROWTH * max(learnt_from, 1)
 
@@ -111,7 +122,8 @@ def build_query_encoder(
     if not tools:
         raise QueryEncoderError("there are no active tools to learn from")
     minilm = backends.local_onnx_encoder()
-    weights = build_weights(tools, minilm, setup, progress)
+    texts = training_texts(tools, seed=(setup or TrainingSetup()).seed)
+    weights = build_weights(texts, minilm, setup, progress, tools=len(tools))
     path = backends.static_encoder_path()
     partial = partial_path(path)
     partial.parent.mkdir(parents=True, exist_ok=True)
@@ -129,6 +141,10 @@ def build_query_encoder(
                 input={"max_tools": max_tools, "tools": len(tools)},
                 output={"encoder_id": encoder_id, "path": path.name},
             )
+            if query_encoder_store.in_database():
+                query_encoder_store.save(
+                    minilm.weights_digest, data, encoder_id, weights.trained_on
+                )
             partial.replace(path)
     finally:
         partial.unlink(missing_ok=True)  # gone already unless the event failed

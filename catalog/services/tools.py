@@ -20,27 +20,21 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from audit.actors import Actor, actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, actor_name, stored_user
+from catalog import names
 from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, Tool, ToolChange
-from catalog.naming import (
-    COLLISION_PREFIX_LENGTH,
-    assign_provider_names,
-    confusable_message,
-    confusable_names,
-    hidden_characters,
-    lookalikes,
-    name_problems,
-    provider_safe_name,
-)
+from catalog.names import ToolConflict as ToolConflict
+from catalog.naming import hidden_characters, looks_of, name_problems
 from catalog.schema_policy import check_tool_schema
-from catalog.services import jobs
+from catalog.services import work
 from catalog.sizes import MAX_TOOL_CHARS, oversized_fields
 from catalog.spec import ToolSpec
-from config.exceptions import Conflict
+from catalog.versions import hides
+from jobs import services as jobs
 
 # Who made a change: a user (a person or an API client's service user), an
 # anonymous user, or None for the system itself (bootstrap, imports' worker).
@@ -54,10 +48,6 @@ _HASHED_FIELDS = [name for name in ToolSpec.field_names() if name != "provider_n
 # A change reason is a sentence or two for the history, not a document.
 MAX_REASON_CHARS = 500
 MAX_ORIGINAL_NAME_CHARS = 500
-
-
-class ToolConflict(Conflict):
-    """A tool with this name (or provider name) already exists in the catalog."""
 
 
 @dataclass(frozen=True)
@@ -168,79 +158,23 @@ def lock_catalog(catalog_id: int) -> None:
     Catalog.objects.select_for_update().filter(pk=catalog_id).values("pk").get()
 
 
-def check_new_name(
-    catalog_id: int,
-    name: str,
-    errors: dict[str, list[str]],
-    *,
-    exclude: int | None = None,
-    original_name: str = "",
-) -> None:
-    """Raise ValidationError with ``errors`` plus a refusal naming every other
-    tool of the catalog whose name or original name looks like ``name`` (or like
-    ``original_name``, when given; ``name`` "" when only that changes), if there
-    is anything to refuse. The services call it holding ``lock_catalog``."""
-    rows = Tool.objects.filter(catalog_id=catalog_id)
-    if exclude is not None:
-        rows = rows.exclude(pk=exclude)
-    held = list(rows.values_list("name", "original_name"))
-    errors = {**errors}
-    clashes = {"name": name_clashes(name, held)} if name else {}
-    if original_name:
-        clashes["original_name"] = lookalikes(
-            original_name, [text for pair in held for text in pair if text]
-        )
-    for field, clash in clashes.items():
-        if clash:
-            value = name if field == "name" else original_name
-            message = confusable_message(value, clash, field)
-            errors[field] = [*errors.get(field, []), message]
-    if errors:
-        raise ValidationError(errors)
+def wanted_names(spec: ToolSpec, tool: Tool | None) -> dict[str, str]:
+    """The names ``spec`` gives ``tool`` that it does not hold yet (every one
+    for a new tool): each must be free (``catalog.names.refuse``)."""
+    held = names.texts(tool) if tool is not None else {}
+    given = names.texts(spec)
+    return {field: text for field, text in given.items() if held.get(field) != text}
 
 
-def new_original_name(spec: ToolSpec, tool: Tool | None) -> str:
-    """The spec's original name when it gives the tool a new one, else ""."""
-    changed = tool is None or spec.original_name != tool.original_name
-    return spec.original_name if changed else ""
-
-
-def name_clashes(name: str, held: list[tuple[str, str]]) -> list[str]:
-    """Other tools' names that look like ``name`` (the same name is a conflict,
-    not a look-alike) and their original names that look like it or equal it."""
-    clash = confusable_names(name, [held_name for held_name, _ in held])
-    originals = [original for _, original in held if original]
-    return sorted({*clash, *lookalikes(name, originals)})
-
-
-def _provider_name(catalog: Catalog, spec: ToolSpec, tool: Tool | None) -> str:
-    others = Tool.objects.filter(catalog=catalog)
-    if tool is not None:
-        others = others.exclude(pk=tool.pk)
+def _provider_name(catalog_id: int, spec: ToolSpec, tool: Tool | None) -> str:
+    """The given provider name (already refused if taken), the tool's own when
+    its name stays, else one made from the name that no other tool holds."""
     if spec.provider_name:
-        if others.filter(provider_name=spec.provider_name).exists():
-            raise ToolConflict(
-                "provider_name",
-                f"provider_name: {spec.provider_name!r} is already used here",
-            )
-        if tool is None or spec.provider_name != tool.provider_name:
-            # The name a model is offered: it must not pass for another tool's.
-            lock_catalog(catalog.pk)
-            held = others.values_list("provider_name", flat=True)
-            clash = confusable_names(spec.provider_name, held)
-            if clash:
-                message = confusable_message(spec.provider_name, clash, "provider_name")
-                raise ValidationError({"provider_name": [message]})
         return spec.provider_name
     if tool is not None and tool.provider_name and tool.name == spec.name:
         return tool.provider_name
-    prefix = provider_safe_name(spec.name)[:COLLISION_PREFIX_LENGTH]
-    taken = set(
-        others.filter(provider_name__startswith=prefix).values_list(
-            "provider_name", flat=True
-        )
-    )
-    return assign_provider_names([spec.name], taken)[spec.name]
+    exclude = tool.pk if tool is not None else None
+    return names.free_provider_name(catalog_id, spec.name, exclude=exclude)
 
 
 # Every column _apply sets, plus the version and editor: what an update saves.
@@ -278,6 +212,9 @@ def _record(
     request_id: uuid.UUID | None,
     reason: str = "",
 ) -> None:
+    catalogs = Catalog.objects.filter(pk=tool.catalog_id)
+    catalogs.update(version=F("version") + 1, updated=timezone.now())
+    slug, catalog_version = catalogs.values_list("slug", "version").get()
     change = ToolChange.objects.create(
         catalog_id=tool.catalog_id,
         tool=tool if action != ChangeAction.DELETE else None,
@@ -290,10 +227,12 @@ def _record(
         actor_name=actor_name(actor),
         request_id=request_id,
         reason=reason,
+        catalog_version=catalog_version,
+        hides=hides(before, after),
     )
-    catalogs = Catalog.objects.filter(pk=tool.catalog_id)
-    catalogs.update(version=F("version") + 1, updated=timezone.now())
-    slug, catalog_version = catalogs.values_list("slug", "version").get()
+    if action != ChangeAction.DELETE:
+        tool.changed_version = catalog_version
+        Tool.objects.filter(pk=tool.pk).update(changed_version=catalog_version)
     # The same change in the one audit chain, in the same transaction.
     record_event(
         EventType.TOOL_CHANGED,
@@ -318,7 +257,7 @@ RELEARN_TASK = "learning.learn_tasks.relearn_if_due"
 
 
 def _enqueue_embedding(tool_id: int) -> None:
-    jobs.enqueue_embedding(tool_id)
+    work.enqueue_embedding(tool_id)
 
 
 def create_tool(
@@ -336,21 +275,18 @@ def create_tool(
     errors = spec_errors(spec)
     with transaction.atomic():
         lock_catalog(catalog.pk)
-        check_new_name(catalog.pk, spec.name, errors, original_name=spec.original_name)
-        if Tool.objects.filter(catalog=catalog, name=spec.name).exists():
-            raise ToolConflict(
-                "name", f"name: a tool named {spec.name!r} already exists"
-            )
+        names.refuse(catalog.pk, wanted_names(spec, None), errors)
         tool = Tool(
             catalog=catalog,
             created_by=stored_user(actor),
             updated_by=stored_user(actor),
         )
-        _apply(tool, spec, _provider_name(catalog, spec, None))
+        _apply(tool, spec, _provider_name(catalog.pk, spec, None))
         tool.full_clean(
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
         )
         tool.save()
+        names.hold(tool)
         after = spec_json(tool)
         _record(tool, ChangeAction.CREATE, None, after, actor, request_id, reason)
         _enqueue_embedding(tool.pk)
@@ -370,35 +306,26 @@ def update_tool(
     reason = clean_reason(reason)
     with transaction.atomic():
         tool = Tool.objects.select_for_update().get(pk=tool.pk)
-        renamed = spec.name != tool.name
-        original = new_original_name(spec, tool)
-        errors = spec_errors(spec, new_name=renamed)
-        if renamed or original:
+        errors = spec_errors(spec, new_name=spec.name != tool.name)
+        wanted = wanted_names(spec, tool)
+        if wanted:
             lock_catalog(tool.catalog_id)
-            name = spec.name if renamed else ""
-            check_new_name(
-                tool.catalog_id, name, errors, exclude=tool.pk, original_name=original
-            )
+            names.refuse(tool.catalog_id, wanted, errors, exclude=tool.pk)
         elif errors:
             raise ValidationError(errors)
         if content_hash(spec) == tool.content_hash and (
             not spec.provider_name or spec.provider_name == tool.provider_name
         ):
             return WriteResult(tool, ImportOutcome.UNCHANGED)
-        if spec.name != tool.name and (
-            Tool.objects.filter(catalog_id=tool.catalog_id, name=spec.name).exists()
-        ):
-            raise ToolConflict(
-                "name", f"name: a tool named {spec.name!r} already exists"
-            )
-        before = spec_json(tool)
-        _apply(tool, spec, _provider_name(tool.catalog, spec, tool))
+        before, held = spec_json(tool), names.texts(tool)
+        _apply(tool, spec, _provider_name(tool.catalog_id, spec, tool))
         tool.version += 1
         tool.updated_by = stored_user(actor)
         tool.full_clean(
             exclude=_SET_BY_SERVICE, validate_unique=False, validate_constraints=False
         )
         tool.save(update_fields=_UPDATED_FIELDS)
+        names.hold(tool, held)
         after = spec_json(tool)
         _record(tool, ChangeAction.UPDATE, before, after, actor, request_id, reason)
         _enqueue_embedding(tool.pk)
@@ -453,7 +380,9 @@ def delete_tool(
         tool.version += 1
         before = spec_json(tool)
         _record(tool, ChangeAction.DELETE, before, None, actor, request_id, reason)
+        held, catalog_id = names.texts(tool), tool.catalog_id
         tool.delete()
+        names.settle(catalog_id, looks_of(*held.values()))
 
 
 def spec_json(tool: Tool) -> dict[str, Any]:

@@ -14,11 +14,12 @@ from catalog.bulk_forms import BulkEditForm
 from catalog.forms import ToolFilterForm
 from catalog.models import Catalog, Tool
 from catalog.querysets import ToolQuerySet, known_roles
-from catalog.services import bulk_edit, jobs
+from catalog.services import bulk_edit
 from catalog.views.common import writer_required
 from config.http import request_id
 from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from jobs import services as jobs
 
 NAMES_SHOWN = 30
 

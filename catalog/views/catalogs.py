@@ -7,27 +7,33 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from catalog import services
-from catalog.access import access_for, get_catalog_for_user
 from catalog.formats import FORMATS
 from catalog.forms import CatalogForm
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
 from catalog.services.embeddings import start_reindex
+from catalog.versions import seen_by
 from catalog.views.common import writer_required
 from config.http import request_id
-from config.pages import acting_user, can_write, render_page
+from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from identity.access import access_for
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @rate_limited
 def catalog_list(request: HttpRequest) -> HttpResponse:
     """Every visible catalog with its counts; curators create catalogs here too."""
     form = CatalogForm()
     if request.method == "POST":
-        if not can_write(request) or not access_for(request.user).all_catalogs:
+        if (
+            not access_for(request.user).can_write
+            or not access_for(request.user).all_catalogs
+        ):
             raise PermissionDenied(
                 "creating a catalog needs the curator or admin scope and every catalog"
             )
@@ -44,13 +50,17 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
             else:
                 messages.success(request, f"Created catalog {catalog.slug}.")
                 return redirect("console:catalog-list")
-    catalogs = Catalog.objects.visible_to(request.user).with_counts(request.user)
+    access = access_for(request.user)
+    catalogs = list(Catalog.objects.visible_to(access).with_counts(access))
+    for catalog in catalogs:  # its version as this reader is told it
+        catalog.seen = seen_by(catalog, access)  # type: ignore[attr-defined]
     context = {"catalogs": catalogs, "form": form, "formats": FORMATS}
     return render_page(request, "catalog/catalog_list.html", context)
 
 
 @require_POST
 @writer_required
+@rate_limited
 def catalog_reindex(request: HttpRequest, slug: str) -> HttpResponse:
     """Queue a re-embed of the whole catalog and go to its job page."""
     catalog = get_catalog_for_user(request.user, slug)

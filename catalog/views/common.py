@@ -13,8 +13,9 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 
-from catalog.models import Job, Tool
-from config.pages import can_write
+from catalog.models import Tool
+from identity.access import access_for
+from jobs.models import Job
 
 View = Callable[..., HttpResponse]
 
@@ -24,7 +25,7 @@ def writer_required(view: View) -> View:
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not can_write(request):
+        if not access_for(request.user).can_write:
             raise PermissionDenied(
                 "writing the catalog needs the curator or admin scope"
             )

@@ -12,26 +12,28 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from catalog import services
 from catalog.choices import ImportOutcome
 from catalog.diffs import diff_lines
 from catalog.forms import ToolForm, draft_schema_problems
 from catalog.models import Tool
+from catalog.navigation import visible_catalogs
 from catalog.querysets import known_roles
-from catalog.services import jobs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.services.tools import content_hash
 from catalog.spec import ToolSpec
 from catalog.views.common import get_tool_for_user, writer_required
 from config.http import request_id
-from config.pages import acting_user, render_page, visible_catalogs
+from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from jobs import services as jobs
 
 FORM_TEMPLATE = "catalog/tool_form.html"
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @writer_required
 @rate_limited
 def tool_create(request: HttpRequest) -> HttpResponse:
@@ -115,6 +117,7 @@ def _preview(request: HttpRequest, tool: Tool, form: ToolForm) -> dict[str, Any]
     }
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @writer_required
 @rate_limited
 def tool_edit(request: HttpRequest, tool_id: int) -> HttpResponse:

@@ -8,13 +8,15 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_safe
 
-from catalog.access import access_for, get_catalog_for_user
 from catalog.diffs import diff_lines
+from catalog.lookups import get_catalog_for_user
 from catalog.models import Tool, ToolChange
 from catalog.querysets import catalog_changes
 from catalog.views.common import get_tool_for_user
 from config.pages import paginate, render_page
+from identity.access import access_for
 
 
 def history_context(tool: Tool) -> dict[str, Any]:
@@ -31,6 +33,7 @@ def version_state(change: ToolChange) -> Any:
     return change.after if change.after is not None else change.before
 
 
+@require_safe
 @login_required
 def tool_history(request: HttpRequest, tool_id: int) -> HttpResponse:
     """Who changed the tool, when, to which version; a page or a fragment."""
@@ -43,6 +46,7 @@ def tool_history(request: HttpRequest, tool_id: int) -> HttpResponse:
     )
 
 
+@require_safe
 @login_required
 def tool_diff(request: HttpRequest, tool_id: int) -> HttpResponse:
     """``?a=<change id>&b=<change id>``: the older of the two against the newer."""
@@ -74,6 +78,7 @@ def tool_diff(request: HttpRequest, tool_id: int) -> HttpResponse:
     )
 
 
+@require_safe
 @login_required
 def catalog_changes_page(request: HttpRequest, slug: str) -> HttpResponse:
     """The catalog's change log (deleted tools included), one tool's with ?tool=."""
@@ -86,6 +91,7 @@ def catalog_changes_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render_page(request, "catalog/catalog_changes.html", context)
 
 
+@require_safe
 @login_required
 def change_detail(request: HttpRequest, slug: str, change_id: int) -> HttpResponse:
     """One change record: who, when, and its before/after as a diff."""

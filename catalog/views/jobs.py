@@ -9,18 +9,22 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.views.decorators.http import require_http_methods, require_safe
 
-from catalog import import_preview, services
-from catalog.choices import ImportOutcome, JobKind, JobState
+from catalog import import_preview, job_reads, services
+from catalog.choices import ImportOutcome
 from catalog.formats import FORMATS
 from catalog.forms import ImportForm
-from catalog.models import Catalog, Job
-from catalog.services import jobs
+from catalog.models import Catalog
+from catalog.navigation import visible_catalogs
 from catalog.services.catalogs import DEFAULT_CATALOG
 from catalog.views.common import get_job_for_user, writer_required
 from config import jsonparse
-from config.pages import acting_user, paginate, render_page, visible_catalogs
+from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited
+from jobs import services as jobs
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
 REINDEX_COUNTS = ("embedded", "unchanged", "failed")
@@ -29,6 +33,7 @@ BULK_COUNTS = ("updated", "unchanged", "deleted", "rejected", "skipped")
 MAX_ITEMS_SHOWN = 500
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @writer_required
 @rate_limited
 def import_tools(request: HttpRequest) -> HttpResponse:
@@ -103,6 +108,7 @@ def _confirm_import(request: HttpRequest, catalogs: Any) -> HttpResponse:
     return redirect("console:job-detail", job_id=job.pk)
 
 
+@require_safe
 @login_required
 def job_list(request: HttpRequest) -> HttpResponse:
     jobs = (
@@ -129,12 +135,13 @@ def job_counts(job: Job) -> list[tuple[str, int]]:
     return [(key, int(job.counts.get(key, 0))) for key in keys]
 
 
+@require_safe
 @login_required
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
-    """Progress, counts and the items the reader may see (jobs.job_for_reader);
+    """Progress, counts and the items the reader may see (job_reads.job_for_reader);
     the fragment polls itself while the job runs."""
     job = get_job_for_user(request, job_id)
-    readable = jobs.job_for_reader(job, request.user)
+    readable = job_reads.job_for_reader(job, request.user)
     items = readable.items[:MAX_ITEMS_SHOWN]
     context = {
         "job": job,

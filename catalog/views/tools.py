@@ -17,22 +17,25 @@ from django.http import (
 )
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from catalog import services
 from catalog.bulk_forms import BulkEditForm
 from catalog.choices import EmbeddingStatus, ToolStatus
+from catalog.first_steps import dismiss_first_steps, first_steps
 from catalog.formats import FORMATS, export_tool
 from catalog.forms import ToolFilterForm
 from catalog.models import Catalog, Tool
+from catalog.navigation import visible_catalogs
 from catalog.querysets import ToolQuerySet, known_roles
 from catalog.tool_csv import csv_response
 from catalog.views.common import get_tool_for_user, writer_required
 from catalog.views.history import history_context
 from config.htmx import is_htmx_partial
 from config.http import request_id
-from config.pages import acting_user, can_write, render_page, visible_catalogs
+from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
+from identity.access import access_for
 
 # Columns the list never shows; big JSON stays in the database.
 LIST_DEFERRED = ("parameters", "annotations", "examples", "keywords", "description")
@@ -88,6 +91,7 @@ def sort_columns(current: str) -> dict[str, dict[str, str]]:
     return columns
 
 
+@require_safe
 @login_required
 def tool_list(request: HttpRequest) -> HttpResponse:
     """Search, filter, sort and page tools; curators tick rows for a bulk edit.
@@ -104,11 +108,13 @@ def tool_list(request: HttpRequest) -> HttpResponse:
         "filters": filters,
         "page": page,
         "embedding": embedding,
+        "words_only": _words_only(request),
+        "first_steps": None if is_htmx_partial(request) else first_steps(request.user),
         "columns": sort_columns(filters.sort_key),
         "filter_query": filters.filter_query(),
         "nav_catalogs": catalogs,
     }
-    if can_write(request):
+    if access_for(request.user).can_write:
         roles = known_roles([catalog.pk for catalog in catalogs])
         context["bulk"] = BulkEditForm(roles=roles)
     return render_page(
@@ -119,6 +125,28 @@ def tool_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _words_only(request: HttpRequest) -> list[str]:
+    """The visible catalogs whose selections are ranked by words alone until
+    their tools are embedded (the whole page only: a filter's fragment keeps
+    the notice it came with)."""
+    if is_htmx_partial(request):
+        return []
+    backlog = Catalog.objects.visible_to(request.user).embedding_backlog()
+    return [row["catalog"] for row in backlog if row["words_only"]]
+
+
+@require_POST
+@login_required
+@rate_limited
+def first_steps_dismiss(request: HttpRequest) -> HttpResponse:
+    """Close the first steps for good; htmx swaps the panel out."""
+    dismiss_first_steps(actor=acting_user(request))
+    if is_htmx_partial(request):
+        return HttpResponse("")
+    return redirect("console:tool-list")
+
+
+@require_safe
 @login_required
 def tool_export(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered, sorted list as CSV: only tools the reader may see."""
@@ -126,6 +154,7 @@ def tool_export(request: HttpRequest) -> StreamingHttpResponse:
     return csv_response(tools)
 
 
+@require_safe
 @login_required
 def tool_detail(request: HttpRequest, tool_id: int) -> HttpResponse:
     """Everything about one tool: metadata, schema, provider previews, history."""

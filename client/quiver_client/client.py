@@ -1,5 +1,6 @@
-"""``Quiver`` and ``AsyncQuiver``: the REST API over httpx, with retries on 429
-and 503, timeouts, and the providers' tool search adapters."""
+"""``Quiver`` and ``AsyncQuiver``: the REST API over httpx, with retries of the
+answers the server marks retryable, timeouts, and the providers' tool search
+adapters."""
 
 from __future__ import annotations
 
@@ -31,14 +32,17 @@ from quiver_client.types import (
 from quiver_client.waiting import Waiter
 
 API = "/api/v1/"
-RETRY_STATUSES = frozenset({429, 503})
 DEFAULT_CATALOG = "default"
 USER_AGENT = "quiver-client/0.1"
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Retries of a 429 or 503 answer (and of a connection that never opened).
+    """Retries of an answer the server marks ``"retryable": true`` (a limit or an
+    outage met before anything was done: nothing ran) and of a connection that
+    never opened. Nothing else is sent again: not a 503 without the mark, and
+    never a tool call whose tool may have run (the server answers that
+    ``"retryable": false``, without ``Retry-After``).
 
     The wait is the server's ``Retry-After`` when it sends one, else
     ``backoff * 2**attempt`` (at most ``max_backoff``) plus up to 10% jitter. A
@@ -96,6 +100,7 @@ def api_error(response: httpx.Response) -> APIError:
         retry_after=parse_retry_after(response.headers.get("Retry-After")),
         request_id=response.headers.get("X-Request-ID"),
         body=body,
+        retryable=envelope.get("retryable") is True,
     )
 
 
@@ -203,8 +208,9 @@ class _Base:
         """After one attempt of ``call``: ``(seconds, None)`` to wait and try again,
         or ``(None, answer)`` with the decoded JSON answer; raises the error to
         give up with. A connection not made (refused, or its connect timed out)
-        and a 429 or 503 answer are retried as ``retry`` allows; any other
-        timeout or transport failure is not (the request may have run)."""
+        and an answer the server marks retryable are retried as ``retry``
+        allows; any other answer, timeout or transport failure is not (the
+        request may have run)."""
         if failure is not None:
             if isinstance(failure, httpx.ConnectTimeout | httpx.ConnectError):
                 wait = self.retry.delay(attempt, None)
@@ -217,7 +223,7 @@ class _Base:
         if response.status_code < 400:
             return None, (response.json() if response.content else None)
         error = api_error(response)
-        if response.status_code in RETRY_STATUSES:
+        if error.retryable:
             wait = self.retry.delay(attempt, error.retry_after)
             if wait is not None:
                 return wait, None
@@ -247,8 +253,9 @@ class Quiver(_Base):
     """A blocking client: ``Quiver("http://127.0.0.1:8000", key="...")``.
 
     ``timeout`` is httpx's (seconds, or an ``httpx.Timeout``); ``retry`` says how
-    429 and 503 answers are retried. ``transport``, ``headers`` and ``sleep`` are
-    for tests and proxies. Use it as a context manager, or call ``close()``.
+    the answers the server marks retryable are retried. ``transport``,
+    ``headers`` and ``sleep`` are for tests and proxies. Use it as a context
+    manager, or call ``close()``.
     """
 
     def __init__(
@@ -288,8 +295,8 @@ class Quiver(_Base):
         json: Any = None,
         params: Mapping[str, Any] | None = None,
     ) -> Any:
-        """One API call (``path`` under ``/api/v1/``), retried on 429 and 503;
-        the decoded JSON answer, or an ``APIError``."""
+        """One API call (``path`` under ``/api/v1/``), retried when the server
+        marks its answer retryable; the decoded JSON answer, or an ``APIError``."""
         attempt = 0
         while True:
             try:

@@ -49,7 +49,11 @@ class APIError(QuiverError):
     ``error`` is the server's code (``invalid``, ``not_authenticated``,
     ``permission_denied``, ``not_found``, ``throttled``, ``unavailable``...),
     ``detail`` names the field and the rule, ``fields`` maps each field to its
-    messages (empty when the error is about no field).
+    messages (empty when the error is about no field). ``retryable`` is the
+    server's word that sending the request again is safe and may succeed (a
+    limit or an outage met before anything was done); the client retries only
+    those. A tool call's ``Unavailable`` with ``retryable`` false may have run
+    its tool: check ``detail`` (it names the call) before doing anything again.
     """
 
     def __init__(
@@ -62,6 +66,7 @@ class APIError(QuiverError):
         retry_after: float | None = None,
         request_id: str | None = None,
         body: Any = None,
+        retryable: bool = False,
     ) -> None:
         super().__init__(f"{status_code} {error}: {detail}")
         self.status_code = status_code
@@ -71,6 +76,7 @@ class APIError(QuiverError):
         self.retry_after = retry_after
         self.request_id = request_id
         self.body = body
+        self.retryable = retryable
 
 
 class BadRequest(APIError):
@@ -98,11 +104,14 @@ class PayloadTooLarge(APIError):
 
 
 class RateLimited(APIError):
-    """429 after the client's retries: ``retry_after`` is the server's wait."""
+    """429 (after the client's retries, when it was retryable): ``retry_after``
+    is the server's wait."""
 
 
 class Unavailable(APIError):
-    """503 after the client's retries (e.g. the database is down)."""
+    """503: a part of the service is out (``retryable``: retried first, nothing
+    was done), or a call ran but its outcome could not be recorded (not
+    retryable: never sent again)."""
 
 
 class ServerError(APIError):

@@ -50,6 +50,9 @@ class Selection(TypedDict):
     cached: bool
     degraded: bool
     fallback_reason: str
+    # Ranked by words alone: the catalog's tool embeddings are not ready.
+    words_only: bool
+    words_only_reason: str
 
 
 class BatchError(TypedDict):

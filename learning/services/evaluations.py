@@ -21,9 +21,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from catalog.access import Actor, stored_user
+from audit.actors import Actor, stored_user
 from catalog.models import Catalog
-from catalog.services import jobs
+from jobs import services as jobs
 from learning.evaluation import (
     LabelledRequest,
     distinct_requests,
@@ -33,6 +33,7 @@ from learning.evaluation import (
 from learning.models import Evaluation, EvaluationState, Label, LabelStatus
 from learning.services.labels import check_items, visible_tool_names
 from learning.services.limits import hold_run_slot
+from selection.registry import EvaluationInputError
 from selection.services.settings import current_settings
 
 RUN_TASK = "learning.tasks.run_evaluation"
@@ -41,14 +42,6 @@ NO_LABELS = (
     "labels: the catalog has no accepted labels; upload some (or accept "
     "proposals), or give labels inline"
 )
-
-
-class EvaluationInputError(ValueError):
-    """Inline labels or settings that cannot be evaluated: field -> rules."""
-
-    def __init__(self, errors: dict[str, list[str]]) -> None:
-        super().__init__("; ".join(m for ms in errors.values() for m in ms))
-        self.errors = errors
 
 
 def max_labels() -> int:
@@ -94,6 +87,18 @@ def start_evaluation(
         if enqueue:
             jobs.enqueue(RUN_TASK, run.pk)
     return run
+
+
+def evaluate_pair(
+    catalog: Catalog, *, actor: Actor, proposed: dict[str, Any]
+) -> dict[str, Any]:
+    """The catalog's labels under its saved and under the ``proposed`` settings:
+    both runs or neither (the second past the caller's limit of waiting runs,
+    ``LimitReached``, takes the first back with it)."""
+    with transaction.atomic():
+        saved = start_evaluation(catalog, actor=actor)
+        tried = start_evaluation(catalog, actor=actor, settings_data=proposed)
+    return {"saved": saved, "tried": tried}
 
 
 def _inline(catalog: Catalog, labels: list[Any], actor: Actor) -> list[dict[str, Any]]:

@@ -25,14 +25,14 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
+from audit.actors import Actor, stored_user
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, stored_user
 from catalog.models import Catalog, Tool
-from catalog.services import jobs
 from catalog.services.tools import RELEARN_TASK
 from catalog.sizes import MAX_STORED_CHARS, size_problem
 from config.copy_rows import copy_insert
+from jobs import services as jobs
 from learning.models import Label, LabelOrigin, LabelStatus
 
 MAX_LABELS = 10_000  # a request's (or an upload's) labels

@@ -22,8 +22,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from catalog.access import Actor, stored_user
+from audit.actors import Actor, stored_user
 from catalog.models import Catalog
+from jobs import services as jobs
 from learning import crossval
 from learning.fit import FitResult, fit
 from learning.models import LearnState, LearntModel
@@ -52,8 +53,6 @@ def request_learn(
 ) -> LearntModel:
     """Queue a learn of ``catalog`` (applied when it finishes if ``apply``);
     ``LimitReached`` past the caller's or the catalog's limit of waiting runs."""
-    from catalog.services.jobs import enqueue
-
     with transaction.atomic():
         hold_run_slot(catalog, actor)
         Catalog.objects.select_for_update().filter(pk=catalog.pk).first()
@@ -67,7 +66,7 @@ def request_learn(
         )
         model.full_clean()
         model.save()
-        enqueue(RUN_LEARN, model.pk)
+        jobs.enqueue(RUN_LEARN, model.pk)
     return model
 
 

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
-from catalog.access import Actor, stored_user
+from audit.actors import Actor, stored_user
 from catalog.models import Catalog
 from config.exceptions import LimitReached
 from learning.models import Evaluation, EvaluationState, LearnState, LearntModel

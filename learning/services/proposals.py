@@ -27,9 +27,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.models import AuditEvent
-from catalog.access import Actor
 from catalog.models import Catalog
 from learning.models import Label, LabelOrigin, LabelStatus
 from learning.services.labels import (

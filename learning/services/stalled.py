@@ -19,7 +19,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from catalog.services import jobs
+from jobs import services as jobs
 from learning.models import Evaluation, EvaluationState, LearnState, LearntModel
 from learning.services.evaluations import RUN_TASK as RUN_EVALUATION
 from learning.services.learn import RUN_LEARN

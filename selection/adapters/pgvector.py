@@ -9,16 +9,16 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from catalog.embeddings.backends import (
+from catalog.models import Catalog
+from catalog.services.embeddings import current_backend
+from embeddings.backends import (
     LOCAL_MODEL_ID,
     EmbeddingBackend,
     LocalMiniLMBackend,
     get_local_backend,
     local_static_encoder,
 )
-from catalog.embeddings.static import StaticQueryEncoder
-from catalog.models import Catalog
-from catalog.services.embeddings import current_backend
+from embeddings.static import StaticQueryEncoder
 from selection.engine.sentences import pooled, sentence_matrix, split_sentences
 
 CACHE_SIZE = 10_000

@@ -32,7 +32,6 @@ from django.db.models import Count, Max, Sum
 
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.spec import ToolSpec
-from learning.signal import signal_for
 from selection.engine.patch import Change, patch, rebuild_index, with_caches
 from selection.engine.records import record_from_dict
 from selection.engine.settings import EngineSettings
@@ -40,6 +39,7 @@ from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.vectors import VectorTable
 from selection.models import SelectionSettings
 from selection.querysets import StoredSettings
+from selection.registry import learnt_signal
 
 # The columns a record is built from: every ToolSpec field, read as plain values
 # (no model instances, no ToolSpec.to_dict deep copies: at 100k tools those were
@@ -186,7 +186,7 @@ def _build(
         tools=tools,
         settings=engine_settings,
         vectors=vectors,
-        learnt=signal_for(catalog, engine_settings.learnt_model),
+        learnt=learnt_signal(catalog, engine_settings.learnt_model),
     )
     feed = Feed(change_id, _checksum_of(versions), versions, seen)
     model = catalog.active_embedding_model

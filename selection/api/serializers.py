@@ -194,6 +194,14 @@ class SelectOutputSerializer(serializers.Serializer):
         "and threshold; learnt_no_tool adds probability, nearest_no_tool and "
         "nearest_tool (threshold is then the probability cut)",
     )
+    words_only = serializers.BooleanField(
+        help_text="true when the tools were ranked by words alone (BM25F) although "
+        "the scorer weighs meaning too: the catalog's tool embeddings are not "
+        "ready (or not of a model this server has); ask again once they are"
+    )
+    words_only_reason = serializers.CharField(
+        allow_blank=True, help_text="why, in a sentence (empty unless words_only)"
+    )
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         return answer_body(instance)
@@ -220,6 +228,8 @@ def answer_body(answer: Any) -> dict[str, Any]:
     body["degraded"] = _maybe(bool, answer.degraded)
     body["fallback_reason"] = _maybe(str, answer.fallback_reason)
     body["no_tool"] = _maybe(_any_dict, answer.no_tool)
+    body["words_only"] = _maybe(bool, answer.words_only)
+    body["words_only_reason"] = _maybe(str, answer.words_only_reason)
     return body
 
 

@@ -19,8 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.writer import PendingEvent, pending_total_ms, wait_all
-from catalog.access import access_for, get_catalog_for_user
-from catalog.permissions import CuratorWrites
+from catalog.lookups import get_catalog_for_user
 from config.api_errors import first_message
 from config.http import request_id, request_started
 from config.middleware import database_unavailable
@@ -29,11 +28,14 @@ from config.ratelimit import (
     ClientRateThrottle,
     WriteRateThrottle,
 )
-from learning.gate import RegressionRefused
+from config.retries import retry_body
+from identity.access import access_for
+from identity.permissions import CuratorWrites
 from selection.api import serializers as s
 from selection.api.input import select_input
 from selection.engine import RequestError
 from selection.models import SelectionSettingsChange
+from selection.registry import RegressionRefused
 from selection.requests import build_request
 from selection.services import select as services
 from selection.services.settings import (
@@ -119,11 +121,11 @@ def hold_until_recorded(
             wait_all(pending)
         except (OperationalError, InterfaceError) as exc:
             log.warning("selection not recorded, answer withheld: %s", exc)
-            return database_unavailable(request)
+            return database_unavailable(request, exc)
         except Exception:
             log.exception("selection not recorded, answer withheld")
             body = {"error": "unavailable", "detail": AUDIT_FAILED, "service": "audit"}
-            return JsonResponse(body, status=503)
+            return JsonResponse(retry_body(body, None), status=503)
         response["Server-Timing"] = f"audit_wait;dur={pending_total_ms(pending):.3f}"
         return None
 

@@ -24,11 +24,12 @@ from audit.services import (
     record_event,
     record_event_soon,
 )
-from catalog.access import access_for
 from catalog.formats import export_tool
 from catalog.models import Catalog
 from catalog.reads import tools_named
 from catalog.services.tools import tool_to_spec
+from catalog.versions import request_sight, visible_version
+from identity.access import access_for
 from selection.adapters.llm import llm_callable
 from selection.adapters.pgvector import (
     embed_sentences,
@@ -45,6 +46,7 @@ from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest
 from selection.services.timings import Stopwatch
+from selection.services.words_only import words_only_reason
 from telemetry import metrics, tracing
 
 SEMANTIC_SCORERS = {"embedding", "hybrid", "ensemble", "llm"}
@@ -291,14 +293,17 @@ def _compute(
         )
     with watch.stage("definitions"):
         picked = _picked(catalog, result.names, fmt)
+    sight = request_sight(request.visible_roles, request.visible_unsafe)
     answer = build_answer(
         catalog=catalog.slug,
-        catalog_version=catalog.version,
+        catalog_version=visible_version(catalog, sight),
         settings_version=int(snapshot.version.split(".")[-1]),
         result=result,
         request=request,
         definitions={name: pick.definition for name, pick in picked.items()},
     )
+    if semantic is None and (why := words_only_reason(catalog, scorer)):
+        answer = replace(answer, words_only=True, words_only_reason=why)
     if sentence_encoder_id:  # recorded, so a replay uses the same encoder
         answer = replace(
             answer, stats={**answer.stats, "sentence_encoder": sentence_encoder_id}

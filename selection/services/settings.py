@@ -11,15 +11,17 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import Http404
 
-from audit.changes import field_changes, settings_in_full
+from audit.actors import Actor, actor_name, stored_user
+from audit.changes import field_changes
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Actor, access_for, actor_name, stored_user
 from catalog.models import Catalog, Tool
+from identity.access import access_for
 from selection.answers import SelectionAnswer
 from selection.engine.settings import EngineSettings, SettingsError
 from selection.engine.types import SelectionRequest
 from selection.models import SelectionSettings, SelectionSettingsChange
+from selection.registry import check_settings_change
 from selection.services.select import select_tools
 
 REASON_MAX = 500
@@ -76,18 +78,19 @@ def update_selection_settings(
 
     ``reason``: the curator's note, kept with the version and in the audit row;
     ``restored_from``: the version a restore brings back (recorded the same way).
-    A catalog with labels passes learning.gate first (a drop of its labelled
-    NDCG@10 is refused unless ``accept_regression`` gives a reason); the gate's
-    report and ``note`` (e.g. the learnt model applied) go into the audit event.
+    A catalog with labels passes the regression gate first (learning's, through
+    selection.registry: a drop of its labelled NDCG@10 is refused unless
+    ``accept_regression`` gives a reason); the gate's report and ``note`` (e.g.
+    the learnt model applied) go into the audit event.
     """
     engine_settings = checked_settings(data)
     if len(reason) > REASON_MAX:
         raise ValidationError(
             {"reason": [f"reason: must be at most {REASON_MAX} characters"]}
         )
-    from learning.gate import check_change
-
-    gate = check_change(catalog, data, accept_regression_reason=accept_regression)
+    gate = check_settings_change(
+        catalog, data, accept_regression_reason=accept_regression
+    )
     with transaction.atomic():
         row, _ = SelectionSettings.objects.select_for_update().get_or_create(
             catalog=catalog, defaults={"version": 0}
@@ -159,6 +162,17 @@ def restore_selection_settings(
         restored_from=version,
         accept_regression=accept_regression,
     )
+
+
+def settings_in_full(data: Any) -> Any:
+    """Stored settings hold only what differs from the defaults: fill them in, so
+    a field going back to its default shows its value (raw if it cannot load)."""
+    if not isinstance(data, dict):
+        return data
+    try:
+        return EngineSettings.from_dict(data).to_dict()
+    except (SettingsError, TypeError, ValueError):
+        return data
 
 
 def version_changes(change: SelectionSettingsChange) -> list[dict[str, Any]]:

@@ -22,11 +22,10 @@ Flags (a fixed set, README "Tool calls"); the first four make a call invalid:
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
 from django.http import Http404
 from jsonschema.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
@@ -34,8 +33,8 @@ from referencing.exceptions import Unresolvable
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
-from catalog.access import Access
 from catalog.models import Catalog, Tool, ToolChange
+from catalog.names import ambiguous, called_tools
 from catalog.querysets import tool_visible
 from catalog.schema_policy import (
     SchemaPolicyError,
@@ -44,6 +43,8 @@ from catalog.schema_policy import (
     validate_arguments,
 )
 from catalog.services.tools import tool_to_spec
+from catalog.versions import sight_of, visible_version
+from identity.access import Access
 from selection.adapters.snapshots import get_snapshot
 from selection.engine.policy import kept_policy_codes, policy_codes
 from selection.engine.types import HIDDEN, POLICY_REASONS, SelectionRequest
@@ -96,6 +97,8 @@ class _Context:
     selection: LinkedSelection | None
     tools: dict[str, Tool]
     not_allowed: dict[str, str]
+    # Called names several tools held before the one-name rule (catalog.names).
+    ambiguous: set[str] = field(default_factory=set)
 
 
 def get_selection_for_caller(
@@ -166,12 +169,15 @@ def validate_tool_calls(
     names = sorted({call.name for call in parsed.calls})
     tools = _lookup(catalog, access, names)
     denied = _not_allowed(catalog, access, selection, tools)
-    context = _Context(catalog, selection, tools, denied)
+    unknown = [name for name in names if name not in tools]
+    context = _Context(
+        catalog, selection, tools, denied, ambiguous(catalog, unknown, access)
+    )
     results = [_decide(call, context) for call in parsed.calls]
     answer = {
         "selection_id": selection.selection_id if selection else None,
         "catalog": catalog.slug,
-        "catalog_version": catalog.version,
+        "catalog_version": visible_version(catalog, sight_of(access)),
         "format": parsed.format,
         "valid": all(result["valid"] for result in results),
         "calls": results,
@@ -192,27 +198,10 @@ def validate_tool_calls(
 def _lookup(
     catalog: Catalog, access: Access, names: list[str], related: tuple[str, ...] = ()
 ) -> dict[str, Tool]:
-    """Called name -> tool the caller may see, by canonical name first, then by
-    the provider-safe name the model was shown (seed 003); ``related``: relations
-    to fetch in the same query."""
-    if not names:
-        return {}
-    rows = list(
-        Tool.objects.visible_to(access)
-        .filter(catalog=catalog)
-        .filter(Q(name__in=names) | Q(provider_name__in=names))
-        .select_related(*related)
-    )
-    return _by_called_name(rows, names)
-
-
-def _by_called_name(rows: list[Tool], names: list[str]) -> dict[str, Tool]:
-    """Called name -> the visible tool it names: its canonical name first, then
-    a provider-safe name."""
-    by_name = {tool.name: tool for tool in rows}
-    by_provider = {tool.provider_name: tool for tool in rows}
-    found = {name: by_name.get(name) or by_provider.get(name) for name in names}
-    return {name: tool for name, tool in found.items() if tool is not None}
+    """Called name -> the one tool the caller may see that it calls, by its
+    name or the provider-safe name the model was shown (seed 003; one name is
+    one tool: ``catalog.names``); ``related``: relations to fetch with it."""
+    return called_tools(catalog, names, access, related)
 
 
 def _widest_request(access: Access) -> SelectionRequest:
@@ -270,7 +259,7 @@ def _decide(call: ToolCall, context: _Context) -> dict[str, Any]:
     tool = context.tools.get(call.name)
     reason = context.not_allowed.get(tool.name, "") if tool is not None else ""
     if tool is None or reason == HIDDEN:
-        return _unknown(call)
+        return _unknown(call, call.name in context.ambiguous)
     flags = _tool_flags(call, tool, context, reason)
     spec = tool_to_spec(tool)
     key = f"{tool.pk}:{tool.content_hash}"
@@ -359,12 +348,20 @@ def _error_order(error: ValidationError) -> tuple[str, str]:
     return join_pointer("", error.absolute_path), str(error.validator)
 
 
-def _unknown(call: ToolCall) -> dict[str, Any]:
-    """A tool that does not exist for this caller: the name as called, no more."""
+def _unknown(call: ToolCall, several: bool = False) -> dict[str, Any]:
+    """A tool that does not exist for this caller: the name as called, no more;
+    or a name several tools held before the one-name rule (``several``, said
+    only to a caller who sees a tool of that exact name)."""
     flags = ["unknown_tool"]
     if call.arguments is None:
         flags.insert(0, "parse_error")
     hint = f"there is no tool `{call.name}`; call only the tools you were offered"
+    if several:
+        hint = (
+            f"`{call.name}` names more than one tool of this catalog (names stored "
+            "before the one-name rule); it cannot be called until a curator "
+            "renames all but one"
+        )
     return {
         "tool": call.name,
         "call_id": call.call_id,
@@ -445,7 +442,7 @@ def decide_call(
         tools = _lookup(catalog, access, [name])
     else:
         visible = [tool for tool in read if tool_visible(access, tool)]
-        tools = _by_called_name(visible, [name])
+        tools = {name: visible[0]} if visible else {}
     denied = _not_allowed(catalog, access, selection, tools, stored)
     context = _Context(catalog, selection, tools, denied)
     result = _decide(call, context)

@@ -10,19 +10,21 @@ from django.http import Http404
 
 from audit.choices import EventType
 from audit.services import record_event
-from catalog.access import Access, access_for
 from catalog.models import Catalog, Tool
+from catalog.names import called_tool
 from catalog.schema_policy import validate_arguments
 from catalog.services.tools import tool_to_spec
+from identity.access import Access, access_for
 from selection.engine.types import HIDDEN
 from selection.services.tool_calls import FLAGS, not_allowed_reason, why_not_allowed
 
 
 def find_tool(catalog: Catalog, name: str, access: Access) -> Tool | None:
-    """A tool the caller may see, by its name or the provider-safe name the model
-    saw; a tool the caller could never be offered is not found (no hint)."""
-    tools = Tool.objects.visible_to(access).filter(catalog=catalog)
-    return tools.filter(name=name).first() or tools.filter(provider_name=name).first()
+    """The one tool the caller may see that ``name`` calls (its name or the
+    provider-safe name the model saw; ``catalog.names``); a tool the caller could
+    never be offered is not found (no hint). ``catalog.names.Ambiguous`` (a 409)
+    for a name several tools held before the one-name rule."""
+    return called_tool(catalog, name, access)
 
 
 def validate_tool_call(

@@ -17,12 +17,11 @@ from typing import Any
 import numpy as np
 
 from audit.models import AuditEvent
-from catalog.embeddings.backends import local_static_encoder
-from catalog.embeddings.text import embedding_text, text_hash
+from catalog.embedding_text import embedding_text, text_hash
 from catalog.formats import estimate_prompt_tokens
 from catalog.models import Catalog, ToolChange, ToolEmbedding
 from catalog.spec import SpecError, spec_from_dict
-from learning.signal import signal_for
+from embeddings.backends import local_static_encoder
 from selection.adapters.pgvector import backend_for, embed_query, sentence_vectors
 from selection.engine.engine import select
 from selection.engine.normalize import normalize
@@ -33,6 +32,7 @@ from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import POLICY_REASONS, SelectionRequest
 from selection.models import SelectionSettingsChange
+from selection.registry import learnt_signal
 
 
 @dataclass
@@ -141,7 +141,7 @@ def _replay(event: AuditEvent, tool: str, specs: dict[str, Any]) -> WhyNot:
         version="replay",
         tools=records,
         settings=settings,
-        learnt=signal_for(catalog, settings.learnt_model),
+        learnt=learnt_signal(catalog, settings.learnt_model),
     ).warm()
     request = _request_of(event)
     encoder = event.output.get("stats", {}).get("sentence_encoder")

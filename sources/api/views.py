@@ -16,9 +16,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalog.api.serializers import JobSerializer
-from catalog.services import jobs
 from config.http import request_id
 from config.ratelimit import WriteRateThrottle
+from jobs import services as jobs
 from sources import services
 from sources.api.serializers import (
     SourceAddedSerializer,

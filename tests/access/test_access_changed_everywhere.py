@@ -16,8 +16,8 @@ from django.core.management import call_command
 from django.db import transaction
 
 from audit.models import AuditEvent
-from catalog.models import UserCatalogAccess
-from catalog.services.people import create_person, set_person_active, update_person
+from identity.models import UserCatalogAccess
+from identity.services.people import create_person, set_person_active, update_person
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -99,15 +99,15 @@ ADMIN_PATHS: dict[str, Callable[[World], object]] = {
     "admin makes a person staff": admin_user_change(is_staff="on"),
     "admin deactivates a person": admin_user_change(is_active=None),
     "admin changes a catalog limit": lambda w: w.post(
-        f"/admin/catalog/usercatalogaccess/{w.pat.catalog_access.pk}/change/",
+        f"/admin/identity/usercatalogaccess/{w.pat.catalog_access.pk}/change/",
         {"user": w.pat.pk, "catalogs": '["default", "other"]'},
     ),
     "admin empties a catalog limit": lambda w: w.post(
-        f"/admin/catalog/usercatalogaccess/{w.pat.catalog_access.pk}/change/",
+        f"/admin/identity/usercatalogaccess/{w.pat.catalog_access.pk}/change/",
         {"user": w.pat.pk, "catalogs": "[]"},
     ),
     "admin removes a catalog limit": lambda w: w.post(
-        f"/admin/catalog/usercatalogaccess/{w.pat.catalog_access.pk}/delete/",
+        f"/admin/identity/usercatalogaccess/{w.pat.catalog_access.pk}/delete/",
         {"post": "yes"},
     ),
     "admin adds a person": lambda w: w.post(
@@ -298,7 +298,7 @@ def test_signing_in_is_not_an_access_change(client):
 
 
 def test_an_api_keys_service_user_is_not_a_person(client):
-    from catalog.services.clients import create_api_client
+    from identity.services.clients import create_api_client
 
     world = World(client)
     create_api_client("bot", "agent", catalogs="*", actor=None)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from catalog.choices import JobKind, JobState
-from catalog.models import Job
 from catalog.services.catalogs import ensure_default_catalog
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 from tests.factories import make_client_key, make_tool, make_user
 
 pytestmark = pytest.mark.django_db

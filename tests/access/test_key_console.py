@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient
-from catalog.services.clients import hash_key
+from identity.models import ApiClient
+from identity.services.clients import hash_key
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db

@@ -12,10 +12,10 @@ import pytest
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient, UserCatalogAccess
 from catalog.services import create_catalog
-from catalog.services.clients import rotate_api_client
 from config.pages import PAGE_SIZE
+from identity.models import ApiClient, UserCatalogAccess
+from identity.services.clients import rotate_api_client
 from tests.factories import make_client_key, make_user
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
 """A key never makes or manages a bigger key: whoever creates, lists, edits, rotates
-or revokes a key holds everything it holds (catalog.access.key_within)."""
+or revokes a key holds everything it holds (identity.access.key_within)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,18 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.apps import apps
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
-from catalog.access import KeyGrant, access_for, key_within
-from catalog.models import ApiClient, UserCatalogAccess
 from catalog.services import create_catalog
-from catalog.services.clients import change_api_client, create_api_client
+from identity.access import KeyGrant, access_for, key_within
+from identity.models import ApiClient, UserCatalogAccess
+from identity.services.clients import change_api_client, create_api_client
 from tests.factories import make_client_key, make_user
 
 pytestmark = pytest.mark.django_db
@@ -257,7 +258,11 @@ def test_the_migration_turns_empty_catalogs_into_every_catalog(root):
     migration = importlib.import_module(
         "catalog.migrations.0051_apiclient_parent_and_all_catalogs"
     )
-    migration.make_unlimited_explicit(apps, None)
+    # The models as that migration knew them (the keys were the catalog app's then).
+    at = MigrationLoader(connection).project_state(
+        ("catalog", "0051_apiclient_parent_and_all_catalogs")
+    )
+    migration.make_unlimited_explicit(at.apps, None)
     assert ApiClient.objects.get(name="root").all_catalogs is True
 
 

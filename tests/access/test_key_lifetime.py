@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from catalog.models import ApiClient
-from catalog.services.clients import create_api_client, revoke_api_client
+from identity.models import ApiClient
+from identity.services.clients import create_api_client, revoke_api_client
 from tests.factories import make_client_key, make_user
 
 pytestmark = pytest.mark.django_db

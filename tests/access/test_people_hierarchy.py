@@ -1,4 +1,4 @@
-"""Nobody manages a person with more than they have (catalog.access_people): an
+"""Nobody manages a person with more than they have (identity.access_people): an
 admin who is not a superuser never deactivates, edits or reactivates a superuser,
 nor anyone holding a permission, staff flag or catalogs they lack, and never
 gives more than they hold; on the People page (403 naming the rule, no buttons),
@@ -15,11 +15,12 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
-from catalog.access_changes import access_changes
-from catalog.access_people import Refused
-from catalog.models import UserCatalogAccess
-from catalog.services import create_api_client, create_catalog
-from catalog.services.people import create_person, set_person_active, update_person
+from catalog.services import create_catalog
+from identity.access_changes import access_changes
+from identity.access_people import Refused
+from identity.models import UserCatalogAccess
+from identity.services import create_api_client
+from identity.services.people import create_person, set_person_active, update_person
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db

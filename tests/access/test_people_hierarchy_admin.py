@@ -1,4 +1,4 @@
-"""The Django admin keeps the people's hierarchy too (catalog.access_people): a
+"""The Django admin keeps the people's hierarchy too (identity.access_people): a
 staff member who is not a superuser, even with Django's user and group
 permissions, never changes, deletes or sets the password of a bigger person,
 never makes anyone (themselves included) bigger than they are, and never edits a
@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group, Permission
 from django.test import Client
 
 from audit.models import AuditEvent
-from catalog.models import UserCatalogAccess
+from identity.models import UserCatalogAccess
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +25,7 @@ ADMIN_PERMS = [
     for verb in ("add", "change", "delete", "view")
     for model in ("user", "group")
 ] + [
-    ("catalog", f"{verb}_usercatalogaccess")
+    ("identity", f"{verb}_usercatalogaccess")
     for verb in ("add", "change", "delete", "view")
 ]
 
@@ -227,7 +227,7 @@ def test_nor_deletes_a_group_carrying_more(as_clerk, vault):
 
 def test_a_clerk_never_limits_a_superuser(as_clerk, root):
     answer = as_clerk.post(
-        "/admin/catalog/usercatalogaccess/add/",
+        "/admin/identity/usercatalogaccess/add/",
         {"user": root.pk, "catalogs": '["default"]'},
     )
 
@@ -242,7 +242,7 @@ def test_a_limited_clerk_never_lifts_a_limit_nor_adds_a_person_with_every_catalo
     limit = UserCatalogAccess.objects.create(user=pat, catalogs=["default"])
 
     lifted = as_clerk.post(
-        f"/admin/catalog/usercatalogaccess/{limit.pk}/delete/", {"post": "yes"}
+        f"/admin/identity/usercatalogaccess/{limit.pk}/delete/", {"post": "yes"}
     )
     added = as_clerk.post(
         "/admin/auth/user/add/",

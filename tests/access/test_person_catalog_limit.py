@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.access import access_for
-from catalog.models import UserCatalogAccess
+from identity.access import access_for
+from identity.models import UserCatalogAccess
 from tests.factories import make_tool, make_user
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient
 from catalog.services import create_catalog
+from identity.models import ApiClient
 from tests.factories import make_sample_catalog, make_tool, make_user
 
 pytestmark = pytest.mark.django_db
@@ -156,7 +156,7 @@ def test_a_compliance_key_limited_to_a_catalog_reads_only_its_audit_rows(
 
 
 def test_a_person_limited_to_a_catalog_sees_only_it_in_the_console(client, catalog):
-    from catalog.models import UserCatalogAccess
+    from identity.models import UserCatalogAccess
 
     create_catalog("alpha", "Alpha")
     person = make_user("pat", groups=("curator",))
@@ -171,7 +171,7 @@ def test_a_person_limited_to_a_catalog_sees_only_it_in_the_console(client, catal
 
 
 def test_a_deactivated_owners_key_stops_working(with_key, api, catalog):
-    from catalog.services.clients import create_api_client
+    from identity.services.clients import create_api_client
 
     owner = make_user("olga", groups=("admin",))
     _client, key = create_api_client("olga-bot", "agent", catalogs="*", actor=owner)
@@ -189,7 +189,7 @@ def test_an_expired_key_stops_working(api, catalog):
 
     from django.utils import timezone
 
-    from catalog.services.clients import create_api_client
+    from identity.services.clients import create_api_client
 
     past = timezone.now() - timedelta(minutes=1)
     _client, key = create_api_client("old-bot", "agent", catalogs="*", expires=past)

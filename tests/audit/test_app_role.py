@@ -93,3 +93,31 @@ def test_the_app_role_can_seal_and_nothing_more(as_app, settings):
 def test_the_app_role_uses_the_other_tables_as_before(as_app):
     count = as_app.execute("SELECT count(*) FROM catalog_catalog").fetchone()[0]
     assert count >= 1
+
+
+LINE = """
+INSERT INTO audit_checkpoint_line (line, sig, prev_sig, created)
+VALUES ('{}', %s, %s, now())
+"""
+
+
+def test_the_app_role_appends_and_reads_checkpoint_lines(as_app):
+    as_app.execute(LINE, ["s1", ""])
+    assert as_app.execute("SELECT sig FROM audit_checkpoint_line").fetchall() == [
+        ("s1",)
+    ]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE audit_checkpoint_line SET line = 'forged'",
+        "DELETE FROM audit_checkpoint_line",
+        "TRUNCATE audit_checkpoint_line",
+        "ALTER TABLE audit_checkpoint_line DISABLE TRIGGER USER",
+    ],
+)
+def test_the_app_role_cannot_change_or_remove_checkpoint_lines(as_app, statement):
+    as_app.execute(LINE, ["s1", ""])
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        as_app.execute(statement)

@@ -49,8 +49,8 @@ def test_paging_still_works_and_the_old_filters_still_apply(with_key, trail):
 def test_the_list_counts_up_to_the_cap_and_says_when_there_are_more(
     with_key, trail, monkeypatch
 ):
-    from audit import paging
     from audit.models import AuditEvent
+    from compliance import paging
 
     api = with_key("compliance")
     exact = api.get("/api/v1/audit/").json()
@@ -72,12 +72,13 @@ def test_a_list_past_its_time_limit_is_a_503_saying_to_narrow_the_filters(
     body = response.json()
     assert body["error"] == "too_slow"
     assert "narrow them" in body["detail"]
+    assert body["retryable"] is False and "Retry-After" not in response
 
 
 def test_a_page_past_the_count_cap_is_served_and_counted_up_to_its_end(
     with_key, trail, monkeypatch
 ):
-    from audit import paging
+    from compliance import paging
 
     monkeypatch.setattr(paging.CappedPagination, "page_size", 1)
     monkeypatch.setattr(paging, "COUNT_CAP", 1)

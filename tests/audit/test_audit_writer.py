@@ -104,6 +104,7 @@ def test_a_row_the_database_refuses_withholds_the_answer_with_a_503_naming_audit
         body = response.json()
         assert body["service"] == "audit"
         assert "not given" in body["detail"]
+        assert body["retryable"] is False
         assert "tools" not in body
         assert AuditEvent.objects.count() == before
         # The audit connection is fine afterwards: the next answer is recorded.

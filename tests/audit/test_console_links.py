@@ -11,9 +11,10 @@ import pytest
 from django.urls import reverse
 
 from audit.models import AuditEvent
-from catalog.models import Tool, UserCatalogAccess
+from catalog.models import Tool
 from catalog.services import create_catalog, delete_tool, update_tool
 from catalog.services.tools import tool_to_spec
+from identity.models import UserCatalogAccess
 from selection.services.settings import update_selection_settings
 from tests.factories import ensure_default_catalog, make_tool, make_user
 

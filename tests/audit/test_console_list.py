@@ -130,8 +130,8 @@ def test_a_bad_date_is_named_and_not_applied(as_compliance, trail):
 
 
 def test_a_reader_limited_to_one_catalog_sees_only_its_events(client, trail):
-    from catalog.models import UserCatalogAccess
     from catalog.services import create_catalog
+    from identity.models import UserCatalogAccess
 
     create_catalog("other", "Other", actor=None)
     reader = make_user("rita", groups=("compliance",))
@@ -142,7 +142,7 @@ def test_a_reader_limited_to_one_catalog_sees_only_its_events(client, trail):
 
 
 def test_the_empty_state_says_nothing_is_recorded_yet(as_compliance, compliance):
-    from catalog.models import UserCatalogAccess
+    from identity.models import UserCatalogAccess
 
     # Making the reader is itself an event (access_changed, of no catalog); one
     # limited to a catalog where nothing happened yet sees the empty state.
@@ -154,7 +154,7 @@ def test_the_empty_state_says_nothing_is_recorded_yet(as_compliance, compliance)
 
 
 def test_past_the_count_cap_the_list_says_more_than(as_compliance, trail, monkeypatch):
-    from audit import paging, views
+    from compliance import paging, views
 
     monkeypatch.setattr(paging, "COUNT_CAP", 2)
     monkeypatch.setattr(views, "PAGE_SIZE", 1)
@@ -207,7 +207,7 @@ def _count_queries(client, url: str) -> list[str]:
 
 
 def test_the_capped_count_does_not_sort_the_matches(as_compliance, trail, monkeypatch):
-    from audit import views
+    from compliance import views
 
     monkeypatch.setattr(views, "PAGE_SIZE", 1)
     counts = _count_queries(as_compliance, "/audit/")
@@ -229,7 +229,7 @@ def test_a_list_that_fits_on_its_first_page_is_counted_without_a_count_query(
 def test_past_the_count_cap_each_next_page_still_leads_to_every_event(
     as_compliance, trail, monkeypatch
 ):
-    from audit import paging, views
+    from compliance import paging, views
 
     monkeypatch.setattr(paging, "COUNT_CAP", 1)
     monkeypatch.setattr(views, "PAGE_SIZE", 1)

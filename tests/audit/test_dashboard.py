@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from audit.charts import column_chart, nice_ceiling
-from audit.dashboard import Window, build_dashboard, preset_window
 from audit.models import AuditEvent
+from compliance.charts import column_chart, nice_ceiling
+from compliance.dashboard import Window, build_dashboard, preset_window
 from config.params import DAY_RULE
 from tests.factories import make_client_key, make_user
 
@@ -268,8 +268,8 @@ def test_a_compliance_person_finds_the_dashboard_in_the_navigation(as_compliance
 
 
 def test_a_reader_limited_to_one_catalog_counts_only_its_events(client):
-    from catalog.models import UserCatalogAccess
     from catalog.services import create_catalog
+    from identity.models import UserCatalogAccess
 
     create_catalog("other", "Other", actor=None)
     now = timezone.now()

@@ -1,4 +1,4 @@
-"""The dashboard's hourly summary (audit.rollup, audit.dashboard_rollup): filled by
+"""The dashboard's hourly summary (audit.rollup, compliance.dashboard_rollup): filled by
 the sealer in the seal's transaction, it gives the same numbers as aggregating the
 raw events, never counts an event twice, rebuilds to the same rows, and estimates
 p50/p95 within one histogram bucket."""
@@ -16,11 +16,11 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from audit.dashboard import Dashboard, Window, build_dashboard, preset_window
-from audit.dashboard_rollup import bucket_of, summary_dashboard
 from audit.models import AuditEvent, AuditRollupHour, AuditRollupMark
 from audit.rollup import catch_up, roll_up
 from audit.sealing import seal_pending
+from compliance.dashboard import Dashboard, Window, build_dashboard, preset_window
+from compliance.dashboard_rollup import bucket_of, summary_dashboard
 from tests.audit.test_dashboard import selection
 
 pytestmark = pytest.mark.django_db

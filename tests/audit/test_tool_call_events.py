@@ -10,12 +10,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from audit import display
 from audit.choices import EventType
-from audit.dashboard import build_dashboard, preset_window
-from audit.dashboard_rollup import summary_dashboard
 from audit.models import AuditEvent
 from audit.services import record_event
+from compliance import display
+from compliance.dashboard import build_dashboard, preset_window
+from compliance.dashboard_rollup import summary_dashboard
 from tests.calls.approval_rows import record_call
 from tests.factories import make_user
 
@@ -236,7 +236,8 @@ def test_a_selection_without_calls_says_so(as_compliance, bot):
 
 
 def test_a_reader_limited_to_one_catalog_sees_only_its_calls(client, bot):
-    from catalog.models import Catalog, UserCatalogAccess
+    from catalog.models import Catalog
+    from identity.models import UserCatalogAccess
 
     Catalog.objects.create(slug="billing", name="Billing")
     reader = make_user("cleo", groups=("compliance",))

@@ -10,9 +10,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from audit.api.views import SINCE_RULE
 from audit.models import AuditEvent
 from audit.services import Damage, record_event, seal_pending, verify_chain
+from compliance.api.views import SINCE_RULE
 
 pytestmark = pytest.mark.django_db
 
@@ -80,7 +80,9 @@ def test_an_unknown_checkpoint_source_is_a_400_naming_the_field(with_key):
     api = with_key("compliance")
     response = api.get("/api/v1/audit/verify?checkpoints=tape")
     assert response.status_code == 400
-    assert response.json()["fields"] == {"checkpoints": ["must be one of file, s3"]}
+    assert response.json()["fields"] == {
+        "checkpoints": ["must be one of file, postgres, s3"]
+    }
     response = api.get("/api/v1/audit/verify?checkpoints=s3")
     assert response.json()["fields"] == {
         "checkpoints": ["s3 needs QUIVER_AUDIT_CHECKPOINT_S3 to be set"]

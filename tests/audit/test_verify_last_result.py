@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from audit import last_verify
+from audit.checkpoint_store import FileStore
 from audit.verify import ChainCheck
+from compliance import last_verify
 
 pytestmark = pytest.mark.django_db
 
@@ -41,6 +42,8 @@ def test_a_stopped_check_is_remembered_as_stopped(as_compliance):
 
 
 def test_an_unreadable_last_result_is_ignored(as_compliance, settings):
-    last_verify._path().write_text("{not json")
+    FileStore(settings.QUIVER_AUDIT_CHECKPOINT_FILE).note_path(
+        last_verify.NOTE
+    ).write_text("{not json")
     assert last_verify.last_check() is None
     assert as_compliance.get("/audit/verify/").status_code == 200

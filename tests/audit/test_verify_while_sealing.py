@@ -100,11 +100,11 @@ def test_the_audit_list_answers_while_a_sealer_holds_the_lock(
 
 @pytest.fixture
 def no_time_to_verify(monkeypatch):
-    import audit.api.views
-    import audit.views
+    import compliance.api.views
+    import compliance.views
 
-    monkeypatch.setattr(audit.api.views, "WEB_DEADLINE_S", 0.0)
-    monkeypatch.setattr(audit.views, "WEB_DEADLINE_S", 0.0)
+    monkeypatch.setattr(compliance.api.views, "WEB_DEADLINE_S", 0.0)
+    monkeypatch.setattr(compliance.views, "WEB_DEADLINE_S", 0.0)
 
 
 def test_a_verify_past_its_deadline_is_a_json_503_naming_verify(
@@ -116,6 +116,7 @@ def test_a_verify_past_its_deadline_is_a_json_503_naming_verify(
     body = response.json()
     assert body["error"] == "too_slow"
     assert body["detail"].startswith("verify:")
+    assert body["retryable"] is False
 
 
 def test_the_console_says_the_check_was_stopped(db, as_compliance, no_time_to_verify):

@@ -36,7 +36,7 @@ def heard() -> Iterator[list[lifecycle.ApprovalEvent]]:
 
 @pytest.fixture
 def agent(db):
-    from catalog.services import create_api_client
+    from identity.services import create_api_client
 
     return create_api_client("lifecycle-bot", "agent", catalogs="*")[0].user
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from calls.models import Approval
 from calls.services import execute_call
-from catalog.models import ApiClient
+from identity.models import ApiClient
 from tests.calls.conftest import link_source
 from tests.factories import make_client_key
 

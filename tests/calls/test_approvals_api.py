@@ -11,8 +11,9 @@ import pytest
 from audit.choices import EventType
 from audit.models import AuditEvent
 from calls.models import Approval, ApprovalStatus
-from catalog.models import Catalog, UserCatalogAccess
-from catalog.services import create_api_client
+from catalog.models import Catalog
+from identity.models import UserCatalogAccess
+from identity.services import create_api_client
 from tests.calls.approval_rows import make_approval
 from tests.factories import make_user
 

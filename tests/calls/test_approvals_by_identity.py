@@ -1,7 +1,7 @@
 """Whose request an approval is, by identity (ids), never by name: a person renamed
 by a superuser still never decides a request of their own or of a key they made;
 a new person given an old name is not treated as the one who had it; a request
-whose requester is gone is nobody's to decide (catalog.access.is_own_request)."""
+whose requester is gone is nobody's to decide (identity.access.is_own_request)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from django.utils import timezone
 from calls.approvals import ApprovalRefused, use_approval
 from calls.decisions import DecisionRefused, approve, deny
 from calls.models import Approval, ApprovalStatus
-from catalog.access import own_requesters
-from catalog.services import create_api_client
+from identity.access import own_requesters
+from identity.services import create_api_client
 from tests.calls.approval_rows import make_approval
 from tests.factories import make_user
 

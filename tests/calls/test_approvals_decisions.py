@@ -13,8 +13,8 @@ from audit.choices import EventType
 from audit.models import AuditEvent
 from calls.decisions import DecisionRefused, approve, deny
 from calls.models import Approval, ApprovalStatus
-from catalog.services import create_api_client
 from config.exceptions import Conflict
+from identity.services import create_api_client
 from tests.calls.approval_rows import make_approval
 from tests.factories import make_user
 
@@ -208,7 +208,8 @@ def test_an_api_key_never_decides_even_an_admin_key(agent):
 
 
 def test_an_approver_of_another_catalog_never_decides(agent):
-    from catalog.models import Catalog, UserCatalogAccess
+    from catalog.models import Catalog
+    from identity.models import UserCatalogAccess
 
     Catalog.objects.create(slug="billing", name="Billing")
     person = make_user("bea", groups=("approver",))
@@ -242,7 +243,7 @@ def test_the_event_rolls_back_with_the_decision(agent, approver):
 
 
 def test_an_approver_limited_to_no_catalog_decides_nothing(agent):
-    from catalog.models import UserCatalogAccess
+    from identity.models import UserCatalogAccess
 
     person = make_user("nia", groups=("approver",))
     UserCatalogAccess.objects.create(user=person, catalogs=[])

@@ -11,7 +11,7 @@ from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
 from calls.models import Approval, ApprovalStatus
-from catalog.services import create_api_client
+from identity.services import create_api_client
 from tests.calls.approval_rows import make_approval
 from tests.factories import make_user
 
@@ -171,7 +171,8 @@ def test_ones_own_request_has_no_buttons_and_a_post_is_refused(client, approver)
 
 
 def test_an_approval_of_another_catalog_is_a_404(client, agent):
-    from catalog.models import Catalog, UserCatalogAccess
+    from catalog.models import Catalog
+    from identity.models import UserCatalogAccess
 
     Catalog.objects.create(slug="billing", name="Billing")
     person = make_user("bea", groups=("approver",))

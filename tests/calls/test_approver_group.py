@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 
-from catalog.access import access_for
-from catalog.services.people import group_choices
+from identity.access import access_for
+from identity.services.people import group_choices
 
 pytestmark = pytest.mark.django_db
 

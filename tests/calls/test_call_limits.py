@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from audit.models import AuditEvent
 from calls import limits
 from calls.models import Approval
-from catalog.models import ApiClient
+from identity.models import ApiClient
 from sources.models import Source
 from tests.calls.conftest import link_source
 from tests.conftest import wait_until
@@ -72,7 +72,8 @@ def test_a_key_over_its_calls_in_flight_gets_a_429_while_its_slow_call_runs(
     body = refused.json()
     assert body["error"] == "throttled" and body["limit"] == "calls_per_key"
     assert body["detail"].startswith("calls_per_key: 1 upstream calls of this key")
-    assert refused["Retry-After"]
+    assert body["retryable"] is True  # nothing ran: send it again after the wait
+    assert refused["Retry-After"] == "5"
     assert upstream.calls_to("get_forecast") == []
     assert answers[0].json()["outcome"] == "ran"
     # The slot came back with the slow call's end.
@@ -88,6 +89,7 @@ def test_a_source_full_of_calls_is_a_503_naming_the_limit(agent, upstream, setti
     body = response.json()
     assert (body["error"], body["service"]) == ("unavailable", "calls_per_source")
     assert "QUIVER_CALLS_PER_SOURCE" in body["detail"]
+    assert body["retryable"] is True and response["Retry-After"] == "5"
     assert upstream.calls == []
     row = last_row()
     assert (row.output["outcome"], row.output["reason"]) == ("refused", body["detail"])
@@ -100,6 +102,7 @@ def test_a_web_process_keeps_threads_for_other_work(agent, upstream, settings):
         response = agent.post(URL, FORECAST, format="json")
     assert response.status_code == 503
     assert response.json()["service"] == "calls_per_process"
+    assert response.json()["retryable"] is True and response["Retry-After"] == "5"
     assert upstream.calls == []
 
 
@@ -128,6 +131,7 @@ def test_redis_down_is_a_503_naming_redis_and_nothing_is_called(
     body = response.json()
     assert body["service"] == "redis"
     assert body["detail"].startswith("redis: unavailable")
+    assert body["retryable"] is True and response["Retry-After"] == "5"
     assert upstream.calls == []
     assert last_row().output["outcome"] == "refused"
     assert limits._gate.in_flight == 0  # the process's slot was given back

@@ -12,10 +12,10 @@ from django.forms.models import model_to_dict
 from django.http import Http404
 
 from calls.reads import read_call
-from catalog.access import Access
 from catalog.models import Tool
 from catalog.services import ensure_default_catalog
 from catalog.services.tools import set_tool_status
+from identity.access import Access
 from selection.models import SelectionSettings
 from selection.querysets import StoredSettings
 from selection.services.settings import update_selection_settings
@@ -24,7 +24,7 @@ from sources.models import Source, SourceTool
 from sources.services import update_source
 from tests.calls.conftest import link_source
 from tests.calls.test_execute_api import FORECAST, calls_recorded, execute
-from tests.factories import make_tool
+from tests.factories import make_tool, stored_past_the_rules
 from tests.upstream import running_upstream
 
 EVERYONE = Access(scope="admin", catalogs=None, roles=None, allow_unsafe=True)
@@ -100,15 +100,31 @@ def test_a_settings_change_after_a_call_decides_the_very_next_one(db, admin_user
     assert "not_allowed" in decided()["flags"]
 
 
-def test_it_finds_tools_by_name_and_by_provider_name_and_those_without_source(db):
+def test_it_finds_the_one_tool_a_name_calls_by_name_or_provider_name(db):
     catalog = ensure_default_catalog()
     plain = make_tool(catalog, "plain.tool")
-    other = make_tool(catalog, "other_tool")
-    Tool.objects.filter(pk=other.pk).update(provider_name=plain.name)
-    rows = read_call(EVERYONE, "default", plain.name)
-    assert sorted(tool.pk for tool in rows.tools) == sorted([plain.pk, other.pk])
-    assert all(getattr(tool, "source_link", None) is None for tool in rows.tools)
+    make_tool(catalog, "other_tool")
+    for called in ("plain.tool", "plain_tool"):
+        rows = read_call(EVERYONE, "default", called)
+        assert [tool.pk for tool in rows.tools] == [plain.pk]
+        assert getattr(rows.tools[0], "source_link", None) is None
+        assert rows.ambiguous is False
     assert read_call(EVERYONE, "default", "no_such_tool").tools == []
+    assert read_call(EVERYONE, "default", "plain_too1").tools == []  # a look-alike
+
+
+def test_a_name_two_tools_held_before_the_rule_calls_neither(db):
+    catalog = ensure_default_catalog()
+    plain = make_tool(catalog, "plain.tool")  # called plain_tool by a model
+    other = stored_past_the_rules(make_tool(catalog, "other"), name="plain_tool")
+    rows = read_call(EVERYONE, "default", "plain_tool")
+    assert rows.tools == [] and rows.ambiguous is True
+    assert [tool.pk for tool in read_call(EVERYONE, "default", "plain.tool").tools] == [
+        plain.pk
+    ]
+    assert [tool.pk for tool in read_call(EVERYONE, "default", "other").tools] == [
+        other.pk
+    ]
 
 
 def test_a_catalog_the_caller_may_not_see_is_an_unknown_one_and_is_not_read(

@@ -90,6 +90,7 @@ def test_a_fault_inside_quiver_after_the_start_is_a_json_500_on_record(
     response = agent.post(EXECUTE, call, format="json")
     assert response.status_code == 500
     assert response.json()["error"] == "server_error"
+    assert response.json()["retryable"] is False  # the upstream may have run
     start, ended = AuditEvent.objects.filter(event_type="tool_call").order_by("pk")
     assert start.output["outcome"] == "started"
     assert ended.output["outcome"] == "failed"

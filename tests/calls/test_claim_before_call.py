@@ -21,8 +21,9 @@ from calls.attempts import sweep_interrupted
 from calls.models import Approval
 from calls.services import execute_call
 from calls.tasks import InterruptedCallTimer, sweep_interrupted_calls
-from catalog.models import ApiClient, Tool
+from catalog.models import Tool
 from config.celery import app
+from identity.models import ApiClient
 from tests.calls.conftest import link_source
 from tests.conftest import wait_until
 from tests.factories import make_client_key

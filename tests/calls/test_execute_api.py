@@ -17,8 +17,8 @@ from audit.models import AuditEvent
 from calls.hashing import arguments_hash
 from calls.models import Approval
 from calls.services import execute_call
-from catalog.models import ApiClient
 from catalog.services import ensure_default_catalog
+from identity.models import ApiClient
 from sources.models import Source, SourceTool
 from tests.calls.conftest import link_source
 from tests.factories import make_client_key, make_tool
@@ -483,5 +483,6 @@ def test_unreadable_source_headers_are_a_503_and_nothing_is_sent(
     body = response.json()
     assert body["service"] == "source_headers"
     assert body["detail"].startswith("source 'weather': headers: cannot be decrypted")
+    assert body["retryable"] is False and "Retry-After" not in response  # no help
     assert upstream.calls == []
     assert calls_recorded()[-1].output["outcome"] == "refused"

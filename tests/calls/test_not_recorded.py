@@ -61,6 +61,8 @@ def test_a_call_whose_outcome_cannot_be_written_is_a_503_and_logged(
     body = response.json()
     assert body["service"] == "audit"
     assert "ran upstream but its outcome could not be recorded" in body["detail"]
+    # It ran: the answer says never to send it again, and sets no wait.
+    assert body["retryable"] is False and "Retry-After" not in response
     assert "Secretville" not in response.content.decode()  # the result is withheld
     assert len(upstream.calls) == 1
     [line] = [
@@ -108,6 +110,7 @@ def test_a_database_lost_before_the_claim_calls_nothing_and_spends_nothing(
     response = agent.post(URL, {**DELETE, "approval_id": approval_id}, format="json")
     assert response.status_code == 503
     assert response.json()["service"] == "database"
+    assert response.json()["retryable"] is True  # nothing ran
     assert upstream.calls == []
     assert Approval.objects.get(pk=approval_id).status == "approved"
     assert not AuditEvent.objects.filter(output__outcome="started").exists()

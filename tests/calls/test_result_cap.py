@@ -18,7 +18,7 @@ import pytest
 
 from audit.models import AuditEvent
 from calls.services import execute_call
-from catalog.models import ApiClient
+from identity.models import ApiClient
 from sources.models import Source, SourceKind
 from tests.calls.conftest import link_source
 from tests.factories import make_client_key, make_tool

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from catalog.models import Job, Tool
+from catalog.models import Tool
 from catalog.services import ensure_default_catalog
-from catalog.services.jobs import DELAYED_WARNING
+from jobs.models import Job
+from jobs.services import DELAYED_WARNING
 from tests.catalog.test_import_page import preview
 from tests.conftest import start_worker, stop_worker, wait_until
 from tests.factories import weather_schema

@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
-from catalog.models import Catalog, Job, Tool, ToolChange
+from catalog.models import Catalog, Tool, ToolChange
+from catalog.names import reclaim
 from catalog.services.catalogs import create_catalog
 from catalog.services.imports import run_import, start_import
-from catalog.services.jobs import claim_job
 from catalog.services.tools import content_hash, tool_to_spec
+from jobs.models import Job
+from jobs.services import claim_job
 from tests.factories import make_tool, make_user, weather_schema
 
 pytestmark = [pytest.mark.integration]
@@ -46,6 +48,7 @@ def stored_before_the_name_rules(name: str, catalog: Catalog, **fields: Any) -> 
     made.name = name
     made.content_hash = content_hash(tool_to_spec(made))
     made.save(update_fields=["name", "content_hash"])
+    reclaim(catalog.pk)  # its names held as the migration holds stored ones
 
 
 def tool(name: str, **fields: Any) -> dict[str, Any]:
@@ -63,7 +66,7 @@ def mixed_document() -> list[Any]:
         tool("create_ticket", description="Open a support ticket."),  # same again
         tool("intruder", provider_name="held_name"),  # provider name taken
         tool("lookup.user"),  # derived provider name collides: lookup_user_2
-        tool("lookup_user"),  # and again, with the one just made: lookup_user_3
+        tool("lookup_user"),  # the provider name of "lookup user": refused
         tool("Held Tool", provider_name="freed_name"),  # gives held_name up
         tool("newcomer", provider_name="held_name"),  # which is now free
         tool("long_category", category="c" * 150),  # refused by full_clean
@@ -122,14 +125,16 @@ def test_a_mixed_document_gives_the_outcomes_rows_and_changes_of_one_by_one(
     bulk = import_into("bulk", mixed_document(), settings, chunk=4)
     assert bulk.items == single.items
     assert bulk.counts == single.counts
-    assert bulk.counts == {"created": 4, "updated": 3, "unchanged": 3} | {"rejected": 5}
+    assert bulk.counts == {"created": 3, "updated": 3, "unchanged": 3} | {"rejected": 6}
     assert rows("bulk") == rows("one-by-one")
     assert changes("bulk") == changes("one-by-one")
     assert audited("bulk") == audited("one-by-one") == changes("bulk").__len__()
     bulk_tools = Tool.objects.filter(catalog__slug="bulk")
     providers = dict(bulk_tools.values_list("name", "provider_name"))
     assert providers["lookup.user"] == "lookup_user_2"
-    assert providers["lookup_user"] == "lookup_user_3"
+    assert "lookup_user" not in providers  # one name, one tool
+    [refused] = [item for item in bulk.items if item["name"] == "lookup_user"]
+    assert "is the provider name of tool 'lookup user'" in refused["reason"]
     assert providers["newcomer"] == "held_name"
     versions = Catalog.objects.filter(slug__in=["bulk", "one-by-one"])
     assert len(set(versions.values_list("version", flat=True))) == 1

@@ -12,8 +12,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from audit.models import AuditEvent
-from catalog.models import UserCatalogAccess
 from catalog.services import create_catalog
+from identity.models import UserCatalogAccess
 
 pytestmark = pytest.mark.django_db
 

@@ -24,7 +24,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from catalog.embeddings.backends import (  # noqa: E402
+from embeddings.backends import (  # noqa: E402
     DOCUMENT_BATCH,
     DOCUMENT_MAX_TOKENS,
     EmbeddingBackend,
@@ -36,7 +36,7 @@ from catalog.embeddings.backends import (  # noqa: E402
     local_model_path,
     local_numpy_encoder,
 )
-from catalog.embeddings.minilm import MiniLMEncoder, erf, gelu_  # noqa: E402
+from embeddings.minilm import MiniLMEncoder, erf, gelu_  # noqa: E402
 from tests.minilm_reference import load_reference  # noqa: E402
 from tests.python_probe import run_python
 
@@ -159,7 +159,7 @@ def test_a_document_vector_does_not_depend_on_its_batch(
 def test_the_local_backend_never_imports_torch() -> None:
     script = (
         "import sys\n"
-        "from catalog.embeddings.backends import LocalMiniLMBackend\n"
+        "from embeddings.backends import LocalMiniLMBackend\n"
         "backend = LocalMiniLMBackend()\n"
         "backend.embed_documents(['a tool', 'another tool'])\n"
         "backend.embed_query('which tool')\n"

@@ -10,7 +10,7 @@ import pytest
 from django.db import connections, transaction
 
 from catalog.choices import EmbeddingStatus
-from catalog.models import Job, Tool, ToolEmbedding
+from catalog.models import Tool, ToolEmbedding
 from catalog.services import ensure_default_catalog
 from catalog.services.embeddings import (
     current_backend,
@@ -19,6 +19,7 @@ from catalog.services.embeddings import (
     start_reindex,
 )
 from config.celery import app
+from jobs.models import Job
 from tests.conftest import start_worker, stop_worker, wait_until
 from tests.factories import make_tool
 
@@ -148,7 +149,7 @@ def test_an_import_embeds_itself_when_it_gets_too_far_ahead(
 ):
     from catalog.services.embeddings import keep_embeddings_in_step
     from catalog.services.imports import run_import, start_import
-    from catalog.services.jobs import claim_job
+    from jobs.services import claim_job
     from tests.factories import make_user
 
     settings.QUIVER_IMPORT_EMBED_LAG = 3

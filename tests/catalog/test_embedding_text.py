@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from catalog.embeddings.text import (
+from catalog.embedding_text import (
     MAX_TEXT_CHARS,
     embedding_text,
     split_identifier,

@@ -10,9 +10,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from catalog.models import ApiClient, Catalog, Tool
-from catalog.reads import catalog_by_slug, client_by_prefix, tools_named
-from catalog.services.clients import create_api_client
+from catalog.models import Catalog, Tool
+from catalog.reads import catalog_by_slug, tools_named
+from identity.models import ApiClient
+from identity.reads import client_by_prefix
+from identity.services.clients import create_api_client
 from selection.models import SelectionSettings
 from selection.services.settings import update_selection_settings
 from tests.factories import make_sample_catalog, make_user

@@ -7,7 +7,8 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from catalog.models import Job, Tool
+from catalog.models import Tool
+from jobs.models import Job
 from tests.conftest import wait_until
 from tests.factories import weather_schema
 

@@ -13,11 +13,12 @@ import pytest
 
 from audit.models import AuditEvent
 from catalog.formats import export_tools
-from catalog.models import Catalog, Job, Tool
+from catalog.models import Catalog, Tool
 from catalog.services import create_catalog, ensure_default_catalog
 from catalog.services.imports import preview_import, run_import, start_import
-from catalog.services.jobs import claim_job
 from catalog.services.tools import tool_to_spec
+from jobs.models import Job
+from jobs.services import claim_job
 from tests.factories import make_tool, make_user, weather_schema
 
 pytestmark = [pytest.mark.integration]

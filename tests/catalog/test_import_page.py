@@ -10,7 +10,8 @@ import re
 import pytest
 
 from catalog.formats import FORMATS
-from catalog.models import Job, Tool, ToolChange
+from catalog.models import Tool, ToolChange
+from jobs.models import Job
 from tests.factories import make_tool, make_user, weather_schema
 
 pytestmark = pytest.mark.django_db

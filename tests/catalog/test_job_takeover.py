@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from catalog.models import Job, Tool
+from catalog.models import Tool
 from catalog.services import ensure_default_catalog
 from catalog.services.imports import start_import
+from jobs.models import Job
 from tests.conftest import start_worker, stop_worker, wait_until
 from tests.factories import make_user
 

@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from catalog.choices import JobKind, JobState
-from catalog.models import Job
 from catalog.services import ensure_default_catalog
-from catalog.services.jobs import (
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
+from jobs.services import (
     JobLost,
     claim_job,
     release_dead_jobs,

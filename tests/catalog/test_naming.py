@@ -149,11 +149,25 @@ def test_assigned_names_are_distinct_safe_and_repeatable() -> None:
 def test_tools_whose_safe_names_collide_get_distinct_provider_names():
     from tests.factories import make_tool
 
-    first = make_tool(name="get.weather")
-    second = make_tool(name="get_weather")
-    third = make_tool(name="x" * 32 + "." + "y" * 31)
-    fourth = make_tool(name="x" * 32 + "_" + "y" * 31)
+    first = make_tool(name="get_weather")
+    second = make_tool(name="get.weather")
+    third = make_tool(name="x" * 32 + "_" + "y" * 31)
+    fourth = make_tool(name="x" * 32 + "." + "y" * 31)
     assert first.provider_name == "get_weather"
     assert second.provider_name == "get_weather_2"
     assert third.provider_name == "x" * 32 + "_" + "y" * 31
     assert fourth.provider_name == "x" * 32 + "_" + "y" * 29 + "_2"
+
+
+@pytest.mark.django_db
+def test_a_name_that_is_another_tool_s_provider_name_is_refused():
+    from catalog.services import ToolConflict
+    from tests.factories import make_tool
+
+    make_tool(name="get.weather")  # its provider name: get_weather
+    with pytest.raises(ToolConflict) as refused:
+        make_tool(name="get_weather")
+    assert str(refused.value) == (
+        "name: 'get_weather' is the provider name of tool 'get.weather' in this "
+        "catalog: one name means one tool"
+    )

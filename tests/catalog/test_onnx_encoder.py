@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from catalog.embeddings.backends import (
+from embeddings.backends import (
     DOCUMENT_MAX_TOKENS,
     EmbeddingError,
     LocalMiniLMBackend,
@@ -24,7 +24,7 @@ from catalog.embeddings.backends import (
     local_model_path,
     local_onnx_encoder,
 )
-from catalog.embeddings.onnx_encoder import (
+from embeddings.onnx_encoder import (
     OnnxMiniLM,
     ensure_models,
     ffn_output_nodes_of,
@@ -148,8 +148,8 @@ def test_a_fresh_state_dir_is_built_once_by_two_processes_at_once(
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from catalog.embeddings.backends import local_model_path\n"
-        "from catalog.embeddings.onnx_encoder import OnnxMiniLM\n"
+        "from embeddings.backends import local_model_path\n"
+        "from embeddings.onnx_encoder import OnnxMiniLM\n"
         "encoder = OnnxMiniLM(local_model_path(), Path(sys.argv[1]))\n"
         "print(float(encoder.encode('weather in Paris') @ encoder.encode("
         "'weather in Paris', precision='fp32')))\n"

@@ -12,8 +12,9 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from audit.models import AuditEvent
-from catalog.models import UserCatalogAccess
-from catalog.services import create_api_client, create_catalog
+from catalog.services import create_catalog
+from identity.models import UserCatalogAccess
+from identity.services import create_api_client
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db

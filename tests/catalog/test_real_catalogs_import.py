@@ -14,7 +14,7 @@ from bench._data import DATA_DIR
 from catalog.models import Tool
 from catalog.services import create_catalog
 from catalog.services.imports import run_import, start_import
-from catalog.services.jobs import claim_job
+from jobs.services import claim_job
 
 pytestmark = [pytest.mark.integration]
 

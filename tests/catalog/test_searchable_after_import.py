@@ -10,7 +10,7 @@ import pytest
 from catalog.models import Catalog, Tool, ToolEmbedding
 from catalog.services.embeddings import embed_pending_batch
 from catalog.services.imports import run_import, start_import
-from catalog.services.jobs import claim_job
+from jobs.services import claim_job
 from tests.factories import make_sample_catalog
 
 pytestmark = pytest.mark.django_db

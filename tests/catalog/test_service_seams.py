@@ -29,9 +29,10 @@ def test_no_catalog_service_imports_the_tasks_module():
 
 
 def test_every_job_kind_has_a_task_the_worker_knows():
-    from catalog.choices import JobKind
-    from catalog.services.jobs import EMBED_TOOL, JOB_TASKS, SWEEP
+    from catalog.services.work import EMBED_TOOL
     from config.celery import app
+    from jobs.choices import JobKind
+    from jobs.services import JOB_TASKS, SWEEP
 
     app.loader.import_default_modules()
     assert set(JOB_TASKS) == set(JobKind)

@@ -16,22 +16,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from catalog.embeddings import static
-from catalog.embeddings.backends import local_onnx_encoder
-from catalog.embeddings.static import (
+from catalog.encoder_texts import ToolText, training_texts
+from embeddings import static
+from embeddings.backends import local_onnx_encoder
+from embeddings.static import (
     StaticQueryEncoder,
     StaticWeights,
     load_encoder,
     save_weights,
     shared_static_encoder,
 )
-from catalog.embeddings.static_training import (
-    ToolText,
+from embeddings.static_training import (
     TrainingSetup,
     build_weights,
     centred,
     piece_table,
-    training_texts,
 )
 from tests.minilm_reference import load_reference
 
@@ -56,7 +55,8 @@ def demo_tools() -> list[ToolText]:
 
 @pytest.fixture(scope="module")
 def trained() -> StaticQueryEncoder:
-    weights = build_weights(demo_tools(), local_onnx_encoder(), SMALL)
+    texts = training_texts(demo_tools(), seed=SMALL.seed)
+    weights = build_weights(texts, local_onnx_encoder(), SMALL, tools=len(DEMO))
     return StaticQueryEncoder(weights, local_onnx_encoder().tokenizer, "static:test")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from audit.models import AuditEvent
 from catalog.models import Tool, ToolChange
-from catalog.services import create_api_client
+from identity.services import create_api_client
 from tests.factories import make_tool, weather_schema
 
 pytestmark = pytest.mark.django_db

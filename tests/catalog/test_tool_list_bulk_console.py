@@ -9,9 +9,11 @@ import re
 import pytest
 
 from audit.models import AuditEvent
-from catalog.choices import JobKind
-from catalog.models import Job, Tool, ToolChange, UserCatalogAccess
+from catalog.models import Tool, ToolChange
 from catalog.services import bulk_edit, create_catalog
+from identity.models import UserCatalogAccess
+from jobs.choices import JobKind
+from jobs.models import Job
 from tests.factories import make_tool
 
 pytestmark = pytest.mark.django_db

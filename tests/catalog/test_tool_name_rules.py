@@ -21,13 +21,19 @@ from typing import Any
 import pytest
 from django.core import checks
 
-from catalog.models import Catalog, Job, Tool
+from catalog.models import Catalog, Tool
 from catalog.naming import confusable_names, name_problems, skeleton
 from catalog.services import create_catalog, ensure_default_catalog
 from catalog.services.imports import run_import, start_import
-from catalog.services.jobs import claim_job
+from jobs.models import Job
+from jobs.services import claim_job
 from tests.conftest import worker_env
-from tests.factories import make_tool, make_user, weather_schema
+from tests.factories import (
+    make_tool,
+    make_user,
+    stored_past_the_rules,
+    weather_schema,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -98,9 +104,7 @@ def api_tool(name: str, **fields: Any) -> dict[str, Any]:
 def legacy_tool(name: str, catalog: Catalog | None = None) -> Tool:
     """A tool whose name was stored before the rules (written past the services)."""
     tool = make_tool(catalog, name=f"legacy_{Tool.objects.count()}")
-    Tool.objects.filter(pk=tool.pk).update(name=name)
-    tool.refresh_from_db()
-    return tool
+    return stored_past_the_rules(tool, name=name)
 
 
 def import_items(document: list[Any], settings: Any, chunk: int) -> Job:

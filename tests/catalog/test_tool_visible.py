@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from catalog.access import Access
 from catalog.models import Tool
 from catalog.querysets import tool_visible
 from catalog.services import ensure_default_catalog
+from identity.access import Access
 from tests.factories import make_tool
 
 # As a curator could save them, and as a write around the services could leave

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
-from catalog.choices import JobKind, JobState
-from catalog.models import ApiClient, Job, Tool, ToolChange
+from catalog.models import Tool, ToolChange
 from catalog.services import bulk_edit as bulk
 from catalog.services import create_catalog
-from catalog.services.jobs import claim_job
+from identity.models import ApiClient
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
+from jobs.services import claim_job
 from tests.factories import make_tool
 
 pytestmark = pytest.mark.django_db

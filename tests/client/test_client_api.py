@@ -18,7 +18,7 @@ from quiver_client import (
 )
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient
+from identity.models import ApiClient
 from selection.api.serializers import PickSerializer, SelectOutputSerializer
 from tests.aio import run_async
 from tests.factories import make_client_key

@@ -1,5 +1,6 @@
-"""Retries and timeouts of quiver_client. Only here is the server a stand-in
-(httpx.MockTransport): a live Quiver cannot be made to answer 503 on cue."""
+"""Retries and timeouts of quiver_client. Here the server is a stand-in
+(httpx.MockTransport), to answer each kind of 429 and 503 on cue; against a live
+Quiver whose database fails mid-call: tests/client/test_client_runs_once.py."""
 
 from __future__ import annotations
 
@@ -38,11 +39,12 @@ def replies(*responses: httpx.Response) -> tuple[httpx.MockTransport, list[str]]
 def throttled(retry_after: str | None = "2") -> httpx.Response:
     headers = {"Retry-After": retry_after} if retry_after else {}
     body = {"error": "throttled", "detail": "rate limit: 1 per minute"}
-    return httpx.Response(429, json=body, headers=headers)
+    return httpx.Response(429, json={**body, "retryable": True}, headers=headers)
 
 
-def unavailable() -> httpx.Response:
-    return httpx.Response(503, json={"error": "unavailable", "detail": "database"})
+def unavailable(**marks: bool) -> httpx.Response:
+    body = {"error": "unavailable", "detail": "database", **marks}
+    return httpx.Response(503, json=body)
 
 
 def test_a_429_is_retried_after_the_servers_retry_after():
@@ -64,7 +66,7 @@ def test_an_http_date_retry_after_is_waited_until():
 
 
 def test_a_503_is_retried_with_growing_backoff_then_raised_with_the_envelope():
-    transport, seen = replies(unavailable())
+    transport, seen = replies(unavailable(retryable=True))
     sleeps: list[float] = []
     policy = RetryPolicy(max_retries=3, backoff=0.5, max_backoff=1.5)
     with (
@@ -164,8 +166,25 @@ def test_the_timeout_reaches_httpx():
         assert quiver._http.timeout == httpx.Timeout(1.5)
 
 
+@pytest.mark.parametrize("marks", [{"retryable": False}, {}])
+def test_a_503_the_server_does_not_mark_retryable_is_never_sent_again(marks):
+    """A tool call whose outcome could not be recorded ran: sending it again
+    would run it again. Only the server's "retryable": true is retried."""
+    transport, seen = replies(unavailable(**marks), httpx.Response(200, json=ANSWER))
+    sleeps: list[float] = []
+    with (
+        Quiver("http://q", "k", transport=transport, sleep=sleeps.append) as quiver,
+        pytest.raises(Unavailable) as caught,
+    ):
+        quiver.call("weather.delete_file", {"path": "/a"})
+    assert seen == ["/api/v1/tool-calls/execute"] and sleeps == []
+    assert caught.value.retryable is False
+
+
 def test_the_async_client_retries_a_503_then_succeeds():
-    transport, seen = replies(unavailable(), httpx.Response(200, json=ANSWER))
+    transport, seen = replies(
+        unavailable(retryable=True), httpx.Response(200, json=ANSWER)
+    )
     sleeps: list[float] = []
 
     async def record(seconds: float) -> None:

@@ -18,32 +18,23 @@ from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 from django.test import Client
 
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool, make_user
-from tests.outages import TcpProxy, start_web, stop_process
+from tests.outages import TcpProxy
+from tests.outages import web_behind_proxy as behind_proxy
 
 pytestmark = [pytest.mark.integration]
 
 
 @pytest.fixture
 def web_behind_proxy(transactional_db: None) -> Iterator[tuple[Any, TcpProxy]]:
-    db = settings.DATABASES["default"]
-    proxy = TcpProxy((str(db["HOST"]), db["PORT"]))
-    proxy.restore()
-    env = worker_env()
-    env["DATABASE_URL"] = (
-        f"postgresql://{db['USER']}:{db['PASSWORD']}@127.0.0.1:{proxy.port}/{db['NAME']}"
-    )
-    web, url = start_web(env, "db-outage")
-    try:
-        with httpx.Client(base_url=url, timeout=30) as client:
-            yield client, proxy
-    finally:
-        stop_process(web)
-        proxy.cut()
+    with (
+        behind_proxy(worker_env(), "db-outage") as (url, proxy),
+        httpx.Client(base_url=url, timeout=30) as client,
+    ):
+        yield client, proxy
 
 
 def test_the_api_answers_503_json_naming_the_database_and_recovers(web_behind_proxy):
@@ -59,6 +50,7 @@ def test_the_api_answers_503_json_naming_the_database_and_recovers(web_behind_pr
     assert response.headers["Content-Type"] == "application/json"
     assert response.json()["error"] == "unavailable"
     assert response.json()["detail"].startswith("database: ")
+    assert response.json()["retryable"] is True  # nothing was done: send it again
     assert response.headers["Retry-After"]
     proxy.restore()
     again = http.get("/api/v1/tools/", headers=headers)
@@ -106,5 +98,7 @@ def test_mcp_answers_a_json_503_naming_the_database_and_recovers(web_behind_prox
     assert response.status_code == 503
     assert response.json()["service"] == "database"
     assert response.json()["detail"].startswith("database: ")
+    assert response.json()["retryable"] is True
+    assert response.headers["Retry-After"] == "5"
     proxy.restore()
     assert http.post("/mcp", json=ping, headers=headers).status_code == 200

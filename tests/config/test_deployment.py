@@ -54,7 +54,7 @@ def consumed(command: list[str]) -> set[str]:
 
 def test_every_queue_tasks_are_routed_to_has_a_worker_in_compose_and_make_run():
     from config.devstack import worker_commands
-    from config.health import routed_queues
+    from telemetry.health import routed_queues
 
     services = compose()["services"]
     in_compose = [
@@ -108,3 +108,22 @@ def test_bootstrap_with_an_unwritable_state_dir_creates_no_admin(tmp_path, monke
     with pytest.raises(OSError):
         call_command("bootstrap", "--no-demo")
     assert not get_user_model().objects.filter(username="admin").exists()
+
+
+def test_the_image_bakes_the_model_graphs_where_the_app_reads_them():
+    text = "\n".join(dockerfile())
+    assert "QUIVER_MODEL_GRAPHS_DIR=/opt/quiver/models" in text
+    assert 'build_model_graphs \\\n        --into "$QUIVER_MODEL_GRAPHS_DIR"' in text
+    # Built before the app's user takes over: the folder stays read-only to it.
+    assert text.index("build_model_graphs") < text.index("USER quiver")
+
+
+def test_compose_s_postgres_takes_a_connection_for_every_thread_and_process():
+    from config.env import database_connections, web_server
+
+    services = compose()["services"]
+    command = services["postgres"]["command"]
+    allowed = int(command[command.index("-c") + 1].split("=", 1)[1])
+    workers = [s["command"] for s in services.values() if "-Q" in str(s.get("command"))]
+    processes = sum(int(c[c.index("--concurrency") + 1]) + 1 for c in workers)
+    assert allowed >= database_connections(web_server(), processes)

@@ -58,6 +58,7 @@ def test_a_crash_under_the_api_is_json_500_in_the_error_envelope(failing):
     body = response.json()
     assert body["error"] == "server_error"
     assert "boom" not in body["detail"]
+    assert body["retryable"] is False and "Retry-After" not in response
 
 
 @pytest.mark.django_db

@@ -98,3 +98,85 @@ def test_it_names_a_queue_no_worker_consumes(as_admin, transactional_db, purged_
     assert (
         "no worker consumes the queue(s) learning" in body["checks"]["worker"]["error"]
     )
+
+
+def test_the_web_part_alone_answers_while_shared_parts_are_down(client, settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    response = client.get("/healthz?parts=web")
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "down": [],
+        "checks": {"web": {"ok": True}},
+    }
+
+
+def test_the_web_part_asks_nothing_of_the_database(client, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        assert client.get("/healthz?parts=web").status_code == 200
+
+
+def test_named_parts_are_the_only_ones_checked(client, settings, purged_broker):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    body = client.get("/healthz?parts=database,pgvector").json()
+    assert body == {
+        "status": "ok",
+        "down": [],
+        "checks": {"database": {"ok": True}, "pgvector": {"ok": True}},
+    }
+
+
+def test_a_named_part_that_is_down_is_a_503_naming_it(client, purged_broker):
+    response = client.get("/healthz?parts=worker")
+    assert response.status_code == 503
+    assert response.json()["down"] == ["worker"]
+
+
+def test_the_whole_answer_leaves_the_web_part_out(client, settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    assert "web" not in client.get("/healthz").json()["checks"]
+
+
+@pytest.mark.parametrize("parts", ["", "disk", "web,disk", ",,"])
+def test_an_unknown_or_empty_part_is_a_400_naming_parts(client, parts):
+    response = client.get(f"/healthz?parts={parts}")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"] == "invalid"
+    rule = "a comma-separated list of database, pgvector, broker, worker, web"
+    assert body["fields"] == {"parts": [rule]}
+    assert body["detail"] == f"parts: {rule}"
+
+
+def test_embeddings_pending_are_told_per_catalog_to_an_admin_and_never_a_503(
+    as_admin, settings
+):
+    from catalog.models import Catalog
+    from tests.factories import make_tool
+
+    make_tool(name="send_email")
+    Catalog.objects.create(slug="empty", name="Empty")
+
+    body = as_admin.get("/healthz").json()
+
+    assert body["embeddings"] == {
+        "ready": False,
+        "pending": 1,
+        "catalogs": [
+            {"catalog": "default", "pending": 1, "words_only": True},
+            {"catalog": "empty", "pending": 0, "words_only": False},
+        ],
+    }
+    assert "embeddings" not in body["down"]
+
+
+def test_a_stranger_learns_only_whether_the_embeddings_are_ready(client):
+    from catalog.models import Catalog
+    from tests.factories import embed_now, make_tool
+
+    make_tool(name="send_email")
+    assert client.get("/healthz").json()["embeddings"] == {"ready": False}
+
+    embed_now(Catalog.objects.get(slug="default"))
+
+    assert client.get("/healthz").json()["embeddings"] == {"ready": True}

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from catalog.models import Job, Tool
+from catalog.models import Tool
 from config import jsonparse
+from jobs.models import Job
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ import pytest
 import redis
 from django.conf import settings as django_settings
 
-from catalog.models import ApiClient
 from config import ratelimit
+from identity.models import ApiClient
 from tests.factories import make_tool
 
 pytestmark = pytest.mark.django_db
@@ -52,6 +52,7 @@ def test_a_client_over_its_limit_gets_429_naming_the_limit(with_key, tool):
     assert response["Retry-After"] == "50"
     body = response.json()
     assert body["error"] == "throttled"
+    assert body["retryable"] is True  # nothing was done: send it after the wait
     assert "limit of 3 audited requests" in body["detail"]
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from catalog.forms import ApiClientForm, CatalogForm
-from catalog.people_forms import PersonForm
+from catalog.forms import CatalogForm
 from config.forms import ServiceErrorsMixin
+from identity.forms import ApiClientForm, PersonForm
 from notify.forms import WebhookForm
 from sources.forms import SourceForm
 

@@ -8,7 +8,8 @@ import io
 import pytest
 
 from audit.models import AuditEvent
-from catalog.models import Job, Tool
+from catalog.models import Tool
+from jobs.models import Job
 from tests.factories import make_tool
 
 pytestmark = pytest.mark.django_db

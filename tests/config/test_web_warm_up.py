@@ -15,7 +15,7 @@ from tests.python_probe import run_python
 PROBE = """
 import threading
 import config.wsgi
-from catalog.embeddings.backends import local_onnx_encoder
+from embeddings.backends import local_onnx_encoder
 warming = [t for t in threading.enumerate() if t.name == "quiver-warm-up"]
 for thread in warming:
     thread.join(120)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from catalog.models import ApiClient
-from catalog.services.clients import hash_key
+from identity.models import ApiClient
+from identity.services.clients import hash_key
 from tests.e2e.conftest import signed_in
 from tests.factories import make_user
 

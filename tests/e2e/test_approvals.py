@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from calls.models import Approval, ApprovalStatus
-from catalog.services import create_api_client
+from identity.services import create_api_client
 from tests.calls.approval_rows import make_approval, restore_approver_groups
 from tests.e2e.conftest import signed_in
 from tests.factories import make_user

@@ -15,8 +15,10 @@ from django.utils import timezone
 from playwright.sync_api import FilePayload, Page, expect
 
 from catalog.formats import FORMATS
-from catalog.models import ApiClient, Job, Tool, ToolChange
+from catalog.models import Tool, ToolChange
 from catalog.services import ensure_default_catalog
+from identity.models import ApiClient
+from jobs.models import Job
 from tests.e2e.conftest import signed_in
 from tests.factories import make_client_key, make_tool, make_user, weather_schema
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from catalog.services.jobs import claim_job
+from jobs.services import claim_job
 from sources.models import Source
 from sources.sync import run_sync
 from tests.e2e.conftest import signed_in

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from catalog.services import create_api_client
+from identity.services import create_api_client
 from notify import delivery
 from notify.models import Delivery
 from tests.e2e.conftest import signed_in

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from catalog.choices import JobState
 from catalog.services import ensure_default_catalog
+from jobs.choices import JobState
 from sources.services import create_source
 from tests.factories import embed_now, make_client_key
 from tests.frameworks.runner import Live, call_rows, events, run_example

@@ -131,3 +131,69 @@ def test_a_clean_body_goes_to_the_sdk_as_it_came():
     body = tools_call("search_tools", '{"query": "weather in Paris"}')
     checked = inbound.check(body)
     assert checked == inbound.Inbound(body, "tools/call", "search_tools", None)
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"),
+    [
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', inbound.BATCH_RULE),
+        (b"[]", inbound.BATCH_RULE),
+        (b'"ping"', inbound.NOT_A_MESSAGE_RULE),
+        (b"7", inbound.NOT_A_MESSAGE_RULE),
+        (b"null", inbound.NOT_A_MESSAGE_RULE),
+    ],
+)
+def test_a_batch_or_a_bare_value_is_refused_naming_the_body(body, rule):
+    checked = inbound.check(body, "2025-06-18")
+    assert isinstance(checked, inbound.Rejected)
+    assert (checked.code, checked.problem) == (
+        inbound.INVALID_REQUEST,
+        inbound.Problem("body", rule),
+    )
+    assert "alidation error" not in checked.answer().decode()  # no parser's dump
+
+
+@pytest.mark.parametrize(
+    "version", ["2024-11-05", "2025-03-26", "1999-01-01", "2026-07-29", "", "latest"]
+)
+def test_a_version_header_not_served_is_the_specs_unsupported_version_error(version):
+    checked = inbound.check(PING, version)
+    assert isinstance(checked, inbound.Rejected)
+    assert checked.code == inbound.UNSUPPORTED_VERSION == -32022
+    answer = json.loads(checked.answer())
+    assert answer["id"] == 1
+    message = answer["error"]["message"]
+    assert message.startswith(f"MCP-Protocol-Version: protocol version {version!r} ")
+    assert "_meta" not in message
+    assert "served: 2025-06-18, 2025-11-25 after initialize, 2026-07-28 per" in message
+    # The per-request versions, as server/discover lists them.
+    assert answer["error"]["data"] == {
+        "field": "MCP-Protocol-Version",
+        "supported": ["2026-07-28"],
+        "requested": version,
+    }
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2026-07-28", None])
+def test_a_version_served_or_none_goes_to_the_sdk(version):
+    checked = inbound.check(PING, version)
+    assert checked == inbound.Inbound(PING, "ping", "", None)
+
+
+def initialize(version: str) -> bytes:
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {}}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    return json.dumps(message).encode()
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])
+def test_an_initialize_asking_an_older_version_asks_the_newest_served(version):
+    checked = inbound.check(initialize(version))
+    assert isinstance(checked, inbound.Inbound)
+    assert json.loads(checked.body) == json.loads(initialize("2025-11-25"))
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "1999-01-01"])
+def test_an_initialize_asking_a_served_or_unknown_version_is_as_sent(version):
+    """The SDK answers an unknown one with the newest it serves itself."""
+    assert inbound.check(initialize(version)).body == initialize(version)

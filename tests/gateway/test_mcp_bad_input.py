@@ -1,8 +1,9 @@
 """Bad input on /mcp (issue 30, item 13): NUL, lone surrogates, repeated keys,
 deep nesting, huge numbers and bytes that are not UTF-8, in any tool's arguments
 or anywhere in the body, are a refusal naming the field (a tool error for a
-tool's arguments, a JSON-RPC error for the rest), each with its audit row, never
-a database message, "Internal server error" or "database unavailable", never
+tool's arguments, a JSON-RPC error for the rest), each with its audit row (the
+gateway's ``mcp_refused``: such a call never reached the call path), never a
+database message, "Internal server error" or "database unavailable", never
 reaching the upstream; and the server's log never quotes them.
 
 A real gunicorn on the test database, a real upstream MCP server, raw JSON-RPC
@@ -99,16 +100,14 @@ def refusal_rows(after: int = 0) -> list[AuditEvent]:
     return list(AuditEvent.objects.filter(pk__gt=after, event_type__in=kinds))
 
 
-def assert_recorded(field: str, *, call: bool, after: int = 0) -> AuditEvent:
-    """Exactly one row for the refusal, naming the field; a call's is a
-    ``tool_call`` refused, anything else ``mcp_refused``."""
+def assert_recorded(field: str, *, after: int = 0) -> AuditEvent:
+    """Exactly one row for the refusal, naming the field: the gateway's
+    ``mcp_refused`` (a call refused before the call path is no call's row)."""
     [row] = refusal_rows(after)
-    assert row.event_type == ("tool_call" if call else "mcp_refused")
+    assert row.event_type == "mcp_refused"
     assert row.output["field"] == field
-    if call:
-        assert row.output["outcome"] == "refused"
-        assert "arguments" not in row.input  # refused: only their hash is kept
-        assert len(row.input["arguments_hash"]) == 64
+    assert "arguments" not in row.input  # refused: only their hash is kept
+    assert len(row.input["arguments_hash"]) == 64
     assert row.input["channel"] == "mcp"
     return row
 
@@ -125,34 +124,32 @@ def nested(depth: int) -> str:
 
 # (tool, arguments with BAD where the bad value goes, _meta, the field named)
 PLACES = [
-    ("search_tools", '{"query": "BAD"}', "", "query", False),
+    ("search_tools", '{"query": "BAD"}', "", "query"),
     ("search_tools", '{"messages": [{"role": "user", "content": "BAD"}]}', "",
-     "messages[0].content", False),
-    ("search_tools", '{"query": "x", "categories": ["BAD"]}', "", "categories[0]",
-     False),
-    ("get_tool_details", '{"names": ["BAD"]}', "", "names[0]", False),
-    ("get_tool_details", '{"names": ["x"], "catalog": "BAD"}', "", "catalog", False),
+     "messages[0].content"),
+    ("search_tools", '{"query": "x", "categories": ["BAD"]}', "", "categories[0]"),
+    ("get_tool_details", '{"names": ["BAD"]}', "", "names[0]"),
+    ("get_tool_details", '{"names": ["x"], "catalog": "BAD"}', "", "catalog"),
     ("call_tool", '{"name": "weather.get_forecast", "arguments": {"city": "BAD"}}',
-     "", "arguments.city", True),
-    ("call_tool", '{"name": "BAD", "arguments": {}}', "", "name", True),
+     "", "arguments.city"),
+    ("call_tool", '{"name": "BAD", "arguments": {}}', "", "name"),
     ("call_tool", '{"name": "weather.get_forecast", "catalog": "BAD"}', "",
-     "catalog", True),
+     "catalog"),
     ("call_tool", '{"name": "weather.delete_file", "arguments": {"path": "/x"}, '
-     '"approval_id": "BAD"}', "", "approval_id", True),
-    (FORECAST, '{"city": "BAD"}', "", "arguments.city", True),
-    (FORECAST, '{"city": {"BAD": 1}}', "", "arguments.city.BAD", True),
-    (FORECAST, '{"city": "Nice"}', '{"approval_id": "BAD"}', "_meta.approval_id",
-     True),
+     '"approval_id": "BAD"}', "", "approval_id"),
+    (FORECAST, '{"city": "BAD"}', "", "arguments.city"),
+    (FORECAST, '{"city": {"BAD": 1}}', "", "arguments.city.BAD"),
+    (FORECAST, '{"city": "Nice"}', '{"approval_id": "BAD"}', "_meta.approval_id"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("tool", "arguments", "meta", "field", "call"),
+    ("tool", "arguments", "meta", "field"),
     PLACES,
     ids=[f"{p[0]}-{p[3]}" for p in PLACES],
 )
 def test_unstorable_text_is_a_tool_error_naming_the_field_with_its_row(
-    server_url, upstream, key, tool, arguments, meta, field, call
+    server_url, upstream, key, tool, arguments, meta, field
 ):
     for value in BAD_TEXTS.values():
         before = last_row()
@@ -160,8 +157,8 @@ def test_unstorable_text_is_a_tool_error_naming_the_field_with_its_row(
         text = tool_error(post(server_url, key, tools_call(tool, args, extra)))
         named = field.replace("BAD", value)  # a key is named with its escapes
         assert text == f"{named}: {BAD_TEXT_RULE}", value
-        row = assert_recorded(named, call=call, after=before)
-        assert row.output.get("refused", row.output.get("reason")) == text
+        row = assert_recorded(named, after=before)
+        assert row.output["refused"] == text
         assert_quiet(text)
     assert upstream.calls == []
 
@@ -171,28 +168,28 @@ def test_a_direct_call_named_with_bad_text_is_refused_naming_the_name(
 ):
     body = tools_call(f"weather.{MARK}\\u0000", '{"city": "Nice"}')
     assert tool_error(post(server_url, key, body)) == f"name: {BAD_TEXT_RULE}"
-    row = assert_recorded("name", call=True)
+    row = assert_recorded("name")
     assert row.input["tool"] == f"weather.{MARK}\\u0000"  # stored, escaped
     assert upstream.calls == []
 
 
 REPEATS = [
-    ("search_tools", '{"query": "a", "query": "b"}', "query", False),
-    ("get_tool_details", '{"names": ["a"], "names": ["b"]}', "names", False),
+    ("search_tools", '{"query": "a", "query": "b"}', "query"),
+    ("get_tool_details", '{"names": ["a"], "names": ["b"]}', "names"),
     ("call_tool", '{"name": "weather.get_forecast", '
-     '"arguments": {"city": "Nice", "city": "Lyon"}}', "arguments.city", True),
-    (FORECAST, '{"city": "Nice", "days": 1, "days": 9}', "arguments.days", True),
+     '"arguments": {"city": "Nice", "city": "Lyon"}}', "arguments.city"),
+    (FORECAST, '{"city": "Nice", "days": 1, "days": 9}', "arguments.days"),
 ]  # fmt: skip
 
 
 def test_a_repeated_key_in_arguments_is_refused_as_the_api_refuses_it(
     server_url, upstream, key
 ):
-    for tool, arguments, field, call in REPEATS:
+    for tool, arguments, field in REPEATS:
         before = last_row()
         text = tool_error(post(server_url, key, tools_call(tool, arguments)))
         assert text == f"{field}: {DUPLICATE_KEY_RULE}"
-        assert_recorded(field, call=call, after=before)
+        assert_recorded(field, after=before)
     assert upstream.calls == []
 
 
@@ -250,7 +247,7 @@ def test_a_number_json_cannot_store_is_a_tool_error_naming_the_argument(
 ):
     body = tools_call("search_tools", '{"query": {"a": 1e400}}')
     assert tool_error(post(server_url, key, body)) == "query: Value must be valid JSON."
-    assert_recorded("query", call=False)
+    assert_recorded("query")
     body = tools_call(FORECAST, '{"city": "Nice", "days": -1e400}')
     text = tool_error(post(server_url, key, body))
     assert text.startswith("arguments: ")
@@ -283,7 +280,7 @@ def test_both_eras_of_the_protocol_get_the_refusal_and_the_row(
     assert search.content[0].text == f"query: {BAD_TEXT_RULE}"
     assert direct.content[0].text == f"arguments.city: {BAD_TEXT_RULE}"
     kinds = sorted(row.event_type for row in refusal_rows())
-    assert kinds == ["mcp_refused", "tool_call"]
+    assert kinds == ["mcp_refused", "mcp_refused"]
     assert upstream.calls == []
     assert MARK not in server_log()
 

@@ -13,14 +13,19 @@ import pytest
 from django.utils import timezone
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 
 from audit.models import AuditEvent
+from calls.decisions import approve
 from calls.models import Approval
+from catalog.services.catalogs import create_catalog
 from sources.models import Source, SourceTool
 from tests.aio import run_async
+from tests.calls.approval_rows import restore_approver_groups
 from tests.calls.conftest import link_source
 from tests.conftest import worker_env
-from tests.factories import make_client_key, make_tool
+from tests.factories import make_client_key, make_tool, make_user
 from tests.outages import running_web
 from tests.upstream import upstream_tool
 
@@ -150,9 +155,12 @@ def test_a_call_needing_approval_is_pending_then_runs_once_approved(
     assert outcomes == ["pending", "started", "ran"]
 
 
-def test_a_hidden_tool_and_a_made_up_name_get_the_same_direct_answer(
-    server_url, upstream
+@pytest.mark.parametrize("mode", MODES)
+def test_a_direct_call_of_a_tool_quiver_does_not_have_is_a_json_rpc_error(
+    server_url, upstream, mode
 ):
+    """The specification's unknown tool (-32602), never a tool result; a hidden
+    tool and a made-up name alike, each the call path's refused row."""
     secret = make_tool(
         name="weather.secret", parameters={"type": "object"}, allowed_roles=["ops"]
     )
@@ -163,15 +171,101 @@ def test_a_hidden_tool_and_a_made_up_name_get_the_same_direct_answer(
     key = make_client_key("agent-mcp-hidden", "agent")
 
     async def work(client):
-        hidden = await client.call_tool("weather.secret", {"city": "Nice"})
-        made_up = await client.call_tool("weather.no_such", {"city": "Nice"})
-        return hidden, made_up
+        refused = []
+        for name in ("weather.secret", "weather.no_such"):
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool(name, {"city": "Nice"})
+            refused.append(caught.value)
+        return refused
 
-    hidden, made_up = run_client(server_url, key, "auto", work)
-    assert hidden.is_error and made_up.is_error
-    text = hidden.content[0].text.replace("weather.secret", "weather.no_such")
-    assert text == made_up.content[0].text
+    hidden, made_up = run_client(server_url, key, mode, work)
+    assert (hidden.code, made_up.code) == (INVALID_PARAMS, INVALID_PARAMS)
+    assert made_up.message == "name: no tool 'weather.no_such' in 'default'"
+    assert hidden.message.replace("secret", "no_such") == made_up.message
+    assert hidden.data["field"] == made_up.data["field"] == "name"
+    rows = recorded()
+    assert [row.output["outcome"] for row in rows] == ["refused", "refused"]
+    assert [str(row.pk) for row in rows] == [
+        hidden.data["call_id"],
+        made_up.data["call_id"],
+    ]
+    assert not AuditEvent.objects.filter(event_type="mcp_refused").exists()
     assert upstream.calls == []
+
+
+def test_call_tool_of_an_unknown_name_stays_a_tool_error_the_model_can_correct(
+    server_url, upstream
+):
+    """call_tool exists: a bad name in its arguments is its input to refuse."""
+    key = make_client_key("agent-mcp-unknown", "agent")
+
+    async def work(client):
+        return await client.call_tool("call_tool", {"name": "weather.no_such"})
+
+    result = run_client(server_url, key, "auto", work)
+    assert result.is_error is True
+    assert result.content[0].text == "name: no tool 'weather.no_such' in 'default'"
+    assert [row.output["outcome"] for row in recorded()] == ["refused"]
+
+
+def test_a_direct_call_by_a_key_without_the_default_catalog_is_unknown_too(
+    server_url, upstream
+):
+    create_catalog("other", "Other", actor=None)
+    key = make_client_key("agent-mcp-other", "agent", catalogs=["other"])
+
+    async def work(client):
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("weather.get_forecast", {"city": "Nice"})
+        return caught.value
+
+    refused = run_client(server_url, key, "legacy", work)
+    assert refused.code == INVALID_PARAMS
+    assert refused.message == "name: no tool 'weather.get_forecast'"
+    [row] = AuditEvent.objects.filter(event_type="mcp_refused")
+    assert (row.output["field"], row.input["tool"]) == ("name", FORECAST)
+    assert recorded() == [] and upstream.calls == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_tool_of_no_arguments_is_asked_approved_and_run_with_an_empty_object(
+    server_url, upstream, mode
+):
+    """What a sync makes of an upstream tool of no parameters and no
+    readOnlyHint: it needs approval, and {} asks, is approved and runs once."""
+    upstream.tools["ring_bell"] = upstream_tool("ring_bell", "Ring the office bell.")
+    try:
+        link_source(upstream, name="office")
+        key = make_client_key("agent-mcp-bell", "agent", allow_unsafe=True)
+
+        async def ask(client):
+            direct = await client.call_tool("office.ring_bell", {})
+            meta = await client.call_tool("call_tool", {"name": "office.ring_bell"})
+            return direct, meta
+
+        direct, meta = run_client(server_url, key, mode, ask)
+        for pending in (direct, meta):
+            assert pending.structured_content["status"] == "pending_approval", (
+                pending.content
+            )
+        restore_approver_groups()
+        person = make_user("ann", groups=("approver",))
+        approval_id = direct.structured_content["approval_id"]
+        approve(Approval.objects.get(pk=approval_id), person=person, reason="ok")
+
+        async def again(client):
+            meta = {"approval_id": approval_id}
+            return await client.call_tool("office.ring_bell", {}, meta=meta)
+
+        ran = run_client(server_url, key, mode, again)
+    finally:
+        del upstream.tools["ring_bell"]
+    assert ran.is_error is False, ran.content
+    assert [(call.name, call.arguments) for call in upstream.calls] == [
+        ("ring_bell", {})
+    ]
+    outcomes = [row.output["outcome"] for row in recorded()]
+    assert outcomes == ["pending", "pending", "started", "ran"]
 
 
 def test_call_tool_with_an_unknown_argument_names_it(server_url, upstream):

@@ -17,9 +17,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient
 from catalog.services.catalogs import create_catalog
-from catalog.services.clients import create_api_client, revoke_api_client
+from identity.models import ApiClient
+from identity.services.clients import create_api_client, revoke_api_client
 from tests.aio import run_async
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
@@ -291,3 +291,64 @@ def test_a_get_or_delete_is_a_405_at_once_never_a_held_stream(url, method):
     )
     assert response.status_code == 405
     assert response.headers["Allow"] == "POST"
+
+
+@pytest.mark.parametrize("asked", ["2024-11-05", "2025-03-26"])
+def test_an_initialize_asking_a_version_not_served_gets_the_newest_served(url, asked):
+    """The specification's negotiation: the server answers a version it speaks
+    (its newest), and a client that cannot speak it disconnects."""
+    key = make_client_key("agent-k", "agent")
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": asked}}
+    response = httpx.post(
+        f"{url}/mcp",
+        json=init,
+        headers={**JSON_HEADERS, "Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["protocolVersion"] == "2025-11-25"
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2099-01-01"])
+def test_a_version_header_not_served_is_a_400_naming_it(url, version):
+    key = make_client_key("agent-l", "agent")
+    response = httpx.post(
+        f"{url}/mcp",
+        json={"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+        headers={
+            **JSON_HEADERS,
+            "Authorization": f"Bearer {key}",
+            "MCP-Protocol-Version": version,
+        },
+        timeout=30,
+    )
+    assert response.status_code == 400
+    answer = response.json()
+    assert answer["id"] == 4
+    assert answer["error"]["code"] == -32022
+    message = answer["error"]["message"]
+    assert message.startswith(f"MCP-Protocol-Version: protocol version {version!r}")
+    assert "2025-06-18, 2025-11-25 after initialize, 2026-07-28 per request" in message
+    assert "_meta" not in message
+    assert answer["error"]["data"]["requested"] == version
+    [row] = AuditEvent.objects.filter(event_type="mcp_refused")
+    assert (row.output["field"], row.output["code"]) == ("MCP-Protocol-Version", -32022)
+
+
+@pytest.mark.parametrize("version", [None, "2025-06-18"])
+def test_a_batch_is_refused_naming_the_body_never_a_parsers_dump(url, version):
+    key = make_client_key("agent-m", "agent")
+    headers = {**JSON_HEADERS, "Authorization": f"Bearer {key}"}
+    if version:
+        headers["MCP-Protocol-Version"] = version
+    batch = [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    response = httpx.post(f"{url}/mcp", json=batch, headers=headers, timeout=30)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == -32600
+    assert error["message"].startswith(
+        "body: a JSON-RPC batch (an array) is not served"
+    )
+    assert "alidation error" not in response.text
+    [row] = AuditEvent.objects.filter(event_type="mcp_refused")
+    assert row.output["field"] == "body"

@@ -1,9 +1,12 @@
-"""Every refusal on /mcp is an audit row (issue 30, item 5): a tool call refused
-before the call path (a name in several catalogs, a bad or unknown argument, a
-catalog the key may not see) is a ``tool_call`` row with outcome ``refused``;
-any other refusal once the key is known (a search's or a details' argument, a
-method or body /mcp does not take, a JSON-RPC request the SDK refuses) is an
-``mcp_refused`` row. Refusals before the key is known have no actor and no row.
+"""Every refusal on /mcp is an audit row. A call the call path judged is its
+``tool_call`` rows, written there, so REST and /mcp leave the same rows for the
+same call; a call refused before the call path (malformed input: a bad or
+unknown argument, an id that is no UUID; a catalog the key may not see; a name
+in several catalogs), which over REST is a 4xx and no row, is over /mcp an
+``mcp_refused`` row, never a call's; so is any other refusal once the key is
+known (a search's or a details' argument, a method or body /mcp does not take, a
+JSON-RPC request the SDK refuses). Refusals before the key is known have no
+actor and no row.
 
 A real gunicorn on the test database (its body limit lowered to reach it
 cheaply) and a real upstream MCP server."""
@@ -76,16 +79,15 @@ def only_row(kind: str) -> AuditEvent:
     return rows[0]
 
 
-def test_a_direct_call_of_a_name_in_several_catalogs_leaves_a_refused_call_row(
+def test_a_direct_call_of_a_name_in_several_catalogs_leaves_an_mcp_refused_row(
     server_url, upstream, key
 ):
     second = Catalog.objects.get(slug="second")
     make_tool(second, FORECAST, description="Another forecast.")
     text = error_text(send(server_url, key, call(FORECAST, {"city": "Nice"})))
     assert text == f"catalog: {FORECAST!r} is in several catalogs; name one"
-    row = only_row("tool_call")
-    assert row.output["outcome"] == "refused"
-    assert row.output["reason"] == text
+    row = only_row("mcp_refused")
+    assert row.output["refused"] == text
     assert row.output["field"] == "catalog"
     assert row.input["tool"] == FORECAST
     assert row.input["channel"] == "mcp"
@@ -94,25 +96,96 @@ def test_a_direct_call_of_a_name_in_several_catalogs_leaves_a_refused_call_row(
     assert upstream.calls == []
 
 
-@pytest.mark.parametrize(
-    ("arguments", "field", "slug"),
-    [
-        ({"name": FORECAST, "arguments": {}, "extra": 1}, "extra", ""),
-        ({"name": FORECAST, "catalog": "secret"}, "catalog", ""),
-        ({"name": FORECAST, "catalog": "default", "selection_id": "nope"},
-         "selection_id", "default"),
-        ({"name": FORECAST, "arguments": []}, "arguments", ""),
-        ({"arguments": {"city": "Nice"}}, "name", ""),
-    ],
-)  # fmt: skip
-def test_call_tool_refused_before_the_call_path_leaves_a_refused_call_row(
-    server_url, upstream, key, arguments, field, slug
+NOT_A_UUID = "not-a-uuid"
+# A call refused before the call path judged it: (call_tool's arguments, the
+# field named, REST's status).
+UNJUDGED = [
+    ({"name": FORECAST, "arguments": {}, "extra": 1}, "extra", 400),
+    ({"name": FORECAST, "catalog": "secret"}, "catalog", 404),
+    ({"name": FORECAST, "catalog": "Not A Slug"}, "catalog", 400),
+    ({"name": FORECAST, "selection_id": NOT_A_UUID}, "selection_id", 400),
+    ({"name": FORECAST, "arguments": {"city": "Nice"}, "approval_id": NOT_A_UUID},
+     "approval_id", 400),
+    ({"name": FORECAST, "approval_id": ""}, "approval_id", 400),
+    ({"name": FORECAST, "arguments": []}, "arguments", 400),
+    ({"name": FORECAST, "arguments": None}, "arguments", 400),
+    ({"arguments": {"city": "Nice"}}, "name", 400),
+    ({"name": ""}, "name", 400),
+    ({"name": "x" * 201}, "name", 400),
+]  # fmt: skip
+
+
+def execute(url: str, key: str, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(
+        f"{url}/api/v1/tool-calls/execute",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
+
+
+def rows_after(after: int) -> list[tuple[str, str]]:
+    kinds = ["mcp_refused", "tool_call"]
+    found = AuditEvent.objects.filter(pk__gt=after, event_type__in=kinds)
+    found = found.order_by("pk")
+    return [(row.event_type, row.output.get("field", "")) for row in found]
+
+
+def last_pk() -> int:
+    return AuditEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+def test_a_call_refused_before_the_call_path_is_no_calls_row_on_either_path(
+    server_url, upstream, key
 ):
-    text = error_text(send(server_url, key, call("call_tool", arguments)))
-    assert text.startswith(f"{field}: ")
-    row = only_row("tool_call")
-    assert (row.output["outcome"], row.output["field"]) == ("refused", field)
-    assert row.catalog_slug == slug  # a catalog the key may not see is not named
+    """Malformed input never reached a decision: REST answers a 4xx naming the
+    field and writes nothing; /mcp answers a tool error naming it and records
+    its refusal as the gateway's, never as a ``tool_call``."""
+    for arguments, field, status in UNJUDGED:
+        before = last_pk()
+        rest = execute(server_url, key, arguments)
+        assert rest.status_code == status, (arguments, rest.text)
+        assert rest.json()["detail"].startswith(f"{field}: "), rest.text
+        assert rows_after(before) == [], arguments
+        text = error_text(send(server_url, key, call("call_tool", arguments)))
+        assert text.startswith(f"{field}: "), (arguments, text)
+        assert rows_after(before) == [("mcp_refused", field)], arguments
+    assert upstream.calls == []
+
+
+def test_a_direct_call_with_an_approval_id_that_is_no_uuid_is_no_calls_row(
+    server_url, upstream, key
+):
+    for approval in (NOT_A_UUID, "", 7.5, ["x"]):
+        before = last_pk()
+        body = call(FORECAST, {"city": "Nice"})
+        body["params"]["_meta"] = {"approval_id": approval}
+        text = error_text(send(server_url, key, body))
+        assert text.startswith("approval_id: "), (approval, text)
+        assert rows_after(before) == [("mcp_refused", "approval_id")], approval
+    assert upstream.calls == []
+
+
+# A call the call path judged and refused: (call_tool's arguments, REST's status).
+JUDGED = [
+    ({"name": "weather.no_such", "arguments": {}}, 404),
+    ({"name": FORECAST, "arguments": {"days": 3}}, 400),
+]  # fmt: skip
+
+
+def test_a_call_the_call_path_refuses_is_one_calls_row_on_either_path(
+    server_url, upstream, key
+):
+    for arguments, status in JUDGED:
+        before = last_pk()
+        assert execute(server_url, key, arguments).status_code == status
+        error_text(send(server_url, key, call("call_tool", arguments)))
+        rows = AuditEvent.objects.filter(pk__gt=before, event_type="tool_call")
+        rows = rows.order_by("pk")
+        assert [row.input["channel"] for row in rows] == ["api", "mcp"], arguments
+        assert {row.output["outcome"] for row in rows} == {"refused"}
+        refused = AuditEvent.objects.filter(pk__gt=before, event_type="mcp_refused")
+        assert not refused.exists()
     assert upstream.calls == []
 
 

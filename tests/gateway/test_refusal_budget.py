@@ -10,11 +10,12 @@ import time
 import uuid
 
 import pytest
+from django.core.exceptions import ValidationError as DjangoValidationError
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient
 from config import ratelimit
 from gateway import refusals, services
+from identity.models import ApiClient
 from tests.factories import make_client_key, make_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -87,5 +88,22 @@ def test_a_details_refusal_costs_one_a_good_details_nothing(still_minute):
 def test_a_call_refusal_is_charged_once(still_minute):
     user = key_user("agent-call", 1)
     refuse(services.call, user, {"name": "x", "arguments": {}, "extra": 1})
-    [row] = AuditEvent.objects.filter(event_type="tool_call")
+    [row] = rows()  # malformed: the gateway's refusal, not a call's row
     assert "note" not in row.output  # within the budget of 1: charged once
+    assert not AuditEvent.objects.filter(event_type="tool_call").exists()
+
+
+def test_a_models_validation_error_is_a_refusal_naming_the_field(still_minute):
+    """A full_clean refusal reaching the gateway is answered as REST answers it
+    (a 400 naming the field there), never as an internal failure."""
+    user = key_user("agent-clean", 5)
+    attempt = refusals.Attempt(user, uuid.uuid4(), "tools/call", "call_tool", {})
+
+    def work() -> None:
+        raise DjangoValidationError({"arguments": ["This field cannot be blank."]})
+
+    with pytest.raises(services.ToolRefused) as refused:
+        services._guarded(attempt, None, work)
+    assert str(refused.value) == "arguments: This field cannot be blank."
+    [row] = rows()
+    assert row.output["field"] == "arguments"

@@ -7,11 +7,11 @@ import pytest
 
 @pytest.fixture
 def sent(monkeypatch):
-    """The tasks sent by name (catalog.services.jobs.send), in order, instead of
+    """The tasks sent by name (jobs.services.send), in order, instead of
     going to the broker."""
     names: list[tuple[str, tuple]] = []
     monkeypatch.setattr(
-        "catalog.services.jobs.send",
+        "jobs.services.send",
         lambda name, *args, priority=None: names.append((name, args)) or True,
     )
     return names

@@ -9,9 +9,10 @@ import pytest
 
 from audit.models import AuditEvent
 from catalog.services.catalogs import ensure_default_catalog
-from learning.gate import RegressionRefused, check_change
+from learning.gate import check_change
 from learning.models import Label, LabelStatus
 from selection.models import SelectionSettings
+from selection.registry import RegressionRefused
 from selection.services.settings import update_selection_settings
 from tests.factories import make_tool
 

@@ -1,5 +1,5 @@
 """Who may read and manage a catalog's labels, evaluations and confusable tools
-(catalog.access.may_read_labels / may_manage_labels): curators and admins manage;
+(identity.access.may_read_labels / may_manage_labels): curators and admins manage;
 compliance reads; agents get a 403; a caller limited to another catalog a 404
 (never a hint that the catalog exists); nobody signed in is refused. A refused
 call writes nothing."""
@@ -12,8 +12,8 @@ import pytest
 
 from audit.choices import EventType
 from audit.models import AuditEvent
-from catalog.models import UserCatalogAccess
 from catalog.services import create_catalog
+from identity.models import UserCatalogAccess
 from learning.models import Evaluation, Label
 from tests.factories import make_tool, make_user
 

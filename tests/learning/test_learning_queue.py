@@ -16,11 +16,13 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from catalog.choices import JobState
-from catalog.models import Job, Tool
-from catalog.services import jobs
+from catalog.models import Tool
+from catalog.services import work
 from catalog.services.catalogs import ensure_default_catalog
 from config.celery import app
+from jobs import services as jobs
+from jobs.choices import JobState
+from jobs.models import Job
 from learning.models import Evaluation, EvaluationState
 from learning.services import evaluations, stalled
 from learning.services.evaluations import RUN_TASK
@@ -98,7 +100,7 @@ def import_job(with_key: Any) -> int:
 
 def test_evaluations_and_learns_are_routed_to_their_own_queue_and_imports_not():
     assert queue_of(RUN_TASK) == queue_of(RUN_LEARN) == "learning"
-    for task in (*jobs.JOB_TASKS.values(), jobs.EMBED_TOOL, jobs.SWEEP):
+    for task in (*jobs.JOB_TASKS.values(), work.EMBED_TOOL, jobs.SWEEP):
         assert queue_of(task) == settings.CELERY_TASK_DEFAULT_QUEUE == "quiver"
 
 

@@ -76,6 +76,7 @@ def test_a_key_queues_two_runs_then_gets_a_429_naming_the_limit(catalog):
         assert body["error"] == "limit_reached"
         assert "QUIVER_LEARNING_RUNS_PER_CALLER=2" in body["detail"]
         assert body["fields"] == {"runs": [body["detail"]]}
+        assert body["retryable"] is True
         assert int(refused["Retry-After"]) > 0
     assert runs() == 2
 

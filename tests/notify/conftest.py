@@ -17,7 +17,8 @@ from rest_framework.test import APIClient
 from calls.approvals import request_approval
 from calls.models import Approval
 from catalog.models import Catalog, Tool
-from catalog.services import create_api_client, ensure_default_catalog
+from catalog.services import ensure_default_catalog
+from identity.services import create_api_client
 from notify.models import Webhook
 from notify.services import create_webhook
 from tests.calls.approval_rows import restore_approver_groups

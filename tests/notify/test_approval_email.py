@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 
-from catalog.models import Catalog, UserCatalogAccess
-from catalog.services import create_api_client
+from catalog.models import Catalog
+from identity.models import UserCatalogAccess
+from identity.services import create_api_client
 from notify import mail as approval_mail
 from notify.models import ApprovalEmail
 from tests.factories import make_user

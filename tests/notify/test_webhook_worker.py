@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from calls.models import Approval
-from catalog.services import create_api_client
+from identity.services import create_api_client
 from notify.models import ApprovalEmail, Delivery
 from tests.calls.approval_rows import make_approval, restore_approver_groups
 from tests.conftest import start_worker, stop_worker, wait_until

@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 
 from audit.models import AuditEvent
-from catalog.models import ApiClient, Job, Tool
+from catalog.models import Tool
 from config.jsonparse import MAX_BODY_DEPTH
+from identity.models import ApiClient
+from jobs.models import Job
 from learning.models import Label
 from notify.models import Delivery, Webhook
 from sources.models import Source
+from sso.models import ClaimMapping
 from tests.factories import make_client_key, make_tool
 
 pytestmark = pytest.mark.django_db
@@ -61,6 +64,7 @@ def world(client: Any) -> dict[str, Any]:
             "/sources/": source.pk,
             "/approvals/": uuid.uuid4(),
             "/webhooks/": webhook.pk,
+            "/sso/mappings/": ClaimMapping.objects.create(value="staff").pk,
         },
     }
 

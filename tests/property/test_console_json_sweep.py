@@ -16,8 +16,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from audit.models import AuditEvent
-from catalog.models import Job, Tool
+from catalog.models import Tool
 from config.jsonparse import MAX_BODY_DEPTH
+from jobs.models import Job
 from learning.models import Evaluation, Label
 from selection.models import SelectionSettings
 from tests.factories import make_tool, weather_schema

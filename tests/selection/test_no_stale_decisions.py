@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from catalog.models import ApiClient, Tool
+from catalog.models import Tool
 from catalog.services.catalogs import create_catalog
-from catalog.services.clients import change_api_client, revoke_api_client
 from catalog.services.tools import set_tool_status
+from identity.models import ApiClient
+from identity.services.clients import change_api_client, revoke_api_client
 from selection.services.settings import update_selection_settings
 from tests.factories import make_sample_catalog, make_user
 

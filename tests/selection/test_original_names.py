@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from catalog.embeddings.text import embedding_text
+from catalog.embedding_text import embedding_text
 from catalog.services.tools import tool_to_spec
 from selection.engine.index import name_text
 from selection.engine.records import record_from_dict

@@ -156,7 +156,7 @@ def test_an_agent_may_not_try_settings(catalog, client):
 
 
 def test_a_curator_of_another_catalog_cannot_try_this_ones(catalog, client):
-    from catalog.models import UserCatalogAccess
+    from identity.models import UserCatalogAccess
 
     create_catalog("elsewhere", "Elsewhere")
     curator = make_user("other", groups=("curator",))

@@ -206,8 +206,8 @@ def test_a_too_long_reason_is_refused_naming_the_field(three_versions):
 
 
 def test_a_restore_counts_against_the_keys_rate_limit(three_versions, monkeypatch):
-    from catalog.models import ApiClient
     from config import ratelimit
+    from identity.models import ApiClient
 
     counter = ratelimit.Counter()
     counter._redis_down_until = float("inf")

@@ -13,12 +13,12 @@ from django.db import IntegrityError, connection
 
 from audit.choices import EventType
 from audit.models import AuditEvent
-from catalog.embeddings import backends
-from catalog.embeddings.static import forget_loaded
-from catalog.embeddings.static_training import TrainingSetup
 from catalog.models import Tool
 from catalog.services.query_encoder import build_is_due, build_query_encoder
 from catalog.tasks import build_query_encoder_if_due
+from embeddings import backends
+from embeddings.static import forget_loaded
+from embeddings.static_training import TrainingSetup
 from tests.selection.test_select_sentences import LONG, SHORT, TOOLS, select
 from tests.selection.test_select_sentences import catalog as catalog  # noqa: F401
 

@@ -12,10 +12,11 @@ import pytest
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
-from catalog.models import ApiClient, Tool
+from catalog.models import Tool
 from catalog.services import create_catalog, update_tool
 from catalog.services.tools import tool_to_spec
-from tests.factories import make_tool
+from identity.models import ApiClient
+from tests.factories import make_tool, stored_past_the_rules
 from tests.selection.test_tool_calls_parse import (
     mcp_request,
     ollama_message,
@@ -55,9 +56,7 @@ def _text(arguments: Any) -> str:
 def stored_before_the_name_rules(name: str, **fields: Any) -> Tool:
     """A tool with a name new tools may no longer take (written past the rules)."""
     tool = make_tool(name="legacy_tool", **fields)
-    Tool.objects.filter(pk=tool.pk).update(name=name)
-    tool.refresh_from_db()
-    return tool
+    return stored_past_the_rules(tool, name=name)
 
 
 @pytest.fixture

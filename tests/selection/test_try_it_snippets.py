@@ -1,5 +1,5 @@
 """Try it's "copy as curl" and "copy as Python": the exact body the page ran, with
-the key from $QUIVER_KEY, quoted so any query text survives the copy."""
+the key from $QUIVER_API_KEY, quoted so any query text survives the copy."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_the_curl_command_posts_the_body_and_reads_the_key_from_the_environment(
         "POST",
         "http://quiver.test/api/v1/select",
     ]
-    assert "Authorization: Bearer $QUIVER_KEY" in words
+    assert "Authorization: Bearer $QUIVER_API_KEY" in words
     body = words[words.index("--data-binary") + 1]
     assert json.loads(body) == EXPECTED
 
@@ -58,7 +58,7 @@ def test_the_python_call_is_the_client_packages_select_with_the_same_body(
             return {"tools": []}
 
     monkeypatch.setattr(quiver_client, "Quiver", Recorder)
-    monkeypatch.setenv("QUIVER_KEY", "qv_test_key")
+    monkeypatch.setenv("QUIVER_API_KEY", "qv_test_key")
     exec(compile(as_python("http://quiver.test", PAYLOAD), "<snippet>", "exec"), {})
     assert calls[0] == {"base_url": "http://quiver.test", "key": "qv_test_key"}
     assert calls[1] == EXPECTED

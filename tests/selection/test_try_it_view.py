@@ -13,7 +13,7 @@ from audit.services import verify_chain
 from catalog.services import ensure_default_catalog
 from selection.models import SelectionSettings
 from selection.services.settings import current_settings, update_selection_settings
-from tests.factories import make_sample_catalog
+from tests.factories import make_sample_catalog, make_tool
 
 pytestmark = pytest.mark.django_db
 
@@ -208,6 +208,39 @@ def test_a_core_tool_is_badged_as_core(as_member, catalog, curator):
 def test_a_degraded_answer_shows_a_warning(as_member, catalog):
     response = try_it(as_member, query="weather in Paris", timeout_ms="0")
     assert 'data-testid="degraded"' in response.content.decode()
+
+
+def test_an_answer_ranked_by_words_alone_says_so_and_why(as_member):
+    make_tool(name="get_weather", description="Current weather for a city.")
+    html = try_it(as_member, query="weather in Paris").content.decode()
+    notice = html.split('data-testid="words-only"')[1].split("</div>")[0]
+    assert "Ranked by words alone." in notice
+    assert "tool embeddings are not ready (1 of 1 tools" in notice
+
+
+def test_an_answer_with_embeddings_has_no_words_only_notice(as_member, catalog):
+    html = try_it(as_member, query="weather in Paris").content.decode()
+    assert 'data-testid="words-only"' not in html
+
+
+def test_the_rankings_list_reads_as_the_sum_of_the_counters_it_joins(as_member):
+    make_sample_catalog()
+    html = try_it(
+        as_member, query="send an email", max_candidates="1", min_score="0.05"
+    ).content.decode()
+    counters = dict(re.findall(r'data-testid="stat-(\w+)">(\d+)<', html))
+    listed = re.search(r'data-testid="listed-rank">(\d+) listed<', html)
+    breakdown = re.search(r'data-testid="breakdown-rank">([^<]+)<', html)
+    assert "Ranked out (below the picks)" in html
+    assert "By the ranking" in html and "By rank " not in html
+    assert breakdown is not None, html
+    parts = dict(
+        (label, int(count))
+        for count, label in re.findall(r"(\d+) ([a-z ]+)", breakdown.group(1))
+    )
+    assert parts["ranked out"] == int(counters["cut"])
+    assert parts["below min score"] == int(counters["below"])
+    assert int(listed.group(1)) == sum(parts.values())
 
 
 # Selection settings ---------------------------------------------------------------

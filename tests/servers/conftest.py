@@ -37,7 +37,7 @@ from django.test import override_settings
 from calls.upstream import pool
 from catalog.models import Catalog
 from catalog.services import ensure_default_catalog
-from catalog.services.jobs import claim_job
+from jobs.services import claim_job
 from sources.models import Source
 from sources.services import SourceAdded, add_stdio_source, create_source
 from sources.sync import run_sync

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from catalog.models import Catalog, Job
+from catalog.models import Catalog
 from catalog.services import ensure_default_catalog
-from catalog.services.jobs import claim_job
+from jobs.models import Job
+from jobs.services import claim_job
 from sources.models import Source
 from sources.services import create_source, start_sync
 from sources.sync import run_sync

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
-from catalog.models import Catalog, Job, UserCatalogAccess
+from catalog.models import Catalog
+from identity.models import UserCatalogAccess
+from jobs.models import Job
 from sources.models import Source
 from sources.secrets import MASK, decrypt_headers
 from tests.factories import make_user

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.choices import JobState
+from jobs.choices import JobState
 from tests.sources.conftest import sync
 
 pytestmark = pytest.mark.django_db

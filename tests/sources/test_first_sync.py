@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from catalog.choices import JobKind, JobState
-from catalog.models import Job, Tool
+from catalog.models import Tool
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 from sources.models import Source, SourceStatus
 from tests.conftest import start_worker, stop_worker, wait_until
 
@@ -32,7 +33,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
         names.append((name, args))
         return True
 
-    monkeypatch.setattr("catalog.services.jobs.send", send)
+    monkeypatch.setattr("jobs.services.send", send)
     return names
 
 

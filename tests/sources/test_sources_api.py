@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from audit.models import AuditEvent
-from catalog.choices import JobKind, ToolStatus
-from catalog.models import Catalog, Tool, UserCatalogAccess
+from catalog.choices import ToolStatus
+from catalog.models import Catalog, Tool
+from identity.models import UserCatalogAccess
+from jobs.choices import JobKind
 from sources.models import Source
 from sources.secrets import MASK
 from tests.factories import make_user

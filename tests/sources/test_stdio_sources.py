@@ -19,7 +19,7 @@ from django.core.management.base import CommandError
 
 from audit.models import AuditEvent
 from calls.upstream import pool
-from catalog.choices import JobState
+from jobs.choices import JobState
 from sources.models import Source, SourceKind, SourceStatus
 from sources.secrets import decrypt_headers
 from tests.conftest import wait_until

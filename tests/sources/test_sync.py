@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from audit.models import AuditEvent
-from catalog.choices import JobState, ToolStatus
+from catalog.choices import ToolStatus
 from catalog.models import Tool, ToolChange
-from catalog.services.jobs import claim_job, finish_job
 from catalog.services.tools import set_tool_status, tool_to_spec, update_tool
+from jobs.choices import JobState
+from jobs.services import claim_job, finish_job
 from sources.models import SourceStatus, SourceTool
 from sources.services import start_sync
 from sources.sync import apply_listing

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from catalog.models import Tool
+from tests.factories import make_tool
 from tests.sources.conftest import sync
 from tests.upstream import upstream_tool
 
@@ -87,7 +88,7 @@ def test_a_renamed_tool_is_called_upstream_by_its_own_name(
 
 
 def test_a_listing_whose_names_are_not_text_is_refused_item_by_item(make_source):
-    from catalog.services.jobs import claim_job
+    from jobs.services import claim_job
     from sources.services import start_sync
     from sources.sync import OUTCOMES, apply_listing
 
@@ -103,3 +104,22 @@ def test_a_listing_whose_names_are_not_text_is_refused_item_by_item(make_source)
         "inputSchema" in job.items[3]["reason"]
         or "parameters" in (job.items[3]["reason"])
     )
+
+
+def test_a_synced_tool_never_takes_a_name_another_tool_is_called_by(
+    upstream, make_source
+):
+    """One name, one tool: ``weather__files/read`` would be offered as
+    ``weather__files_read``, the name of a tool a curator made; and the safe
+    name of ``files read`` skips it."""
+    make_tool(name="weather__files_read", description="A curator's tool.")
+    upstream.tools = {
+        name: upstream_tool(name, "Read a file.", read_only=True)
+        for name in ("files/read", "files read")
+    }
+    job = sync(make_source(upstream.url))
+    first, second = job.items
+    assert first["outcome"] == "rejected"
+    assert "by tool 'weather__files_read'" in first["reason"]
+    assert (second["outcome"], second["name"]) == ("created", "weather__files_read_2")
+    assert Tool.objects.filter(provider_name="weather__files_read").count() == 1

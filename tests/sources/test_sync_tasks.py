@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from catalog.choices import JobKind, JobState
-from catalog.models import Job
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 from sources import tasks
 from sources.models import Source
 

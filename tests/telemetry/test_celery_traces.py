@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from catalog.services import jobs
+from jobs import services as jobs
 from telemetry import tracing
 from tests.conftest import ROOT, XDIST, start_worker, stop_worker, wait_until
 

@@ -11,9 +11,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from audit.sealing import seal_pending
 from calls.models import Approval, ApprovalStatus
-from catalog.choices import EmbeddingStatus, JobKind, JobState
-from catalog.models import Job, Tool
+from catalog.choices import EmbeddingStatus
+from catalog.models import Tool
 from catalog.services import create_catalog, ensure_default_catalog
+from jobs.choices import JobKind, JobState
+from jobs.models import Job
 from learning.models import Evaluation, EvaluationState, LearntModel
 from sources.models import Source, SourceStatus
 from telemetry.collector import DatabaseCollector

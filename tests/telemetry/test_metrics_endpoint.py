@@ -6,10 +6,13 @@ other caller a 403, and nothing is read for them."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 from prometheus_client.parser import text_string_to_metric_families
 
+from config import ratelimit
 from tests.factories import make_client_key, make_user
 
 pytestmark = pytest.mark.django_db
@@ -21,9 +24,9 @@ def metrics_token(settings):
     settings.QUIVER_METRICS_TOKEN = TOKEN
 
 
-def scrape(client, key: str | None = None):
+def scrape(client, key: str | None = None, **extra):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
-    return client.get("/metrics", **headers)
+    return client.get("/metrics", **headers, **extra)
 
 
 def families(response) -> dict:
@@ -78,6 +81,37 @@ def test_a_wrong_token_gets_401_and_nothing(client, wrong):
     response = scrape(client, wrong)
     assert response.status_code == 401
     assert b"quiver_" not in response.content
+
+
+@pytest.mark.parametrize(
+    "wrong", ["scrape-token-guess", TOKEN.upper(), "", "qv_" + "x" * 40]
+)
+def test_a_wrong_token_of_any_shape_waits_as_an_unknown_key_does(client, wrong):
+    started = time.monotonic()
+    assert (
+        client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {wrong}").status_code == 401
+    )
+    assert time.monotonic() - started >= ratelimit.UNKNOWN_KEY_DELAY_S
+
+
+def test_wrong_tokens_and_unknown_keys_share_one_budget_an_address(client, monkeypatch):
+    """35 guesses from one address, every other one shaped like a key: the 31st
+    and on are 429s, as 31 unknown keys would be."""
+    monkeypatch.setattr(ratelimit, "UNKNOWN_KEY_DELAY_S", 0)
+    monkeypatch.setattr(ratelimit, "clock", lambda: 1_900_000_000.0)
+    key_shaped = "qv_abcdefghij_" + "x" * 32
+    guesses = [key_shaped if n % 2 else f"guess-{n}" for n in range(35)]
+    codes = [
+        scrape(client, guess, REMOTE_ADDR="198.51.100.39").status_code
+        for guess in guesses
+    ]
+    assert codes == [401] * 30 + [429] * 5
+    refused = scrape(client, "guess-36", REMOTE_ADDR="198.51.100.39")
+    assert refused["Retry-After"]
+    assert "unknown API keys a minute" in refused.json()["detail"]
+    # The token itself still reads, and another address is not held back.
+    assert scrape(client, TOKEN, REMOTE_ADDR="198.51.100.39").status_code == 200
+    assert scrape(client, "guess", REMOTE_ADDR="198.51.100.40").status_code == 401
 
 
 def test_without_a_token_configured_an_empty_bearer_is_still_refused(client, settings):

@@ -31,7 +31,6 @@ from tests.factories import make_client_key
 from tests.upstream import Upstream, running_upstream, upstream_tool
 
 SECRET = "Timbuktu-4c9e1f"  # in arguments, in a query and in upstream errors
-SPANS: dict[str, InMemorySpanExporter] = {}
 
 
 class EchoingUpstream(Upstream):
@@ -60,21 +59,6 @@ def module_upstream() -> Iterator[Upstream]:
 
 
 @pytest.fixture
-def spans(transactional_db: None) -> Iterator[InMemorySpanExporter]:
-    """Tracing on in this process, exporting each span as it ends; connections
-    opened from now on are traced (psycopg), so the open one is closed."""
-    exporter = InMemorySpanExporter()
-    SPANS["exporter"] = exporter
-    tracing.start(exporter, batch=False)
-    connection.close()
-    try:
-        yield exporter
-    finally:
-        tracing.stop()
-        connection.close()
-
-
-@pytest.fixture
 def agent(spans: InMemorySpanExporter, module_upstream: Upstream) -> APIClient:
     module_upstream.calls.clear()
     link_source(module_upstream)
@@ -83,11 +67,12 @@ def agent(spans: InMemorySpanExporter, module_upstream: Upstream) -> APIClient:
     return api
 
 
-def traced_turn(api: APIClient, work: Any) -> tuple[Any, Any]:
+def traced_turn(
+    spans: InMemorySpanExporter, api: APIClient, work: Any
+) -> tuple[Any, Any]:
     """Run ``work(api, headers)`` as one agent turn; its span and what it gave
     (the spans of the setup before it are forgotten)."""
-    exporter = SPANS["exporter"]
-    exporter.clear()
+    spans.clear()
     turn = trace.get_tracer("agent").start_span("agent turn")
     headers: dict[str, str] = {}
     inject(headers, context=trace.set_span_in_context(turn))
@@ -133,7 +118,7 @@ def ancestors(span: Any, by_id: dict[int, Any]) -> list[str]:
 def test_one_trace_runs_from_the_agent_through_select_and_the_call_to_the_upstream(
     agent, spans, module_upstream
 ):
-    turn, (chosen, ran) = traced_turn(agent, select_then_call)
+    turn, (chosen, ran) = traced_turn(spans, agent, select_then_call)
     trace_id = turn.get_span_context().trace_id
     finished = list(spans.get_finished_spans())
     # The upstream's side of the tools/list Quiver sends on connecting starts a
@@ -165,10 +150,10 @@ def test_one_trace_runs_from_the_agent_through_select_and_the_call_to_the_upstre
             "quiver.call"
         )
     # The SDK's client span sends the call; the upstream's server span continues
-    # it from _meta.traceparent.
+    # it from _meta.traceparent (named by its method: the tool is what was asked).
     sent = named(finished, "MCP send tools/call get_forecast")
     assert ancestors(sent, by_id)[:2] == ["quiver.call.upstream", "quiver.call"]
-    served = named(finished, "tools/call get_forecast")
+    served = named(finished, "tools/call")
     assert served.parent.span_id == sent.context.span_id
     [upstream_call] = module_upstream.calls_to("get_forecast")
     version, carried_trace, parent, _flags = upstream_call.meta["traceparent"].split(
@@ -179,7 +164,7 @@ def test_one_trace_runs_from_the_agent_through_select_and_the_call_to_the_upstre
 
 
 def test_spans_follow_the_http_db_and_rpc_conventions(agent, spans):
-    traced_turn(agent, select_then_call)
+    traced_turn(spans, agent, select_then_call)
     finished = list(spans.get_finished_spans())
     server = named(finished, "POST api/v1/select")
     assert server.kind == trace.SpanKind.SERVER
@@ -237,7 +222,7 @@ def texts_of(span: Any) -> list[str]:
 
 
 def test_no_span_holds_a_value_the_caller_sent(agent, spans, module_upstream):
-    traced_turn(agent, send_everything)
+    traced_turn(spans, agent, send_everything)
     assert [c.arguments for c in module_upstream.calls_to("explode")]  # it ran
     finished = list(spans.get_finished_spans())
     assert len(finished) > 20
@@ -302,7 +287,7 @@ def test_a_search_over_mcp_runs_in_the_agent_s_trace(
         "method": "tools/call",
         "params": {"name": "search_tools", "arguments": {"query": "weather"}},
     }
-    SPANS["exporter"].clear()
+    spans.clear()
     transport = httpx.WSGITransport(app=app)
     with httpx.Client(transport=transport, base_url="http://localhost") as http:
         answer = http.post("/mcp", json=search, headers=headers)
@@ -315,7 +300,7 @@ def test_a_search_over_mcp_runs_in_the_agent_s_trace(
     assert select.attributes["quiver.selection_id"] == selection_id
     assert select.attributes["quiver.channel"] == "mcp"
     assert ancestors(select, by_id) == [
-        "tools/call search_tools",
+        "tools/call",
         "POST /mcp",
         "agent turn",
     ]

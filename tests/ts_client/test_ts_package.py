@@ -1,9 +1,9 @@
 """The TypeScript package (clients/ts) end to end: node's test runner runs its
 compiled tests (``make ts`` builds them; ``make pytest`` does first) against a
 live Quiver served as ``make run`` serves it (gunicorn: the API and /mcp) on the
-test database, with a real upstream MCP server as the catalog's source. Each
-node test file writes what it did to a report; this side checks it against the
-audit log and the upstream."""
+test database (through a proxy a test may break, tests/outages.py), with a real
+upstream MCP server as the catalog's source. Each node test file writes what it
+did to a report; this side checks it against the audit log and the upstream."""
 
 from __future__ import annotations
 
@@ -23,13 +23,18 @@ from django.test import Client
 
 from audit.models import AuditEvent
 from calls.models import Approval
+from calls.upstream import pool
+from catalog.models import Tool
 from catalog.services import ensure_default_catalog
+from config.devstack_demo import demo_sources_file
 from selection.services.settings import update_selection_settings
 from tests.calls.approval_rows import restore_approver_groups
 from tests.calls.conftest import link_source
 from tests.conftest import worker_env
+from tests.demo import demo_stack
+from tests.docs.shown import check_shown
 from tests.factories import embed_now, make_client_key, make_tool, make_user
-from tests.outages import running_web
+from tests.outages import web_behind_proxy
 from tests.upstream import Upstream
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,10 +56,26 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
-    """One gunicorn for the module, on the test database."""
-    with running_web(worker_env(), "ts") as url:
-        yield url
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the demo stack's settings file is (make run's state directory)."""
+    return tmp_path_factory.mktemp("demo")
+
+
+@pytest.fixture(scope="module")
+def web(
+    django_db_setup: None, django_db_blocker: Any, demo_dir: Path
+) -> Iterator[tuple[str, Any]]:
+    """One gunicorn for the module, on the test database through a proxy; the
+    demo server is in its settings file, as make run's is."""
+    env = worker_env()
+    demo_sources_file(demo_dir, env, ROOT)
+    with web_behind_proxy(env, "ts") as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def server_url(web: tuple[str, Any]) -> str:
+    return web[0]
 
 
 @pytest.fixture
@@ -246,6 +267,34 @@ def test_the_typescript_mcp_sdks_search_and_call_through_mcp_in_both_eras(
     assert len(live.upstream.calls) == 6
 
 
+def test_a_call_that_ran_is_never_sent_again_and_a_retryable_one_is(
+    live, web, tmp_path
+):
+    """The upstream counts its sends. A non-idempotent tool that runs without
+    approval: the database drops its sessions while it runs, so its outcome
+    cannot be recorded (503, not retryable): the client sends it once. Then the
+    database refuses connections for a moment: the first attempt does nothing
+    (503, retryable, Retry-After): the client waits it out and the call runs."""
+    _, proxy = web
+    Tool.objects.filter(name="weather.send_note").update(requires_approval=False)
+    env = {**live.env, "QUIVER_API_KEY": make_client_key("ts-once", "agent")}
+    live.upstream.on_call["send_note"] = proxy.sever
+    try:
+        once = run_node("runs-once", env, tmp_path)
+    finally:
+        live.upstream.on_call.clear()
+    assert once["sent"] == 1
+    assert [call.name for call in live.upstream.calls] == ["send_note"]
+    [started] = AuditEvent.objects.calls_without_outcome()
+    assert f"call_id {started.pk}" in once["detail"]
+
+    proxy.sever(refuse_s=2.0)
+    retried = run_node("retried", env, tmp_path)
+    assert retried["statuses"] == [503, 200]
+    names = [call.name for call in live.upstream.calls]
+    assert names == ["send_note", "get_forecast"]
+
+
 def test_the_example_runs_an_agent_against_quiver(live):
     key = make_client_key("ts-example", "agent")
     done = run_example({**live.env, "QUIVER_API_KEY": key})
@@ -255,6 +304,20 @@ def test_the_example_runs_an_agent_against_quiver(live):
     assert "the model called weather_get_forecast: ran " in lines
     assert lines[-1].startswith("the answer: Here is what I found:")
     assert len(events("selection", "ts-example")) == 2
+
+
+def test_the_example_against_make_runs_demo_prints_what_the_tutorial_shows(
+    transactional_db, server_url, demo_dir, settings, monkeypatch
+):
+    demo_stack(demo_dir, settings, monkeypatch)
+    key = make_client_key("my-agent", "agent", roles=["support"])
+    try:
+        done = run_example({"QUIVER_URL": server_url, "QUIVER_API_KEY": key})
+    finally:
+        work = pool()
+        work.submit(work.close_all(), 10)  # the demo server this process started
+    assert done.returncode == 0, done.stdout + done.stderr
+    check_shown("docs/tutorials/connect-typescript.md", "ts-agent", done.stdout)
 
 
 def test_the_example_without_a_key_says_how_to_make_one():

@@ -3,8 +3,9 @@
 Migrations run as the tables' owner; the app runs as this role, which may read and
 write the other tables but, on the audit table, only SELECT, INSERT and the sealing
 UPDATE of the chain columns (the trigger allows that update once per row, from empty
-to set). It cannot UPDATE content, DELETE, TRUNCATE, or alter the table or its
-triggers. Run it after every migrate (new tables need their grants).
+to set); on the checkpoint lines' table, only SELECT and INSERT. It cannot UPDATE
+content, DELETE, TRUNCATE, or alter those tables or their triggers. Run it after
+every migrate (new tables need their grants).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from psycopg import sql
 from config.env import env_secret
 
 AUDIT_TABLE = "audit_auditevent"
+CHECKPOINT_TABLE = "audit_checkpoint_line"
 SEALING_COLUMNS = ("seq", "prev_hash", "hash", "hash_version", "key_id", "sealed_at")
 
 
 def _statements(role: str, password: str, database: str) -> list[sql.Composable]:
     who, table = sql.Identifier(role), sql.Identifier(AUDIT_TABLE)
+    lines = sql.Identifier(CHECKPOINT_TABLE)
     columns = sql.SQL(", ").join(sql.Identifier(c) for c in SEALING_COLUMNS)
     return [
         sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(who, sql.Literal(password)),
@@ -47,6 +50,10 @@ def _statements(role: str, password: str, database: str) -> list[sql.Composable]
         sql.SQL("REVOKE ALL ON {} FROM {}").format(table, who),
         sql.SQL("GRANT SELECT, INSERT ON {} TO {}").format(table, who),
         sql.SQL("GRANT UPDATE ({}) ON {} TO {}").format(columns, table, who),
+        # Checkpoint lines kept in Postgres (QUIVER_AUDIT_CHECKPOINT_STORE) are
+        # only ever appended and read.
+        sql.SQL("REVOKE ALL ON {} FROM {}").format(lines, who),
+        sql.SQL("GRANT SELECT, INSERT ON {} TO {}").format(lines, who),
     ]
 
 

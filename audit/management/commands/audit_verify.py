@@ -40,9 +40,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--checkpoints",
             choices=CHECKPOINT_SOURCES,
-            default="file",
-            help="check against the checkpoint file (default) or the copy in the "
-            "QUIVER_AUDIT_CHECKPOINT_S3 bucket",
+            default=None,
+            help="check against the configured checkpoint store "
+            "(QUIVER_AUDIT_CHECKPOINT_STORE, the default), the file, the Postgres "
+            "table, or the copy in the QUIVER_AUDIT_CHECKPOINT_S3 bucket",
         )
         parser.add_argument("--json", action="store_true", help="print the result")
 

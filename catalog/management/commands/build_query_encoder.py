@@ -7,7 +7,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from catalog.embeddings.static_training import TrainingSetup
 from catalog.services.query_encoder import (
     DEFAULT_MAX_TOOLS,
     QueryEncoderError,
@@ -15,6 +14,7 @@ from catalog.services.query_encoder import (
     build_query_encoder,
     single_build,
 )
+from embeddings.static_training import TrainingSetup
 
 
 class Command(BaseCommand):

@@ -7,9 +7,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from catalog.models import Catalog, Job
+from catalog.models import Catalog
 from catalog.services.embeddings import run_reindex, start_reindex
-from catalog.services.jobs import claim_job
+from jobs.models import Job
+from jobs.services import claim_job
 
 
 class Command(BaseCommand):

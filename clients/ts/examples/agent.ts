@@ -6,9 +6,10 @@
  *     make ts
  *     QUIVER_API_KEY=<the key> node clients/ts/dist/examples/agent.js
  *
- * The model is the AI SDK's mock playing a fixed transcript: it calls the first
- * tool Quiver offered with {"city": "Paris"}, then answers. Pass your provider's
- * model instead (e.g. `openai("gpt-5")`) and nothing else changes.
+ * The model is the AI SDK's mock playing a fixed transcript: it calls the tool
+ * Quiver ranked first for Paris (as the tool's schema asks: a `location` such as
+ * the demo catalog's weather tools want, else a `city`), then answers. Pass your
+ * provider's model instead (e.g. `openai("gpt-5")`) and nothing else changes.
  */
 
 import { ToolLoopAgent, stepCountIs } from "ai";
@@ -24,6 +25,10 @@ if (!key) {
   process.exit(2);
 }
 
+// Quiver's first pick at the current step: the scripted model calls it (the AI SDK
+// hands a model the active tools in its tools map's order, not in Quiver's).
+let best = "";
+
 // --- The lines docs/tutorials/connect-typescript.md shows ------------------------
 const tools = await quiverTools({ url, key, catalog });
 const agent = new ToolLoopAgent({
@@ -35,10 +40,12 @@ const agent = new ToolLoopAgent({
     catalog,
     maxTools: 5,
     tools,
-    onSelection: ({ stepNumber, activeTools }) =>
+    onSelection: ({ stepNumber, activeTools }) => {
+      best = activeTools[0] ?? "";
       console.log(
         `step ${stepNumber}: Quiver offered ${activeTools.join(", ") || "no tool"}`,
-      ),
+      );
+    },
   }),
   stopWhen: stepCountIs(5),
 });
@@ -57,7 +64,7 @@ for (const step of result.steps) {
 }
 console.log(`the answer: ${result.text}`);
 
-/** The transcript: call the first offered tool, then say what it answered. */
+/** The transcript: call Quiver's first pick, then say what it answered. */
 function scriptedModel(): MockLanguageModelV3 {
   const usage = {
     inputTokens: { total: 0, noCache: 0, cacheRead: undefined, cacheWrite: undefined },
@@ -67,9 +74,9 @@ function scriptedModel(): MockLanguageModelV3 {
   return new MockLanguageModelV3({
     doGenerate: async ({ tools: offered = [], prompt }) => {
       turn += 1;
-      const first = offered[0];
+      const first = offered.find((tool) => tool.name === best) ?? offered[0];
       if (turn === 1 && first) {
-        const input = JSON.stringify({ city: "Paris" });
+        const input = JSON.stringify(parisFor(first));
         return {
           content: [
             { type: "tool-call", toolCallId: "call-1", toolName: first.name, input },
@@ -88,4 +95,13 @@ function scriptedModel(): MockLanguageModelV3 {
       };
     },
   });
+}
+
+/** Paris as the tool's schema asks for a place: a `location` or a `city`. */
+function parisFor(tool: { type: string; inputSchema?: unknown }): object {
+  const schema = (tool.inputSchema ?? {}) as { properties?: object };
+  const wanted = Object.keys(schema.properties ?? {});
+  return wanted.includes("location")
+    ? { location: { place: "Paris" } }
+    : { city: "Paris" };
 }

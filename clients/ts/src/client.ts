@@ -1,6 +1,6 @@
 /**
- * `Quiver`: the REST API over `fetch`, with retries on 429 and 503 and a
- * timeout. Its names and answers are the Python client's (`select`,
+ * `Quiver`: the REST API over `fetch`, with retries of the answers the server
+ * marks retryable and a timeout. Its names and answers are the Python client's (`select`,
  * `selectBatch`, `validateToolCalls`, `call`, `listTools`), camel-cased.
  */
 
@@ -32,7 +32,8 @@ import type {
 export const DEFAULT_CATALOG = "default";
 export const USER_AGENT = "quiver-ai-sdk/0.1";
 const API = "/api/v1/";
-const RETRY_STATUSES = new Set([429, 503]);
+// The answers a poll of an approval (a read) waits out.
+const WAIT_STATUSES = new Set([429, 503]);
 // Failures where no request reached the server, so a retry cannot run it twice.
 const NOT_CONNECTED = new Set([
   "ECONNREFUSED",
@@ -48,7 +49,7 @@ export interface QuiverOptions {
   key?: string;
   /** Seconds before one attempt is given up (30). */
   timeout?: number;
-  /** How 429 and 503 answers are retried. */
+  /** How the answers the server marks retryable are retried. */
   retry?: RetryPolicy | RetryOptions;
   /** Extra headers on every request (a proxy's, a tracing id...). */
   headers?: Record<string, string>;
@@ -90,8 +91,8 @@ export class Quiver {
   }
 
   /**
-   * One API call (`path` under `/api/v1/`), retried on 429 and 503: the
-   * decoded JSON answer, or an `APIError`.
+   * One API call (`path` under `/api/v1/`), retried when the server marks its
+   * answer retryable: the decoded JSON answer, or an `APIError`.
    */
   async request<T = unknown>(
     method: string,
@@ -263,7 +264,7 @@ export class Quiver {
       return (await decoded(`GET ${path}`, response)) as Approval;
     }
     const error = await apiError(response);
-    if (RETRY_STATUSES.has(response.status)) {
+    if (WAIT_STATUSES.has(response.status)) {
       return error;
     }
     throw error;
@@ -292,7 +293,7 @@ export class Quiver {
       return { answer: await decoded(call, response) };
     }
     const error = await apiError(response);
-    if (RETRY_STATUSES.has(response.status)) {
+    if (error.retryable) {
       const wait = this.retry.delay(attempt, error.retryAfter);
       if (wait !== undefined) {
         return { wait };
@@ -350,7 +351,7 @@ export async function apiError(response: Response): Promise<APIError> {
     body = undefined;
   }
   const envelope = isObject(body) ? body : {};
-  const { error, detail, fields } = envelope;
+  const { error, detail, fields, retryable } = envelope;
   const Class = errorClass(response.status);
   return new Class({
     status: response.status,
@@ -360,6 +361,7 @@ export async function apiError(response: Response): Promise<APIError> {
     retryAfter: parseRetryAfter(response.headers.get("Retry-After")),
     requestId: response.headers.get("X-Request-ID") ?? undefined,
     body,
+    retryable: retryable === true,
   });
 }
 

@@ -71,13 +71,18 @@ export interface APIErrorInit {
   retryAfter?: number | undefined;
   requestId?: string | undefined;
   body?: unknown;
+  retryable?: boolean;
 }
 
 /**
  * A 4xx or 5xx answer. `error` is the server's code (`invalid`,
  * `not_authenticated`, `permission_denied`, `not_found`, `throttled`,
  * `unavailable`...), `detail` names the field and the rule, `fields` maps each
- * field to its messages (empty when the error is about no field).
+ * field to its messages (empty when the error is about no field). `retryable`
+ * is the server's word that sending the request again is safe and may succeed
+ * (a limit or an outage met before anything was done); the client retries only
+ * those. A tool call's `Unavailable` that is not retryable may have run its
+ * tool: check `detail` (it names the call) before doing anything again.
  */
 export class APIError extends QuiverError {
   override name = "APIError";
@@ -90,6 +95,8 @@ export class APIError extends QuiverError {
   readonly requestId: string | undefined;
   /** The decoded JSON body, when there was one. */
   readonly body: unknown;
+  /** Whether the server said the request may be sent again (`retryable`). */
+  readonly retryable: boolean;
 
   constructor(init: APIErrorInit) {
     super(`${init.status} ${init.error}: ${init.detail}`);
@@ -100,6 +107,7 @@ export class APIError extends QuiverError {
     this.retryAfter = init.retryAfter;
     this.requestId = init.requestId;
     this.body = init.body;
+    this.retryable = init.retryable ?? false;
   }
 }
 
@@ -133,12 +141,16 @@ export class PayloadTooLarge extends APIError {
   override name = "PayloadTooLarge";
 }
 
-/** 429 after the client's retries: `retryAfter` is the server's wait. */
+/** 429 (after the client's retries, when it was retryable): `retryAfter` is the server's wait. */
 export class RateLimited extends APIError {
   override name = "RateLimited";
 }
 
-/** 503 after the client's retries (e.g. the database is down). */
+/**
+ * 503: a part of the service is out (`retryable`: retried first, nothing was
+ * done), or a call ran but its outcome could not be recorded (not retryable:
+ * never sent again).
+ */
 export class Unavailable extends APIError {
   override name = "Unavailable";
 }

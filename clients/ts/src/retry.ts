@@ -1,7 +1,10 @@
 /**
- * How 429 and 503 answers (and connections never made) are retried, as the
+ * How the answers the server marks `"retryable": true` (a limit or an outage
+ * met before anything was done) and connections never made are retried, as the
  * Python client's `RetryPolicy`: the server's `Retry-After` when it sends one,
- * else an exponential backoff with up to 10% jitter.
+ * else an exponential backoff with up to 10% jitter. Nothing else is sent
+ * again: never a tool call whose tool may have run (the server answers that
+ * `"retryable": false`).
  */
 
 export interface RetryOptions {

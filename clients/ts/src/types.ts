@@ -97,6 +97,9 @@ export interface Selection {
   degraded: boolean;
   fallback_reason: string;
   no_tool: NoTool | null;
+  /** Ranked by words alone: the catalog's tool embeddings are not ready. */
+  words_only: boolean;
+  words_only_reason: string;
 }
 
 /** A batch item that failed: the API's error envelope, in the item's place. */

@@ -13,6 +13,7 @@ import {
   Quiver,
   QuiverError,
   RetryPolicy,
+  Unavailable,
   type Selection,
   type StepSelection,
   chatMessages,
@@ -188,4 +189,38 @@ test("waitForApproval gives up at once when Retry-After is past its deadline", a
   const quiver = new Quiver({ url: "http://quiver.test", fetch: fakeFetch });
   await assert.rejects(quiver.waitForApproval("a-1", { timeout: 60 }), ApprovalTimeout);
   assert.equal(polls, 1);
+});
+
+test("only an answer the server marks retryable is sent again", async () => {
+  const ran = {
+    error: "unavailable",
+    detail: "audit: the call ran upstream but its outcome could not be recorded",
+    retryable: false,
+  };
+  const answers = [
+    new Response(JSON.stringify(ran), { status: 503 }),
+    Response.json(
+      { error: "unavailable", retryable: true },
+      {
+        status: 503,
+        headers: { "Retry-After": "0.01" },
+      },
+    ),
+    new Response(JSON.stringify({ error: "unavailable" }), { status: 503 }),
+    Response.json({ outcome: "ran", tool: "t", content: [], is_error: false }),
+  ];
+  let sent = 0;
+  const fakeFetch = (async () => {
+    sent += 1;
+    return answers.shift() ?? Response.json({}, { status: 500 });
+  }) as typeof fetch;
+  const quiver = new Quiver({ url: "http://quiver.test", key: "k", fetch: fakeFetch });
+  const once = await quiver.call("t").catch((e: unknown) => e);
+  assert.ok(once instanceof Unavailable && !once.retryable, String(once));
+  assert.equal(sent, 1);
+  const unmarked = await quiver.call("t").catch((e: unknown) => e);
+  assert.ok(unmarked instanceof Unavailable && !unmarked.retryable, String(unmarked));
+  assert.equal(sent, 3); // the retryable one, then one with no mark: not sent again
+  assert.equal((await quiver.call("t")).outcome, "ran");
+  assert.equal(sent, 4);
 });
