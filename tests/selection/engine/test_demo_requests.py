@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from catalog.embeddings.backends import LocalMiniLMBackend, get_local_backend
-from catalog.embeddings.text import embedding_text
+from catalog.embedding_text import embedding_text
 from catalog.spec import spec_from_dict
+from embeddings.backends import LocalMiniLMBackend, get_local_backend
 from selection.engine import (
     CatalogSnapshot,
     SelectionRequest,
