@@ -68,6 +68,7 @@ from bench._attackers import (  # noqa: E402
 )
 from bench._data import (  # noqa: E402
     DATASETS,
+    SOURCES,
     EmbeddingCache,
     get_embedder,
     tool_embedding_text,
@@ -88,13 +89,6 @@ from selection.engine.fusion import family_key  # noqa: E402
 from selection.engine.vectors import VectorTable, unit_rows  # noqa: E402
 
 FOLDS, SEED = 5, 20261206
-# --holdout source: the request sources held out per data set (the rest is the
-# training side the request-mirror may copy from).
-SOURCES = {
-    "metatool": ("multi_tool",),
-    "sealtools": ("test_out_domain/easy", "test_out_domain/difficult"),
-    "stabletoolbench": ("G2_category", "G2_instruction", "G3_instruction"),
-}
 GOAL_ASR1, GOAL_ASR5, GOAL_NDCG = 0.01, 0.05, 0.01
 # An import screen's line for extreme length, in medians of distinct words
 # (reported, not applied: the ranking does not screen).
