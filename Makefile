@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # mkdocs-material prints a banner about MkDocs 2 on every build.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: run test lint typecheck docs docs-check pytest manage chromium ts frameworks servers bench bench-quality bench-speed bench-embeddings clean-test
+.PHONY: run test test-fast lint typecheck docs docs-check pytest manage chromium ts frameworks servers bench bench-quality bench-speed bench-embeddings clean-test
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -112,6 +112,14 @@ docs-check: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir .quiver/site-check
 
 test: lint typecheck docs-check ts pytest
+
+# The fast tier: the pure parts (the engine, formats, schema policy, naming, the
+# learnt models' maths, the seams) with no Postgres, Redis, Celery nor Django: the
+# files listed in tests/fast.txt, run without tests/conftest.py and pytest-django,
+# so a listed test that reaches for any of them fails. make test runs them too.
+test-fast: $(STAMP)
+	$(PY) -m pytest @tests/fast.txt --noconftest -p no:django -p no:xdist -q \
+		-W ignore::pytest.PytestConfigWarning
 
 manage: $(STAMP)
 	$(PY) -m config.devstack exec -- $(PY) manage.py $(ARGS)

@@ -62,7 +62,7 @@ def _tokens_hold(wanted: Value | Func) -> Q:
     index ``audit_event_unsealed``: the last second's rows) and each row is then
     checked against that short id array: an OR on the computed tokens instead
     was priced per row, so the planner ran the text filters' JSON parsing first
-    and went parallel (a common text: 16 -> 124 ms p50 at a million events)."""
+    and went parallel, many times slower at a million events (bench/README.md)."""
     events = apps.get_model("audit", "AuditEvent")._default_manager
     unsealed = events.filter(
         Q(hash__isnull=True) & Q(DataContains(SearchTokens(), wanted))

@@ -13,7 +13,7 @@ became visible to the sealer, which is final the moment they are sealed: a late 
 simply gets the next seq. No row is skipped, none is sealed twice (the trigger allows
 the sealing update once), and no timing assumption is needed.
 
-The same freedom bounds a round (issue 20): each batch's sealing UPDATE runs under
+The same freedom bounds a round: each batch's sealing UPDATE runs under
 ``SEAL_BUDGET_MS``. Past it the UPDATE is cancelled and the first half of the batch
 is sealed instead (its seqs and hashes are the same prefix of the chain), down to
 one row; one row past it is sealed with the trigrams of a shorter prefix of its

@@ -11,7 +11,7 @@ and the caller collects the server's reply (``PendingEvent.wait``) before a byte
 the answer goes out. An answer is never sent without its committed row, and a row
 that could not be written turns the answer into an error. The statement is made
 once per process and each row's values are adapted by psycopg directly (Django's
-INSERT compiler and a client-side quoted statement cost ~0.2 ms more per row). No
+INSERT compiler and a client-side quoted statement cost more per row). No
 thread hands work to another: Python's GIL would hold a writer thread back for as
 long as the request thread renders.
 

@@ -1,5 +1,5 @@
 """How many upstream calls may be in flight at once, so slow upstreams cannot
-starve the service (issue 30). Checked after the call is decided and before it is
+starve the service. Checked after the call is decided and before it is
 claimed, so a refusal spends nothing (an approval stays approved):
 
 * per key (an API client, or a person): ``QUIVER_CALLS_PER_KEY``, across every

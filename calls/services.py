@@ -1,4 +1,4 @@
-"""Running a tool call through Quiver (issues 22 and 30): decide -> limits ->
+"""Running a tool call through Quiver: decide -> limits ->
 claim -> the upstream call -> the outcome -> the answer.
 
 * Access and validation are exactly POST tool-calls/validate's

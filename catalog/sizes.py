@@ -1,4 +1,4 @@
-"""How large a stored text may be (issue 20: nothing a caller sends can stall the
+"""How large a stored text may be (nothing a caller sends can stall the
 audit chain). Plain Python, shared by the API's serializers and the tool checks.
 
 A request's text that is stored (in an audit row, or in a tool's definition) is

@@ -22,9 +22,8 @@ from rest_framework.response import Response
 from config.params import MAX_PAGE, BoundedPagination
 
 # 1,000, not 10,000: counting 10,001 matches of a common filter (or of two
-# combined) read 10,000 rows scattered over the table, 70-250 ms of a page that
-# otherwise takes 10-40 (bench/README.md, compliance console); large log UIs stop
-# counting early too.
+# combined) reads 10,000 rows scattered over the table, several times the cost of
+# the page itself (bench/README.md); large log UIs stop counting early too.
 COUNT_CAP = 1_000
 TIME_LIMIT_MS = 3_000
 

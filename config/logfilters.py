@@ -69,7 +69,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 class NoValuesFromTheDatabase(logging.Filter):
-    """Logs never quote what callers sent (issue 30): a database error, as a
+    """Logs never quote what callers sent: a database error, as a
     log argument or in a logged traceback, is shown by ``safe_error_text``
     instead of its message, which quotes the statement and its values."""
 

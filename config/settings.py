@@ -259,7 +259,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"] = 2
 QUIVER_JOB_LEASE_S = env_int("QUIVER_JOB_LEASE_S", 6, minimum=2)
 # Every worker sends queued jobs and pending embeddings older than this again.
 QUIVER_SWEEP_S = env_int("QUIVER_SWEEP_S", 10, minimum=1, maximum=3600)
-# Issue 23: re-learn a catalog with an applied learnt model when its labels or
+# Re-learn a catalog with an applied learnt model when its labels or
 # tools change (learning.services.learn.relearn_on_change; off by default).
 QUIVER_RELEARN_ON_CHANGE = env_bool("QUIVER_RELEARN_ON_CHANGE", False)
 # Evaluations and learns (learning.services.stalled): one still queued after
@@ -452,7 +452,7 @@ QUIVER_LLM = {
     "TIMEOUT_S": env_int("QUIVER_LLM_TIMEOUT_S", 20, minimum=1),
 }
 
-# Sources (issue 22): MCP servers a catalog syncs tools from (README "Sources").
+# Sources: MCP servers a catalog syncs tools from (README "Sources").
 # Header values are encrypted with QUIVER_SOURCE_KEY (any long random text), else with a
 # key derived from SECRET_KEY; QUIVER_SOURCE_OLD_KEYS (comma-separated) still decrypt.
 QUIVER_SOURCE_KEY = env_str("QUIVER_SOURCE_KEY")
@@ -491,7 +491,7 @@ QUIVER_EVALUATION_MAX_LABELS = env_int(
     "QUIVER_EVALUATION_MAX_LABELS", 20_000, minimum=1
 )
 
-# Calls through Quiver (issue 22): how long a person's approval may wait, and
+# Calls through Quiver: how long a person's approval may wait, and
 # whether tool_call audit rows keep only the arguments' hash (not the arguments).
 QUIVER_APPROVAL_TTL_SECONDS = env_int(
     "QUIVER_APPROVAL_TTL_SECONDS", 3600, minimum=60, maximum=30 * 86_400
@@ -582,8 +582,8 @@ if QUIVER_WORKER_METRICS_PORT and not (
         "PROMETHEUS_MULTIPROC_DIR (a worker's processes add up there)"
     )
 
-# The web server (config/gunicorn.py) and what the call path may take of it
-# (issue 30). A call never outlives its request: its upstream time is bounded by
+# The web server (config/gunicorn.py) and what the call path may take of it.
+# A call never outlives its request: its upstream time is bounded by
 # QUIVER_CALL_TIMEOUT_MAX_SECONDS, well under gunicorn's timeout. Upstream calls in
 # flight are limited per web process (below its threads, leaving threads for
 # selections and /healthz), per source and per key (the last two across

@@ -4,9 +4,9 @@ Quiver scales out by processes (gunicorn workers, Celery's prefork pool), each
 doing small matrix work per request (the static encoder's MLP, in-process cosine).
 numpy's OpenBLAS starts one thread per core in every process and splits even a
 2 x 384 product across them; when another process holds a core, the call waits for
-its second thread to be scheduled. Measured on two cores with one busy: the static
-encoder's two-sentence call 0.22 ms p50 but 38 ms p95 with two BLAS threads,
-0.28 / 0.32 ms with one. An operator can still set these variables otherwise.
+its second thread to be scheduled, and the tail grows many times over (measured in
+bench/README.md, "The numbers behind the code's choices"). An operator can still
+set these variables otherwise.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """A pure-numpy forward pass of all-MiniLM-L6-v2: queries and document batches.
 
-Why: one short query through transformers' ``BertModel`` costs ~25 ms on a small
-CPU, almost all of it framework overhead (module dispatch, autograd bookkeeping,
-tensor wrappers). The arithmetic itself is a handful of small matrix products, so a
-plain numpy implementation of the same network embeds a query in a few
-milliseconds, which is what lets a whole selection request stay within budget.
+Why: one short query through transformers' ``BertModel`` costs several times more
+on a small CPU, almost all of it framework overhead (module dispatch, autograd
+bookkeeping, tensor wrappers). The arithmetic itself is a handful of small matrix
+products, so a plain numpy implementation of the same network embeds a query in a
+few milliseconds, which is what lets a whole selection request stay within budget.
 Batches of documents (padded, masked) run through the same code, so neither the
 web nor the worker processes need torch (see ``bench/embedding_speed.py``).
 
@@ -42,7 +42,7 @@ _MASKED = np.float32(-1e9)
 # Abramowitz & Stegun 7.1.26: erf(z) = 1 - t*P(t)*exp(-z^2), t = 1/(1 + p z), z >= 0.
 # |error| < 1.5e-7 in exact arithmetic (under 1e-6 in float32), the size of the
 # rounding already present in the float32 matmuls around it: sentence embeddings
-# still match the reference to cosine > 0.99999. It is ~3x faster than
+# still match the reference to cosine > 0.99999. It is faster than
 # scipy.special.erf here and keeps this module numpy-only.
 _AS_P = np.float32(0.3275911)
 _AS_A = tuple(

@@ -288,7 +288,7 @@ class OnnxMiniLM:
 _SHARED_LOCK = threading.Lock()
 _SHARED: dict[str, OnnxMiniLM] = {}
 # The same encoders by the path as callers give it: resolving a path is a few
-# system calls, and every query embedding asks (~0.1 ms a request).
+# system calls, and every query embedding asks.
 _GIVEN: dict[str, OnnxMiniLM] = {}
 
 

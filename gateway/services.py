@@ -195,7 +195,7 @@ def _found(answer: Any, pending: list[PendingEvent]) -> dict:
         found["list_cursor"] = cursor_for(answer.catalog, names)
     if answer.words_only:  # ranked by words alone: the model should know
         found["words_only_reason"] = answer.words_only_reason
-    if answer.no_tool is not None:  # issue 23: say why no tool fits
+    if answer.no_tool is not None:  # say why no tool fits
         return {**found, "tools": tools, "no_tool": answer.no_tool}
     return {**found, "tools": tools}
 

@@ -177,8 +177,8 @@ class Fusions:
     at most the fusion of each input's highest value outside them. A row whose
     tenth best candidate beats that bound (or whose bound is 0: zero scores
     never rank) ranks its top ten among the candidates; any other row is fused
-    over every tool. The weight search fuses hundreds of times (4,076 tools:
-    ~30 ms a fusion on 1,000 rows over every tool, ~1 ms on the candidates)."""
+    over every tool. The weight search fuses hundreds of times, and a fusion over
+    the candidates costs a small fraction of one over every tool."""
 
     def __init__(
         self,

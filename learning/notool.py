@@ -13,7 +13,7 @@ fitted and calibrated on held-out folds only:
   tasks), and each kind is scored by a model and against similarities that
   never saw it. A random fold leaves a near-twin of most no-tool requests in
   the training folds, so the cut looked safe (0.141 false positives on the
-  dev folds) and let through 0.340 of new requests (issue 33);
+  dev folds) and let through 0.340 of new requests;
 * the probability cut is chosen on out-of-fold probabilities (the model scoring
   each fold is fitted on the other folds): the highest cut whose no-tool
   false-positive rate at the default request is at most ``FP_TARGET`` while
@@ -62,8 +62,8 @@ SIM_FOLDS = 10
 # The kinds the no-tool labels are grouped into (held out kind by kind).
 KINDS = 3
 KMEANS_ROUNDS = 20
-# False: no-tool labels held out at random like the others (before issue 33's
-# third session; bench/learning.py --no-tool-random-folds measures it).
+# False: no-tool labels held out at random like the others (as they were before holding
+# out by kind; bench/learning.py --no-tool-random-folds measures it).
 HOLD_OUT_BY_KIND = True
 
 

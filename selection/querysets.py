@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class StoredSettings:
     """A catalog's settings row as read (``data`` None and version 0 while the
-    catalog has never changed them). Parsing them costs ~0.2 ms, so it is left
-    to the reader that needs them (a snapshot being built), not every request."""
+    catalog has never changed them). Parsing them is left to the reader that
+    needs them (a snapshot being built), not every request."""
 
     data: dict[str, Any] | None
     version: int

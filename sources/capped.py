@@ -1,4 +1,4 @@
-"""Reading at most so many bytes of an upstream's answer to a tool call (issue 30):
+"""Reading at most so many bytes of an upstream's answer to a tool call:
 a 60 MB result must not be read whole before its size is checked. Every other
 answer of an upstream (a ``tools/list`` page a sync or a test reads, the listing
 a call connection reads once) is capped too, at ``MESSAGE_CAP``: no upstream can

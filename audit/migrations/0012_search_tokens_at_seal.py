@@ -1,5 +1,5 @@
 # The search tokens are computed when a row is sealed, no longer on its insert
-# (issue 9: the audit write adds at most 1 ms to /select). The insert trigger of
+# (the audit write adds at most 1 ms to /select). The insert trigger of
 # 0010 cost the database ~0.33 ms of a ~0.46 ms INSERT of a selection's row, plus
 # the GIN index entries, on the answer's path; the sealer pays it now, off the path,
 # a batch at a time. Until it is sealed a row holds no tokens (the CHECK refuses any

@@ -1,4 +1,4 @@
-# Bounded search tokens (issue 20, point 5). audit_search_tokens (0007) made the
+# Bounded search tokens. audit_search_tokens (0007) made the
 # trigrams of a row's texts with substr(u, i, 3) over the whole text: in a UTF-8
 # database substr walks the text from its start to find character i, so a text of
 # n characters cost n^2/2 steps. One /select with a 740 kB query (an object of

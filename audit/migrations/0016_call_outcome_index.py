@@ -1,4 +1,4 @@
-"""A tool call's outcome by the id of its ``started`` event (issue 30): the worker's
+"""A tool call's outcome by the id of its ``started`` event: the worker's
 sweep of calls left without an outcome, and the console's pairing of a call's two
 events, look it up by this partial expression index. Built concurrently: the
 audit table keeps taking rows while it is built."""

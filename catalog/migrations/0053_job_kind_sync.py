@@ -1,4 +1,4 @@
-"""Jobs of a new kind: a source's sync (issue 22, sources/sync.py)."""
+"""Jobs of a new kind: a source's sync (sources/sync.py)."""
 
 from django.db import migrations, models
 

@@ -249,7 +249,7 @@ def _record(
         },
         output={"change_id": change.pk, "version": tool.version, "after": after},
     )
-    if settings.QUIVER_RELEARN_ON_CHANGE:  # issue 23: re-learn after tool edits
+    if settings.QUIVER_RELEARN_ON_CHANGE:  # re-learn after tool edits
         jobs.enqueue(RELEARN_TASK, tool.catalog_id)
 
 

@@ -18,10 +18,9 @@ A request pays for the active signals only (``request_scores``). Its nearest
 labelled requests are found by scanning every example up to ``EXACT_EXAMPLES``
 of them; above that through clusters of the examples built once per snapshot
 (``warm``): the request is compared with the clusters' centres and then with the
-examples of the nearest ``probes`` clusters only. Scanning 10,000 examples of
-384 floats read 15 MB per request and took /select from 3.9 to 6.7 ms; the
-clusters read a tenth of it. ``scores`` (learning.fit's cross-validation) always
-scans them all.
+examples of the nearest ``probes`` clusters only: scanning every example reads
+megabytes per request at ten thousand of them, the clusters a tenth of it.
+``scores`` (learning.fit's cross-validation) always scans them all.
 """
 
 from __future__ import annotations

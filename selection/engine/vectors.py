@@ -53,8 +53,8 @@ class VectorTable:
         norm = float(np.linalg.norm(q))
         if norm == 0 or k <= 0 or not self.present.any():
             return {}
-        # einsum, not ``@``: BLAS's threads made a 20,000-row product take 20 ms
-        # at p50 on a busy 2-core machine; this single-threaded loop takes ~1.5.
+        # einsum, not ``@``: BLAS's threads wait for a busy core's turn, and this
+        # single-threaded loop does not (bench/README.md).
         scores = np.einsum("ij,j->i", self.matrix, q / norm)
         scores[~self.present] = -np.inf
         k = min(k, int(np.count_nonzero(self.present)))
