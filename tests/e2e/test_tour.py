@@ -1,8 +1,8 @@
 """make run's tour in a real browser, on a stack set up like its demo: a
 first-time admin lands on the tool list with the first steps (and, until the
 demo catalog is embedded, the notice that selections are ranked by words alone),
-tries the headline request (``send_email`` first), sees that step ticked, and dismisses the panel. The
-README's screenshot is taken here."""
+tries the headline request (``send_email`` first), sees that step ticked, and
+dismisses the panel. The README's screenshot is taken here."""
 
 from __future__ import annotations
 
