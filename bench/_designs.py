@@ -82,7 +82,7 @@ def _hubs(beta: float, line: float = 50.0) -> None:
             return cos
         return np.where(cos != 0, cos - beta * excess(ctx.snapshot), 0.0)
 
-    hybrid_module.semantic_raw = raw
+    hybrid_module.semantic_raw = raw  # type: ignore[attr-defined]
 
 
 def _length(knee: float) -> None:

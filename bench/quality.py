@@ -388,8 +388,8 @@ def print_sources(data: Prepared, ranked: Ranked, default: str) -> None:
     groups: dict[str, list[dict[str, float]]] = {}
     for q, (names, _) in zip(data.queries, ranked, strict=True):
         if q.relevant:
-            found = query_metrics(names, q.relevant)
-            groups.setdefault(q.subset or "-", []).append(found)
+            metrics = query_metrics(names, q.relevant)
+            groups.setdefault(q.subset or "-", []).append(metrics)
     together = [m for subset in held for m in groups.get(subset, [])]
     print(f"\n{data.name}: '{default}' per request source (* held out)")
     print(f"  {'source':<32}{'queries':>8}{'R@1':>9}{'NDCG@10':>9}")
