@@ -1,20 +1,10 @@
-"""Routes of approvals: the console page (``urlpatterns``) and the API's
-(``api_urlpatterns``, under /api/v1/). The call path's own route is i22-calls'
-(calls/urls_execute.py, wired in config/urls.py)."""
+"""The console's routes of calls: the approvals page and a person's decision."""
 
 from django.urls import path
 
 from calls import views
-from calls.api import ApprovalViewSet
-from config.routers import OptionalSlashRouter
 
 app_name = "calls"
-
-router = OptionalSlashRouter()
-router.include_root_view = False
-router.register("approvals", ApprovalViewSet, basename="approval")
-
-api_urlpatterns = router.urls
 
 urlpatterns = [
     path("approvals/", views.approval_list, name="approval-list"),

@@ -6,7 +6,6 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 
 import config.schema  # noqa: F401 - registers the bearer-key scheme for the schema
-from calls.urls import api_urlpatterns as approvals_api
 from config.api_docs import ConsoleSwaggerView, SchemaView
 from sso.forms import AdminSignInForm
 from sso.views import SignInView
@@ -21,8 +20,8 @@ api_v1 = [
     path("", include("selection.api.urls")),
     path("", include("compliance.api.urls")),
     path("", include("sources.api.urls")),
-    path("", include(approvals_api)),
-    path("", include("calls.urls_execute")),
+    path("", include("calls.api.urls")),
+    path("", include("learning.api.urls")),
     path("", include("notify.api.urls")),
     path("", include("sso.api.urls")),
 ]
@@ -54,7 +53,6 @@ urlpatterns = [
     path("", include("sources.urls")),
     path("", include("calls.urls")),
     path("", include("learning.urls")),
-    path("", include("learning.urls_learn")),
     path("", include("notify.urls")),
     path("", include("sso.urls")),
 ]

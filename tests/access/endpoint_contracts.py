@@ -344,46 +344,42 @@ API: dict[str, Contract] = {
     ),
     "POST webhook-rotate": Write("admin", {}, "webhook_changed", args=HOOK),
     # learning
-    "GET learning:api-labels": Read("curator", args=SLUG),
-    "POST learning:api-labels": Write(
+    "GET label-list": Read("curator", args=SLUG),
+    "POST label-list": Write(
         "curator",
         {"labels": [{"query": "rain in Oslo", "tools": ["get_weather"]}]},
         "labels_changed",
         args=SLUG,
     ),
-    "DELETE learning:api-labels": Write(
+    "DELETE label-list": Write(
         "curator", None, "labels_changed", args=SLUG, query="all=true"
     ),
-    "GET learning:api-label-detail": Read(
-        "curator", args={**SLUG, "label_id": "label"}
-    ),
-    "DELETE learning:api-label-detail": Write(
+    "GET label-detail": Read("curator", args={**SLUG, "label_id": "label"}),
+    "DELETE label-detail": Write(
         "curator", None, "labels_changed", args={**SLUG, "label_id": "label"}
     ),
-    "POST learning:api-label-review": Write(
+    "POST label-review": Write(
         "curator",
         lambda ids: {"ids": [ids["label"]], "status": "rejected"},
         "labels_changed",
         args=SLUG,
     ),
-    "POST learning:api-label-proposals": Write(
+    "POST label-proposals": Write(
         "curator",
         {},
         why="looks for labels in recent use: a row when it proposes any, and this "
         "world has no call to learn from",
         args=SLUG,
     ),
-    "GET learning:api-evaluations": Read("curator", args=SLUG),
-    "POST learning:api-evaluations": Write(
+    "GET evaluation-list": Read("curator", args=SLUG),
+    "POST evaluation-list": Write(
         "curator",
         {},
         why=EVALUATES,
         args=SLUG,
     ),
-    "GET learning:api-evaluation-detail": Read(
-        "curator", args={**SLUG, "run_id": "run"}
-    ),
-    "GET learning:api-confusable": Read("curator", args=SLUG),
+    "GET evaluation-detail": Read("curator", args={**SLUG, "run_id": "run"}),
+    "GET confusable": Read("curator", args=SLUG),
     "POST learn": Write(
         "curator",
         {},
