@@ -30,6 +30,11 @@ class EventType(models.TextChoices):
         "sign_in_settings",
         "Single sign-on mapping or password sign-in changed",
     )
+    OAUTH_CLIENT = "oauth_client", "OAuth client registered"
+    OAUTH_CONSENT = "oauth_consent", "OAuth client approved or denied by a person"
+    OAUTH_TOKEN = "oauth_token", "OAuth tokens issued for an approval"
+    OAUTH_REVOKED = "oauth_revoked", "OAuth connection or token revoked"
+    OAUTH_REFUSED = "oauth_refused", "OAuth request or token refused"
 
 
 class RollupKind(models.TextChoices):

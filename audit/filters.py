@@ -20,11 +20,11 @@ from django import forms
 from django.db.models import Expression, F, Q, Value
 from django.db.models.fields.json import KT
 from django.db.models.functions import StrIndex, Upper
-from django.db.models.lookups import GreaterThan
+from django.db.models.lookups import Exact, GreaterThan
 from django.utils import timezone
 
 from audit.choices import CALL_OUTCOMES, CALL_STARTED, EventType
-from audit.querysets import AuditEventQuerySet, has_tokens, may_contain_text
+from audit.querysets import PERSON, AuditEventQuerySet, has_tokens, may_contain_text
 from config.params import DayField
 
 _ANY = [("", "Any")]
@@ -54,6 +54,9 @@ class AuditFilterForm(forms.Form):
         required=False, label="What", choices=_ANY + EventType.choices
     )
     actor = forms.CharField(required=False, label="Who", max_length=150)
+    person = forms.CharField(
+        required=False, label="Person (and their agents)", max_length=150
+    )
     catalog = forms.ChoiceField(required=False, label="Catalog")
     tool = forms.CharField(required=False, label="Tool offered", max_length=200)
     excluded_tool = forms.CharField(
@@ -135,6 +138,9 @@ def filter_q(data: Mapping[str, Any]) -> Q:
     if "actor" in data:
         who = data["actor"]
         q &= may_contain_text("a:", who) & _contains("actor_name", who)
+    if "person" in data:
+        # Exact, by the index on PERSON: their own rows and their agents'.
+        q &= Q(Exact(PERSON, data["person"]))
     if "q" in data:
         text = data["q"]
         q &= may_contain_text("t:", text) & (

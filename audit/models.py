@@ -11,7 +11,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from audit.choices import EventType, RollupKind
-from audit.querysets import CALL_ID, CALL_OUTCOME, AuditEventQuerySet
+from audit.querysets import CALL_ID, CALL_OUTCOME, PERSON, AuditEventQuerySet
 from config.exceptions import AppendOnlyError
 
 
@@ -96,6 +96,8 @@ class AuditEvent(models.Model):
             models.Index(
                 CALL_ID, condition=CALL_OUTCOME, name="audit_event_call_outcome"
             ),
+            # The filter by person, newest first (audit.filters).
+            models.Index(PERSON, models.F("id"), name="audit_event_person"),
         ]
 
     def __str__(self) -> str:

@@ -12,7 +12,7 @@ from django.contrib.postgres.lookups import DataContains
 from django.db import models
 from django.db.models import F, Func, Lookup, Q, Value
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce
 
 from audit.choices import EventType
 
@@ -21,6 +21,12 @@ TOKENS = ArrayField(models.TextField())
 # the partial index ``audit_event_call_outcome`` is built on this expression.
 CALL_ID = Cast(KT("input__call_id"), models.BigIntegerField())
 CALL_OUTCOME = Q(event_type=EventType.TOOL_CALL) & Q(input__has_key="call_id")
+# The person behind a row: the person an agent acted for (audit.acting), else the
+# actor's own name; the index ``audit_event_person`` is built on it, so the
+# filter by person finds a person's own rows and their agents' alike.
+PERSON = Coalesce(
+    KT("input__acting_for__person"), F("actor_name"), output_field=models.TextField()
+)
 
 
 class SearchTokens(Func):

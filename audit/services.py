@@ -16,6 +16,7 @@ from typing import Any, Required, TypedDict, Unpack
 from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 
+from audit.acting import with_acting_for
 from audit.actors import actor_name, stored_user
 from audit.models import AuditEvent
 from audit.sealing import seal_and_checkpoint, seal_pending
@@ -74,6 +75,7 @@ def _event(event_type: str, fields: EventFields, *, plain: bool) -> AuditEvent:
     """The row; ``plain``: its JSON values as they will read back (dates and UUIDs
     made text), for callers that keep using the returned object."""
     actor = fields["actor"]
+    given = with_acting_for(actor, fields["input"])
     return AuditEvent(
         event_type=event_type,
         actor=stored_user(actor),
@@ -83,7 +85,7 @@ def _event(event_type: str, fields: EventFields, *, plain: bool) -> AuditEvent:
         catalog_slug=fields.get("catalog_slug", ""),
         catalog_version=fields.get("catalog_version", 0),
         summary=fields["summary"][:300],
-        input=_plain(fields["input"]) if plain else fields["input"],
+        input=_plain(given) if plain else given,
         output=_plain(fields["output"]) if plain else fields["output"],
         created=timezone.now(),
     )
@@ -105,7 +107,7 @@ def record_events(
             catalog_slug=event.get("catalog_slug", ""),
             catalog_version=event.get("catalog_version", 0),
             summary=str(event.get("summary", ""))[:300],
-            input=event["input"],
+            input=with_acting_for(actor, event["input"]),
             output=event["output"],
             created=now,
         )

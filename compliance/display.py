@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from audit.acting import ACTING_FOR
 from audit.choices import EventType
 from audit.models import AuditEvent
 
@@ -13,9 +14,16 @@ QUERY_CHARS = 60
 
 
 def who(event: AuditEvent) -> str:
-    """API clients' service users are ``api:<name>``: say "agent <name>"."""
+    """API clients' service users are ``api:<name>``: say "agent <name>", and
+    for whom it acted ("for alice via Claude Code") when it acted for a person."""
     name = event.actor_name
-    return f"agent {name[4:]}" if name.startswith("api:") else name
+    said = f"agent {name[4:]}" if name.startswith("api:") else name
+    acting = (event.input or {}).get(ACTING_FOR)
+    if not isinstance(acting, dict) or not acting.get("person"):
+        return said
+    client = acting.get("oauth_client")
+    via = f" via {client.get('name')}" if isinstance(client, dict) else ""
+    return f"{said} for {acting['person']}{via}"
 
 
 def query_text(event: AuditEvent) -> str:

@@ -10,6 +10,7 @@ blocks do not.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
@@ -29,6 +30,21 @@ POLICY = "; ".join(
         "frame-ancestors 'none'",
     ]
 )
+
+
+# A source expression a page may add to form-action: a scheme and an origin of
+# plain characters (nothing that could end the directive or add another).
+FORM_TARGET = re.compile(r"^[a-z][a-z0-9+.-]*:(//[A-Za-z0-9.\-\[\]:]+)?$")
+
+
+def policy_with_form_target(source: str) -> str:
+    """The policy, its form-action also allowing ``source`` (an origin, or a
+    scheme such as ``com.example.app:``): a form whose answer redirects there
+    (OAuth's consent, back to the client) would otherwise be stopped by the
+    browser. A source that is not plain is not added."""
+    if not FORM_TARGET.match(source):
+        return POLICY
+    return POLICY.replace("form-action 'self'", f"form-action 'self' {source}")
 
 
 class ContentSecurityPolicyMiddleware:

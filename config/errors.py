@@ -1,6 +1,7 @@
 """Error pages: styled HTML for people, the JSON error envelope for every
 endpoint that is not a page (``answers_json``: the API and its schema,
-``/metrics``, ``/healthz``, ``/mcp``, ``/.well-known/``).
+``/metrics``, ``/healthz``, ``/mcp``, ``/.well-known/``, OAuth's token,
+registration, revocation and keys).
 
 Django calls these for errors no view handled (``handler404`` and friends in
 ``config/urls.py``, ``CSRF_FAILURE_VIEW``). The 403 and 404 pages keep the
@@ -22,7 +23,10 @@ from config.pages import render_page
 from config.retries import retry_body
 
 JSON_PREFIXES = ("/api/", "/.well-known/", "/mcp/")
-JSON_PATHS = frozenset({"/metrics", "/healthz", "/mcp"})
+JSON_PATHS = frozenset(
+    {"/metrics", "/healthz", "/mcp"}
+    | {f"/oauth/{name}" for name in ("token", "register", "revoke", "jwks.json")}
+)
 READS = ("GET", "HEAD")
 
 

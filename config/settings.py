@@ -18,6 +18,7 @@ from config.env import (
     oidc_provider,
     web_server,
 )
+from config.env_oauth import oauth_settings
 
 SYSLOG_FACILITIES = {
     **{"kern": 0, "user": 1, "daemon": 3, "auth": 4, "syslog": 5, "authpriv": 10},
@@ -82,6 +83,7 @@ INSTALLED_APPS = [
     "notify",
     "sso",
     "compliance",
+    "oauth",
 ]
 
 MIDDLEWARE = [
@@ -134,6 +136,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# /mcp as an OAuth 2.1 protected resource, Quiver as its authorization server
+# (on by default) and the company's as another (config.env_oauth, oauth/).
+QUIVER_OAUTH = oauth_settings()
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -183,7 +188,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = QUIVER_MAX_BODY_BYTES
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "identity.auth.ApiKeyAuthentication",
+        # An API key, or an OAuth access token whose scope names the API.
+        "oauth.auth.BearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

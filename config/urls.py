@@ -55,6 +55,7 @@ urlpatterns = [
     path("", include("learning.urls")),
     path("", include("notify.urls")),
     path("", include("sso.urls")),
+    path("", include("oauth.urls")),
 ]
 
 handler400 = "config.errors.bad_request"

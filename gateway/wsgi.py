@@ -6,9 +6,12 @@ is unchanged). Before any MCP work, in the worker's own thread:
 
 1. Host must be one of ``ALLOWED_HOSTS`` (421), and an ``Origin``, when sent, must
    name an allowed host (403): the spec's DNS-rebinding defence.
-2. ``Authorization: Bearer <API key>`` through the REST API's own authentication
-   (``identity.auth.ApiKeyAuthentication``: unknown-key penalty, revoked, expired,
-   deactivated, chain of keys): anything else is a 401.
+2. ``Authorization: Bearer`` with an API key (the REST API's own
+   authentication: unknown-key penalty, revoked, expired, deactivated, chain of
+   keys) or an OAuth access token whose scope names ``mcp`` (``oauth.auth``:
+   issuer, audience, expiry, grant, scope): anything else is a 401 whose
+   ``WWW-Authenticate`` names the resource's metadata (RFC 9728), so an MCP
+   client can find where to get a token; a token in the URL is refused.
 3. The body is read whole and checked by the API's JSON rules, one message per
    request, and the ``MCP-Protocol-Version`` header against the versions served
    (``gateway.inbound``).
@@ -32,7 +35,7 @@ import math
 import uuid
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
@@ -57,7 +60,14 @@ from gateway.server import (
     REQUEST_ID,
     build_manager,
 )
-from identity.auth import ApiKeyAuthentication
+from oauth.auth import (
+    InsufficientScope,
+    InvalidToken,
+    RefusalNotRecorded,
+    authenticate_bearer,
+    www_authenticate,
+)
+from oauth.choices import SCOPE_MCP
 from telemetry.wsgi import observed
 
 PATH = "/mcp"
@@ -89,14 +99,26 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
     refusal = _refuse_host(request)
     if refusal is not None:
         return _json(start, *refusal)
+    if "access_token" in parse_qs(environ.get("QUERY_STRING", "")):
+        detail = "access_token: send it in the Authorization header, never in a URL"
+        return _json(start, 400, "invalid", detail)
     close_old_connections()
     try:
-        user = _authenticate(request)
+        user = authenticate_bearer(request, needed=SCOPE_MCP)
+    except InsufficientScope as exc:
+        challenge = www_authenticate(
+            request, error="insufficient_scope", scope=SCOPE_MCP
+        )
+        return _json(start, 403, "forbidden", str(exc.detail), challenge=challenge)
+    except RefusalNotRecorded:
+        return _not_recorded(start)
     except APIException as exc:
         if exc.status_code == 429:  # too many unknown keys from this address
             wait = max(1, math.ceil(getattr(exc, "wait", None) or 1))
             return _json(start, 429, "throttled", str(exc.detail), retry_after=wait)
-        return _json(start, 401, "unauthorized", str(exc.detail), bearer=True)
+        error = "invalid_token" if isinstance(exc, InvalidToken) else ""
+        challenge = www_authenticate(request, error=error, scope=SCOPE_MCP)
+        return _json(start, 401, "unauthorized", str(exc.detail), challenge=challenge)
     except (OperationalError, InterfaceError) as exc:
         detail, retry_after = database_trouble(exc)
         return _json(
@@ -110,8 +132,9 @@ def serve_mcp(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
     finally:
         close_old_connections()
     if user is None:
-        detail = "Authorization: send Bearer <Quiver API key>"
-        return _json(start, 401, "unauthorized", detail, bearer=True)
+        detail = "Authorization: send Bearer <Quiver API key or access token>"
+        challenge = www_authenticate(request, scope=SCOPE_MCP)
+        return _json(start, 401, "unauthorized", detail, challenge=challenge)
     attempt = refusals.Attempt(user, _request_id(request))
     return _serve(environ, request, start, attempt)
 
@@ -303,12 +326,6 @@ def _refuse_host(request: WSGIRequest) -> tuple[int, str, str] | None:
     return None
 
 
-def _authenticate(request: WSGIRequest) -> Any:
-    """The key's user, or None when no bearer key was sent; raises for a bad key."""
-    found = ApiKeyAuthentication().authenticate(request)  # type: ignore[arg-type]
-    return None if found is None else found[0]
-
-
 def _request_id(request: WSGIRequest) -> uuid.UUID:
     try:
         return uuid.UUID(request.headers.get("X-Request-ID", ""))
@@ -408,7 +425,7 @@ def _json(
     error: str,
     detail: str,
     *,
-    bearer: bool = False,
+    challenge: str = "",
     allow: str = "",
     service: str = "",
     retry_after: int | None = None,
@@ -423,8 +440,8 @@ def _json(
         headers += list(retry_headers(retry_after).items())
     body = json.dumps(answer).encode()
     headers.append(("Content-Length", str(len(body))))
-    if bearer:
-        headers.append(("WWW-Authenticate", 'Bearer realm="quiver"'))
+    if challenge:
+        headers.append(("WWW-Authenticate", challenge))
     if allow:
         headers.append(("Allow", allow))
     start(_status_line(status), headers)

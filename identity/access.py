@@ -8,7 +8,10 @@ validation can never show a caller more than it could ever be offered.
 
 Rules (fail closed):
 
-* API clients: the scope, roles, catalogs and unsafe permission set on the client.
+* API clients: the scope, roles, catalogs and unsafe permission set on the client;
+  a client acting for a person (a key bound to one, an OAuth connection) holds no
+  more than that person holds at each request (``within_person``), and nothing
+  once the person is deactivated or deleted.
 * People: superusers are admins; otherwise the highest of their groups ``admin``,
   ``curator``, ``compliance`` (else ``agent``); their roles are their group names;
   unsafe tools need the ``catalog.use_unsafe_tools`` permission on one of their
@@ -38,7 +41,7 @@ person; flags, groups, permissions and catalogs compare as sets).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +51,7 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 from django.db.models import Exists, OuterRef
 
-from identity.choices import ApiScope
+from identity.choices import ApiScope, ClientKind
 from identity.models import ApiClient, UserCatalogAccess
 
 if TYPE_CHECKING:
@@ -150,9 +153,10 @@ def access_for(user: Any) -> Access:
 
 
 def _client_access(client: Any) -> Access:
-    """Every catalog only when ``all_catalogs`` is set; an empty list is none."""
+    """Every catalog only when ``all_catalogs`` is set; an empty list is none.
+    A client acting for a person holds no more than the person holds now."""
     scope = str(client.scope)
-    return Access(
+    access = Access(
         scope=scope,
         catalogs=None if client.all_catalogs else tuple(client.catalogs),
         roles=None if scope == ApiScope.ADMIN else tuple(client.roles),
@@ -161,6 +165,63 @@ def _client_access(client: Any) -> Access:
         expires=client.expires,
         key_id=client.pk,
     )
+    if client.person_id is None and not client.person_name:
+        return access
+    person = client.person if client.person_id is not None else None
+    if person is None or not person.is_active:
+        return NOBODY  # it acts for nobody who may act: fail closed
+    return within_person(access, _person_access(person))
+
+
+def within_person(key: Access, person: Access) -> Access:
+    """``key`` narrowed to what ``person`` holds: the smaller scope (agent when
+    neither covers the other), the catalogs and roles both hold, unsafe tools
+    only when both may; the key's own limit, expiry and id. Never decides
+    approvals (a key never does)."""
+    if key.scope in SCOPE_COVERS[str(person.scope)]:
+        scope = key.scope
+    elif person.scope in SCOPE_COVERS[str(key.scope)]:
+        scope = person.scope
+    else:
+        scope = ApiScope.AGENT.value
+    roles = _both(key.roles, person.roles)
+    return replace(
+        key,
+        scope=scope,
+        catalogs=_both(key.catalogs, person.catalogs),
+        roles=None if scope == ApiScope.ADMIN else (roles or ()),
+        allow_unsafe=key.allow_unsafe and person.allow_unsafe,
+    )
+
+
+def _both(
+    first: tuple[str, ...] | None, second: tuple[str, ...] | None
+) -> tuple[str, ...] | None:
+    """What two holdings share; None is "every one"."""
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return tuple(item for item in first if item in second)
+
+
+def acting_person(user: Any) -> Any:
+    """The person a caller acts for, or None: a person acts for themself; an
+    API key bound to a person, or an OAuth connection's token, for that person
+    (None when that person is gone or deactivated: the client is stopped
+    then); a key bound to nobody, the system and anonymous callers for nobody.
+
+    The one answer for "whose agent is this", for the audit and for anything
+    that must act upstream as a person rather than as Quiver."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    client = getattr(user, "api_client", None)
+    if client is None:
+        return user if user.is_active else None
+    if client.person_id is None:
+        return None
+    person = client.person
+    return person if person is not None and person.is_active else None
 
 
 @dataclass(frozen=True)
@@ -238,6 +299,8 @@ def keys_within(access: Access, keys: QuerySet[ApiClient]) -> QuerySet[ApiClient
 
     A key never sees the keys above it (the key that made it, and so on): even an
     equal one would hand it a secret that outlives it."""
+    # An OAuth connection is no key: its person manages it (oauth/), not here.
+    keys = keys.filter(kind=ClientKind.KEY)
     if access.key_id is not None:
         keys = keys.exclude(pk__in=_ancestors(access.key_id))
     if (
@@ -269,7 +332,7 @@ WITH RECURSIVE chain (id, parent_id, depth) AS (
     WHERE chain.depth < %s
 )
 SELECT k.id, k.name, k.revoked, k.expires, u.is_active, k.owner_name, o.is_active,
-       k.parent_name, k.parent_id, k.owner_id
+       k.parent_name, k.parent_id, k.owner_id, k.person_id
 FROM chain
 JOIN {keys} k ON k.id = chain.id
 JOIN {users} u ON u.id = k.user_id
@@ -281,7 +344,7 @@ ORDER BY chain.depth
 def key_chain(key_id: int) -> list[tuple[Any, ...]]:
     """``key_id`` and the keys above it, nearest first, at most ``MAX_CHAIN``, in
     one query: (id, name, revoked, expires, user active, owner name, owner active
-    or None, parent name, parent id, owner id) each."""
+    or None, parent name, parent id, owner id, the person it acts for) each."""
     sql = CHAIN_SQL.format(
         keys=connection.ops.quote_name(ApiClient._meta.db_table),
         users=connection.ops.quote_name(get_user_model()._meta.db_table),
@@ -401,9 +464,10 @@ REQUESTER_GONE_RULE = (
 
 def is_own_request(person: Any, approval: Any) -> bool:
     """The request came from ``person``, or from a key whose chain (the key, the
-    key that made it, and so on) was made by ``person``: compared by id, never by
-    name (a renamed person keeps their requests; a new person given an old name
-    does not inherit them). A request whose requester is gone counts as anyone's."""
+    key that made it, and so on) was made by ``person`` or acts for them (a bound
+    key, an OAuth connection): compared by id, never by name (a renamed person
+    keeps their requests; a new person given an old name does not inherit them).
+    A request whose requester is gone counts as anyone's."""
     if approval.requested_by_id is None:
         return True
     if approval.requested_by_id == person.pk:
@@ -417,12 +481,12 @@ def is_own_request(person: Any, approval: Any) -> bool:
         return False
     # A chain longer than key_chain reads fails closed: treat it as their own.
     chain = key_chain(key)
-    return len(chain) >= MAX_CHAIN or any(row[9] == person.pk for row in chain)
+    return len(chain) >= MAX_CHAIN or any(person.pk in row[9:11] for row in chain)
 
 
 OWN_KEYS_SQL = """
 WITH RECURSIVE mine (id, user_id, depth) AS (
-    SELECT id, user_id, 1 FROM {keys} WHERE owner_id = %s
+    SELECT id, user_id, 1 FROM {keys} WHERE owner_id = %s OR person_id = %s
     UNION ALL
     SELECT k.id, k.user_id, mine.depth + 1
     FROM {keys} k JOIN mine ON k.parent_id = mine.id
@@ -434,12 +498,12 @@ SELECT DISTINCT user_id FROM mine
 
 def own_requesters(person: Any) -> set[int]:
     """The users whose requests count as ``person``'s own, in one query: the
-    person and the service users of the keys they made (by id) and of the keys
-    below those (``MAX_CHAIN`` deep). For showing; a decision checks
+    person and the service users of the keys they made or that act for them (by
+    id) and of the keys below those (``MAX_CHAIN`` deep). For showing; a decision checks
     ``is_own_request``, which fails closed on a longer chain."""
     sql = OWN_KEYS_SQL.format(keys=connection.ops.quote_name(ApiClient._meta.db_table))
     with connection.cursor() as cursor:
-        cursor.execute(sql, [person.pk, MAX_CHAIN])
+        cursor.execute(sql, [person.pk, person.pk, MAX_CHAIN])
         return {int(row[0]) for row in cursor.fetchall()} | {int(person.pk)}
 
 

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 
 from config.ratelimit import penalize_unknown_key
 from identity.access import MAX_CHAIN, key_chain
+from identity.choices import ClientKind
 from identity.models import ApiClient
 from identity.reads import client_by_prefix
 from identity.services.clients import hash_key, split_key
@@ -42,7 +43,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Authorization: malformed API key")
         prefix, key = parts
         client = client_by_prefix(prefix)
-        if client is None or not hmac.compare_digest(client.key_hash, hash_key(key)):
+        if (
+            client is None
+            or client.kind != ClientKind.KEY
+            or not hmac.compare_digest(client.key_hash, hash_key(key))
+        ):
             penalize_unknown_key(request)
             raise exceptions.AuthenticationFailed("Authorization: unknown API key")
         problem = key_problem(client)
@@ -60,7 +65,11 @@ def key_problem(client: ApiClient) -> str:
 
     The key's own state comes with the authenticating query (its user and owner
     are joined); the keys above it, when it was made by a key, cost one more query
-    (a recursive CTE up the chain), so a request pays at most one extra query."""
+    (a recursive CTE up the chain), and so does the person a bound key acts for."""
+    if client.person_name and (client.person is None or not client.person.is_active):
+        # Checked first: the key acts for someone it no longer can act for.
+        state = "deleted" if client.person is None else "deactivated"
+        return f"acting for a {state} person"
     own = _stop_reason(
         revoked=client.revoked,
         expires=client.expires,

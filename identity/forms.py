@@ -119,6 +119,13 @@ class ApiClientForm(ApiClientGrantForm):
     expires_days = forms.IntegerField(
         required=False, min_value=1, max_value=3650, label="Expires after (days)"
     )
+    person = forms.CharField(
+        required=False,
+        max_length=150,
+        label="Acts for (username)",
+        help_text="Optional: the person this key acts for; it never holds more "
+        "than they do, and the audit names them.",
+    )
 
 
 class ApiClientEditForm(ApiClientGrantForm):

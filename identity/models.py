@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from identity.choices import ApiScope
+from identity.choices import ApiScope, ClientKind
 
 
 class ApiClient(models.Model):
@@ -49,6 +49,21 @@ class ApiClient(models.Model):
         related_name="children",
     )
     parent_name = models.CharField(max_length=100, blank=True, default="")
+    # The person the client acts for (a key bound to a person, or an OAuth
+    # connection's person): it never holds more than they hold at each request,
+    # and the audit names them. ``person_name`` is kept when the person is
+    # deleted, so the client stops then (it would otherwise act for nobody).
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="agent_clients",
+    )
+    person_name = models.CharField(max_length=150, blank=True, default="")
+    kind = models.CharField(
+        max_length=5, choices=ClientKind.choices, default=ClientKind.KEY
+    )
     key_prefix = models.CharField(max_length=12, unique=True)
     key_hash = models.CharField(max_length=64)
     revoked = models.BooleanField(default=False)

@@ -24,6 +24,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
 from config.errors import json_reads
+from config.retries import mark_retry, retry_body
 from identity.access import access_for
 from identity.auth import ApiKeyAuthentication
 from telemetry.exposition import render
@@ -56,11 +57,8 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
         try:
             found = ApiKeyAuthentication().authenticate(Request(request))
         except APIException as exc:  # a wrong token or key: 401, or 429 past many
-            refused = _refused(401, str(exc.detail), status=exc.status_code)
-            wait = getattr(exc, "wait", None)
-            if refused.status_code == 429 and wait:
-                refused["Retry-After"] = str(math.ceil(wait))
-            return refused
+            wait = getattr(exc, "wait", None) or 1
+            return _refused(401, str(exc.detail), status=exc.status_code, wait=wait)
         if found is None:
             detail = "Authorization: send Bearer <metrics token or admin API key>"
             return _refused(401, detail)
@@ -74,10 +72,17 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
     return None
 
 
-def _refused(code: int, detail: str, *, status: int | None = None) -> JsonResponse:
+def _refused(
+    code: int, detail: str, *, status: int | None = None, wait: float = 1
+) -> JsonResponse:
+    """The refusal as the API words it: only a 429 may be sent again, and says
+    when (``retryable``, ``Retry-After``)."""
     status = status if status == 429 else code
     error = {401: "unauthorized", 403: "forbidden", 429: "throttled"}[status]
-    response = JsonResponse({"error": error, "detail": detail}, status=status)
+    retry_after = math.ceil(wait) if status == 429 else None
+    body = retry_body({"error": error, "detail": detail}, retry_after)
+    response = JsonResponse(body, status=status)
+    mark_retry(response, retry_after)
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="quiver-metrics"'
     return response

@@ -28,6 +28,7 @@ from identity.services.clients import (
     CATALOGS_RULE,
     change_api_client,
     create_api_client,
+    person_named,
     revoke_api_client,
     rotate_api_client,
 )
@@ -62,6 +63,7 @@ class CatalogsField(serializers.Field):
 
 class ApiClientSerializer(serializers.ModelSerializer):
     owner = serializers.SerializerMethodField()
+    person = serializers.CharField(source="person_name", read_only=True)  # type: ignore[assignment]
     parent = serializers.CharField(source="parent_name", read_only=True)  # type: ignore[assignment]
     catalogs = serializers.SerializerMethodField()
 
@@ -79,6 +81,7 @@ class ApiClientSerializer(serializers.ModelSerializer):
             "revoked",
             "owner",
             "parent",
+            "person",
             "key_prefix",
             "created",
             "last_used",
@@ -117,6 +120,9 @@ class ApiClientChangeSerializer(StrictSerializer):
 class ApiClientInputSerializer(ApiClientChangeSerializer):
     name = serializers.RegexField(r"^[A-Za-z0-9_.-]{1,100}$")
     scope = serializers.ChoiceField(choices=ApiScope.choices)
+    # The username of the person the key acts for (bounded by them, named in
+    # the audit); omitted: a key of its own.
+    person = serializers.CharField(required=False, max_length=150)
 
 
 class ApiClientWithKeySerializer(ApiClientSerializer):
@@ -149,6 +155,8 @@ class ApiClientViewSet(
         data = ApiClientInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields: dict[str, Any] = dict(data.validated_data)
+        if "person" in fields:
+            fields["person"] = person_named(fields["person"])
         client, key = create_api_client(
             fields.pop("name"),
             fields.pop("scope"),

@@ -23,6 +23,7 @@ from django.utils import timezone
 from audit.choices import EventType
 from audit.services import record_event
 from identity.access import ALL_CATALOGS, KeyGrant, access_for, key_within
+from identity.access_people import Manager, grant_of
 from identity.catalogs import existing_catalogs
 from identity.choices import ApiScope
 from identity.models import ApiClient
@@ -72,6 +73,7 @@ def describe(client: ApiClient) -> dict[str, Any]:
         "key_prefix": client.key_prefix,
         "owner": client.owner_name or None,
         "parent": client.parent_name or None,
+        "person": client.person_name or None,
     }
 
 
@@ -127,13 +129,16 @@ def create_api_client(
     allow_unsafe: bool = False,
     expires: datetime | None = None,
     rate_limit_per_minute: int | None = None,
+    person: Any = None,
     actor: Any = None,
     request_id: uuid.UUID | None = None,
 ) -> tuple[ApiClient, str]:
     """Create a client and its service user; return the key, shown only this once.
 
     ``catalogs`` is a list of slugs or '*' for every catalog. A person acting
-    becomes the key's owner and a key acting its parent: the key stops with them."""
+    becomes the key's owner and a key acting its parent: the key stops with them.
+    ``person`` binds the key to the person it acts for (``bound_person``): it
+    never holds more than they do, and the audit names them."""
     if scope not in ApiScope.values:
         raise ValidationError({"scope": [f"scope: must be one of {ApiScope.values}"]})
     grant = KeyGrant(
@@ -145,11 +150,12 @@ def create_api_client(
         expires=expires,
     )
     require_within(actor, grant)
+    person = bound_person(actor, person)
     _check_catalogs(grant.catalogs)
     if ApiClient.objects.filter(name=name).exists():
         raise ValidationError({"name": [f"name: a client named {name!r} exists"]})
     with transaction.atomic():
-        client, key = _save_new(name, grant, actor=actor)
+        client, key = _save_new(name, grant, actor=actor, person=person)
         _audit(
             EventType.CLIENT_CREATED,
             client,
@@ -160,20 +166,68 @@ def create_api_client(
     return client, key
 
 
-def _save_new(name: str, grant: KeyGrant, *, actor: Any) -> tuple[ApiClient, str]:
+PERSON_RULE = (
+    "person: a key acts only for yourself, or for a person you manage (who holds "
+    "no more than you)"
+)
+
+
+def person_named(username: str) -> Any:
+    """The active person of this username (never a key's service user), or a
+    400 naming the field: what a key may be bound to."""
+    person = (
+        get_user_model()
+        .objects.filter(username=username, is_active=True, api_client__isnull=True)
+        .first()
+    )
+    if person is None:
+        raise ValidationError({"person": [f"person: no active person {username!r}"]})
+    return person
+
+
+def bound_person(actor: Any, person: Any) -> Any:
+    """The person a new key acts for: ``person`` when the actor may bind it (the
+    system; the person themself; a person who manages them), else 403 naming
+    the field. A key made by a bound key acts for the same person, whatever is
+    asked: a key never escapes its maker's person."""
+    if person is not None and (
+        not getattr(person, "is_active", False) or acting_key(person) is not None
+    ):
+        raise ValidationError({"person": ["person: not an active person"]})
+    maker = acting_key(actor)
+    if maker is not None and maker.person_name:
+        if maker.person_id is None or (
+            person is not None and person.pk != maker.person_id
+        ):
+            raise PermissionDenied(PERSON_RULE)
+        return maker.person
+    if person is None or actor is None or not getattr(actor, "pk", None):
+        return person
+    if maker is not None:
+        raise PermissionDenied(PERSON_RULE)
+    if person.pk != actor.pk and Manager(actor).refusal(grant_of(person)):
+        raise PermissionDenied(PERSON_RULE)
+    return person
+
+
+def _save_new(
+    name: str, grant: KeyGrant, *, actor: Any, person: Any = None
+) -> tuple[ApiClient, str]:
     prefix, key = _new_key()
     parent = acting_key(actor)
-    person = actor if parent is None and getattr(actor, "pk", None) else None
+    owner = actor if parent is None and getattr(actor, "pk", None) else None
     user = get_user_model().objects.create_user(username=f"api:{name}"[:150])
     user.set_unusable_password()
     user.save(update_fields=["password"])
     client = ApiClient(
         name=name,
         user=user,
-        owner=person,
-        owner_name=person.get_username() if person is not None else "",
+        owner=owner,
+        owner_name=owner.get_username() if owner is not None else "",
         parent=parent,
         parent_name=parent.name if parent is not None else "",
+        person=person,
+        person_name=person.get_username() if person is not None else "",
         scope=grant.scope,
         roles=list(grant.roles),
         catalogs=list(grant.catalogs or ()),
@@ -184,7 +238,7 @@ def _save_new(name: str, grant: KeyGrant, *, actor: Any) -> tuple[ApiClient, str
         key_prefix=prefix,
         key_hash=hash_key(key),
     )
-    client.full_clean(exclude=["user", "owner", "parent"])
+    client.full_clean(exclude=["user", "owner", "parent", "person"])
     client.save()
     return client, key
 
@@ -223,7 +277,7 @@ def change_api_client(
         fields = _apply(client, after)
         if not fields:
             return client
-        client.full_clean(exclude=["user", "owner", "parent"])
+        client.full_clean(exclude=["user", "owner", "parent", "person"])
         client.save(update_fields=fields)
         _audit(
             EventType.CLIENT_CHANGED,

@@ -29,6 +29,7 @@ from identity.models import ApiClient
 from identity.services.clients import (
     change_api_client,
     create_api_client,
+    person_named,
     revoke_api_client,
     rotate_api_client,
 )
@@ -89,6 +90,7 @@ def _field(exc: PermissionDenied) -> str:
 def _create(request: HttpRequest, form: ApiClientForm) -> str:
     data = form.cleaned_data
     days = data.get("expires_days")
+    person = person_named(data["person"]) if data.get("person") else None
     _client, key = create_api_client(
         data["name"],
         data["scope"],
@@ -97,6 +99,7 @@ def _create(request: HttpRequest, form: ApiClientForm) -> str:
         allow_unsafe=data["allow_unsafe"],
         expires=timezone.now() + timedelta(days=days) if days else None,
         rate_limit_per_minute=data.get("rate_limit_per_minute"),
+        person=person,
         actor=acting_user(request),
         request_id=request_id(request),
     )

@@ -93,6 +93,15 @@ SLUG = {"slug": "slug"}
 MAPPING = {"pk": "mapping"}
 CONSOLE_MAPPING = {"mapping_id": "mapping"}
 SIGN_IN = "sign_in_settings"
+CONNECTED_APP = "World probe"  # the member's OAuth connection
+CONSENT = (
+    "the consent page: a signed-in person approves an OAuth client, the grant's "
+    "own checks (tests/oauth/test_authorization_server.py)"
+)
+MACHINE = (
+    "an OAuth machine endpoint: a client's own credentials (a code, a refresh "
+    "token, PKCE) in the body, no session; tested by tests/oauth"
+)
 TOOL_ID = {"pk": "tool"}
 SOURCE = {"pk": "source"}
 HOOK = {"pk": "webhook"}
@@ -724,6 +733,32 @@ CONSOLE: dict[str, Contract] = {
 }
 
 SITE: dict[str, Contract] = {
+    # OAuth: the metadata and keys are public; the consent page and the
+    # machine endpoints are the protocol's (tests/oauth, tests/e2e/test_oauth_clients)
+    "GET oauth:protected-resource": Read("member", scoped=False, public=True),
+    "GET oauth:protected-resource-mcp": Read("member", scoped=False, public=True),
+    # The test client's host (testserver) over plain http is no loopback: the
+    # metadata names that misconfiguration rather than publish an http issuer.
+    "GET oauth:authorization-server": Read(
+        "member", scoped=False, public=True, ok=(503,)
+    ),
+    "GET oauth:jwks": Read("member", scoped=False, public=True),
+    "GET oauth:authorize": Other(CONSENT, anonymous=(302,)),
+    "POST oauth:authorize": Other(CONSENT, anonymous=(302,)),
+    "POST oauth:token": Other(MACHINE, anonymous=(400,)),
+    "POST oauth:register": Other(MACHINE, anonymous=(400,)),
+    "POST oauth:revoke": Other(MACHINE, anonymous=(400,)),
+    "GET oauth:connection-list": Read(
+        "member", scoped=False, outsider="curator", hides=CONNECTED_APP
+    ),
+    "POST oauth:connection-revoke": Write(
+        "member",
+        {},
+        "oauth_revoked",
+        scoped=False,
+        outsider="curator",
+        args={"public_id": "connection"},
+    ),
     "GET healthz": Read("member", scoped=False, public=True, ok=(200, 503)),
     "GET metrics": Other(
         "Prometheus' scrape: its own bearer token, or an admin",

@@ -2,7 +2,7 @@
 whole walk (tests/access/test_every_endpoint.py): two catalogs, a tool of each
 kind, a key and a person of every scope with everything, the same limited to
 the other catalog (the outsiders), and one of each object a URL names (a
-claim mapping among them)."""
+claim mapping and a member's OAuth connection among them)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ from sources.models import SourceTool
 from sources.services import create_source
 from sso.models import ClaimMapping, SignInPolicy
 from sso.policy import POLICY_PK
+from tests.access.endpoint_contracts import CONNECTED_APP
 from tests.factories import make_spec, make_tool, make_user
+from tests.oauth_flow import connect, make_oauth_client
 
 SCOPES = ("agent", "curator", "compliance", "admin")
 GROUPS = {"member": (), "curator": ("curator",), "compliance": ("compliance",)}
@@ -164,3 +166,6 @@ def _sign_in(world: World) -> None:
     mapping.groups.set(Group.objects.filter(name="curator"))
     SignInPolicy.objects.create(pk=POLICY_PK, password_login=False)
     world.ids["mapping"] = mapping.pk
+    member = get_user_model().objects.get(pk=world.people["member"])
+    connection = connect(member, client=make_oauth_client(CONNECTED_APP))
+    world.ids["connection"] = connection.public_id

@@ -111,10 +111,16 @@ def test_every_api_route_refuses_a_method_it_does_not_take_with_json(browser_lik
 
 @pytest.mark.parametrize("method", ["GET", "POST"])
 def test_a_well_known_path_is_a_json_404(browser_like, method):
-    for name in ("oauth-protected-resource", "oauth-authorization-server", "x"):
+    for name in ("openid-configuration", "x", "oauth-protected-resource/other"):
         response = browser_like.generic(method, f"/.well-known/{name}")
         assert response.status_code == 404
         assert response.json()["error"] == "not_found"
+
+
+def test_the_oauth_metadata_refuses_other_methods_with_json(browser_like):
+    for name in ("oauth-protected-resource", "oauth-authorization-server"):
+        response = browser_like.generic("POST", f"/.well-known/{name}")
+        assert problem(response, frozenset({"GET"})) == ""
 
 
 def test_mcp_refuses_other_methods_with_json(transactional_db, monkeypatch):

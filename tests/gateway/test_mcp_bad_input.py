@@ -27,6 +27,7 @@ from config.jsonparse import BAD_TEXT_RULE, DUPLICATE_KEY_RULE, MAX_BODY_DEPTH
 from tests.aio import run_async
 from tests.conftest import worker_env
 from tests.factories import make_client_key
+from tests.oauth_flow import agent_token
 from tests.outages import ROOT, running_web
 from tests.upstream import Upstream
 
@@ -48,8 +49,12 @@ def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def key(upstream: Upstream) -> str:
+@pytest.fixture(params=["key", "token"])
+def key(request: Any, upstream: Upstream, server_url: str) -> str:
+    """An agent key of every catalog; every test runs again with an OAuth
+    access token of a person holding the same."""
+    if request.param == "token":
+        return agent_token(server_url, "bad-input-person")
     return make_client_key("agent-bad-input", "agent")
 
 

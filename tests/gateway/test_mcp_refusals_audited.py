@@ -25,6 +25,7 @@ from catalog.models import Catalog
 from catalog.services.catalogs import create_catalog
 from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool
+from tests.oauth_flow import agent_token
 from tests.outages import running_web
 from tests.upstream import Upstream
 
@@ -44,12 +45,16 @@ def server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def key(upstream: Upstream) -> str:
-    """A key of two catalogs; the third, ``secret``, is not its to see."""
+@pytest.fixture(params=["key", "token"])
+def key(request: Any, upstream: Upstream, server_url: str) -> str:
+    """A key of two catalogs; the third, ``secret``, is not its to see. Every
+    test runs again with an OAuth access token of a person holding the same."""
     create_catalog("second", "Second", actor=None)
     create_catalog("secret", "Secret", actor=None)
-    return make_client_key("agent-refused", "agent", catalogs=["default", "second"])
+    catalogs = ("default", "second")
+    if request.param == "token":
+        return agent_token(server_url, "refused-person", catalogs=catalogs)
+    return make_client_key("agent-refused", "agent", catalogs=list(catalogs))
 
 
 def send(url: str, key: str, body: dict[str, Any] | str, **headers: str) -> Any:

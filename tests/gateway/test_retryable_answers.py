@@ -39,7 +39,9 @@ def test_an_answer_past_its_time_is_never_sent_again_blindly():
 
 def test_a_refusal_of_the_callers_own_carries_no_retry_mark():
     line, headers, body = answered(
-        lambda start: wsgi._json(start, 401, "unauthorized", "no key", bearer=True)
+        lambda start: wsgi._json(
+            start, 401, "unauthorized", "no key", challenge='Bearer realm="quiver"'
+        )
     )
     assert line.startswith("401 ")
     assert "retryable" not in body and "Retry-After" not in headers

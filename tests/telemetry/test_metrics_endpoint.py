@@ -107,11 +107,20 @@ def test_wrong_tokens_and_unknown_keys_share_one_budget_an_address(client, monke
     ]
     assert codes == [401] * 30 + [429] * 5
     refused = scrape(client, "guess-36", REMOTE_ADDR="198.51.100.39")
-    assert refused["Retry-After"]
+    assert int(refused["Retry-After"]) >= 1
+    assert refused.json()["retryable"] is True
     assert "unknown API keys a minute" in refused.json()["detail"]
     # The token itself still reads, and another address is not held back.
     assert scrape(client, TOKEN, REMOTE_ADDR="198.51.100.39").status_code == 200
     assert scrape(client, "guess", REMOTE_ADDR="198.51.100.40").status_code == 401
+
+
+def test_a_refused_scrape_says_it_may_not_be_sent_again_as_it_is(client):
+    refused = scrape(client, "guess", REMOTE_ADDR="198.51.100.41")
+
+    assert refused.status_code == 401
+    assert refused.json()["retryable"] is False
+    assert not refused.has_header("Retry-After")
 
 
 def test_without_a_token_configured_an_empty_bearer_is_still_refused(client, settings):

@@ -1,10 +1,12 @@
 """python manage.py create_api_client NAME --scope agent|curator|compliance|admin
 (--catalogs x,y | --all-catalogs) [--roles a,b] [--allow-unsafe] [--expires-days N]
-[--rate-limit N]
+[--rate-limit N] [--person USERNAME]
 
 Every catalog is an explicit choice (``--all-catalogs``, or ``--catalogs '*'``),
 never the meaning of no catalogs. The command acts as the system: whoever runs it
-already holds the database, so no maker's limits apply and the key has no owner."""
+already holds the database, so no maker's limits apply and the key has no owner.
+``--person`` binds the key to the person it acts for: it never holds more than
+they hold at each request, and the audit names them beside the key."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from django.utils import timezone
 
 from identity.choices import ApiScope
 from identity.services import create_api_client
+from identity.services.clients import person_named
 
 
 def _csv(value: str) -> list[str]:
@@ -61,9 +64,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--rate-limit", type=int, default=None, help="selections per minute"
         )
+        parser.add_argument(
+            "--person", default=None, help="username of the person the key acts for"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
+            person = person_named(options["person"]) if options["person"] else None
             client, key = create_api_client(
                 options["name"],
                 options["scope"],
@@ -72,6 +79,7 @@ class Command(BaseCommand):
                 allow_unsafe=options["allow_unsafe"],
                 expires=_expiry(options["expires_days"]),
                 rate_limit_per_minute=options["rate_limit"],
+                person=person,
             )
         except ValidationError as exc:
             messages = [m for msgs in exc.message_dict.values() for m in msgs]
