@@ -157,6 +157,12 @@ bench-speed-learnt: $(STAMP)
 bench-load: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/load.py $(ARGS)
 
+# /select over a Zipf mix of 1, 50 and 500 small catalogs beside one warm catalog,
+# a worker's memory and evictions, calls by name for a key seeing 1 vs 500 catalogs.
+.PHONY: bench-tenants
+bench-tenants: $(STAMP)
+	$(PY) -m config.devstack test -- $(PY) bench/tenants.py $(ARGS)
+
 # 30 /select at the stored-size limit: how long until all are sealed, and verify
 # during that backlog against its quiet time (bench/README.md).
 .PHONY: bench-audit-backlog
