@@ -135,6 +135,13 @@ bench-speed: $(STAMP)
 bench-embeddings: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/embeddings.py
 
+# Attacker tools (promotional, imperative, keyword-stuffed, request-mirror, hidden
+# instructions, near-copies) added to each dev set's catalog: how often one is
+# ranked first or in the top 5 of held-out requests (bench/README.md).
+.PHONY: bench-attacks
+bench-attacks: $(STAMP)
+	$(PY) bench/attacks.py $(ARGS)
+
 # Learning from labelled history on folds of the dev sets (bench/README.md).
 .PHONY: bench-learning
 bench-learning: $(STAMP)
@@ -149,6 +156,12 @@ bench-speed-learnt: $(STAMP)
 .PHONY: bench-load
 bench-load: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/load.py $(ARGS)
+
+# /select over a Zipf mix of 1, 50 and 500 small catalogs beside one warm catalog,
+# a worker's memory and evictions, calls by name for a key seeing 1 vs 500 catalogs.
+.PHONY: bench-tenants
+bench-tenants: $(STAMP)
+	$(PY) -m config.devstack test -- $(PY) bench/tenants.py $(ARGS)
 
 # 30 /select at the stored-size limit: how long until all are sealed, and verify
 # during that backlog against its quiet time (bench/README.md).

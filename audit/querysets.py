@@ -15,6 +15,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
 from audit.choices import EventType
+from config.lookups import any_of
 
 TOKENS = ArrayField(models.TextField())
 # The id of the ``started`` event a tool call's outcome names (calls.records);
@@ -116,7 +117,7 @@ class AuditEventQuerySet(models.QuerySet):
             return self.none()
         if access.catalogs is None:
             return self
-        return self.filter(catalog_slug__in=access.catalogs)
+        return self.filter(any_of("catalog_slug", access.catalogs))
 
     def validations_of(self, selection_id: str) -> AuditEventQuerySet:
         """The tool-call validations that name this selection."""

@@ -116,6 +116,7 @@ from identity.models import ApiClient  # noqa: E402
 from identity.services.clients import create_api_client  # noqa: E402
 from selection.adapters import pgvector as semantic  # noqa: E402
 from selection.adapters import snapshots  # noqa: E402
+from selection.adapters.kept import STORE  # noqa: E402
 from selection.adapters.snapshots import get_snapshot  # noqa: E402
 from selection.answers import SelectionAnswer  # noqa: E402
 from selection.api.serializers import SelectInputSerializer  # noqa: E402
@@ -621,8 +622,7 @@ def cold_caches() -> None:
     backend_cache = getattr(current_backend(), "_cache", None)
     if backend_cache is not None:
         backend_cache.clear()
-    with services._lock:
-        services._answers.clear()
+    STORE.clear("answer")
 
 
 def make_request(user: Any, slug: str, scorer: str, text: str) -> SelectionRequest:

@@ -56,7 +56,7 @@ def measure(built: sp.Built, user: Any, requests: int) -> dict[str, Any]:
         sp.settings.QUIVER_INPROCESS_VECTORS_MAX = limit
         snapshots.clear()
         snapshots.get_snapshot(built.catalog)
-        entries[mode] = snapshots._cache[built.catalog.pk]
+        entries[mode] = snapshots.kept_entry(built.catalog.pk)
     queries = sp.query_pool(sp.dataset_for(built.size))[: requests + 5]
     out: dict[str, Any] = {mode: {"wall": [], "stages": []} for mode in MODES}
     differ = 0
@@ -64,7 +64,7 @@ def measure(built: sp.Built, user: Any, requests: int) -> dict[str, Any]:
         names = []
         for mode in sorted(MODES, key=lambda m: (m == "pgvector") == (i % 2 == 0)):
             sp.cold_caches()
-            snapshots._cache[built.catalog.pk] = entries[mode]
+            snapshots.keep(built.catalog.pk, entries[mode])
             wall, answer = one(built, user, query, MODES[mode])
             names.append(answer.names)
             if i >= 5:  # warm-up

@@ -11,8 +11,13 @@ from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, Value, 
 from django.db.models.functions import Coalesce
 
 from catalog.naming import look
+from config.lookups import any_of
 from identity.access import GROUP_SCOPES, Access, access_for
 from identity.models import ApiClient
+
+# A caller's catalogs up to this many are sent with a cross-catalog lookup by
+# name (``ToolQuerySet.catalogs_calling``); more are matched against its rows.
+SENT_CATALOGS = 32
 
 
 def _access(who: Any) -> Access:
@@ -103,7 +108,7 @@ class CatalogQuerySet(models.QuerySet):
             return self.none()
         if access.catalogs is None:
             return self
-        return self.filter(slug__in=access.catalogs)
+        return self.filter(any_of("slug", access.catalogs))
 
     def slugs_among(self, slugs: Iterable[str]) -> set[str]:
         """The slugs among ``slugs`` that name a catalog (identity.catalogs asks)."""
@@ -161,7 +166,7 @@ class ToolQuerySet(models.QuerySet):
             return self.none()
         tools = self
         if access.catalogs is not None:
-            tools = tools.filter(catalog__slug__in=access.catalogs)
+            tools = tools.filter(any_of("catalog__slug", access.catalogs))
         return tools.filter(_visible_tools_q(access))
 
     def called(self, names: list[str]) -> ToolQuerySet:
@@ -171,6 +176,24 @@ class ToolQuerySet(models.QuerySet):
         held by none, so they call nothing here (``catalog.names.ambiguous``)."""
         held = self.filter(looks__look__in={look(name) for name in names})
         return held.filter(Q(name__in=names) | Q(provider_name__in=names))
+
+    def catalogs_calling(self, who: Any, name: str) -> list[str]:
+        """The slugs of the catalogs where the caller may see a tool ``name``
+        calls, from the name's look (``called``): one indexed query whose cost
+        does not grow with the catalogs the caller sees. A short list of them is
+        sent with it; a long one is matched here against the rows, which are at
+        most one a catalog holding the name (its look is unique there), so the
+        query never carries hundreds of slugs for the database to plan."""
+        access = _access(who)
+        if not access.signed_in:
+            return []
+        tools = self.filter(_visible_tools_q(access)).called([name]).order_by()
+        limit = access.catalogs
+        if limit is not None and len(limit) <= SENT_CATALOGS:
+            tools = tools.filter(any_of("catalog__slug", limit))
+        slugs = tools.values_list("catalog__slug", flat=True)
+        mine = None if limit is None else frozenset(limit)
+        return sorted(slug for slug in slugs if mine is None or slug in mine)
 
     def managed_by(self, who: Any) -> ToolQuerySet:
         """The tools a caller may change: curators and admins, within their

@@ -351,6 +351,14 @@ QUIVER_SNAPSHOT_INDEX_CHILD_TIMEOUT_S = env_int(
 QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY = env_int(
     "QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY", 10, minimum=0, maximum=86_400
 )
+# What one process may keep for its catalogs (snapshots with their indexes,
+# vectors and learnt signals; the answer and definition caches), in MB; past it
+# the least recently used go (selection.adapters.kept). A web worker holds a few
+# hundred MB before any catalog (the model, Django): with the default it stays
+# near 600 MB in all (bench/README.md, "Many tenants").
+QUIVER_MEMORY_BUDGET_MB = env_int(
+    "QUIVER_MEMORY_BUDGET_MB", 320, minimum=16, maximum=1_048_576
+)
 
 # The audit chain's HMAC key lives outside the database (audit/keyring.py). Without
 # QUIVER_AUDIT_KEY(_FILE) it is derived from SECRET_KEY, which also lives outside it.

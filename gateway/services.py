@@ -304,12 +304,7 @@ def _call(
 def _catalog_of(user: Any, name: str) -> str | None:
     """The one catalog where the caller may see a tool of this name (None:
     ``default``); a name in several is for call_tool's ``catalog`` to settle."""
-    slugs = list(
-        Tool.objects.visible_to(access_for(user))
-        .called([name])
-        .values_list("catalog__slug", flat=True)
-        .distinct()[:2]
-    )
+    slugs = Tool.objects.catalogs_calling(access_for(user), name)
     if len(slugs) > 1:
         raise ToolRefused(f"catalog: {name!r} is in several catalogs; name one")
     return slugs[0] if slugs else None

@@ -51,6 +51,7 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 from django.db.models import Exists, OuterRef
 
+from config.lookups import any_of
 from identity.choices import ApiScope, ClientKind
 from identity.models import ApiClient, UserCatalogAccess
 
@@ -435,7 +436,7 @@ def approvals_visible_to(user: Any, approvals: QuerySet[Any]) -> QuerySet[Any]:
         return approvals.none()
     if access.catalogs is None:
         return approvals
-    return approvals.filter(catalog__slug__in=access.catalogs)
+    return approvals.filter(any_of("catalog__slug", access.catalogs))
 
 
 def approval_decision_problem(user: Any, approval: Any) -> str:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import models
 
+from config.lookups import any_of
 from identity.access import Access, access_for
 
 
@@ -17,4 +18,4 @@ class JobQuerySet(models.QuerySet):
             return self.none()
         if access.catalogs is None:
             return self
-        return self.filter(catalog__slug__in=access.catalogs)
+        return self.filter(any_of("catalog__slug", access.catalogs))

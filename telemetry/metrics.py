@@ -131,6 +131,49 @@ PROCESS_START = Gauge(
     registry=REGISTRY,
 )
 
+# What a process keeps for its catalogs (selection.adapters.kept), by kind.
+MEMORY_KINDS = ("snapshot", "answer", "definition")
+CATALOG_MEMORY_BUDGET = Gauge(
+    "quiver_catalog_memory_budget_bytes",
+    "What each live process may keep for its catalogs (QUIVER_MEMORY_BUDGET_MB).",
+    multiprocess_mode="liveall",
+    registry=REGISTRY,
+)
+CATALOG_MEMORY_RESIDENT = Gauge(
+    "quiver_catalog_memory_resident_bytes",
+    "What each live process keeps for its catalogs now, by kind: snapshot (a "
+    "catalog's tools, lexical index, vectors and learnt signal), answer and "
+    "definition (the answer and tool definition caches).",
+    ["kind"],
+    multiprocess_mode="liveall",
+    registry=REGISTRY,
+)
+CATALOG_SNAPSHOTS_RESIDENT = Gauge(
+    "quiver_catalog_snapshots_resident",
+    "Catalog snapshots each live process keeps now.",
+    multiprocess_mode="liveall",
+    registry=REGISTRY,
+)
+CATALOG_MEMORY_EVICTIONS = Counter(
+    "quiver_catalog_memory_evictions",
+    "Entries a process dropped to stay within its budget (or past a cache's "
+    "size), by kind; an evicted snapshot is built again by its catalog's next "
+    "answer.",
+    ["kind"],
+    registry=REGISTRY,
+)
+CATALOG_SNAPSHOT_BUILDS = Counter(
+    "quiver_catalog_snapshot_builds",
+    "Catalog snapshots a process made: built (from the catalog's rows, first "
+    "or after an eviction) or patched (after a change, from the old one).",
+    ["how"],
+    registry=REGISTRY,
+)
+for _kind in MEMORY_KINDS:
+    CATALOG_MEMORY_EVICTIONS.labels(_kind)
+for _how in ("built", "patched"):
+    CATALOG_SNAPSHOT_BUILDS.labels(_how)
+
 
 class BoundedLabel:
     """The first ``limit`` distinct values this process sees keep their name; any
@@ -205,3 +248,20 @@ def task_finished(task: str, state: str, seconds: float | None) -> None:
 def webhook_delivered(outcome: str) -> None:
     """One webhook delivery attempt's outcome (notify.delivery)."""
     WEBHOOK_DELIVERIES.labels(outcome if outcome in WEBHOOK_OUTCOMES else OTHER).inc()
+
+
+def memory_kept(budget: int, kept: dict[str, int], snapshots: int) -> None:
+    """The process's budget and what it keeps for its catalogs now, by kind."""
+    CATALOG_MEMORY_BUDGET.set(budget)
+    for kind in MEMORY_KINDS:
+        CATALOG_MEMORY_RESIDENT.labels(kind).set(kept.get(kind, 0))
+    CATALOG_SNAPSHOTS_RESIDENT.set(snapshots)
+
+
+def memory_evicted(kind: str) -> None:
+    CATALOG_MEMORY_EVICTIONS.labels(kind if kind in MEMORY_KINDS else OTHER).inc()
+
+
+def snapshot_made(how: str) -> None:
+    """A catalog snapshot built from its rows or patched from the last one."""
+    CATALOG_SNAPSHOT_BUILDS.labels(how).inc()

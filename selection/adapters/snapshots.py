@@ -10,14 +10,15 @@ it); a mismatch (a change the feed missed, e.g. one committed out of id order)
 falls back to a full rebuild, so a patched snapshot never differs from the
 database. See ``selection.engine.patch`` for what is patched and when the lexical
 index is rebuilt in the background.
+
+Snapshots are kept in the process's store (``selection.adapters.kept``), within
+its memory budget: the least recently answered catalogs' snapshots go first, and
+the next request for one builds it again from its rows and stored vectors.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import gc
-import multiprocessing
-import os
 import threading
 import time
 import weakref
@@ -25,31 +26,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from django.conf import settings
-from django.db import connection
 from django.db.models import Count, Max, Sum
 
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.spec import ToolSpec
-from selection.engine.patch import Change, patch, rebuild_index, with_caches
+from selection.adapters.index_child import fresh_index
+from selection.adapters.kept import STORE, deep_size
+from selection.adapters.snapshot_vectors import (
+    Stamps,
+    load_vectors,
+    patch_vectors,
+    with_vectors,
+)
+from selection.engine.patch import Change, patch
 from selection.engine.records import record_from_dict
 from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
-from selection.engine.vectors import VectorTable
 from selection.models import SelectionSettings
 from selection.querysets import StoredSettings
 from selection.registry import learnt_signal
+from telemetry import metrics
 
 # The columns a record is built from: every ToolSpec field, read as plain values
 # (no model instances, no ToolSpec.to_dict deep copies: at 100k tools those were
 # over a third of the build).
 RECORD_COLUMNS = (*ToolSpec.field_names(), "id", "prompt_tokens")
-# Vectors written up to this long before the newest one seen are read again on
-# the next refresh: an embedding transaction may commit after a later one.
-VECTOR_MARGIN = dt.timedelta(minutes=2)
+KIND = "snapshot"  # the store's kind of entry
 _lock = threading.RLock()
-Stamps = dict[int, dt.datetime]
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,6 @@ class Entry:
     stale_index: bool = False
 
 
-_cache: dict[int, Entry] = {}
 _generations: weakref.WeakKeyDictionary[CatalogSnapshot, int] = (
     weakref.WeakKeyDictionary()
 )
@@ -82,6 +85,12 @@ _rebuilding: dict[int, threading.Thread] = {}
 _makers: dict[int, threading.Lock] = {}
 # catalog id -> when its background index rebuild is due (time.monotonic()).
 _due: dict[int, float] = {}
+
+
+def kept_entry(catalog_id: int) -> Entry | None:
+    """The catalog's snapshot entry this process keeps (not counted as a use)."""
+    entry: Entry | None = STORE.peek((KIND, catalog_id))
+    return entry
 
 
 def get_snapshot(
@@ -101,23 +110,33 @@ def get_snapshot(
     # The update time guards against a version number reused after a rollback
     # and moves when vectors land (catalog.services.embeddings).
     key = (catalog.version, catalog.updated.isoformat(), settings_version)
-    cached = _cache.get(catalog.pk)
+    cached: Entry | None = STORE.get((KIND, catalog.pk))
     if cached is not None and cached.key == key:
         return cached.snapshot, cached.names
     with _making(catalog.pk):
-        cached = _cache.get(catalog.pk)
+        cached = kept_entry(catalog.pk)
         if cached is not None and cached.key == key:  # made while this one waited
             return cached.snapshot, cached.names
         entry = None
         if cached is not None and _patchable(cached, catalog, settings_version):
             entry = _refresh(catalog, cached, key)
+            if entry is not None:
+                size = _patched_size(catalog.pk, cached, entry)
+                _install(catalog.pk, entry, size, "patched")
         if entry is None:
             entry = _build(catalog, stored.effective(), key)
             _freeze()
-        _install(catalog.pk, entry)
+            _install(catalog.pk, entry, deep_size(entry), "built")
     if entry.stale_index:
         _rebuild_later(catalog.pk, float(settings.QUIVER_SNAPSHOT_INDEX_REBUILD_DELAY))
     return entry.snapshot, entry.names
+
+
+def keep(catalog_id: int, entry: Entry) -> None:
+    """Keep ``entry`` as the catalog's snapshot again, as it was made (a
+    benchmark comparing two snapshots of one catalog swaps them)."""
+    size = STORE.size((KIND, catalog_id)) or deep_size(entry)
+    STORE.put((KIND, catalog_id), entry, size)
 
 
 def _making(catalog_id: int) -> threading.Lock:
@@ -127,8 +146,8 @@ def _making(catalog_id: int) -> threading.Lock:
 
 
 def cached_catalogs() -> set[int]:
-    """The ids of the catalogs this process holds a snapshot of."""
-    return set(_cache)
+    """The ids of the catalogs this process keeps a snapshot of."""
+    return {int(str(catalog_id)) for catalog_id in STORE.keys(KIND)}
 
 
 def _freeze() -> None:
@@ -152,12 +171,30 @@ def _patchable(entry: Entry, catalog: Catalog, settings_version: int) -> bool:
     )
 
 
-def _install(catalog_id: int, entry: Entry) -> None:
+def _install(catalog_id: int, entry: Entry, size: int, how: str = "") -> Entry:
+    """Keep ``entry`` (``size`` bytes) as the catalog's, under a new generation;
+    ``how`` it was made, for the metrics (none: only its index changed)."""
     with _lock:
         _counter[0] += 1
         entry = Entry(**{**entry.__dict__, "generation": _counter[0]})
         _generations[entry.snapshot] = entry.generation
-        _cache[catalog_id] = entry
+    STORE.put((KIND, catalog_id), entry, size)
+    if how:
+        metrics.snapshot_made(how)
+    return entry
+
+
+def _patched_size(catalog_id: int, old: Entry, new: Entry) -> int:
+    """A patched entry's bytes: measured up to ``QUIVER_SNAPSHOT_INLINE_INDEX_MAX``
+    tools; above, the old entry's scaled by the tools' count until the background
+    index rebuild measures its new index (walking a large catalog's objects
+    would hold up the edit's next request)."""
+    tools = len(new.snapshot.tools)
+    if tools <= int(settings.QUIVER_SNAPSHOT_INLINE_INDEX_MAX):
+        return deep_size(new)
+    kept = kept_entry(catalog_id) is old
+    before = STORE.size((KIND, catalog_id)) if kept else deep_size(old)
+    return before * tools // max(1, len(old.snapshot.tools))
 
 
 def _version(catalog: Catalog, key: tuple[int, str, int]) -> str:
@@ -179,7 +216,7 @@ def _build(
         names[row["id"]] = row["name"]
         versions[row["id"]] = row["version"]
     tools = tuple(records)
-    vectors, seen = _load_vectors(catalog, tools, None, None)
+    vectors, seen = load_vectors(catalog, tools, None, None)
     snapshot = CatalogSnapshot(
         catalog=catalog.slug,
         version=_version(catalog, key),
@@ -330,109 +367,13 @@ def _patched(
     changed_ids = {t.id for t in change.replaced.values()} | {
         t.id for t in change.added
     }
-    vectors, seen = _patch_vectors(catalog, entry, snapshot, change, changed_ids)
-    snapshot = _with_vectors(snapshot, vectors)
+    before = (entry.snapshot, entry.feed.vectors_seen)
+    vectors, seen = patch_vectors(catalog, before, snapshot, change, changed_ids)
+    snapshot = with_vectors(snapshot, vectors)
     feed = Feed(
         entry.feed.change_id if last is None else last, checksum, versions, seen
     )
     return Entry(key, entry.model_id, snapshot, names, feed, 0, stale)
-
-
-def _with_vectors(
-    snapshot: CatalogSnapshot, vectors: VectorTable | None
-) -> CatalogSnapshot:
-    copy = with_caches(snapshot)
-    object.__setattr__(copy, "vectors", vectors)
-    return copy
-
-
-def _patch_vectors(
-    catalog: Catalog,
-    entry: Entry,
-    snapshot: CatalogSnapshot,
-    change: Change,
-    changed_ids: set[int],
-) -> tuple[VectorTable | None, Stamps | None]:
-    """The old vectors re-aligned to the new rows, with the changed tools' and the
-    newly written vectors read again (all of them when there were none)."""
-    table = entry.snapshot.vectors
-    if table is None:
-        return _load_vectors(catalog, snapshot.tools, None, None)
-    if len(snapshot.tools) > int(settings.QUIVER_INPROCESS_VECTORS_MAX):
-        return None, None
-    old_rows = len(entry.snapshot.tools)
-    keep = [r not in change.removed for r in range(old_rows)]
-    moved = table.patched(np.array(keep, dtype=bool), {}, len(change.added))
-    return _load_vectors(
-        catalog, snapshot.tools, (moved, changed_ids), entry.feed.vectors_seen
-    )
-
-
-def _load_vectors(
-    catalog: Catalog,
-    tools: tuple[Any, ...],
-    base: tuple[VectorTable, set[int]] | None,
-    seen: Stamps | None,
-) -> tuple[VectorTable | None, Stamps | None]:
-    """The active model's vectors for the rows of ``tools`` (in-process catalogs
-    only): all of them, or ``base`` plus the vectors written since the newest one
-    ``seen`` (less a margin) that it does not hold yet."""
-    model_id = catalog.active_embedding_model
-    limit = int(settings.QUIVER_INPROCESS_VECTORS_MAX)
-    if not model_id or not tools or len(tools) > limit:
-        return None, None
-    row_of = {tool.id: row for row, tool in enumerate(tools)}
-    if base is None or seen is None:
-        rows = _vector_rows(catalog.pk, model_id, None)
-        found = {row_of[t]: v for t, v, _ in rows if t in row_of}
-        dimension = len(rows[0][1]) if rows else 0
-        table = VectorTable.build(model_id, dimension, len(tools), found)
-        return table, {t: written for t, _, written in rows if t in row_of}
-    newest = max(seen.values(), default=None)
-    since = (newest - VECTOR_MARGIN) if newest else None
-    stamps = {t: w for t, w in _vector_stamps(catalog.pk, model_id, since, base[1])}
-    wanted = [t for t, w in stamps.items() if seen.get(t) != w and t in row_of]
-    rows = _vector_rows(catalog.pk, model_id, wanted) if wanted else []
-    replaced = {row_of[t]: v for t, v, _ in rows}
-    kept = {t: w for t, w in seen.items() if t in row_of}
-    kept.update({t: w for t, _, w in rows})
-    return base[0].patched(np.ones(len(tools), bool), replaced, 0), kept
-
-
-def _vector_stamps(
-    catalog_id: int, model_id: str, since: dt.datetime | None, ids: set[int]
-) -> list[tuple[int, dt.datetime]]:
-    """(tool id, written) of the vectors written since a time, or of some tools."""
-    sql = (
-        "SELECT tool_id, created FROM catalog_toolembedding "
-        "WHERE catalog_id = %s AND model_id = %s AND (created >= %s OR tool_id = "
-        "ANY(%s))"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [catalog_id, model_id, since, sorted(ids)])
-        return [(int(t), written) for t, written in cursor.fetchall()]
-
-
-def _vector_rows(
-    catalog_id: int, model_id: str, ids: list[int] | None
-) -> list[tuple[int, np.ndarray, dt.datetime]]:
-    """(tool id, vector, written) of the catalog's vectors of one model (all, or
-    those of some tools), read in pgvector's binary form (``vector_send``: 4
-    header bytes, then big-endian float32), far faster than parsing text."""
-    sql = (
-        "SELECT tool_id, vector_send(embedding), created "
-        "FROM catalog_toolembedding WHERE catalog_id = %s AND model_id = %s"
-    )
-    params: list[Any] = [catalog_id, model_id]
-    if ids is not None:
-        sql += " AND tool_id = ANY(%s)"
-        params.append(ids)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [
-            (int(t), np.frombuffer(bytes(raw), dtype=">f4", offset=4), written)
-            for t, raw, written in cursor.fetchall()
-        ]
 
 
 def _rebuild_later(catalog_id: int, delay: float) -> None:
@@ -465,7 +406,7 @@ def _wait_until_due(catalog_id: int) -> bool:
     while True:
         with _lock:
             due = _due.get(catalog_id)
-            if due is None or catalog_id not in _cache:
+            if due is None or kept_entry(catalog_id) is None:
                 _due.pop(catalog_id, None)
                 _rebuilding.pop(catalog_id, None)
                 return False
@@ -478,72 +419,19 @@ def _wait_until_due(catalog_id: int) -> bool:
 def _rebuild_now(catalog_id: int) -> None:
     """Until the current snapshot's index is fresh: build one and swap it in."""
     while True:
-        entry = _cache.get(catalog_id)
+        entry = kept_entry(catalog_id)
         if entry is None or not entry.stale_index:
             return
-        fresh = _index_in_child(entry.snapshot)
+        fresh = fresh_index(entry.snapshot)
+        # The entry's bytes with the patched index swapped for the exact one.
+        size = STORE.size((KIND, catalog_id)) + deep_size(fresh.index)
+        size -= deep_size(entry.snapshot.index)
         with _lock:
-            if _cache.get(catalog_id) is entry:
+            if kept_entry(catalog_id) is entry:
                 done = {"snapshot": fresh, "stale_index": False}
-                _install(catalog_id, Entry(**{**entry.__dict__, **done}))
+                _install(catalog_id, Entry(**{**entry.__dict__, **done}), size)
                 gc.freeze()
                 return
-
-
-def _index_in_child(snapshot: CatalogSnapshot) -> CatalogSnapshot:
-    """The snapshot with a fresh lexical index built in a forked child process.
-
-    A thread would share the GIL with the requests for the whole build (~8 s at
-    100,000 tools, making each request meanwhile many times slower); the child
-    inherits the snapshot by fork (nothing copied up front) and sends back only
-    the index.
-
-    A child forked from a process with other threads can hang on a lock one of
-    them held at the fork: one that sends nothing within
-    ``QUIVER_SNAPSHOT_INDEX_CHILD_TIMEOUT_S`` is killed and the index is built
-    here instead, so a rebuild never waits forever."""
-    if not hasattr(os, "fork"):
-        return rebuild_index(snapshot)
-    with _forking:  # one child at a time: it finds its snapshot in _to_index
-        return _index_in_child_locked(snapshot)
-
-
-def _index_in_child_locked(snapshot: CatalogSnapshot) -> CatalogSnapshot:
-    context = multiprocessing.get_context("fork")
-    reader, writer = context.Pipe(duplex=False)
-    _to_index[:] = [snapshot]
-    child = context.Process(target=_index_child, args=(writer,), daemon=True)
-    child.start()
-    writer.close()
-    try:
-        if not reader.poll(float(settings.QUIVER_SNAPSHOT_INDEX_CHILD_TIMEOUT_S)):
-            raise TimeoutError("the index child sent nothing in time")
-        index = reader.recv()
-    except (EOFError, OSError):  # the child died or hung: build it here instead
-        return rebuild_index(snapshot)
-    finally:
-        reader.close()
-        child.join(timeout=1.0)
-        if child.is_alive():
-            child.kill()
-            child.join()
-        _to_index.clear()
-    return with_caches(snapshot, index=index)
-
-
-_to_index: list[CatalogSnapshot] = []
-_forking = threading.Lock()
-
-
-def _index_child(writer: Any) -> None:
-    """In the forked child: build the index of the inherited snapshot, send it,
-    and leave at once: no exit handlers, no flushing of streams whose locks
-    another thread of the parent may have held at the fork."""
-    try:
-        writer.send(rebuild_index(_to_index[0]).index)
-        writer.close()
-    finally:
-        os._exit(0)
 
 
 def wait_for_rebuilds(timeout: float = 60.0) -> None:
@@ -553,6 +441,7 @@ def wait_for_rebuilds(timeout: float = 60.0) -> None:
 
 
 def clear() -> None:
+    """Forget every snapshot this process keeps (tests and benchmarks)."""
     with _lock:
-        _cache.clear()
+        STORE.clear(KIND)
         _due.clear()

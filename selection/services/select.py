@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Required, TypedDict, Unpack
@@ -30,6 +28,7 @@ from catalog.reads import tools_named
 from catalog.services.tools import tool_to_spec
 from catalog.versions import request_sight, visible_version
 from identity.access import access_for
+from selection.adapters.kept import STORE, deep_size
 from selection.adapters.llm import llm_callable
 from selection.adapters.pgvector import (
     embed_sentences,
@@ -50,15 +49,16 @@ from selection.services.words_only import words_only_reason
 from telemetry import metrics, tracing
 
 SEMANTIC_SCORERS = {"embedding", "hybrid", "ensemble", "llm"}
+# At most this many of each are kept (selection.adapters.kept: within the
+# process's memory budget besides).
 ANSWER_CACHE_SIZE = 5_000
 DEFINITION_CACHE_SIZE = 20_000
-_lock = threading.Lock()
-# An answer and each pick's version and content hash (for the audit row).
+# An answer and each pick's version and content hash (for the audit row), kept
+# as ("answer", its cache key).
 CachedAnswer = tuple[SelectionAnswer, dict[str, dict[str, Any]]]
-_answers: OrderedDict[str, CachedAnswer] = OrderedDict()
-# (catalog id, catalog version, update time, format, tool name) -> Picked.
-# Any write to a catalog's tools bumps its version, so an entry never goes stale.
-_definitions_cache: OrderedDict[tuple[Any, ...], Picked] = OrderedDict()
+# A pick's definition is kept as ("definition", (catalog id, catalog version,
+# update time, format, tool name)): any write to a catalog's tools bumps its
+# version, so an entry never goes stale.
 
 
 def cache_key(
@@ -390,12 +390,11 @@ def _picked(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Picked]:
     any write to a catalog's tools bumps its version, so an entry never goes
     stale, and a request whose picks are all known runs no query."""
     stamp = (catalog.pk, catalog.version, catalog.updated.isoformat(), fmt)
-    with _lock:
-        found = {
-            name: hit
-            for name in names
-            if (hit := _definitions_cache.get((*stamp, name))) is not None
-        }
+    found = {
+        name: hit
+        for name in names
+        if (hit := STORE.get(("definition", (*stamp, name)))) is not None
+    }
     missing = [name for name in names if name not in found]
     if missing:
         tools = tools_named(catalog, missing)
@@ -405,30 +404,22 @@ def _picked(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Picked]:
             )
             for tool in tools
         }
-        with _lock:
-            for name, pick in fresh.items():
-                _definitions_cache[(*stamp, name)] = pick
-            while len(_definitions_cache) > DEFINITION_CACHE_SIZE:
-                _definitions_cache.popitem(last=False)
+        for name, pick in fresh.items():
+            key = ("definition", (*stamp, name))
+            STORE.put(key, pick, deep_size(pick), most=DEFINITION_CACHE_SIZE)
         found.update(fresh)
     return found
 
 
 def _cached(key: str) -> CachedAnswer | None:
     """Answers are frozen and never changed once built, so hits share them."""
-    with _lock:
-        hit = _answers.get(key)
-        if hit is None:
-            return None
-        _answers.move_to_end(key)
+    hit: CachedAnswer | None = STORE.get(("answer", key))
     return hit
 
 
 def _store(key: str, answer: CachedAnswer) -> None:
-    with _lock:
-        _answers[key] = answer
-        if len(_answers) > ANSWER_CACHE_SIZE:
-            _answers.popitem(last=False)
+    size = deep_size(answer, stop=(CatalogSnapshot,))
+    STORE.put(("answer", key), answer, size, most=ANSWER_CACHE_SIZE)
 
 
 def _summary(request: SelectionRequest, answer: SelectionAnswer) -> str:

@@ -44,6 +44,7 @@ from catalog.schema_policy import (
 )
 from catalog.services.tools import tool_to_spec
 from catalog.versions import sight_of, visible_version
+from config.lookups import any_of
 from identity.access import Access
 from selection.adapters.snapshots import get_snapshot
 from selection.engine.policy import kept_policy_codes, policy_codes
@@ -118,7 +119,7 @@ def get_selection_for_caller(
         # No pk (nobody): no selection, never the ones with a NULL actor.
         events = events.filter(actor_id=owner) if owner else events.none()
     if access.catalogs is not None:
-        events = events.filter(catalog_slug__in=access.catalogs)
+        events = events.filter(any_of("catalog_slug", access.catalogs))
     event = events.only(
         "selection_id", "catalog_slug", "created", "input", "output"
     ).first()

@@ -1,0 +1,41 @@
+"""``field__any=values``: the field equals one of ``values``, sent as one array
+parameter (``= ANY(%s)``) instead of ``__in``'s one placeholder per value.
+
+A caller limited to catalogs is filtered by the list of their slugs on every read
+(``visible_to``); with ``__in`` each slug is its own placeholder, compiled and
+bound on every query, so a key seeing hundreds of catalogs paid for each of them
+on every call. One array parameter costs the same whatever its length, and
+Postgres matches it against the same index. Registered on every field when this
+module is imported (``config.apps``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Field, Lookup, Q
+
+
+class AnyOf(Lookup):  # type: ignore[type-arg]
+    """``lhs = ANY(%s)`` with the values as one list (an empty one matches
+    nothing, as ``__in=[]`` does)."""
+
+    lookup_name = "any"
+    prepare_rhs = False
+
+    def get_prep_lookup(self) -> Any:
+        values: Iterable[Any] = self.rhs
+        field = self.lhs.output_field
+        return [field.get_prep_value(value) for value in values]
+
+    def as_sql(self, compiler: Any, connection: Any) -> Any:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        return f"{lhs} = ANY(%s)", (*lhs_params, list(self.rhs))
+
+
+Field.register_lookup(AnyOf)
+
+
+def any_of(path: str, values: Iterable[Any]) -> Q:
+    """``path`` equal to one of ``values``, as one array parameter."""
+    return Q(**{f"{path}__any": list(values)})
