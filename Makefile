@@ -135,6 +135,13 @@ bench-speed: $(STAMP)
 bench-embeddings: $(STAMP)
 	$(PY) -m config.devstack test -- $(PY) bench/embeddings.py
 
+# Attacker tools (promotional, imperative, keyword-stuffed, request-mirror, hidden
+# instructions, near-copies) added to each dev set's catalog: how often one is
+# ranked first or in the top 5 of held-out requests (bench/README.md).
+.PHONY: bench-attacks
+bench-attacks: $(STAMP)
+	$(PY) bench/attacks.py $(ARGS)
+
 # Learning from labelled history on folds of the dev sets (bench/README.md).
 .PHONY: bench-learning
 bench-learning: $(STAMP)

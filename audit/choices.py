@@ -39,6 +39,10 @@ class EventType(models.TextChoices):
     OAUTH_TOKEN = "oauth_token", "OAuth tokens issued for an approval"
     OAUTH_REVOKED = "oauth_revoked", "OAuth connection or token revoked"
     OAUTH_REFUSED = "oauth_refused", "OAuth request or token refused"
+    UPSTREAM_AUTH = (
+        "upstream_auth",
+        "A person's authorization of an upstream server connected, refused or removed",
+    )
 
 
 class RollupKind(models.TextChoices):
@@ -55,6 +59,7 @@ CALL_OUTCOMES = (
     "refused",
     "pending",
     "denied",
+    "needs_authorization",
     "failed",
     "timed_out",
     "interrupted",

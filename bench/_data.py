@@ -24,6 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("QUIVER_BENCH_DATA", ROOT.parent / "shared/bench/data"))
 CACHE_DIR = ROOT / ".quiver" / "bench-cache"
 DATASETS = ("metatool", "sealtools", "stabletoolbench")
+# The request sources held out whole per data set (bench/attacks.py --holdout
+# source; bench/quality.py reports them apart from the rest).
+SOURCES = {
+    "metatool": ("multi_tool",),
+    "sealtools": ("test_out_domain/easy", "test_out_domain/difficult"),
+    "stabletoolbench": ("G2_category", "G2_instruction", "G3_instruction"),
+}
 CHUNK = 512
 # Cache kind of query vectors: the app's query path (one text at a time, up to 256
 # word pieces, int8 graph). Older kinds: "query" (int8 batches cut at 64 word

@@ -1,6 +1,7 @@
 """Tool-selection quality of the engine's scorers against two plain peers.
 
     .venv/bin/python bench/quality.py [--data metatool|sealtools|all] [--limit N]
+        [--design NAME[:VALUE]]
     .venv/bin/python bench/quality.py --speed        # in-process latency, 4k / 100k
 
 For each data set (``shared/bench/data``) it prints Recall@1/3/5/10, NDCG@10 and MRR
@@ -8,7 +9,8 @@ for every engine scorer and for two peers built here: Okapi BM25 over name +
 description (k1=1.2, b=0.75, lower-case word tokens) and plain cosine over the
 same model's embeddings of name + description. On MetaTool it also reports the
 no-tool false-positive rate at the default request (3 candidates, min_score
-0.05) next to single-tool Recall@3 at min_score 0.05 and at 0. The semantic
+0.05) next to single-tool Recall@3 at min_score 0.05 and at 0, and the default's
+R@1 / NDCG@10 per request source. ``--design``: see bench/_designs.py. The semantic
 pool passed to the engine is the exact top ``candidate_pool`` by cosine, which
 is what pgvector returns in the app. See bench/README.md, section "Quality".
 """
@@ -33,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._data import (  # noqa: E402
     CACHE_DIR,
     DATASETS,
+    SOURCES,
     EmbeddingCache,
     Query,
     get_embedder,
@@ -40,6 +43,7 @@ from bench._data import (  # noqa: E402
     load_specs,
     tool_embedding_text,
 )
+from bench._designs import apply  # noqa: E402
 from catalog.encoder_texts import ToolText, training_texts  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
 from catalog.tool_text import schema_properties, split_identifier
@@ -345,6 +349,7 @@ def run_dataset(data: Prepared, default: str) -> None:
     rows: list[tuple[str, dict[str, float], str]] = []
     checks: dict[str, dict[str, float] | None] = {}
     split: dict[str, tuple[float, float]] = {}
+    defaults: Ranked = []
     for scorer in ENGINE_SCORERS:
         ranked, ms = run_engine(data, scorer)
         tag = " (default)" if scorer == default else ""
@@ -352,6 +357,8 @@ def run_dataset(data: Prepared, default: str) -> None:
         split[scorer + tag] = halves(per_query)
         rows.append((scorer + tag, mean_metrics(per_query), f"{ms:.1f} ms/q"))
         checks[scorer] = no_tool_check(data, ranked)
+        if scorer == default:
+            defaults = ranked
     rows.append(("llm", {}, "skipped: no LLM endpoint in the benchmark"))
     for label, rank in peer_rankers(data).items():
         per_query, ms = evaluate(data, rank)
@@ -371,7 +378,29 @@ def run_dataset(data: Prepared, default: str) -> None:
     print(f"NDCG@10 on the halves of bench/quality_fusion.py (seed {HALF_SEED}):")
     for label, (a, b) in split.items():
         print(f"  {label:<24} A {a:.3f}  B {b:.3f}")
+    print_sources(data, defaults, default)
     print_no_tool(data.name, checks, default)
+
+
+def print_sources(data: Prepared, ranked: Ranked, default: str) -> None:
+    """R@1 and NDCG@10 per request source; the held-out ones also together."""
+    held = set(SOURCES.get(data.name, ()))
+    groups: dict[str, list[dict[str, float]]] = {}
+    for q, (names, _) in zip(data.queries, ranked, strict=True):
+        if q.relevant:
+            metrics = query_metrics(names, q.relevant)
+            groups.setdefault(q.subset or "-", []).append(metrics)
+    together = [m for subset in held for m in groups.get(subset, [])]
+    print(f"\n{data.name}: '{default}' per request source (* held out)")
+    print(f"  {'source':<32}{'queries':>8}{'R@1':>9}{'NDCG@10':>9}")
+    rows = [(s + ("*" if s in held else ""), r) for s, r in sorted(groups.items())]
+    for label, found in [*rows, ("held-out sources", together)]:
+        if found:
+            means = mean_metrics(found)
+            print(
+                f"  {label:<32}{len(found):>8}{means['R@1']:>9.3f}"
+                f"{means['NDCG@10']:>9.3f}"
+            )
 
 
 def print_no_tool(
@@ -408,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="embed each request's sentences with a static query encoder trained "
         "on these data sets' tools (as the app does once one is built)",
     )
+    parser.add_argument("--design", default="today", help="bench/_designs.py")
     parser.add_argument(
         "--whole-from-sentences",
         action="store_true",
@@ -415,6 +445,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     WHOLE_FROM_SENTENCES[0] = args.whole_from_sentences
+    apply(args.design)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     cache = EmbeddingCache(get_embedder())
     default = EngineSettings().default_scorer
@@ -424,7 +455,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         run_speed(cache, args.limit)
         return
-    print(f"embedding model: {cache.embedder.model_id}; default scorer: {default}")
+    print(
+        f"embedding model: {cache.embedder.model_id}; default scorer: {default}; "
+        f"design: {args.design}"
+    )
     fast = static_encoder(args.static_from) if args.static_from else None
     for name in names:
         data = prepare(name, args.limit, cache)

@@ -7,6 +7,7 @@ from typing import Any
 
 from calls.models import Approval
 
+NEEDS_AUTHORIZATION = "needs_authorization"
 PENDING_REASON = (
     "approval: a person must approve this call; re-send it with approval_id"
 )
@@ -33,6 +34,8 @@ class CallAnswer:
     limit: str = ""
     # What the result's screening found and did (screening.results), if anything.
     screening: dict[str, Any] | None = None
+    # needs_authorization: where the person connects their account.
+    authorization_url: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         answer = {
@@ -53,6 +56,9 @@ class CallAnswer:
             answer["limit"] = self.limit
         if self.screening:
             answer["screening"] = self.screening
+        if self.outcome == NEEDS_AUTHORIZATION:
+            answer["status"] = NEEDS_AUTHORIZATION
+            answer["authorization_url"] = self.authorization_url or None
         return answer
 
 
@@ -80,3 +86,11 @@ def pending_answer(tool: str, approval: Approval, *, call_id: str) -> CallAnswer
             }
         ],
     )
+
+
+def with_absolute_link(answer: CallAnswer, base: str) -> CallAnswer:
+    """``answer`` with its connect link made absolute on ``base`` (Quiver's
+    address as the caller reached it) when it is a path."""
+    if answer.authorization_url.startswith("/"):
+        answer.authorization_url = base.rstrip("/") + answer.authorization_url
+    return answer

@@ -2,7 +2,8 @@
 per process (``config.rows``): the catalog by its slug, its selection settings'
 row (the policy check's snapshot is keyed by their version) and its tools of the
 called name (by name or by the provider-safe name the model was shown: the one
-tool holding the name's look, ``catalog.names``), with its source link and source.
+tool holding the name's look, ``catalog.names``), with its source link, source
+and the source's authorization (``vault``: none for shared headers).
 
 Building this as a queryset (the catalog, then the tools with
 ``select_related("source_link__source")`` behind the visibility filter) cost two
@@ -31,6 +32,7 @@ from identity.access import Access
 from selection.models import SelectionSettings
 from selection.querysets import StoredSettings
 from sources.models import Source, SourceTool
+from vault.models import SourceAuthorization
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ def _call_read() -> tuple[str, tuple[Columns, ...]]:
         Columns(Tool, "t"),
         Columns(SourceTool, "l"),
         Columns(Source, "s"),
+        Columns(SourceAuthorization, "a"),
     )
     quote = connection.ops.quote_name
 
@@ -77,6 +80,8 @@ def _call_read() -> tuple[str, tuple[Columns, ...]]:
         f"OR t.{column(Tool, 'provider_name')} = %s) "
         f"LEFT JOIN {table(SourceTool)} l ON l.{column(SourceTool, 'tool')} = t.{pk} "
         f"LEFT JOIN {table(Source)} s ON s.{pk} = l.{column(SourceTool, 'source')} "
+        f"LEFT JOIN {table(SourceAuthorization)} a "
+        f"ON a.{column(SourceAuthorization, 'source')} = s.{pk} "
         f"WHERE c.{column(Catalog, 'slug')} = %s ORDER BY t.{pk}"
     )
     return sql, parts
@@ -91,10 +96,10 @@ def read_call(access: Access, slug: str, name: str) -> CallRows:
     rows = fetch_all(sql, [look(name), name, name, slug])
     if not rows:
         raise Http404(f"catalog: no catalog {slug!r}")
-    catalogs, stored, held, tools, links, sources = parts
+    catalogs, stored, held, *joined = parts
     first = split(rows[0], parts)
     catalog: Any = catalogs.instance(first[0])
-    found = [_tool(catalog, split(row, parts), tools, links, sources) for row in rows]
+    found = [_tool(catalog, split(row, parts), *joined) for row in rows]
     known = [tool for tool in found if tool is not None]
     # A look held by no tool: several held it before the one-name rule.
     several = first[2][0] is not None and first[2][1] is None
@@ -116,10 +121,12 @@ def _tool(
     tools: Columns,
     links: Columns,
     sources: Columns,
+    authorizations: Columns,
 ) -> Tool | None:
-    """The row's tool with its link and source set as ``select_related`` sets
-    them (so reading them costs no query), or None when the row has no tool."""
-    _, _, _, tool_row, link_row, source_row, _ = row
+    """The row's tool with its link, source and the source's authorization (or
+    its absence) set as ``select_related`` sets them (so reading them costs no
+    query), or None when the row has no tool."""
+    _, _, _, tool_row, link_row, source_row, auth_row, _ = row
     if tool_row[0] is None:
         return None
     tool: Any = tools.instance(tool_row)
@@ -131,5 +138,7 @@ def _tool(
         Source._meta.get_field("catalog").set_cached_value(source, catalog)  # type: ignore[union-attr]
         SourceTool._meta.get_field("source").set_cached_value(link, source)  # type: ignore[union-attr]
         SourceTool._meta.get_field("tool").set_cached_value(link, tool)  # type: ignore[union-attr]
+        auth = authorizations.instance(auth_row) if auth_row[0] is not None else None
+        Source._meta.get_field("authorization").set_cached_value(source, auth)  # type: ignore[union-attr]
     Tool._meta.get_field("source_link").set_cached_value(tool, link)  # type: ignore[union-attr]
     return tool

@@ -46,6 +46,12 @@ class CallRecord:
     link: SourceTool | None = None
     # The id of the attempt's ``started`` event, once it is committed.
     call_id: int | None = None
+    # Whom the call is made for (vault.acting), and whose upstream account ran
+    # it: a person's connection, or the source's shared credential.
+    person: str | None = None
+    upstream_account: dict[str, Any] | None = None
+    # The person's credential the call runs with (vault), never recorded.
+    credential: Any = field(default=None, repr=False)
     _definition: str | None = field(default=None, repr=False)
 
     def definition_hash(self) -> str | None:
@@ -75,7 +81,10 @@ class CallRecord:
             selection_id=str(self.selection_id) if self.selection_id else None,
             approval_id=self.approval_id,
             channel=self.channel,
+            person=self.person,
         )
+        if self.upstream_account is not None:
+            recorded["upstream_account"] = self.upstream_account
         if self.call_id is not None:
             recorded["call_id"] = self.call_id
         return recorded

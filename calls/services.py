@@ -10,6 +10,11 @@ claim -> the upstream call -> the outcome -> the answer.
 * A tool that needs approval runs only with an approval of this exact call
   (``calls.approvals``); without one, a pending approval is made and the answer
   says so.
+* A source that runs as each person is called with the token of the person the
+  caller acts for (``vault``), never another's or a shared header; without one
+  the call answers ``needs_authorization`` with the link where the person
+  connects. An upstream that refuses the token (401) ran nothing: the token is
+  refreshed and the call sent once more, else it needs authorization again.
 * A call holds a slot of each limit on calls in flight (``calls.limits``: per
   key, per source, per web process) or is refused naming the limit.
 * Then the steps of ``calls.attempts``: the claim (approval used, ``started``
@@ -24,6 +29,7 @@ claim -> the upstream call -> the outcome -> the answer.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from typing import Any, NoReturn
@@ -32,7 +38,12 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.http import Http404
 
-from calls.answers import PENDING_REASON, CallAnswer, pending_answer
+from calls.answers import (
+    NEEDS_AUTHORIZATION,
+    PENDING_REASON,
+    CallAnswer,
+    pending_answer,
+)
 from calls.approvals import ApprovalRefused, request_approval
 from calls.attempts import claim, finish
 from calls.hashing import arguments_hash, canonical_json
@@ -40,7 +51,13 @@ from calls.limits import LimitReached, hold
 from calls.observe import observed_call
 from calls.reads import read_call
 from calls.records import CallRecord, record_call
-from calls.upstream import Target, UpstreamFailure, call_upstream, fingerprint
+from calls.upstream import (
+    Target,
+    UpstreamFailure,
+    UpstreamResult,
+    call_upstream,
+    fingerprint,
+)
 from catalog.models import Tool
 from catalog.names import Ambiguous
 from identity.access import access_for
@@ -54,6 +71,15 @@ from selection.services.tool_calls import (
 )
 from sources.secrets import HeadersUnreadable, decrypt_headers
 from telemetry import tracing
+from vault.acting import person_for
+from vault.links import connect_url
+from vault.services.tokens import (
+    AuthorizationServerDown,
+    NeedsAuthorization,
+    after_refusal,
+    credential_for,
+    give_up,
+)
 
 log = logging.getLogger(__name__)
 NOT_RECORDED = (
@@ -99,6 +125,8 @@ def execute_call(
     call = CallRecord(
         user, found, name, arguments, selection_id, approval_id, request_id, channel
     )
+    person = person_for(user)
+    call.person = person.get_username() if person is not None else None
     if rows.ambiguous:
         return _refuse(call, str(Ambiguous(name, found.slug)), status=409, field="name")
     tool, decided = decide_call(
@@ -205,6 +233,11 @@ def _attempt(call: CallRecord, policy: ScreeningPolicy) -> CallAnswer:
     except HeadersUnreadable as exc:
         reason = f"source {source.name!r}: {exc}"
         return _refuse(call, reason, status=503, limit="source_headers")
+    except NeedsAuthorization as exc:
+        answer = _refuse(call, exc.reason, status=403, outcome=NEEDS_AUTHORIZATION)
+        return _linked(answer, call, exc)
+    except AuthorizationServerDown as exc:
+        return _refuse(call, str(exc), status=503, limit="authorization_server")
     try:
         slots = hold(call.user, source.pk, target.timeout)
     except LimitReached as exc:
@@ -241,21 +274,36 @@ def _record_fault(call: CallRecord) -> None:
 
 
 def _target(call: CallRecord) -> Target:
-    """Where the call goes; its timeout is the source's, never more than
-    ``QUIVER_CALL_TIMEOUT_MAX_SECONDS`` (rows saved before that rule included)."""
+    """Where the call goes, with whose credential (the person's token for a
+    source that runs as each person, else the source's headers); its timeout
+    is the source's, never more than ``QUIVER_CALL_TIMEOUT_MAX_SECONDS`` (rows
+    saved before that rule included)."""
     assert call.link is not None
     source = call.link.source
     timeout = min(
         float(source.timeout_seconds or 30.0),
         float(settings.QUIVER_CALL_TIMEOUT_MAX_SECONDS),
     )
+    credential = credential_for(call.user, source) if source.kind == "mcp" else None
+    call.credential = credential
+    if credential is not None:
+        headers, secret_text = credential.headers, ""
+        call.upstream_account = credential.account
+    else:
+        headers, secret_text = decrypt_headers(source), source.headers_encrypted
+        call.upstream_account = {"kind": "shared"}
     return Target(
         source_id=source.pk,
         source_name=source.name,
         catalog=call.catalog.slug,
         url=source.url,
-        headers=decrypt_headers(source),
-        headers_fingerprint=fingerprint(source.headers_encrypted),
+        headers=headers,
+        account=credential.connection_id if credential is not None else 0,
+        headers_fingerprint=(
+            credential.fingerprint
+            if credential is not None
+            else fingerprint(secret_text)
+        ),
         timeout=timeout,
         kind=source.kind,
         stdio_name=source.stdio_name,
@@ -269,12 +317,11 @@ def _run(call: CallRecord, target: Target, policy: ScreeningPolicy) -> CallAnswe
     outcome's row names the rules that hit, never what they matched."""
     assert call.tool is not None and call.link is not None
     try:
-        result = call_upstream(
-            target,
-            call.link.upstream_name,
-            call.arguments,
-            idempotent=_idempotent(call.tool),
-        )
+        result = _upstream(call, target)
+    except NeedsAuthorization as exc:
+        answer = _finish(call, NEEDS_AUTHORIZATION, exc.reason)
+        answer.status = 403
+        return _linked(answer, call, exc)
     except UpstreamFailure as exc:
         outcome = "timed_out" if exc.timed_out else "failed"
         return _finish(call, outcome, exc.reason)
@@ -304,6 +351,43 @@ def _run(call: CallRecord, target: Target, policy: ScreeningPolicy) -> CallAnswe
     answer.structured_content = screened.structured
     answer.is_error = result.is_error or screened.action == "block"
     answer.screening = summary
+    return answer
+
+
+def _upstream(call: CallRecord, target: Target) -> UpstreamResult:
+    """The upstream's result; a person's token it refuses (401: nothing ran)
+    is refreshed and the call sent once more, a second refusal removes the
+    connection (``NeedsAuthorization`` either way when there is no token)."""
+    assert call.tool is not None and call.link is not None
+    name, idempotent = call.link.upstream_name, _idempotent(call.tool)
+    try:
+        return call_upstream(target, name, call.arguments, idempotent=idempotent)
+    except UpstreamFailure as exc:
+        if not exc.unauthorized or call.credential is None:
+            raise
+    source = call.link.source
+    call.credential = after_refusal(call.credential, source)
+    target = dataclasses.replace(
+        target,
+        headers=call.credential.headers,
+        headers_fingerprint=call.credential.fingerprint,
+    )
+    try:
+        return call_upstream(target, name, call.arguments, idempotent=idempotent)
+    except UpstreamFailure as exc:
+        if exc.unauthorized:
+            raise give_up(call.credential, source) from exc
+        raise
+
+
+def _linked(
+    answer: CallAnswer, call: CallRecord, exc: NeedsAuthorization
+) -> CallAnswer:
+    """A call that needs the person's authorization names where to give it."""
+    assert call.link is not None
+    answer.status = 403
+    if exc.connectable:
+        answer.authorization_url = connect_url(call.link.source)
     return answer
 
 

@@ -5,9 +5,11 @@ then ``tools/list`` for the output schemas the SDK checks results against), so
 each process keeps one connected client per source in a pool, on one event loop
 in a thread of its own (started on the first call, so after gunicorn's fork).
 A pooled client is keyed by everything that shapes the connection (the source,
-its url, its encrypted headers, its timeout): editing a source or its headers
-makes a new key, and the old client is closed. A client whose connection broke
-is dropped and the next call opens a new one.
+the account it runs as, its url, its encrypted headers, its timeout): editing a
+source or its headers, or a person's token being refreshed, makes a new key, and
+the old client of that source and account is closed. A client whose connection
+broke is dropped and the next call opens a new one. A source that runs as each
+person has one client per connected account, each with that person's token.
 
 The whole call, a retry included, stays within the source's timeout. A call is
 retried only when the tool says it is idempotent (``idempotentHint``), at most
@@ -59,6 +61,8 @@ class Target:
     source_name: str
     url: str
     headers: dict[str, str] = field(hash=False, compare=False)
+    # The person's connection whose token the headers hold (0: the source's own).
+    account: int = 0
     # The source's catalog: with its name, the source's label in the metrics.
     catalog: str = field(default="", compare=False)
     headers_fingerprint: str = ""
@@ -73,6 +77,7 @@ class Target:
         stdio = self.stdio.fingerprint if self.stdio is not None else ""
         return (
             self.source_id,
+            self.account,
             self.kind,
             self.url,
             self.stdio_name,
@@ -87,15 +92,26 @@ class Target:
         """The values no error may show: the headers, or the command's env."""
         return dict(self.stdio.env) if self.stdio is not None else self.headers
 
-    def opened(self, over: Callable[[str], None] | None = None) -> Any:
+    def opened(
+        self,
+        over: Callable[[str], None] | None = None,
+        statuses: list[str] | None = None,
+    ) -> Any:
         """The SDK client's context manager for this target, its answers capped
-        (``over`` hears why a stdio connection was ended)."""
+        (``over`` hears why a stdio connection was ended; ``statuses`` gets each
+        HTTP answer that was no success)."""
         cap = read_cap(self.max_result_bytes)
         if self.stdio is not None:
             return open_stdio_client(
                 self.stdio, timeout=self.timeout, result_cap=cap, over=over
             )
-        return open_client(self.url, self.headers, timeout=self.timeout, result_cap=cap)
+        return open_client(
+            self.url,
+            self.headers,
+            timeout=self.timeout,
+            result_cap=cap,
+            http_errors=statuses,
+        )
 
 
 def fingerprint(secret_text: str) -> str:
@@ -118,11 +134,20 @@ class UpstreamFailure(Exception):
     """No result from the upstream: it could not be reached, broke, was too slow,
     or answered something that is not a tool result."""
 
-    def __init__(self, reason: str, *, timed_out: bool = False, attempts: int = 1):
+    def __init__(
+        self,
+        reason: str,
+        *,
+        timed_out: bool = False,
+        attempts: int = 1,
+        unauthorized: bool = False,
+    ):
         super().__init__(reason)
         self.reason = reason
         self.timed_out = timed_out
         self.attempts = attempts
+        # The upstream answered 401: it refused the credential, ran nothing.
+        self.unauthorized = unauthorized
 
 
 class _BrokenConnection(Exception):
@@ -137,6 +162,7 @@ class _Connection:
         self.client: Client | None = None
         self.error: BaseException | None = None
         self.overflow = ""  # why the transport ended it (a result over the cap)
+        self.statuses: list[str] = []  # its HTTP answers that were no success
         self.ready = asyncio.Event()
         self.stop = asyncio.Event()
         self.task = asyncio.get_running_loop().create_task(self._hold())
@@ -148,7 +174,7 @@ class _Connection:
     async def _hold(self) -> None:
         target = self.target
         try:
-            async with target.opened(self._overflowed) as client:
+            async with target.opened(self._overflowed, self.statuses) as client:
                 await _list_every_page(client)
                 self.client = client
                 self.ready.set()
@@ -167,6 +193,11 @@ class _Connection:
 
     def close(self) -> None:
         self.stop.set()
+
+    @property
+    def unauthorized(self) -> bool:
+        """Whether the upstream answered 401 (the credential refused)."""
+        return any(status.startswith("HTTP 401") for status in self.statuses)
 
     def _overflowed(self, reason: str) -> None:
         self.overflow = reason
@@ -193,12 +224,13 @@ class _Pool(LoopThread):
 
     def connection(self, target: Target) -> _Connection:
         """The pooled connection for ``target`` (on the loop), opening one when
-        there is none or it broke; other keys of the same source are closed."""
+        there is none or it broke; other keys of the same source and account
+        are closed."""
         found = self.connections.get(target.key)
         if found is not None and found.alive:
             return found
         for key, other in list(self.connections.items()):
-            if key[0] == target.source_id or not other.alive:
+            if key[:2] == target.key[:2] or not other.alive:
                 other.close()
                 del self.connections[key]
         made = _Connection(target)
@@ -310,6 +342,11 @@ async def _call(
             ) from exc
         except _BrokenConnection as exc:
             work.drop(connection)
+            if connection.unauthorized:
+                reason = f"source {target.source_name!r}: refused the credential (401)"
+                raise UpstreamFailure(
+                    reason, attempts=attempts, unauthorized=True
+                ) from exc
             retry = idempotent and attempts == 1 and deadline > time.monotonic()
             if retry:
                 why = Scrubber(target.secrets)(str(exc))
@@ -319,6 +356,9 @@ async def _call(
             raise UpstreamFailure(_tried(reason, attempts), attempts=attempts) from exc
         except UpstreamFailure as exc:
             exc.attempts = attempts
+            if connection.unauthorized:
+                work.drop(connection)
+                exc.unauthorized = True
             raise
         return UpstreamResult(
             content=[

@@ -84,6 +84,7 @@ INSTALLED_APPS = [
     "sso",
     "compliance",
     "oauth",
+    "vault",
 ]
 
 MIDDLEWARE = [
@@ -470,7 +471,9 @@ QUIVER_LLM = {
 # Header values are encrypted with QUIVER_SOURCE_KEY (any long random text), else with a
 # key derived from SECRET_KEY; QUIVER_SOURCE_OLD_KEYS (comma-separated) still decrypt.
 QUIVER_SOURCE_KEY = env_str("QUIVER_SOURCE_KEY")
-QUIVER_SOURCE_OLD_KEYS = env_list("QUIVER_SOURCE_OLD_KEYS", [])
+QUIVER_SOURCE_OLD_KEYS = [
+    key.strip() for key in env_str("QUIVER_SOURCE_OLD_KEYS").split(",") if key.strip()
+]
 # Hosts and networks added to the built-in deny-list (cloud metadata addresses).
 QUIVER_SOURCE_DENY = env_list("QUIVER_SOURCE_DENY", [])
 # Every this many minutes each source is synced again; 0 turns periodic sync off.
@@ -482,6 +485,20 @@ QUIVER_SOURCE_MAX_PAGES = env_int("QUIVER_SOURCE_MAX_PAGES", 100, minimum=1)
 # A JSON file of stdio sources' commands ({"stdio": {name: {command, args, env, cwd}}}),
 # read at every use; the only place a stdio command can be configured (sources.stdio).
 QUIVER_SOURCES_FILE = env_str("QUIVER_SOURCES_FILE", "")
+# Sources that ask each person for OAuth (vault/; how-to per-user-authorization):
+# an access token is refreshed this long before it expires; a connection started in
+# the console must come back within FLOW_SECONDS; every exchange with an
+# authorization server (metadata, registration, tokens, revocation) waits at most
+# TIMEOUT_SECONDS.
+QUIVER_VAULT_REFRESH_MARGIN_SECONDS = env_int(
+    "QUIVER_VAULT_REFRESH_MARGIN_SECONDS", 60, minimum=0, maximum=3600
+)
+QUIVER_VAULT_FLOW_SECONDS = env_int(
+    "QUIVER_VAULT_FLOW_SECONDS", 600, minimum=30, maximum=3600
+)
+QUIVER_VAULT_TIMEOUT_SECONDS = env_int(
+    "QUIVER_VAULT_TIMEOUT_SECONDS", 10, minimum=1, maximum=60
+)
 
 LOGGING = {
     "version": 1,

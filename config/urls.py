@@ -56,6 +56,7 @@ urlpatterns = [
     path("", include("notify.urls")),
     path("", include("sso.urls")),
     path("", include("oauth.urls")),
+    path("", include("vault.urls")),
 ]
 
 handler400 = "config.errors.bad_request"

@@ -29,6 +29,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
+from calls.answers import NEEDS_AUTHORIZATION, with_absolute_link
 from config.aio import outside_loop
 from gateway import listing, services
 from gateway.inbound import Problem
@@ -174,7 +175,7 @@ async def call_tool(
         return _error(services.FAILED.format(request_id))
     if direct and answer.outcome == "refused" and answer.status == 404:
         raise _unknown_tool(ctx, answer)
-    return _call_result(answer, direct=direct)
+    return _call_result(_linked(ctx, answer), direct=direct)
 
 
 def _unknown_tool(ctx: Any, answer: services.CallAnswer) -> MCPError:
@@ -220,6 +221,8 @@ def _call_result(
         }
         return types.CallToolResult.model_validate({**found, "_meta": meta})
     text = answer.reason + (f"; {answer.hint}" if answer.hint else "")
+    if answer.outcome == NEEDS_AUTHORIZATION:
+        text = needs_authorization_text(answer)
     if answer.outcome == "pending" and answer.approval_id:
         # "pending_approval <id>: ...": a model that reads only text (most
         # frameworks' default) needs the id to send the call again; the rest
@@ -233,12 +236,41 @@ def _call_result(
         "call_id": answer.call_id,
         **({"errors": answer.errors, "hint": answer.hint} if answer.errors else {}),
         **({"approval_id": answer.approval_id} if answer.approval_id else {}),
+        **(
+            {"authorization_url": answer.authorization_url or None}
+            if answer.outcome == NEEDS_AUTHORIZATION
+            else {}
+        ),
     }
     return types.CallToolResult(
         content=[types.TextContent(text=text)],
         structured_content=structured,
         is_error=True,
         _meta=meta,
+    )
+
+
+def _linked(ctx: Any, answer: services.CallAnswer) -> services.CallAnswer:
+    """The connect link of a call that needs authorization, absolute on the
+    address the caller reached (when ``QUIVER_PUBLIC_URL`` did not make it so)."""
+    request = getattr(ctx, "request", None)
+    if request is None or not answer.authorization_url:
+        return answer
+    return with_absolute_link(answer, str(request.base_url))
+
+
+def needs_authorization_text(answer: services.CallAnswer) -> str:
+    """What the model reads when the call needs the person's own account: that
+    nothing ran, and where the person connects it."""
+    where = (
+        f" The person connects it at {answer.authorization_url} (tell the user "
+        "to open that link), then the same call can be sent again."
+        if answer.authorization_url
+        else ""
+    )
+    return (
+        f"needs_authorization: Not run. {answer.reason}.{where} Nothing has "
+        "happened yet, so do not report the action as done."
     )
 
 

@@ -66,6 +66,7 @@ async def open_client(
     mode: str = "auto",
     http_errors: list[str] | None = None,
     result_cap: int | None = None,
+    challenges: list[str] | None = None,
 ) -> AsyncIterator[Client]:
     """A connected client; ``mode="auto"`` speaks the 2026-07-28 protocol to a
     server that has it and falls back to the initialize handshake otherwise.
@@ -73,11 +74,15 @@ async def open_client(
     ``http_errors``, when given, gets one line per HTTP answer that was not a
     success ("HTTP 401 Unauthorized"), which the SDK's errors do not name.
     ``result_cap``, when given, is the most read of an answer to a tool call;
-    any other answer is read to ``MESSAGE_CAP`` at most (``sources.capped``)."""
+    any other answer is read to ``MESSAGE_CAP`` at most (``sources.capped``).
+    ``challenges``, when given, gets the ``WWW-Authenticate`` header of each
+    ``401`` (a server asking for OAuth names its resource metadata there)."""
 
     async def note(response: httpx2.Response) -> None:
         if http_errors is not None and response.status_code >= 300:
             http_errors.append(f"HTTP {response.status_code} {response.reason_phrase}")
+        if challenges is not None and response.status_code == 401:
+            challenges.append(response.headers.get("www-authenticate", "")[:4000])
 
     transport = CappedTransport(guarded_transport(), result_cap or MESSAGE_CAP)
     # What is counted is what is kept: a compressed answer could not be capped.

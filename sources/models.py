@@ -20,6 +20,8 @@ class SourceStatus(models.TextChoices):
     SYNCING = "syncing", "Syncing"
     OK = "ok", "OK"
     ERROR = "error", "Error"
+    # The server asks each person for OAuth: nobody has connected an account yet.
+    AUTHORIZE = "authorize", "Waiting for a person's authorization"
 
 
 class Source(models.Model):

@@ -7,10 +7,12 @@ from ``SECRET_KEY``, so it never lives in the database and is never the key of
 anything else (sessions, the audit chain). Keys in ``QUIVER_SOURCE_OLD_KEYS`` still
 decrypt; the next save of a source encrypts with the current key.
 
-Rotation limits: changing the key material without listing the old one in
-``QUIVER_SOURCE_OLD_KEYS`` makes every stored header unreadable (the source's sync
-then fails naming this, and an admin enters the headers again); nothing re-encrypts
-stored rows by itself.
+Rotation: put the new key in ``QUIVER_SOURCE_KEY`` and the old one in
+``QUIVER_SOURCE_OLD_KEYS``, then run ``reencrypt_secrets``, which puts every stored
+secret (these headers, people's upstream tokens, client secrets) under the new
+key; the old key may then go. Changing the key material without listing the old
+one makes every stored header unreadable (the source's sync then fails naming
+this, and an admin enters the headers again).
 
 Values never leave this module in clear except to the upstream request: what people
 and programs are shown is ``masked`` (names, never values).
@@ -138,6 +140,17 @@ def decrypt_headers(source: Any) -> dict[str, str]:
             )
         data = data["headers"]
     return {str(name): str(value) for name, value in data.items()}
+
+
+def reencrypt_headers(stored: str) -> str:
+    """A column's text under the current key (``HeadersUnreadable`` when no
+    configured key opens it): what ``reencrypt_secrets`` writes back."""
+    if not stored:
+        return ""
+    try:
+        return _keys().rotate(stored.encode()).decode()
+    except InvalidToken as exc:
+        raise HeadersUnreadable("headers: cannot be decrypted") from exc
 
 
 def masked(source: Any) -> dict[str, str]:

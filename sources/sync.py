@@ -27,8 +27,12 @@ refuse (the schema policy, the size limits, one name for one tool:
 with the reason, and the sync goes on with the next.
 
 An unreachable upstream (or unreadable headers) sets the source's status to
-``error`` with the reason and changes no tool. Running the same sync twice gives
-the same catalog (a resumed job simply runs again).
+``error`` with the reason and changes no tool. A server that answers ``401`` with
+a Bearer challenge asks each person for OAuth: the vault (``sources.accounts``)
+discovers its authorization server and registers Quiver there, and the source
+waits for a person's authorization (``authorize``), not failed; once a person
+connected, it is synced with the first connected account. Running the same sync
+twice gives the same catalog (a resumed job simply runs again).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from catalog.services.tools import (
 from config.jsonparse import printable_tree
 from jobs import services as jobs
 from jobs.models import Job
+from sources import accounts
 from sources.mapping import (
     new_tool_names,
     synced_spec,
@@ -73,7 +78,7 @@ from sources.pinning import (
     waiting_new,
 )
 from sources.secrets import HeadersUnreadable
-from sources.upstream import UpstreamError, list_tools
+from sources.upstream import Challenged, UpstreamError, list_tools
 
 log = logging.getLogger(__name__)
 GONE, BACK, REJECTED = "gone", "back", ImportOutcome.REJECTED.value
@@ -90,6 +95,12 @@ def run_sync(job: Job) -> Job:
     _set_status(source, SourceStatus.SYNCING)
     try:
         listing = list_tools(source)
+    except Challenged as exc:
+        _challenged(source, job, exc)
+        return job
+    except accounts.NoAccount as exc:
+        _waiting(source, job, str(exc))
+        return job
     except (UpstreamError, HeadersUnreadable) as exc:
         _failed(source, job, str(exc))
         return job
@@ -354,6 +365,30 @@ def _failed(source: Source, job: Job, why: str) -> None:
         last_error=why,
     )
     jobs.fail_job(job, f"source {source.name!r}: {why}")
+
+
+def _challenged(source: Source, job: Job, exc: Challenged) -> None:
+    """The server asks for OAuth: discovered and registered, the source waits
+    for a person (``authorize``); a challenge that cannot be followed fails the
+    sync naming why."""
+    try:
+        waiting = accounts.lent().challenged(source, exc.challenge)
+    except ValueError as problem:
+        _failed(source, job, f"{exc}; {problem}"[:1000])
+        return
+    _waiting(source, job, waiting)
+
+
+def _waiting(source: Source, job: Job, why: str) -> None:
+    log.info("source %s: waits for a person's authorization", source.pk)
+    _set_status(
+        source,
+        SourceStatus.AUTHORIZE,
+        last_synced=timezone.now(),
+        last_outcome="waiting for a person's authorization",
+        last_error=why[:1000],
+    )
+    jobs.fail_job(job, f"source {source.name!r}: {why}"[:1000])
 
 
 def _succeeded(source: Source, job: Job, server: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from mcp import Client
 
 from config.aio import run_sync
+from sources import accounts
 from sources.capped import Overflow
 from sources.connect import open_client, open_stdio_client
 from sources.models import Source, SourceKind
@@ -27,6 +28,15 @@ MAX_TOOLS = 5000
 
 class UpstreamError(Exception):
     """The source could not be reached or answered badly; the message says why."""
+
+
+class Challenged(UpstreamError):
+    """The source answered ``401`` with a Bearer challenge: it asks for OAuth.
+    ``challenge`` is its ``WWW-Authenticate`` header, as it came."""
+
+    def __init__(self, reason: str, challenge: str) -> None:
+        super().__init__(reason)
+        self.challenge = challenge
 
 
 @dataclass
@@ -96,11 +106,15 @@ def list_tools(source: Source, *, first_page_only: bool = False) -> Listing:
     """Every tool the source lists (all pages), as the JSON of the MCP spec.
 
     A stdio source's command comes from the settings file, read now; its env
-    values are masked out of any error like header values are."""
+    values are masked out of any error like header values are. A source that
+    runs as each person is listed with the first connected account's token
+    (``sources.accounts``; ``NoAccount`` when nobody connected); a ``401``
+    with a Bearer challenge is ``Challenged``."""
     from django.conf import settings
 
     timeout = float(source.timeout_seconds)
     http_errors: list[str] = []
+    challenges: list[str] = []
     notes: list[str] = []  # why the capped transport stopped reading, if it did
     opened: AbstractAsyncContextManager[Client]
     if source.kind == SourceKind.STDIO:
@@ -111,9 +125,13 @@ def list_tools(source: Source, *, first_page_only: bool = False) -> Listing:
         headers = spec.env
         opened = open_stdio_client(spec, timeout=timeout, over=notes.append)
     else:
-        headers = decrypt_headers(source)
+        headers = _headers(source)
         opened = open_client(
-            source.url, headers, timeout=timeout, http_errors=http_errors
+            source.url,
+            headers,
+            timeout=timeout,
+            http_errors=http_errors,
+            challenges=challenges,
         )
     try:
         pages = int(settings.QUIVER_SOURCE_MAX_PAGES)
@@ -122,7 +140,19 @@ def list_tools(source: Source, *, first_page_only: bool = False) -> Listing:
         why = f"tools/list: {notes[0]}" if notes else reason(exc, headers)
         if http_errors:
             why = f"{', '.join(dict.fromkeys(http_errors))}: {why}"
+        bearer = [c for c in challenges if c.lower().startswith("bearer")]
+        if bearer:
+            raise Challenged(why[:1000], bearer[0]) from None
         raise UpstreamError(why[:1000]) from None
+
+
+def _headers(source: Source) -> dict[str, str]:
+    """The source's shared headers, or for a source that runs as each person
+    the first connected account's (never both)."""
+    personal = accounts.lent()
+    if personal.is_personal(source):
+        return personal.sync_headers(source)
+    return decrypt_headers(source)
 
 
 def check_connection(source: Source) -> dict[str, Any]:
@@ -130,9 +160,13 @@ def check_connection(source: Source) -> dict[str, Any]:
     reason it failed."""
     try:
         listing = list_tools(source, first_page_only=True)
+    except Challenged as exc:
+        asks = "the server asks each person for OAuth authorization; sync the "
+        asks += "source to discover its authorization server"
+        return {"ok": False, "reason": f"{exc}; {asks}", "oauth": True}
     except UpstreamError as exc:
         return {"ok": False, "reason": str(exc)}
-    except Exception as exc:  # unreadable headers, for one
+    except Exception as exc:  # unreadable headers, no account, for two
         return {"ok": False, "reason": str(exc)}
     return {
         "ok": True,

@@ -3,7 +3,9 @@
 200 when the upstream was tried (``outcome`` ran, failed or timed_out; the
 upstream's result as it was, scrubbed of the source's secrets), 202 while a
 person must approve the call, 4xx for a refusal naming the field and the rule
-(404 an unknown or hidden tool, 400 bad arguments, 403 not allowed or denied, 409
+(404 an unknown or hidden tool, 400 bad arguments, 403 not allowed or denied or,
+with ``error`` ``needs_authorization`` and an ``authorization_url``, a source
+that runs as each person and no account of the caller's person for it, 409
 no source or an approval that does not cover the call, 429 the key's calls in
 flight), 503 naming the part for a limit of the service (calls per source or web
 process), Redis down (the limits cannot be counted), unreadable source headers,
@@ -22,7 +24,7 @@ from rest_framework import generics, permissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from calls.answers import CallAnswer
+from calls.answers import NEEDS_AUTHORIZATION, CallAnswer, with_absolute_link
 from calls.input import CallInputSerializer, call_input
 from calls.services import CallNotRecorded, execute_call
 from config.http import request_id
@@ -69,13 +71,16 @@ class ExecuteCallView(generics.GenericAPIView):
             return Response(retry_body(down, None), status=503)
         if answer.status < 400:
             return Response(answer.as_dict(), status=answer.status)
-        return refusal(answer)
+        base = request.build_absolute_uri("/")
+        return refusal(with_absolute_link(answer, base))
 
 
 def refusal(answer: CallAnswer) -> Response:
     """A refused call in the error envelope; a limit's 429 or 503 says whether
     the call may be sent again."""
     code = REFUSAL_CODES.get(answer.status, "conflict")
+    if answer.outcome == NEEDS_AUTHORIZATION:
+        code = NEEDS_AUTHORIZATION
     fields = {answer.refused_field: [answer.reason]} if answer.refused_field else {}
     body = {"error": code, "detail": answer.reason, "fields": fields}
     body |= answer.as_dict()

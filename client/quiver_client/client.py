@@ -91,7 +91,7 @@ def api_error(response: httpx.Response) -> APIError:
     error = envelope.get("error")
     detail = envelope.get("detail")
     fields = envelope.get("fields")
-    cls = error_class(response.status_code)
+    cls = error_class(response.status_code, str(error) if error else None)
     return cls(
         response.status_code,
         str(error) if error else f"http_{response.status_code}",
@@ -361,9 +361,11 @@ class Quiver(_Base):
         """``POST /api/v1/tool-calls/execute``: run the tool through Quiver. A
         result when its server was tried (check ``outcome`` and ``is_error``);
         ``PendingApproval`` when a person must approve it first (call again
-        with ``approval_id``); a refusal raises the API's error (400 bad
-        arguments, 403 not allowed or denied, 404 unknown, 409 no source or an
-        approval that does not cover the call)."""
+        with ``approval_id``); ``NeedsAuthorization`` when the tool's server
+        acts for each person and theirs is not connected (its
+        ``authorization_url`` is where they connect it); a refusal raises the
+        API's error (400 bad arguments, 403 not allowed or denied, 404
+        unknown, 409 no source or an approval that does not cover the call)."""
         body = call_body(name, arguments, catalog, selection_id, approval_id)
         return call_answer(self.request("POST", "tool-calls/execute", json=body))
 

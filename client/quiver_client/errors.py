@@ -91,6 +91,20 @@ class PermissionDenied(APIError):
     """403: the key may not do this (scope, roles, unsafe tools)."""
 
 
+class NeedsAuthorization(PermissionDenied):
+    """403 ``needs_authorization``: the tool's server acts for each person, and
+    the person the key acts for has not connected their account there (or it
+    must be connected again); nothing ran. ``authorization_url`` is where that
+    person connects it (None when the key acts for no person: use a key bound
+    to one); then the same call can be sent again."""
+
+    @property
+    def authorization_url(self) -> str | None:
+        body = self.body if isinstance(self.body, dict) else {}
+        url = body.get("authorization_url")
+        return str(url) if url else None
+
+
 class NotFound(APIError):
     """404: no such thing, or one this key may not know of."""
 
@@ -130,8 +144,15 @@ _BY_STATUS: dict[int, type[APIError]] = {
 }
 
 
-def error_class(status_code: int) -> type[APIError]:
-    """The exception class for an HTTP status of 400 or more."""
+# Error codes whose answer has a class of its own, whatever its status.
+_BY_CODE: dict[str, type[APIError]] = {"needs_authorization": NeedsAuthorization}
+
+
+def error_class(status_code: int, error: str | None = None) -> type[APIError]:
+    """The exception class for an HTTP status of 400 or more (and the
+    envelope's ``error`` code, when it names a class of its own)."""
+    if error in _BY_CODE:
+        return _BY_CODE[error]
     if status_code in _BY_STATUS:
         return _BY_STATUS[status_code]
     return ServerError if status_code >= 500 else APIError

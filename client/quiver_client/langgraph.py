@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from quiver_client.client import DEFAULT_CATALOG, AsyncQuiver, Quiver
-from quiver_client.errors import APIError, PendingApproval
+from quiver_client.errors import APIError, NeedsAuthorization, PendingApproval
 from quiver_client.types import Selection, ToolCallResult
 
 # Quiver's refusal of an approval no person has decided yet: the call keeps it.
@@ -158,6 +158,11 @@ class _Calls:
             return (
                 f"pending_approval {pending.approval_id}: nothing ran; a person "
                 "must approve this call, then make the same call again"
+            )
+        except NeedsAuthorization as needs:
+            where = needs.authorization_url
+            return f"needs_authorization: nothing ran; {needs.detail}" + (
+                f"; the user connects their account at {where}" if where else ""
             )
         except APIError as exc:
             if "approval_id" in exc.fields and WAITING not in exc.detail:

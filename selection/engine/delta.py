@@ -21,11 +21,13 @@ from typing import cast
 import numpy as np
 
 from selection.engine.index import (
+    EXAMPLES,
     FIELD_TEXT,
     OVERLAP_FIELDS,
     LexicalIndex,
     Postings,
     idf,
+    share_credit,
 )
 from selection.engine.text import tokenize
 from selection.engine.types import ToolRecord
@@ -62,6 +64,7 @@ def realigned(index: LexicalIndex, keep: np.ndarray) -> LexicalIndex:
     out.fields = {name: _kept(p, remap) for name, p in index.fields.items()}
     out.impacts = _kept(index.impacts, remap)
     out.masses = {k: m[keep] for k, m in index.masses.items()}
+    out.share_credit = index.share_credit[keep]
     return out
 
 
@@ -101,10 +104,15 @@ def _overlay(
         for name in fields
     }
     out.fields["overlap"] = _with_extra(base.fields["overlap"], dead, _binary(merged))
+    merged += fields[EXAMPLES][0]
+    out.fields["overlap_examples"] = _with_extra(
+        base.fields["overlap_examples"], dead, _binary(merged)
+    )
     out.impacts = _with_extra(base.impacts, dead, _impacts(out, base, fields))
     out.masses = {
         k: _masses(m, out, records, fields[k][0]) for k, m in base.masses.items()
     }
+    out.share_credit = _credits(base, out.n_docs, records, merged)
     return out
 
 
@@ -125,7 +133,43 @@ def _tokenized(
                 if term is None:
                     term = new_terms.setdefault(token, start + len(new_terms))
                 out[name][0].append((term, row, tf))
+    out[EXAMPLES] = _described(base, out)
     return out
+
+
+def _described(base: LexicalIndex, fields: dict[str, Triples]) -> Triples:
+    """The changed rows' example triples whose words some tool describes: in
+    the last exact build or in a changed row's other fields."""
+    own = {t for name, (ts, _) in fields.items() if name != EXAMPLES for t, _, _ in ts}
+    known = len(base.described)
+    kept = [
+        (term, row, tf)
+        for term, row, tf in fields[EXAMPLES][0]
+        if term in own or (term < known and base.described[term])
+    ]
+    lengths: dict[int, int] = {}
+    for _, row, tf in kept:
+        lengths[row] = lengths.get(row, 0) + tf
+    return kept, lengths
+
+
+def _credits(
+    base: LexicalIndex,
+    n_docs: int,
+    records: Mapping[int, ToolRecord],
+    merged: list[tuple[int, int, int]],
+) -> np.ndarray:
+    """The keyword share's credit per row, changed rows recounted against the
+    last exact build's norm."""
+    full = np.ones(n_docs, dtype=np.float64)
+    full[: min(len(base.share_credit), n_docs)] = base.share_credit[:n_docs]
+    sizes: dict[int, set[int]] = {row: set() for row in records}
+    for term, row, _ in merged:
+        sizes[row].add(term)
+    rows = list(sizes)
+    counts = np.array([len(sizes[r]) for r in rows], dtype=np.float64)
+    full[rows] = share_credit(counts, base.overlap_norm)
+    return full
 
 
 def _statistics(

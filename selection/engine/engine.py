@@ -387,7 +387,7 @@ def _core_rows(ctx: ScoreContext) -> list[int]:
 
 def _picks(ctx: ScoreContext, scored: Scored, ranking: Ranking) -> list[Pick]:
     """``Pick`` objects with signals and a reason sentence."""
-    out = []
+    out, index = [], ctx.snapshot.index
     for row in ranking.rows:
         tool = ctx.snapshot.tools[row]
         signals = scored.signal_values(row)
@@ -396,7 +396,9 @@ def _picks(ctx: ScoreContext, scored: Scored, ranking: Ranking) -> list[Pick]:
             Pick(
                 name=tool.name,
                 score=round(float(scored.scores[row]), 4),
-                reason=reason(tool, ctx.query, signals, flags),
+                reason=reason(
+                    tool, ctx.query, signals, flags, index.counts_in_examples
+                ),
                 signals=signals,
                 requires_approval=tool.requires_approval,
                 core=flags["core"],

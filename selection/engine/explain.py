@@ -9,6 +9,7 @@ more memory than re-tokenising a few tools costs time).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 from selection.engine.index import FIELD_TEXT
@@ -27,6 +28,8 @@ FIELD_LABELS = {
     "params": "parameters",
 }
 MAX_WORDS = 5
+# Whether an example's word (a stemmed term) counts as evidence.
+Described = Callable[[str], bool]
 
 
 TOKENS_KEPT = 4096
@@ -43,11 +46,17 @@ def field_tokens(tool: ToolRecord) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-def matched_terms(tool: ToolRecord, query: NormalizedQuery) -> dict[str, list[str]]:
-    """Field label -> the query's words found in that field of the tool."""
+def matched_terms(
+    tool: ToolRecord, query: NormalizedQuery, described: Described | None = None
+) -> dict[str, list[str]]:
+    """Field label -> the query's words found in that field of the tool; an
+    example's words only where ``described`` says they count (the index's
+    ``LexicalIndex.counts_in_examples``)."""
     out: dict[str, list[str]] = {}
     for label, tokens in field_tokens(tool):
         found = [t for t in tokens if t in query.terms]
+        if label == "examples" and described is not None:
+            found = [t for t in found if described(t)]
         if found:
             out[label] = [query.surface.get(t, t) for t in found]
     return out
@@ -60,9 +69,11 @@ def _join(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def match_sentence(tool: ToolRecord, query: NormalizedQuery) -> str:
+def match_sentence(
+    tool: ToolRecord, query: NormalizedQuery, described: Described | None = None
+) -> str:
     """ "Matched 'x', 'y' in name and description" (empty when nothing matched)."""
-    fields = matched_terms(tool, query)
+    fields = matched_terms(tool, query, described)
     if not fields:
         return ""
     words = list(dict.fromkeys(w for ws in fields.values() for w in ws))[:MAX_WORDS]
@@ -91,8 +102,10 @@ def reason(
     query: NormalizedQuery,
     signals: dict[str, float],
     flags: dict[str, bool],
+    described: Described | None = None,
 ) -> str:
-    """One sentence saying why this tool was picked."""
+    """One sentence saying why this tool was picked (``described``: see
+    ``matched_terms``)."""
     if flags.get("fallback_order"):
         return "Listed in registration order: the time budget ran out before scoring."
     parts = []
@@ -102,7 +115,7 @@ def reason(
         parts.append("Exploration slot, drawn from the tools just below the cut")
     if "llm" in signals and signals["llm"] > 0:
         parts.append("Chosen by the LLM")
-    match = match_sentence(tool, query)
+    match = match_sentence(tool, query, described)
     if match:
         parts.append(match)
     if signals.get("cosine", 0) > 0:

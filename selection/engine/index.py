@@ -10,6 +10,23 @@ Dividing the summed impact by the query's total IDF gives a score in 0..1 that i
 comparable across queries: it is the share of the query's information that the
 tool covers, so a query whose words are rare or absent in the catalog scores low
 everywhere instead of being stretched to 1 by a max-normalisation.
+
+Two rules keep a tool's words honest evidence:
+
+* **An example's words count where the catalog describes them.** Examples are
+  requests a curator wrote for the tool ("email the Q3 report to
+  finance@acme.com"): their verbs and objects are evidence, their names, places
+  and addresses are a request's arguments. So an example keeps only the words
+  some tool of the catalog uses outside its examples (``described``); those count
+  in BM25F, and at ``EXAMPLE_SHARE`` of a description word's weight in the
+  keyword share (postings ``overlap_examples``): one request a tool serves says
+  less than what the tool says it does.
+* **A long text earns no more per word.** The keyword share (seed 000's overlap)
+  gives each distinct word of a tool full credit, so a tool that lists every word
+  of the catalog would cover every request. A tool with more distinct words than
+  ``LONG_TEXT_KNEE`` times the catalog's median gets that ratio of the credit
+  (``share_credit``): the chance that a word matches grows with the vocabulary,
+  and the median does not move when a few tools are long.
 """
 
 from __future__ import annotations
@@ -51,6 +68,13 @@ FIELD_TEXT: dict[str, FieldText] = {
 }
 # Fields whose words count as plain "overlap" with the query (seeds 000 and 002).
 OVERLAP_FIELDS = ("name", "title", "description", "category", "tags", "keywords")
+# A field whose words count only where some tool uses them in another field, and
+# at this share of a description's in the keyword share.
+EXAMPLES = "examples"
+EXAMPLE_SHARE = 0.5
+# Distinct overlap words, as a multiple of the catalog's median, from which a
+# tool's keyword share is scaled down (bench/README.md, "A ranking nobody can buy").
+LONG_TEXT_KNEE = 4.0
 
 
 @dataclass(frozen=True)
@@ -164,6 +188,34 @@ def _merged(fields: Mapping[str, _FieldTokens], names: Sequence[str]) -> _FieldT
     return out
 
 
+def share_credit(sizes: np.ndarray, norm: float) -> np.ndarray:
+    """Per tool, the keyword share's credit for its number of distinct words
+    (see the module docstring)."""
+    limit = LONG_TEXT_KNEE * max(norm, 1.0)
+    return np.minimum(1.0, limit / np.maximum(np.asarray(sizes, np.float64), 1.0))
+
+
+def described_terms(fields: Mapping[str, _FieldTokens], vocab: int) -> np.ndarray:
+    """Per term id: whether some tool uses it outside its examples."""
+    out = np.zeros(vocab, dtype=bool)
+    for name, ft in fields.items():
+        if name != EXAMPLES:
+            out[np.asarray(ft.terms, dtype=np.int64)] = True
+    return out
+
+
+def kept_described(ft: _FieldTokens, described: np.ndarray) -> None:
+    """Drop from ``ft`` (the examples) the words no tool describes, in place,
+    and recount its lengths."""
+    keep = [i for i, term in enumerate(ft.terms) if described[term]]
+    ft.terms = [ft.terms[i] for i in keep]
+    ft.docs = [ft.docs[i] for i in keep]
+    ft.tfs = [ft.tfs[i] for i in keep]
+    lengths = np.zeros(len(ft.lengths), dtype=np.float64)
+    np.add.at(lengths, np.asarray(ft.docs, dtype=np.int64), ft.tfs)
+    ft.lengths = lengths
+
+
 class LexicalIndex:
     """Vocabulary, BM25F impact postings and per-field binary postings."""
 
@@ -185,6 +237,8 @@ class LexicalIndex:
         self.field_df: dict[str, np.ndarray] = {}
         self.avg_len: dict[str, float] = {}
         fields = self._tokenize_all(tools)
+        self.described = described_terms(fields, len(self.vocab))
+        kept_described(fields[EXAMPLES], self.described)
         # Kept only for ``reweighted`` (learning.tuning), never in a snapshot.
         self._tokens = fields if keep_tokens else None
         self.doc_df = np.zeros(len(self.vocab), dtype=np.float64)
@@ -192,6 +246,11 @@ class LexicalIndex:
         for name, ft in fields.items():
             self.fields[name] = self._binary(ft)
         self.fields["overlap"] = self._binary(_merged(fields, OVERLAP_FIELDS))
+        with_examples = _merged(fields, (*OVERLAP_FIELDS, EXAMPLES))
+        self.fields["overlap_examples"] = self._binary(with_examples)
+        sizes = np.bincount(self.fields["overlap_examples"].docs, minlength=self.n_docs)
+        self.overlap_norm = float(np.median(sizes[sizes > 0])) if sizes.any() else 1.0
+        self.share_credit = share_credit(sizes, self.overlap_norm)
         self._doc_level_idf(fields)
         self.impacts = self._impacts(fields, field_weights, k1, b)
         self.unknown_idf = float(idf(0.0, max(self.n_docs, 1)))
@@ -289,6 +348,14 @@ class LexicalIndex:
         terms = np.repeat(np.arange(len(counts)), counts)
         np.add.at(mass, post.docs, self.idf[terms])
         return mass
+
+    def counts_in_examples(self, term: str) -> bool:
+        """Whether a word of an example counts (some tool describes it); a word
+        only a patched tool has is given the benefit of the doubt."""
+        found = self.vocab.get(term)
+        if found is None:
+            return False
+        return found >= len(self.described) or bool(self.described[found])
 
     def term_ids(self, terms: Mapping[str, float]) -> list[tuple[int | None, float]]:
         """Vocabulary ids for query terms (``None`` when the catalog lacks it)."""

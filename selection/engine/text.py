@@ -4,13 +4,18 @@ Tool names are code identifiers (``getWeatherForecast``, ``send_email``), querie
 prose, so both sides go through the same pipeline: split camelCase / snake_case /
 kebab-case, lower-case, keep letters and digits, drop English stopwords and the
 filler words people put in requests ("please", "could you"), then strip common
-inflections so "forecasts", "forecasting" and "forecast" meet.
+inflections so "forecasts", "forecasting" and "forecast" meet. Invisible
+characters (Unicode's default-ignorable ones: zero-width, bidirectional controls,
+tag characters) are dropped first, so text nobody sees is never matched and
+cannot split or join the words people do see.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+from homoglyph._ucd import ucd
 
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
@@ -228,6 +233,21 @@ _KEEP_S = frozenset(
 )
 
 
+@lru_cache(maxsize=1)
+def _invisible() -> re.Pattern[str]:
+    """Unicode's Default_Ignorable_Code_Point ranges as one character class."""
+    ranges = "".join(
+        re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
+        for lo, hi in ucd()["defaultIgnorable"]
+    )
+    return re.compile(f"[{ranges}]+")
+
+
+def visible(text: str) -> str:
+    """``text`` without the characters no one sees (see the module docstring)."""
+    return _invisible().sub("", text) if not text.isascii() else text
+
+
 def split_camel_case(text: str) -> str:
     """Insert spaces at camelCase humps and acronym boundaries (``HTTPServer``)."""
     return _CAMEL_RE.sub(" ", text)
@@ -288,7 +308,7 @@ def _strip_verb_ending(w: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-case words of ``text`` with identifiers split (stopwords kept)."""
-    return [w.lower() for w in _WORD_RE.findall(split_camel_case(text))]
+    return [w.lower() for w in _WORD_RE.findall(split_camel_case(visible(text)))]
 
 
 def tokenize(text: str) -> list[str]:

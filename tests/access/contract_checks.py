@@ -24,7 +24,7 @@ from tests.access.endpoint_world import World, build_world
 from tests.access.endpoints import Operation, operations
 
 APPS = {"auth", "catalog", "selection", "sources", "calls", "notify", "learning"}
-APPS |= {"sso"}
+APPS |= {"sso", "vault"}
 REFUSED = (401, 403)
 HIDDEN = (403, 404)
 # Columns a request may touch without changing anything (when a key was used).

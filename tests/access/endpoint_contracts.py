@@ -104,6 +104,8 @@ MACHINE = (
 )
 TOOL_ID = {"pk": "tool"}
 SOURCE = {"pk": "source"}
+PERSONAL = {"source_id": "personal_source"}
+UPSTREAM_AUTH = "upstream_auth"
 HOOK = {"pk": "webhook"}
 CONSOLE_TOOL = {"tool_id": "tool"}
 REVIEW = {"pk": "review"}
@@ -770,6 +772,34 @@ CONSOLE: dict[str, Contract] = {
     ),
     "POST sso:mapping-delete": Write("admin", {}, SIGN_IN, args=CONSOLE_MAPPING),
     "POST sso:password-switch": Write("admin", {"on": "1"}, SIGN_IN),
+    # people's own connections to sources that ask each person for OAuth
+    "GET vault:connection-list": Read("member", hides="mynotes"),
+    "POST vault:connect": Other(
+        "starts the person's own connection: keeps the flow in their session and "
+        "sends their browser to the source's authorization server, throttled per "
+        "address; its answer (the callback) is what connects and is audited "
+        "(tests/vault/test_connect.py, against a real authorization server)",
+        anonymous=(302,),
+        args=PERSONAL,
+    ),
+    "GET vault:callback": Other(
+        "the authorization server's answer to a flow the person's own session "
+        "started: connects (upstream_auth connected) or refuses (upstream_auth "
+        "refused), throttled per address (tests/vault/test_connect.py)",
+        anonymous=(302,),
+        args=PERSONAL,
+    ),
+    "POST vault:disconnect": Write(
+        "member",
+        {},
+        UPSTREAM_AUTH,
+        anyone="a person disconnects only their own connection; anyone else's is "
+        "a 404 (tests/vault/test_connect.py)",
+        args={"connection_id": "vault_connection"},
+    ),
+    "POST vault:source-client": Write(
+        "admin", {"client_id": "quiver-by-hand"}, UPSTREAM_AUTH, args=PERSONAL
+    ),
 }
 
 SITE: dict[str, Contract] = {
@@ -807,6 +837,9 @@ SITE: dict[str, Contract] = {
     "GET api-schema": Read("agent", scoped=False),
     "GET api-docs": Read("member", scoped=False, outsider=""),
     "GET login": Read("member", scoped=False, public=True),
+    "GET vault:client-document": Read(
+        "member", scoped=False, public=True, args=PERSONAL
+    ),
     "GET sso:start": Other(
         "single sign-on's start, for people signed out: off here (no provider: "
         "404); on, it sends the browser to the provider, throttled per address "

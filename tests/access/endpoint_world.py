@@ -41,6 +41,9 @@ from sso.policy import POLICY_PK
 from tests.access.endpoint_contracts import CONNECTED_APP
 from tests.factories import make_spec, make_tool, make_user
 from tests.oauth_flow import connect, make_oauth_client
+from tests.vault.rows import make_personal_source
+from vault import crypto
+from vault.models import Connection
 
 SCOPES = ("agent", "curator", "compliance", "admin")
 GROUPS = {"member": (), "curator": ("curator",), "compliance": ("compliance",)}
@@ -86,6 +89,7 @@ def build_world() -> World:
     world.ids |= {"change": first, "change2": last.pk if last else first}
     _objects(world, default, delete_me)
     _sign_in(world)
+    _personal_source(world, default)
     return world
 
 
@@ -189,3 +193,23 @@ def _sign_in(world: World) -> None:
     member = get_user_model().objects.get(pk=world.people["member"])
     connection = connect(member, client=make_oauth_client(CONNECTED_APP))
     world.ids["connection"] = connection.public_id
+
+
+def _personal_source(world: World, default: Catalog) -> None:
+    """A source that asks each person for OAuth (as rows: nothing is fetched),
+    and the member's connection to it."""
+    tool = make_personal_source(default, name="mynotes")
+    source = SourceTool.objects.get(tool=tool).source
+    member = get_user_model().objects.get(pk=world.people["member"])
+    connection = Connection.objects.create(
+        person=member,
+        source=source,
+        resource=source.url,
+        issuer=source.authorization.issuer,
+        client_id=source.authorization.client_id,
+        access_encrypted=crypto.encrypt("world-access-token"),
+    )
+    world.ids |= {
+        "personal_source": source.pk,
+        "vault_connection": str(connection.public_id),
+    }

@@ -90,6 +90,8 @@ def test_a_read_only_tool_runs_upstream_and_its_result_comes_back_as_it_was(
         "selection_id": None,
         "approval_id": None,
         "channel": "api",
+        "person": None,  # a key bound to nobody
+        "upstream_account": {"kind": "shared"},  # the source's own headers
         "call_id": start.pk,
     }
     assert start.input == {k: v for k, v in event.input.items() if k != "call_id"}

@@ -8,13 +8,23 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from quiver_client import AsyncQuiver, BadRequest, NotFound, PendingApproval, Quiver
+from quiver_client import (
+    AsyncQuiver,
+    BadRequest,
+    NeedsAuthorization,
+    NotFound,
+    PendingApproval,
+    PermissionDenied,
+    Quiver,
+)
 
 from calls.models import Approval
+from catalog.services import ensure_default_catalog
 from tests.aio import run_async
 from tests.calls.conftest import link_source
 from tests.factories import make_client_key
 from tests.upstream import Upstream, running_upstream
+from tests.vault.rows import make_personal_source
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -85,3 +95,18 @@ def test_the_async_client_calls_too_and_refusals_raise_the_apis_errors(
     assert bad.detail.startswith("arguments/city")
     assert bad.body["outcome"] == "refused"
     assert len(upstream.calls) == 1
+
+
+def test_a_tool_whose_server_acts_for_each_person_raises_needs_authorization(
+    quiver_url, upstream
+):
+    tool = make_personal_source(ensure_default_catalog())
+    key = make_client_key("agent-client-nobody", "agent")
+    with Quiver(quiver_url, key) as quiver, pytest.raises(NeedsAuthorization) as caught:
+        quiver.call(tool.name, {})
+    error = caught.value
+    assert isinstance(error, PermissionDenied)
+    assert (error.status_code, error.error) == (403, "needs_authorization")
+    assert error.authorization_url is None  # the key acts for no person
+    assert "acts for no person" in error.detail
+    assert error.body["outcome"] == "needs_authorization"

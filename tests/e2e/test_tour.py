@@ -1,8 +1,8 @@
 """make run's tour in a real browser, on a stack set up like its demo: a
 first-time admin lands on the tool list with the first steps (and, until the
 demo catalog is embedded, the notice that selections are ranked by words alone),
-tries the headline request, sees that step ticked, and dismisses the panel. The
-README's screenshot is taken here."""
+tries the headline request (``send_email`` first), sees that step ticked, and
+dismisses the panel. The README's screenshot is taken here."""
 
 from __future__ import annotations
 
@@ -56,6 +56,9 @@ def test_a_first_time_admin_is_shown_the_first_steps_and_tries_a_selection(
         expect(page.locator(".result-head code").nth(1)).not_to_have_text(warm)
         expect(page.get_by_test_id("stat-cached")).to_have_text("no")
         expect(page.get_by_test_id("pick")).to_have_count(3)
+        expect(page.get_by_test_id("pick").first).to_have_attribute(
+            "data-tool", "send_email"
+        )
         expect(page.get_by_test_id("words-only")).to_have_count(0)
         screenshot(page, "tour-try-it")
 

@@ -19,6 +19,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from audit.models import AuditEvent
 from calls.decisions import approve
 from calls.models import Approval
+from catalog.services import ensure_default_catalog
 from catalog.services.catalogs import create_catalog
 from sources.models import Source, SourceTool
 from tests.aio import run_async
@@ -28,6 +29,7 @@ from tests.conftest import worker_env
 from tests.factories import make_client_key, make_tool, make_user
 from tests.outages import running_web
 from tests.upstream import upstream_tool
+from tests.vault.rows import make_personal_source
 
 MODES = ["legacy", "auto"]
 FORECAST = "weather.get_forecast"
@@ -330,3 +332,31 @@ def test_a_result_with_structured_content_and_no_content_block_is_a_success(
     assert result.is_error is False, result.content
     assert result.content == [] and result.structured_content == {"ok": True}
     assert recorded()[-1].output["outcome"] == "ran"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("direct", [False, True])
+def test_a_tool_whose_server_acts_for_each_person_answers_needs_authorization(
+    server_url, upstream, mode, direct
+):
+    tool = make_personal_source(ensure_default_catalog())
+    key = make_client_key("agent-mcp-nobody", "agent")
+
+    async def work(client):
+        if direct:
+            return await client.call_tool(tool.name, {})
+        return await client.call_tool("call_tool", {"name": tool.name})
+
+    result = run_client(server_url, key, mode, work)
+    assert result.is_error is True
+    assert result.structured_content["status"] == "needs_authorization"
+    assert result.structured_content["authorization_url"] is None
+    assert "acts for no person" in result.structured_content["reason"]
+    assert result.content[0].text.startswith("needs_authorization: Not run.")
+    assert result.meta["quiver/outcome"] == "needs_authorization"
+    [event] = recorded()
+    assert (event.output["outcome"], event.input["channel"]) == (
+        "needs_authorization",
+        "mcp",
+    )
+    assert upstream.calls == []

@@ -36,6 +36,7 @@ from tests.docs.shown import check_shown
 from tests.factories import embed_now, make_client_key, make_tool, make_user
 from tests.outages import web_behind_proxy
 from tests.upstream import Upstream
+from tests.vault.rows import make_personal_source
 
 ROOT = Path(__file__).resolve().parents[2]
 TS = ROOT / "clients" / "ts"
@@ -152,6 +153,7 @@ def test_the_packages_own_parts_pass_without_a_server(tmp_path):
 
 
 def test_the_client_speaks_the_api_against_a_live_quiver(live, tmp_path):
+    make_personal_source(ensure_default_catalog())  # its call needs authorization
     key = make_client_key("ts-client", "agent")
     limited = make_client_key("ts-limited", "agent", rate_limit_per_minute=1)
     env = {**live.env, "QUIVER_API_KEY": key, "QUIVER_LIMITED_KEY": limited}
@@ -159,6 +161,8 @@ def test_the_client_speaks_the_api_against_a_live_quiver(live, tmp_path):
 
     calls = by_call(events("tool_call", "ts-client"))
     ran, pending, approved = (calls[call_id] for call_id in report["calls"])
+    needs = [e for e in calls.values() if e.output["outcome"] == "needs_authorization"]
+    assert [e.input["tool"] for e in needs] == ["notes.whoami"]
     assert ran.output["outcome"] == "ran"
     assert pending.output["outcome"] == "pending"
     assert approved.output["outcome"] == "ran"

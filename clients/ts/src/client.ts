@@ -352,7 +352,10 @@ export async function apiError(response: Response): Promise<APIError> {
   }
   const envelope = isObject(body) ? body : {};
   const { error, detail, fields, retryable } = envelope;
-  const Class = errorClass(response.status);
+  const Class = errorClass(
+    response.status,
+    typeof error === "string" ? error : undefined,
+  );
   return new Class({
     status: response.status,
     error: error ? String(error) : `http_${response.status}`,

@@ -126,6 +126,23 @@ export class PermissionDenied extends APIError {
   override name = "PermissionDenied";
 }
 
+/**
+ * 403 `needs_authorization`: the tool's server acts for each person, and the
+ * person the key acts for has not connected their account there (or must
+ * connect it again); nothing ran. `authorizationUrl` is where that person
+ * connects it (null when the key acts for no person: use a key bound to one);
+ * then the same call can be sent again.
+ */
+export class NeedsAuthorization extends PermissionDenied {
+  override name = "NeedsAuthorization";
+
+  get authorizationUrl(): string | null {
+    const body = this.body as Record<string, unknown> | undefined;
+    const url = body?.["authorization_url"];
+    return typeof url === "string" && url ? url : null;
+  }
+}
+
 /** 404: no such thing, or one this key may not know of. */
 export class NotFound extends APIError {
   override name = "NotFound";
@@ -171,7 +188,16 @@ const BY_STATUS: ReadonlyMap<number, typeof APIError> = new Map([
   [503, Unavailable],
 ]);
 
-/** The error class for an HTTP status of 400 or more. */
-export function errorClass(status: number): typeof APIError {
-  return BY_STATUS.get(status) ?? (status >= 500 ? ServerError : APIError);
+/** Error codes whose answer has a class of its own, whatever its status. */
+const BY_CODE: ReadonlyMap<string, typeof APIError> = new Map([
+  ["needs_authorization", NeedsAuthorization],
+]);
+
+/**
+ * The error class for an HTTP status of 400 or more (and the envelope's
+ * `error` code, when it names a class of its own).
+ */
+export function errorClass(status: number, error?: string): typeof APIError {
+  const byCode = error === undefined ? undefined : BY_CODE.get(error);
+  return byCode ?? BY_STATUS.get(status) ?? (status >= 500 ? ServerError : APIError);
 }

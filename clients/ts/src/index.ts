@@ -28,6 +28,7 @@ export {
   quiverPrepareStep,
 } from "./ai-sdk/prepare-step.js";
 export {
+  type NeedsAuthorizationOutput,
   type PendingApprovalOutput,
   type QuiverTool,
   type QuiverToolOutput,

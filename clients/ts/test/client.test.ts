@@ -11,6 +11,7 @@ import { test } from "node:test";
 import {
   AuthenticationError,
   BadRequest,
+  NeedsAuthorization,
   NotFound,
   PendingApproval,
   PermissionDenied,
@@ -152,6 +153,18 @@ test("refusals throw the API's error with its error, detail and fields", async (
   const denied = await stranger.select({ query: "weather" }).catch((e: unknown) => e);
   assert.ok(denied instanceof AuthenticationError);
   assert.equal(denied.status, 401);
+});
+
+test("a tool whose server acts for each person throws NeedsAuthorization", async () => {
+  const error = await quiver()
+    .call("notes.whoami", {})
+    .catch((e: unknown) => e);
+  assert.ok(error instanceof NeedsAuthorization, String(error));
+  assert.ok(error instanceof PermissionDenied);
+  assert.equal(error.status, 403);
+  assert.equal(error.error, "needs_authorization");
+  assert.equal(error.authorizationUrl, null); // the key acts for no person
+  assert.match(error.detail, /acts for no person/);
 });
 
 test("a 429 whose Retry-After is longer than maxWait is thrown at once, carrying it", async () => {

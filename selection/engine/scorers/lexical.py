@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from selection.engine.index import LexicalIndex
+from selection.engine.index import EXAMPLE_SHARE, LexicalIndex
 from selection.engine.normalize import NormalizedQuery
 
 
@@ -84,11 +84,17 @@ def overlap_count(index: LexicalIndex, query: NormalizedQuery) -> np.ndarray:
 
 
 def keyword(index: LexicalIndex, query: NormalizedQuery) -> np.ndarray:
-    """Seed 000's token overlap: share of query terms found in the tool's text."""
+    """Seed 000's token overlap: share of query terms found in the tool's text,
+    a word only its examples hold at ``EXAMPLE_SHARE``, scaled down for a tool
+    with far more distinct words than the catalog's norm
+    (``LexicalIndex.share_credit``: listing words buys no coverage)."""
     total = sum(query.terms.values())
     if total <= 0:
         return np.zeros(index.n_docs, dtype=np.float64)
-    return overlap(index, query, "overlap") / total
+    plain = overlap(index, query, "overlap")
+    examples = overlap(index, query, "overlap_examples") - plain
+    found: np.ndarray = (plain + EXAMPLE_SHARE * examples) / total
+    return found * index.share_credit
 
 
 def field_coverage(

@@ -8,7 +8,7 @@
 import type { Schema, Tool, ToolExecutionOptions } from "ai";
 
 import { DEFAULT_CATALOG, type Quiver } from "../client.js";
-import { APIError, PendingApproval } from "../errors.js";
+import { APIError, NeedsAuthorization, PendingApproval } from "../errors.js";
 import type { CanonicalTool, ToolCallResult } from "../types.js";
 import { quiverSelection } from "./context.js";
 import { type QuiverConnection, clientOf } from "./prepare-step.js";
@@ -17,6 +17,7 @@ import { type QuiverConnection, clientOf } from "./prepare-step.js";
 export type QuiverToolOutput =
   | ({ status: ToolCallResult["outcome"] } & ToolCallResult)
   | PendingApprovalOutput
+  | NeedsAuthorizationOutput
   | RefusedOutput;
 
 /** Nothing ran: a person must approve the call in Quiver. Calling the tool
@@ -26,6 +27,18 @@ export interface PendingApprovalOutput {
   approval_id: string;
   tool: string;
   expires: string | null;
+  message: string;
+  /** The `tool_call` audit event of this attempt. */
+  call_id: string | null;
+}
+
+/** Nothing ran: the tool's server acts for each person, and the user has not
+ * connected their account there; `authorization_url` is where they connect it
+ * (null: the key acts for no person). The same call can then be sent again. */
+export interface NeedsAuthorizationOutput {
+  status: "needs_authorization";
+  authorization_url: string | null;
+  detail: string;
   message: string;
   /** The `tool_call` audit event of this attempt. */
   call_id: string | null;
@@ -146,6 +159,9 @@ class ToolCall {
         const { structured_content: details, call_id: callId } = error.answer;
         return pending(error.approvalId, this.name, details, callId);
       }
+      if (error instanceof NeedsAuthorization) {
+        return needsAuthorization(error);
+      }
       if (
         !(error instanceof APIError) ||
         ![400, 403, 404, 409].includes(error.status)
@@ -199,6 +215,20 @@ function pending(
     expires: typeof expires === "string" ? expires : null,
     message: PENDING_MESSAGE,
     call_id: typeof callId === "string" ? callId : null,
+  };
+}
+
+function needsAuthorization(error: NeedsAuthorization): NeedsAuthorizationOutput {
+  const where = error.authorizationUrl;
+  return {
+    status: "needs_authorization",
+    authorization_url: where,
+    detail: error.detail,
+    message:
+      "Nothing ran: the user must connect their own account for this tool" +
+      (where ? ` at ${where}` : "") +
+      ". Tell the user, and call the tool again once it is connected.",
+    call_id: callIdOf(error.body),
   };
 }
 
