@@ -19,6 +19,10 @@ class EventType(models.TextChoices):
     APPROVAL = "approval", "Tool call approval requested, decided or expired"
     LABELS_CHANGED = "labels_changed", "Labelled requests changed"
     MCP_REFUSED = "mcp_refused", "Request refused at /mcp"
+    TOOL_REVIEW = (
+        "tool_review",
+        "Tool definition held, approved, allowed, refused or withdrawn",
+    )
     WEBHOOK_CHANGED = (
         "webhook_changed",
         "Webhook added, changed, rotated, removed or replayed",

@@ -32,6 +32,8 @@ class CallAnswer:
     hint: str = ""
     flags: list[str] = field(default_factory=list)
     limit: str = ""
+    # What the result's screening found and did (screening.results), if anything.
+    screening: dict[str, Any] | None = None
     # needs_authorization: where the person connects their account.
     authorization_url: str = ""
 
@@ -52,6 +54,8 @@ class CallAnswer:
             answer.update(errors=self.errors, hint=self.hint)
         if self.limit:
             answer["limit"] = self.limit
+        if self.screening:
+            answer["screening"] = self.screening
         if self.outcome == NEEDS_AUTHORIZATION:
             answer["status"] = NEEDS_AUTHORIZATION
             answer["authorization_url"] = self.authorization_url or None

@@ -69,11 +69,12 @@ def finish(
     *,
     size: int | None = None,
     body: dict[str, Any] | None = None,
+    screening: dict[str, Any] | None = None,
 ) -> AuditEvent:
     """The claimed call's outcome event. (A call the sweep already called
     interrupted: the late outcome is recorded all the same, after it.)"""
     assert call.call_id is not None  # claimed
-    return record_call(call, outcome, reason, size=size, body=body)
+    return record_call(call, outcome, reason, size=size, body=body, screening=screening)
 
 
 def sweep_interrupted(now: datetime | None = None) -> int:

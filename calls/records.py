@@ -23,6 +23,7 @@ from audit.services import record_event
 from calls.hashing import arguments_hash, canonical_json
 from calls.observe import call_recorded
 from catalog.models import Catalog, Tool
+from catalog.pinning import tool_definition_hash
 from sources.models import SourceTool
 
 REASON_CHARS = 1000
@@ -51,6 +52,16 @@ class CallRecord:
     upstream_account: dict[str, Any] | None = None
     # The person's credential the call runs with (vault), never recorded.
     credential: Any = field(default=None, repr=False)
+    _definition: str | None = field(default=None, repr=False)
+
+    def definition_hash(self) -> str | None:
+        """The hash of the tool's definition (pinned: what agents read and the
+        call was validated against), worked out once per call."""
+        if self.tool is None:
+            return None
+        if self._definition is None:
+            self._definition = tool_definition_hash(self.tool)
+        return self._definition
 
     def recorded_input(self) -> dict[str, Any]:
         """The events' input: what was called, with what, how (I22.md's shape)."""
@@ -58,6 +69,8 @@ class CallRecord:
         recorded: dict[str, Any] = {
             "tool": tool.name if tool is not None else self.name,
             "tool_version": tool.version if tool is not None else None,
+            # Which definition the call was checked against (catalog.pinning).
+            "definition_hash": self.definition_hash(),
             "source": link.source.name if link is not None else None,
             "upstream_name": link.upstream_name if link is not None else None,
         }
@@ -84,9 +97,11 @@ def record_call(
     *,
     size: int | None = None,
     body: dict[str, Any] | None = None,
+    screening: dict[str, Any] | None = None,
 ) -> AuditEvent:
     """An event with the attempt's outcome (in the caller's transaction, if any),
-    counted in the metrics as it is recorded."""
+    counted in the metrics as it is recorded; ``screening``: what the result's
+    screening found and did (rules and places, never values)."""
     result_hash = None
     if body is not None:
         result_hash = sha256(canonical_json(body).encode()).hexdigest()
@@ -100,6 +115,7 @@ def record_call(
             "result_hash": result_hash,
             "result_bytes": size,
             "is_error": outcome != "ran",
+            **({"screening": screening} if screening else {}),
         },
     )
     source = call.link.source.name if call.link is not None else None

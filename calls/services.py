@@ -61,6 +61,8 @@ from calls.upstream import (
 from catalog.models import Tool
 from catalog.names import Ambiguous
 from identity.access import access_for
+from screening.policy import ScreeningPolicy
+from screening.results import screen_result, without_notice
 from selection.services.tool_calls import (
     BLOCKING_FLAGS,
     LinkedSelection,
@@ -147,7 +149,7 @@ def execute_call(
         call.approval_id = None
     elif not approval_id:
         return _pending(call)
-    return _attempt(call)
+    return _attempt(call, rows.settings.screening())
 
 
 def _catalog_slug(asked: str | None, selection: LinkedSelection | None) -> str:
@@ -221,8 +223,9 @@ def _pending(call: CallRecord) -> CallAnswer:
     return pending_answer(call.name, approval, call_id=str(event.pk))
 
 
-def _attempt(call: CallRecord) -> CallAnswer:
-    """Slots, the claim, the upstream and the outcome (see calls.attempts)."""
+def _attempt(call: CallRecord, policy: ScreeningPolicy) -> CallAnswer:
+    """Slots, the claim, the upstream and the outcome (see calls.attempts);
+    the result screened under the catalog's ``policy``."""
     assert call.tool is not None and call.link is not None
     source = call.link.source
     try:
@@ -253,7 +256,7 @@ def _attempt(call: CallRecord) -> CallAnswer:
                 outcome=outcome,
             )
         try:
-            return _run(call, target)
+            return _run(call, target, policy)
         except CallNotRecorded:
             raise
         except Exception:  # a fault of Quiver's own: on record, then a 500
@@ -308,8 +311,10 @@ def _target(call: CallRecord) -> Target:
     )
 
 
-def _run(call: CallRecord, target: Target) -> CallAnswer:
-    """The upstream call (claimed, no transaction open) and its outcome."""
+def _run(call: CallRecord, target: Target, policy: ScreeningPolicy) -> CallAnswer:
+    """The upstream call (claimed, no transaction open) and its outcome; the
+    result the caller gets is the screened one (screening.results), and the
+    outcome's row names the rules that hit, never what they matched."""
     assert call.tool is not None and call.link is not None
     try:
         result = _upstream(call, target)
@@ -328,12 +333,24 @@ def _run(call: CallRecord, target: Target) -> CallAnswer:
             f"{target.max_result_bytes} (max_result_bytes)"
         )
         return _finish(call, "failed", reason, size=size)
+    with tracing.span("quiver.call.screen"):
+        screened = screen_result(
+            result.content, result.structured_content, policy, masked=result.masked
+        )
     outcome = "failed" if result.is_error else "ran"
-    reason = _error_text(result.content) if result.is_error else ""
-    answer = _finish(call, outcome, reason, size=size, body=body)
-    answer.content = result.content
-    answer.structured_content = result.structured_content
-    answer.is_error = result.is_error
+    reason = _error_text(without_notice(screened.content)) if result.is_error else ""
+    if screened.action == "block":
+        reason = (
+            "result: withheld by screening ("
+            + ", ".join(sorted({f.rule for f in screened.findings}))
+            + ")"
+        )
+    summary = screened.summary()
+    answer = _finish(call, outcome, reason, size=size, body=body, screening=summary)
+    answer.content = screened.content
+    answer.structured_content = screened.structured
+    answer.is_error = result.is_error or screened.action == "block"
+    answer.screening = summary
     return answer
 
 
@@ -381,9 +398,10 @@ def _finish(
     *,
     size: int | None = None,
     body: dict[str, Any] | None = None,
+    screening: dict[str, Any] | None = None,
 ) -> CallAnswer:
     try:
-        finish(call, outcome, reason, size=size, body=body)
+        finish(call, outcome, reason, size=size, body=body, screening=screening)
     except DatabaseError as exc:
         _not_recorded(call, outcome, exc)
     return CallAnswer(

@@ -126,6 +126,8 @@ class UpstreamResult:
     structured_content: dict[str, Any] | None
     is_error: bool
     attempts: int
+    # The source's own secrets were found in it (and masked).
+    masked: bool = False
 
 
 class UpstreamFailure(Exception):
@@ -309,10 +311,11 @@ def _call_upstream(
         exc.args = (exc.reason,)
         raise
     # Scrubbed here, in the caller's thread: the pool's loop serves every call.
+    content = scrub.value(result.content)
+    structured = scrub.value(result.structured_content)
+    masked = content != result.content or structured != result.structured_content
     return dataclasses.replace(
-        result,
-        content=scrub.value(result.content),
-        structured_content=scrub.value(result.structured_content),
+        result, content=content, structured_content=structured, masked=masked
     )
 
 

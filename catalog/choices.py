@@ -7,6 +7,23 @@ class ToolStatus(models.TextChoices):
     ACTIVE = "active", "Active"
     DISABLED = "disabled", "Disabled"
     DEPRECATED = "deprecated", "Deprecated"
+    # Out of service until a curator decides its review (catalog.services.pinning);
+    # only a review sets or lifts it.
+    HELD = "held", "Held for review"
+
+
+class ReviewKind(models.TextChoices):
+    CHANGE = "change", "Changed upstream"
+    NEW = "new", "New from a source"
+    FLAGGED = "flagged", "Flagged by screening"
+
+
+class ReviewState(models.TextChoices):
+    PENDING = "pending", "Waiting for review"
+    APPROVED = "approved", "Approved"
+    ALLOWED = "allowed", "Allowed despite screening"
+    REFUSED = "refused", "Refused"
+    WITHDRAWN = "withdrawn", "Withdrawn"
 
 
 class RiskLevel(models.TextChoices):

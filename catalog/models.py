@@ -13,10 +13,12 @@ from catalog.choices import (
     ChangeAction,
     EmbeddingStatus,
     NoSchemaMode,
+    ReviewKind,
+    ReviewState,
     RiskLevel,
     ToolStatus,
 )
-from catalog.querysets import CatalogQuerySet, ToolQuerySet
+from catalog.querysets import CatalogQuerySet, ToolQuerySet, ToolReviewQuerySet
 from config.exceptions import AppendOnlyError
 
 
@@ -278,3 +280,69 @@ class DismissedPanel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.panel}"
+
+
+class ToolReview(models.Model):
+    """A tool definition waiting for a curator's decision, and the decision.
+
+    ``change``: the tool's source lists a new definition; the tool keeps serving
+    its pinned one (``served``) until ``proposed`` is approved, or is held out of
+    service meanwhile (``suspended``, by the catalog's policy). ``new`` and
+    ``flagged``: the tool itself, as written, is held (status ``held``) until it
+    is approved or allowed. ``status_before`` is the status it returns to.
+
+    ``origin`` names who proposed it (``source:<name>``, ``import``, ``edit``);
+    ``proposal_key`` and ``proposal`` are the proposer's own (a source's: the
+    upstream definition and its hash), read back when the review is decided.
+    One pending review per tool; decided ones stay as its history."""
+
+    catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="+")
+    tool = models.ForeignKey(
+        Tool, null=True, on_delete=models.SET_NULL, related_name="reviews"
+    )
+    tool_name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=10, choices=ReviewKind.choices)
+    state = models.CharField(
+        max_length=10, choices=ReviewState.choices, default=ReviewState.PENDING
+    )
+    served = models.JSONField(null=True, blank=True)
+    proposed = models.JSONField()
+    served_hash = models.CharField(max_length=64, blank=True, default="")
+    proposed_hash = models.CharField(max_length=64)
+    diff_hash = models.CharField(max_length=64)
+    findings = models.JSONField(default=list, blank=True)
+    risks = models.JSONField(default=list, blank=True)
+    suspended = models.BooleanField(default=False)
+    status_before = models.CharField(max_length=12, blank=True, default="")
+    origin = models.CharField(max_length=80, blank=True, default="")
+    proposal_key = models.CharField(max_length=64, blank=True, default="")
+    proposal = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+    decided = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    decider_name = models.CharField(max_length=150, blank=True, default="")
+    reason = models.CharField(max_length=500, blank=True, default="")
+
+    objects = ToolReviewQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            # A tool waits for at most one review of each kind (a held tool's
+            # own and a change its source proposes may both be open).
+            models.UniqueConstraint(
+                fields=["tool", "kind"],
+                condition=models.Q(state="pending"),
+                name="one_pending_review_per_tool_and_kind",
+            )
+        ]
+        indexes = [models.Index(fields=["catalog", "state"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {self.kind} ({self.state})"

@@ -40,7 +40,7 @@ from catalog.naming import (
     looks_of,
     provider_safe_name,
 )
-from catalog.querysets import tool_visible
+from catalog.querysets import HELD, tool_visible
 from config.exceptions import Conflict
 
 FIELDS = ("name", "provider_name", "original_name")
@@ -308,7 +308,7 @@ def called_tool(catalog: Catalog, name: str, access: Any) -> Tool | None:
     Tool._meta.get_field("catalog").set_cached_value(tool, catalog)  # type: ignore[union-attr]
     if name not in (tool.name, tool.provider_name) or not tool_visible(access, tool):
         return None
-    return tool
+    return None if tool.status == HELD else tool
 
 
 def called_tools(
@@ -322,6 +322,7 @@ def called_tools(
     rows = (
         Tool.objects.visible_to(access)
         .filter(catalog=catalog)
+        .exclude(status=HELD)
         .called(names)
         .select_related(*related)
     )

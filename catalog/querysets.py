@@ -15,6 +15,8 @@ from config.lookups import any_of
 from identity.access import GROUP_SCOPES, Access, access_for
 from identity.models import ApiClient
 
+# A tool held for review (catalog.choices.ToolStatus.HELD): no agent sees it.
+HELD = "held"
 # A caller's catalogs up to this many are sent with a cross-catalog lookup by
 # name (``ToolQuerySet.catalogs_calling``); more are matched against its rows.
 SENT_CATALOGS = 32
@@ -26,8 +28,9 @@ def _access(who: Any) -> Access:
 
 
 def _visible_tools_q(access: Access, prefix: str = "") -> Q:
-    """The condition on a tool's own fields that the caller may see it: its
-    unsafe flag and roles (agents); everything for whole-catalog scopes."""
+    """The condition on a tool's own fields that the caller may see it: not
+    held for review, its unsafe flag and roles (agents); everything for
+    whole-catalog scopes."""
     if access.sees_whole_catalog:
         return Q()
     return seen_q(access.roles, access.allow_unsafe, prefix)
@@ -35,8 +38,9 @@ def _visible_tools_q(access: Access, prefix: str = "") -> Q:
 
 def seen_q(roles: tuple[str, ...] | None, unsafe: bool, prefix: str = "") -> Q:
     """``_visible_tools_q`` of a reader's roles (None: any) and unsafe permission,
-    on a tool's columns or (``prefix`` ``before__``) on a change's stored state."""
-    condition = Q()
+    on a tool's columns or (``prefix`` ``before__``) on a change's stored state:
+    never a tool held for review."""
+    condition = ~Q(**{f"{prefix}status": HELD})
     if not unsafe:
         condition &= Q(**{f"{prefix}safe": True})
     if roles is not None:
@@ -53,6 +57,8 @@ def tool_visible(access: Access, tool: Any) -> bool:
     held to the queryset's answer by tests/catalog/test_tool_visible.py."""
     if access.sees_whole_catalog:
         return True
+    if tool.status == HELD:
+        return False
     if not access.allow_unsafe and tool.safe is not True:
         return False
     if access.roles is None:
@@ -121,7 +127,7 @@ class CatalogQuerySet(models.QuerySet):
         page of an unordered list may repeat or skip catalogs."""
         seen = _visible_tools_q(_access(who), prefix="tools__")
         count: dict[str, Any] = {"tool_count": Count("tools", filter=seen)}
-        for status in ("active", "disabled", "deprecated"):
+        for status in ("active", "disabled", "deprecated", HELD):
             only = seen & Q(tools__status=status)
             count[f"status_{status}"] = Count("tools", filter=only)
         for state in ("pending", "ready", "failed"):
@@ -179,15 +185,17 @@ class ToolQuerySet(models.QuerySet):
 
     def catalogs_calling(self, who: Any, name: str) -> list[str]:
         """The slugs of the catalogs where the caller may see a tool ``name``
-        calls, from the name's look (``called``): one indexed query whose cost
-        does not grow with the catalogs the caller sees. A short list of them is
+        calls (never one held for review: nobody calls it), from the name's look
+        (``called``): one indexed query whose cost does not grow with the
+        catalogs the caller sees. A short list of them is
         sent with it; a long one is matched here against the rows, which are at
         most one a catalog holding the name (its look is unique there), so the
         query never carries hundreds of slugs for the database to plan."""
         access = _access(who)
         if not access.signed_in:
             return []
-        tools = self.filter(_visible_tools_q(access)).called([name]).order_by()
+        tools = self.filter(_visible_tools_q(access)).exclude(status=HELD)
+        tools = tools.called([name]).order_by()
         limit = access.catalogs
         if limit is not None and len(limit) <= SENT_CATALOGS:
             tools = tools.filter(any_of("catalog__slug", limit))
@@ -300,3 +308,19 @@ def known_roles(catalog_ids: list[int]) -> list[str]:
     scopes = {scope.value for scope in GROUP_SCOPES}
     roles.update(Group.objects.exclude(name__in=scopes).values_list("name", flat=True))
     return sorted(role for role in roles if isinstance(role, str) and role)
+
+
+class ToolReviewQuerySet(models.QuerySet):
+    def visible_to(self, who: Any) -> ToolReviewQuerySet:
+        """The reviews a caller may read: those of its catalogs, for callers who
+        see whole catalogs (a review shows definitions that may be held from an
+        agent); nobody else's."""
+        access = _access(who)
+        if not access.sees_whole_catalog:
+            return self.none()
+        if access.catalogs is None:
+            return self
+        return self.filter(catalog__slug__in=access.catalogs)
+
+    def waiting(self) -> ToolReviewQuerySet:
+        return self.filter(state="pending")

@@ -3,7 +3,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from catalog.views import bulk, catalogs, edit, history, jobs, tools
+from catalog.views import bulk, catalogs, edit, history, jobs, reviews, tools
 
 app_name = "console"
 
@@ -25,6 +25,13 @@ urlpatterns = [
     path("tools/<int:tool_id>/delete/", tools.tool_delete, name="tool-delete"),
     path("tools/<int:tool_id>/history/", history.tool_history, name="tool-history"),
     path("tools/<int:tool_id>/diff/", history.tool_diff, name="tool-diff"),
+    path("reviews/", reviews.review_list, name="review-list"),
+    path("reviews/<int:review_id>/", reviews.review_detail, name="review-detail"),
+    path(
+        "reviews/<int:review_id>/<str:decision>/",
+        reviews.review_decide,
+        name="review-decide",
+    ),
     path("import/", jobs.import_tools, name="import"),
     path("jobs/", jobs.job_list, name="job-list"),
     path("jobs/<int:job_id>/", jobs.job_detail, name="job-detail"),

@@ -118,9 +118,10 @@ def seen_by(catalog: Catalog, access: Access) -> Seen:
 
 def hides(before: dict[str, Any] | None, after: dict[str, Any] | None) -> bool:
     """Whether a change may hide its tool from a reader who saw it: a deletion,
-    or a change of its safe flag or its roles."""
+    a change of its safe flag or its roles, or its hold for review."""
     if before is None:
         return False
     if after is None:
         return True
-    return any(before.get(k) != after.get(k) for k in ("safe", "allowed_roles"))
+    held = after.get("status") == "held" != before.get("status")
+    return held or any(before.get(k) != after.get(k) for k in ("safe", "allowed_roles"))

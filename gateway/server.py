@@ -205,7 +205,12 @@ def _call_result(
     result the model cannot take for done (pending: status pending_approval,
     with a text saying plainly what to do; ``direct``: the tool was called by its
     own name, so the approval goes back in ``_meta``)."""
-    meta = {"quiver/outcome": answer.outcome, "quiver/call_id": answer.call_id}
+    meta: dict[str, Any] = {
+        "quiver/outcome": answer.outcome,
+        "quiver/call_id": answer.call_id,
+    }
+    if answer.screening:  # which parts were redacted, flagged or withheld, why
+        meta["quiver/screening"] = answer.screening
     # An upstream's answer may hold no content block (structured content alone):
     # ``content`` is None only when no answer came back.
     if answer.outcome in ("ran", "failed", "timed_out") and answer.content is not None:

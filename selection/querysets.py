@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, models
 
 from config.rows import Columns, column, fetch_one
+from screening.policy import ScreeningPolicy
 from selection.engine.settings import EngineSettings
 
 if TYPE_CHECKING:
@@ -27,6 +29,20 @@ class StoredSettings:
     def effective(self) -> EngineSettings:
         """The settings with defaults filled in."""
         return EngineSettings.from_dict(self.data) if self.data else EngineSettings()
+
+    def screening(self) -> ScreeningPolicy:
+        """The catalog's trust policy alone (checked when it was saved): a
+        call and a sync read it without parsing the rest."""
+        trust = (self.data or {}).get("trust")
+        return _policy(json.dumps(trust, sort_keys=True)) if trust else DEFAULT_POLICY
+
+
+DEFAULT_POLICY = ScreeningPolicy()
+
+
+@functools.lru_cache(maxsize=256)
+def _policy(trust: str) -> ScreeningPolicy:
+    return ScreeningPolicy.from_dict(json.loads(trust))
 
 
 class SelectionSettingsQuerySet(models.QuerySet):

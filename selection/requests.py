@@ -46,6 +46,7 @@ def build_request(access: Access, data: dict[str, Any]) -> SelectionRequest:
         timeout_ms=data.get("timeout_ms"),
         visible_roles=None if whole else access.roles,
         visible_unsafe=whole or access.allow_unsafe,
+        visible_held=whole,
         **options,
     )
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from selection import views
+from selection import views, views_trust
 
 app_name = "selection"
 
@@ -22,6 +22,11 @@ urlpatterns = [
         "catalogs/<slug:slug>/selection-settings/evaluate/",
         views.evaluate_settings_view,
         name="settings-evaluate",
+    ),
+    path(
+        "catalogs/<slug:slug>/trust-policy/",
+        views_trust.trust_policy,
+        name="trust",
     ),
     path(
         "catalogs/<slug:slug>/selection-settings/history/",

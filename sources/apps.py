@@ -16,6 +16,13 @@ class SourcesConfig(AppConfig):
         register()
         _lend_metrics()
 
+        # An approved change from a source is the upstream definition over the
+        # tool, as a sync writes it (catalog reviews ask the proposer).
+        from catalog.services.pinning import register_applier
+        from sources.pinning import apply_approved
+
+        register_applier("source", apply_approved)
+
 
 def _lend_metrics() -> None:
     """/metrics gives each source's status and last success, read from its row."""

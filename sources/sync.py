@@ -10,7 +10,11 @@ one transaction per tool:
   breaking the tool-name rule gets a safe one, the plain one kept as its
   ``original_name``);
 * an unchanged one (same upstream JSON hash) is not touched: no event;
-* a changed one gets its upstream fields, the curator's overrides kept;
+* a changed one whose definition (what agents read) changed waits for review,
+  its pinned definition still served (``sources.pinning``); any other change
+  gets its upstream fields, the curator's overrides kept;
+* a new one is screened as every write is (a flagged one is held for review),
+  and held for review anyway when the catalog's policy says new tools wait;
 * one gone upstream is deprecated (no longer offered) and marked ``gone``, kept;
 * one back upstream is active again (if the sync had deprecated it);
 * one Quiver cannot run (``sources.mapping.unsupported``: an MCP task-only tool)
@@ -44,6 +48,7 @@ from django.utils import timezone
 from audit.actors import Actor
 from catalog.choices import ImportOutcome, ToolStatus
 from catalog.models import Tool
+from catalog.services import holds
 from catalog.services.tools import (
     ToolConflict,
     create_tool,
@@ -63,12 +68,22 @@ from sources.mapping import (
     upstream_hash,
 )
 from sources.models import Source, SourceStatus, SourceTool
+from sources.pinning import (
+    Pinning,
+    definition_changed,
+    hold_new,
+    listed_as_pinned,
+    origin,
+    propose,
+    waiting_new,
+)
 from sources.secrets import HeadersUnreadable
 from sources.upstream import Challenged, UpstreamError, list_tools
 
 log = logging.getLogger(__name__)
 GONE, BACK, REJECTED = "gone", "back", ImportOutcome.REJECTED.value
-OUTCOMES = [*(o.value for o in ImportOutcome), GONE, BACK]
+HELD = "held"
+OUTCOMES = [*(o.value for o in ImportOutcome), GONE, BACK, HELD]
 
 
 def run_sync(job: Job) -> Job:
@@ -107,6 +122,7 @@ def apply_listing(
     }
     seen: set[str] = set()
     renamed = _safe_names(source, listed, links)
+    pin = Pinning.of(source)
     for index, upstream in enumerate(listed):
         name = upstream.get("name")
         if not isinstance(name, str) or not name or name in seen:
@@ -117,7 +133,7 @@ def apply_listing(
             )
             continue
         seen.add(name)
-        entry = _judge(source, links.get(name), upstream, actor, renamed.get(name))
+        entry = _judge(source, links.get(name), upstream, actor, pin, renamed.get(name))
         _record(job, {"index": index, **entry})
     gone = [link for name, link in links.items() if name not in seen and not link.gone]
     job.total += len(gone)
@@ -132,6 +148,7 @@ def _judge(
     link: SourceTool | None,
     upstream: dict[str, Any],
     actor: Actor,
+    pin: Pinning,
     renamed: tuple[str, str] | None,
 ) -> dict[str, Any]:
     """One listed tool's outcome, judged on its own (see the module docstring)."""
@@ -143,7 +160,7 @@ def _judge(
     why = unsupported(upstream)
     if why:
         return _unsupported(source, link, name, why, actor)
-    return _sync_one(source, link, upstream, actor, renamed)
+    return _sync_one(source, link, upstream, actor, pin, renamed)
 
 
 def _unsupported(
@@ -193,6 +210,7 @@ def _sync_one(
     link: SourceTool | None,
     upstream: dict[str, Any],
     actor: Actor,
+    pin: Pinning,
     renamed: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     upstream_name = str(upstream["name"])
@@ -202,9 +220,9 @@ def _sync_one(
     try:
         with transaction.atomic():
             if link is None:
-                entry = _create(source, name, upstream, digest, actor, renamed)
+                entry = _create(source, name, upstream, digest, actor, pin, renamed)
             else:
-                entry = _update(link, upstream, digest, actor)
+                entry = _update(link, upstream, digest, actor, pin)
     except (ValidationError, ToolConflict, IntegrityError, DataError) as exc:
         # Each item is judged on its own: what the database refuses rolls back
         # this item only, and is its reason.
@@ -232,6 +250,7 @@ def _create(
     upstream: dict[str, Any],
     digest: str,
     actor: Actor,
+    pin: Pinning,
     renamed: tuple[str, str] | None,
 ) -> dict[str, Any]:
     if Tool.objects.filter(catalog_id=source.catalog_id, name=name).exists():
@@ -242,7 +261,9 @@ def _create(
         )
     original = tool_name(source.name, str(upstream["name"])) if renamed else ""
     spec = synced_spec(name, upstream, None, None, original_name=original)
-    tool = create_tool(source.catalog, spec, actor=actor)
+    tool = create_tool(
+        source.catalog, spec, actor=actor, screen=pin.screen, origin=origin(source)
+    )
     SourceTool.objects.create(
         source=source,
         tool=tool,
@@ -251,37 +272,69 @@ def _create(
         upstream_hash=digest,
         synced=timezone.now(),
     )
+    if pin.review_new:
+        hold_new(tool, source, actor=actor)
+    review = holds.holding_review(tool)
+    if review is not None:
+        reason = f"created, held for review {review.pk} ({review.kind})"
+        return {"name": name, "outcome": HELD, "reason": reason}
     return {"name": name, "outcome": ImportOutcome.CREATED.value, "reason": ""}
 
 
 def _update(
-    link: SourceTool, upstream: dict[str, Any], digest: str, actor: Actor
+    link: SourceTool,
+    upstream: dict[str, Any],
+    digest: str,
+    actor: Actor,
+    pin: Pinning,
 ) -> dict[str, Any]:
-    tool, outcome = link.tool, ImportOutcome.UNCHANGED.value
+    tool, outcome, note = link.tool, ImportOutcome.UNCHANGED.value, ""
     held: list[str] = []
-    if digest != link.upstream_hash:
+    accepted = digest
+    if digest == link.upstream_hash:
+        note = listed_as_pinned(tool, actor=actor)
+    else:
         spec = synced_spec(tool.name, upstream, tool, link.upstream, held)
-        result = update_tool(tool, spec, actor=actor)
-        tool = result.tool or tool
-        outcome = result.outcome.value
+        if definition_changed(tool, spec) and not waiting_new(tool):
+            note = propose(
+                link,
+                spec,
+                upstream,
+                digest,
+                policy=pin.policy,
+                screen=pin.screen,
+                actor=actor,
+            )
+            outcome, accepted, held = HELD, link.upstream_hash, []
+        else:
+            result = update_tool(
+                tool, spec, actor=actor, screen=pin.screen, origin=origin(link.source)
+            )
+            tool = result.tool or tool
+            outcome = result.outcome.value
     back = link.gone
     if back and tool.status == ToolStatus.DEPRECATED:
         tool = set_tool_status(tool, ToolStatus.ACTIVE, actor=actor).tool or tool
     link.tool = tool
-    if back or digest != link.upstream_hash:
-        link.gone, link.upstream, link.upstream_hash = False, upstream, digest
-        link.synced = timezone.now()
+    if back or accepted != link.upstream_hash:
+        if accepted != link.upstream_hash:
+            link.upstream, link.upstream_hash = upstream, digest
+        link.gone, link.synced = False, timezone.now()
         link.save(update_fields=["gone", "upstream", "upstream_hash", "synced"])
-    note = (
-        f"the upstream's hints would loosen {', '.join(held)}: kept as they were; "
-        "a curator may change them"
-        if held
-        else ""
-    )
+    note = "; ".join(n for n in (note, _held_note(held)) if n)
     if back:
         reason = f"listed again ({outcome})" + (f"; {note}" if note else "")
         return {"name": tool.name, "outcome": BACK, "reason": reason}
     return {"name": tool.name, "outcome": outcome, "reason": note}
+
+
+def _held_note(held: list[str]) -> str:
+    if not held:
+        return ""
+    return (
+        f"the upstream's hints would loosen {', '.join(held)}: kept as they were; "
+        "a curator may change them"
+    )
 
 
 def _mark_gone(link: SourceTool, actor: Actor) -> None:

@@ -199,8 +199,8 @@ def test_config_imports_no_apps_services():
     assert offenders == []
 
 
-def test_the_engine_and_the_model_runtime_import_no_django():
-    for package in ("selection/engine", "embeddings"):
+def test_the_engine_the_model_runtime_and_screening_import_no_django():
+    for package in ("selection/engine", "embeddings", "screening"):
         for path in (ROOT / package).rglob("*.py"):
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
             django = [

@@ -116,8 +116,9 @@ def check_change(values: Any, delete: Any, reason: Any) -> BulkChange:
 def _check_value(key: str, value: Any) -> Any:
     where = f"set.{key}"
     if key == "status":
-        if value not in ToolStatus.values:
-            rule = f"must be one of {ToolStatus.values}"
+        settable = [s for s in ToolStatus.values if s != ToolStatus.HELD]
+        if value not in settable:
+            rule = f"must be one of {settable} (only a review holds a tool)"
             raise ValidationError({where: [f"{where}: {rule}"]})
         return value
     if key == "category":

@@ -39,7 +39,7 @@ from catalog.naming import (
     looks_of,
     provider_safe_name,
 )
-from catalog.services import work
+from catalog.services import holds, work
 from catalog.services.tools import (
     _SET_BY_SERVICE,
     _UPDATED_FIELDS,
@@ -85,6 +85,7 @@ def import_chunk(
     chunk = _Chunk(catalog, actor, [item.spec for item in items if item.spec])
     entries = [chunk.apply(item) for item in items]
     chunk.write()
+    chunk.screen()
     return entries
 
 
@@ -145,6 +146,8 @@ class _Chunk:
         self.changed_names: list[str] = []
         self.stored_names: dict[str, dict[str, str]] = {}
         self.changes: list[tuple[str, ToolChange]] = []
+        # A held tool's name -> the status the import asked for it.
+        self.returns: dict[str, str] = {}
 
     def _load(self, marks: set[str]) -> None:
         """Who holds these looks in the database (one query)."""
@@ -199,6 +202,7 @@ class _Chunk:
         names.judge(wanted, holders, errors)
 
     def _create(self, spec: ToolSpec) -> ImportOutcome:
+        holds.refuse_held_status(spec)
         tool = Tool(catalog=self.catalog, created_by=self.user, updated_by=self.user)
         _apply(tool, spec, self._provider_name(spec, None))
         tool.full_clean(
@@ -210,6 +214,9 @@ class _Chunk:
         return ImportOutcome.CREATED
 
     def _update(self, tool: Tool, spec: ToolSpec) -> ImportOutcome:
+        spec, returns = holds.keep_hold(tool, spec)
+        if returns:
+            self.returns[spec.name] = returns
         if content_hash(spec) == tool.content_hash and (
             not spec.provider_name or spec.provider_name == tool.provider_name
         ):
@@ -297,6 +304,19 @@ class _Chunk:
                 for c in rows
             ],
             actor=self.actor,
+        )
+
+    def screen(self) -> None:
+        """Every tool the chunk wrote (or asked to return to a status) screened,
+        the flagged ones held for review (``holds.screen_many``)."""
+        touched = {name for name, _ in self.changes} | set(self.returns)
+        written = [self.tools[name] for name in sorted(touched)]
+        holds.screen_many(
+            written,
+            actor=self.actor,
+            screen=holds.Screen(self.catalog.pk),
+            origin="import",
+            returns=self.returns,
         )
 
     def write(self) -> None:

@@ -30,6 +30,7 @@ from audit.actors import Actor, stored_user
 from catalog.choices import ImportOutcome
 from catalog.formats import FormatError, ImportItem, detect_format, import_tools
 from catalog.models import Catalog, Tool
+from catalog.services import holds
 from catalog.services.bulk_import import import_chunk, preview_items, rejection
 from catalog.services.import_names import (
     REFUSE,
@@ -175,7 +176,10 @@ def _apply_chunks(
             # Refused by a unique constraint (see import_chunk): nothing of the
             # chunk was kept; the one-by-one path gives each item its outcome.
             with transaction.atomic():
-                single = [_import_one(job.catalog, *_parts(i), actor) for i in chunk]
+                screen = holds.Screen(job.catalog.pk)
+                single = [
+                    _import_one(job.catalog, *_parts(i), actor, screen) for i in chunk
+                ]
                 _record(job, plan, single)
         if between is not None:
             between(job)
@@ -202,10 +206,13 @@ def _apply_items(
     actor: Actor,
     between: Callable[[Job], object] | None,
 ) -> None:
+    screen = holds.Screen(job.catalog.pk)
     for position, item in enumerate(plan.items):
         if item.index in recorded:
             continue
-        entry = _import_one(job.catalog, item.index, item.spec, item.error, actor)
+        entry = _import_one(
+            job.catalog, item.index, item.spec, item.error, actor, screen
+        )
         entry = plan.annotate(entry)
         job.items.append(entry)
         job.counts[entry["outcome"]] = job.counts.get(entry["outcome"], 0) + 1
@@ -222,6 +229,7 @@ def _import_one(
     spec: ToolSpec | None,
     error: str | None,
     actor: Actor,
+    screen: holds.Screen | None = None,
 ) -> dict[str, Any]:
     name = spec.name if spec is not None else None
     if spec is None:
@@ -229,10 +237,13 @@ def _import_one(
     try:
         existing = Tool.objects.filter(catalog=catalog, name=spec.name).first()
         if existing is None:
-            create_tool(catalog, spec, actor=actor)
+            create_tool(catalog, spec, actor=actor, screen=screen, origin="import")
             outcome = ImportOutcome.CREATED
         else:
-            outcome = update_tool(existing, spec, actor=actor).outcome
+            written = update_tool(
+                existing, spec, actor=actor, screen=screen, origin="import"
+            )
+            outcome = written.outcome
     except (ValidationError, ToolConflict) as exc:
         return rejection(index, name, exc)
     return {"index": index, "name": name, "outcome": outcome.value, "reason": ""}

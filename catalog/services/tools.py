@@ -7,34 +7,29 @@ append-only ToolChange, bumps the catalog version and, once committed, asks a wo
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
 
-from audit.actors import Actor, actor_name, stored_user
-from audit.choices import EventType
-from audit.services import record_event
+from audit.actors import Actor, stored_user
 from catalog import names
 from catalog.choices import ChangeAction, EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import estimate_prompt_tokens
-from catalog.models import Catalog, Tool, ToolChange
+from catalog.models import Catalog, Tool
 from catalog.names import ToolConflict as ToolConflict
 from catalog.naming import hidden_characters, looks_of, name_problems
 from catalog.schema_policy import check_tool_schema
-from catalog.services import work
+from catalog.services import holds, work
+from catalog.services.changes import RELEARN_TASK as RELEARN_TASK
+from catalog.services.changes import content_hash, spec_json, write_status
+from catalog.services.changes import record_change as _record
+from catalog.services.changes import tool_to_spec as tool_to_spec
 from catalog.sizes import MAX_TOOL_CHARS, oversized_fields
 from catalog.spec import ToolSpec
-from catalog.versions import hides
-from jobs import services as jobs
 
 # Who made a change: a user (a person or an API client's service user), an
 # anonymous user, or None for the system itself (bootstrap, imports' worker).
@@ -44,7 +39,6 @@ PROVIDER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # spend one query each checking that they exist.
 _SET_BY_SERVICE = ["catalog", "created_by", "updated_by"]
 _SPEC_FIELDS = [name for name in ToolSpec.field_names() if name != "name"]
-_HASHED_FIELDS = [name for name in ToolSpec.field_names() if name != "provider_name"]
 # A change reason is a sentence or two for the history, not a document.
 MAX_REASON_CHARS = 500
 MAX_ORIGINAL_NAME_CHARS = 500
@@ -54,24 +48,6 @@ MAX_ORIGINAL_NAME_CHARS = 500
 class WriteResult:
     tool: Tool | None
     outcome: ImportOutcome
-
-
-def tool_to_spec(tool: Tool) -> ToolSpec:
-    """The canonical ToolSpec a stored tool stands for."""
-    values = {name: getattr(tool, name) for name in ToolSpec.field_names()}
-    values["cost_per_call"] = tool.cost_per_call.normalize()
-    return ToolSpec(**values)
-
-
-def content_hash(spec: ToolSpec) -> str:
-    """Hash of everything a curator wrote (the derived provider name excluded).
-
-    The fields are read as they are (``to_dict``'s deep copies are not needed to
-    write JSON): the same text, so the same hash."""
-    data = {name: getattr(spec, name) for name in _HASHED_FIELDS}
-    data["cost_per_call"] = format(spec.cost_per_call.normalize(), "f")
-    encoded = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(encoded.encode()).hexdigest()
 
 
 def check_spec(spec: ToolSpec, *, new_name: bool = True) -> None:
@@ -203,59 +179,6 @@ def _apply(tool: Tool, spec: ToolSpec, provider_name: str) -> None:
     tool.embedding_error = ""
 
 
-def _record(
-    tool: Tool,
-    action: str,
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    actor: Actor,
-    request_id: uuid.UUID | None,
-    reason: str = "",
-) -> None:
-    catalogs = Catalog.objects.filter(pk=tool.catalog_id)
-    catalogs.update(version=F("version") + 1, updated=timezone.now())
-    slug, catalog_version = catalogs.values_list("slug", "version").get()
-    change = ToolChange.objects.create(
-        catalog_id=tool.catalog_id,
-        tool=tool if action != ChangeAction.DELETE else None,
-        tool_name=tool.name,
-        action=action,
-        version=tool.version,
-        before=before,
-        after=after,
-        actor=stored_user(actor),
-        actor_name=actor_name(actor),
-        request_id=request_id,
-        reason=reason,
-        catalog_version=catalog_version,
-        hides=hides(before, after),
-    )
-    if action != ChangeAction.DELETE:
-        tool.changed_version = catalog_version
-        Tool.objects.filter(pk=tool.pk).update(changed_version=catalog_version)
-    # The same change in the one audit chain, in the same transaction.
-    record_event(
-        EventType.TOOL_CHANGED,
-        actor=actor,
-        request_id=request_id,
-        catalog_slug=slug,
-        catalog_version=catalog_version,
-        summary=f"tool {tool.name!r} v{tool.version}: {action}",
-        input={
-            "action": action,
-            "tool": tool.name,
-            "before": before,
-            **({"reason": reason} if reason else {}),
-        },
-        output={"change_id": change.pk, "version": tool.version, "after": after},
-    )
-    if settings.QUIVER_RELEARN_ON_CHANGE:  # re-learn after tool edits
-        jobs.enqueue(RELEARN_TASK, tool.catalog_id)
-
-
-RELEARN_TASK = "learning.learn_tasks.relearn_if_due"
-
-
 def _enqueue_embedding(tool_id: int) -> None:
     work.enqueue_embedding(tool_id)
 
@@ -267,11 +190,15 @@ def create_tool(
     actor: Actor,
     request_id: uuid.UUID | None = None,
     reason: str = "",
+    screen: holds.Screen | None = None,
+    origin: str = "edit",
 ) -> Tool:
     """Register a new tool; a taken name is a ToolConflict, a bad schema a
     ValidationError (a name confusable with another tool's included); nothing is
-    written in either case."""
+    written in either case. A definition the screening flags is written held,
+    for review (``holds.screen_written``; ``origin`` names the write path)."""
     reason = clean_reason(reason)
+    holds.refuse_held_status(spec)
     errors = spec_errors(spec)
     with transaction.atomic():
         lock_catalog(catalog.pk)
@@ -289,6 +216,9 @@ def create_tool(
         names.hold(tool)
         after = spec_json(tool)
         _record(tool, ChangeAction.CREATE, None, after, actor, request_id, reason)
+        holds.screen_written(
+            tool, actor=actor, request_id=request_id, screen=screen, origin=origin
+        )
         _enqueue_embedding(tool.pk)
     return tool
 
@@ -300,12 +230,18 @@ def update_tool(
     actor: Actor,
     request_id: uuid.UUID | None = None,
     reason: str = "",
+    screen: holds.Screen | None = None,
+    origin: str = "edit",
 ) -> WriteResult:
     """Replace a tool's definition; an identical definition changes nothing. A
-    rename must keep the name rules (characters, not confusable)."""
+    rename must keep the name rules (characters, not confusable). The new
+    definition is screened as ``create_tool``'s; a held tool stays held."""
     reason = clean_reason(reason)
     with transaction.atomic():
         tool = Tool.objects.select_for_update().get(pk=tool.pk)
+        spec, returns = holds.keep_hold(tool, spec)
+        if returns:
+            holds.returns_to(tool, returns, actor=actor, request_id=request_id)
         errors = spec_errors(spec, new_name=spec.name != tool.name)
         wanted = wanted_names(spec, tool)
         if wanted:
@@ -328,6 +264,9 @@ def update_tool(
         names.hold(tool, held)
         after = spec_json(tool)
         _record(tool, ChangeAction.UPDATE, before, after, actor, request_id, reason)
+        holds.screen_written(
+            tool, actor=actor, request_id=request_id, screen=screen, origin=origin
+        )
         _enqueue_embedding(tool.pk)
     return WriteResult(tool, ImportOutcome.UPDATED)
 
@@ -343,7 +282,9 @@ def set_tool_status(
     """Change only the status (active, disabled, deprecated) of a tool.
 
     The schema is not checked again: a curator must always be able to disable a
-    tool, even one whose stored schema a stricter policy would now refuse."""
+    tool, even one whose stored schema a stricter policy would now refuse. A
+    tool held for review keeps ``held`` until its review is decided (the
+    status asked for is where it returns then)."""
     if status not in ToolStatus.values:
         raise ValidationError(
             {"status": [f"status: must be one of {ToolStatus.values}"]}
@@ -351,18 +292,13 @@ def set_tool_status(
     reason = clean_reason(reason)
     with transaction.atomic():
         tool = Tool.objects.select_for_update().get(pk=tool.pk)
+        if holds.returns_to(tool, status, actor=actor, request_id=request_id):
+            return WriteResult(tool, ImportOutcome.UPDATED)
         if tool.status == status:
             return WriteResult(tool, ImportOutcome.UNCHANGED)
-        before = spec_json(tool)
-        tool.status = status
-        tool.version += 1
-        tool.updated_by = stored_user(actor)
-        tool.content_hash = content_hash(tool_to_spec(tool))
-        tool.save(
-            update_fields=["status", "version", "updated_by", "content_hash", "updated"]
+        tool = write_status(
+            tool, status, actor=actor, request_id=request_id, reason=reason
         )
-        after = spec_json(tool)
-        _record(tool, ChangeAction.UPDATE, before, after, actor, request_id, reason)
     return WriteResult(tool, ImportOutcome.UPDATED)
 
 
@@ -380,10 +316,7 @@ def delete_tool(
         tool.version += 1
         before = spec_json(tool)
         _record(tool, ChangeAction.DELETE, before, None, actor, request_id, reason)
+        holds.withdraw_all(tool, actor=actor, request_id=request_id)
         held, catalog_id = names.texts(tool), tool.catalog_id
         tool.delete()
         names.settle(catalog_id, looks_of(*held.values()))
-
-
-def spec_json(tool: Tool) -> dict[str, Any]:
-    return tool_to_spec(tool).to_dict()

@@ -28,9 +28,11 @@ from catalog.forms import ToolFilterForm
 from catalog.models import Catalog, Tool
 from catalog.navigation import visible_catalogs
 from catalog.querysets import ToolQuerySet, known_roles
+from catalog.services import holds
 from catalog.tool_csv import csv_response
 from catalog.views.common import get_tool_for_user, writer_required
 from catalog.views.history import history_context
+from config.exceptions import Conflict
 from config.htmx import is_htmx_partial
 from config.http import request_id
 from config.pages import acting_user, render_page
@@ -170,6 +172,7 @@ def tool_detail(request: HttpRequest, tool_id: int) -> HttpResponse:
         "annotations_json": json.dumps(tool.annotations, indent=2, ensure_ascii=False),
         "previews": previews,
         "status_actions": STATUS_ACTIONS,
+        "reviews": list(holds.pending(tool)),
         **history_context(tool),
     }
     return render_page(request, "catalog/tool_detail.html", context)
@@ -192,6 +195,8 @@ def tool_status(request: HttpRequest, tool_id: int) -> HttpResponse:
         tool = result.tool or tool
     except ValidationError as exc:
         error = "; ".join(exc.messages)
+    except Conflict as exc:
+        error = str(exc)
     if not is_htmx_partial(request):
         if error:
             messages.error(request, error)

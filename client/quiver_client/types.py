@@ -92,11 +92,29 @@ class ToolCallsValidation(TypedDict):
     calls: list[CheckedCall]
 
 
+class ScreeningFinding(TypedDict):
+    """One thing a result's screening found: the rule, its class, where."""
+
+    rule: str
+    # ``class`` is a keyword: read it as finding["class"].
+    where: str
+    action: Literal["redact", "flag", "block"]
+
+
+class Screening(TypedDict):
+    """What a result's screening found and did (never the matched text):
+    ``action`` is the strongest taken."""
+
+    action: Literal["redact", "flag", "block"]
+    findings: list[ScreeningFinding]
+
+
 class ToolCallResult(TypedDict):
     """The answer of ``POST /api/v1/tool-calls/execute`` when the tool's server
     was tried: ``outcome`` ``ran``, ``failed`` (the upstream's error result, or no
     result: ``reason`` says why) or ``timed_out``; ``content`` and
-    ``structured_content`` are the upstream's result as it was."""
+    ``structured_content`` are the upstream's result as screened (``screening``
+    says what was redacted, flagged or withheld, when anything was)."""
 
     outcome: Literal["ran", "failed", "timed_out"]
     tool: str
@@ -106,6 +124,7 @@ class ToolCallResult(TypedDict):
     is_error: bool
     approval_id: str | None
     call_id: str | None
+    screening: NotRequired[Screening]
 
 
 ApprovalStatus = Literal["pending", "approved", "denied", "expired", "used"]

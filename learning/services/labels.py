@@ -29,7 +29,7 @@ from audit.actors import Actor, stored_user
 from audit.choices import EventType
 from audit.services import record_event
 from catalog.models import Catalog, Tool
-from catalog.services.tools import RELEARN_TASK
+from catalog.services.changes import RELEARN_TASK
 from catalog.sizes import MAX_STORED_CHARS, size_problem
 from config.copy_rows import copy_insert
 from jobs import services as jobs

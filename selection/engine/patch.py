@@ -167,7 +167,7 @@ def _arrays(
     start = len(new.tools) - len(change.added)
     fresh = PolicyArrays.build(change.added, settings)
     columns: dict[str, np.ndarray] = {}
-    for name in ("active", "safe", "schema_ok", "cost", "tokens", "open_roles"):
+    for name in ("active", "held", "safe", "schema_ok", "cost", "tokens", "open_roles"):
         column = np.concatenate([getattr(a, name)[keep], getattr(fresh, name)])
         columns[name] = column
     touched = [int(remap[r]) for r in change.replaced]

@@ -80,6 +80,8 @@ def _hidden_mask(snapshot: CatalogSnapshot, req: SelectionRequest) -> np.ndarray
     """Tools outside what the caller may ever be offered (None: nothing hidden)."""
     a, n = snapshot.arrays, len(snapshot.tools)
     masks = []
+    if not req.visible_held:
+        masks.append(a.held)
     if not req.visible_unsafe:
         masks.append(~a.safe)
     if req.visible_roles is not None:

@@ -16,6 +16,8 @@ from typing import Any
 
 import re2
 
+from screening.policy import PolicyError, ScreeningPolicy
+
 SCORERS = ("keyword", "bm25f", "embedding", "hybrid", "ensemble", "llm")
 NO_SCHEMA_MODES = ("read-only", "human-approval", "full")
 
@@ -117,6 +119,12 @@ class EngineSettings:
     # For a request of several sentences: how much near-duplicates of a tool
     # ranked above are moved down (selection.engine.diversity; 0: off).
     diversity: float = 0.2
+    # The catalog's trust policy (screening.policy): when definitions wait for
+    # review, what happens to a flagged result. Not read by the engine; kept
+    # here so it is versioned, audited and restored with the other settings.
+    trust: Mapping[str, Any] = field(
+        default_factory=lambda: ScreeningPolicy().to_dict()
+    )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> EngineSettings:
@@ -131,6 +139,8 @@ class EngineSettings:
         for key, value in data.items():
             try:
                 values[key] = _coerce(key, value, getattr(cls(), key))
+            except SettingsError as exc:  # a section naming its own fields
+                errors.update(exc.errors)
             except (TypeError, ValueError, KeyError) as exc:
                 errors[key] = f"has the wrong shape ({exc})"
         if errors:
@@ -143,6 +153,7 @@ class EngineSettings:
         for key in ("hybrid_weights", "field_weights", "ensemble_weights"):
             data[key] = dict(getattr(self, key))
         data["transitions"] = {k: dict(v) for k, v in self.transitions.items()}
+        data["trust"] = ScreeningPolicy.from_dict(self.trust).to_dict()
         data["micro_anchors"] = [
             {"pattern": a.pattern, "tools": list(a.tools), "boost": a.boost}
             for a in self.micro_anchors
@@ -166,6 +177,11 @@ class EngineSettings:
 
 def _coerce(key: str, value: Any, default: Any) -> Any:
     """Turn JSON ``value`` into the type of the setting whose default is given."""
+    if key == "trust":
+        try:
+            return ScreeningPolicy.from_dict(value).to_dict()
+        except PolicyError as exc:
+            raise SettingsError(exc.errors) from exc
     if key == "micro_anchors":
         return tuple(
             MicroAnchor(

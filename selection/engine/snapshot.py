@@ -160,6 +160,8 @@ class PolicyArrays:
     """Per-tool policy facts as numpy columns plus value -> rows lookups."""
 
     active: np.ndarray
+    # Held for review (catalog's status "held"): hidden from agents, never named.
+    held: np.ndarray
     safe: np.ndarray
     schema_ok: np.ndarray
     cost: np.ndarray
@@ -184,6 +186,7 @@ class PolicyArrays:
             cats.setdefault(tool.category.lower(), []).append(row)
         return PolicyArrays(
             active=np.array([t.status == "active" for t in tools], dtype=bool),
+            held=np.array([t.status == "held" for t in tools], dtype=bool),
             safe=np.array([t.safe for t in tools], dtype=bool),
             schema_ok=np.array(
                 [

@@ -97,6 +97,8 @@ class SelectionRequest:
     # and its unsafe permission. Tools outside it are hidden, not named.
     visible_roles: tuple[str, ...] | None = None
     visible_unsafe: bool = True
+    # May the caller know of tools held for review (curators: yes; agents: no)?
+    visible_held: bool = True
 
     def errors(self) -> dict[str, str]:
         """Field-named problems with this request (empty when it is usable)."""

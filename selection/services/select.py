@@ -24,6 +24,7 @@ from audit.services import (
 )
 from catalog.formats import export_tool
 from catalog.models import Catalog
+from catalog.pinning import tool_definition_hash
 from catalog.reads import tools_named
 from catalog.services.tools import tool_to_spec
 from catalog.versions import request_sight, visible_version
@@ -309,7 +310,11 @@ def _compute(
             answer, stats={**answer.stats, "sentence_encoder": sentence_encoder_id}
         )
     versions = {
-        name: {"version": pick.version, "content_hash": pick.content_hash}
+        name: {
+            "version": pick.version,
+            "content_hash": pick.content_hash,
+            "definition_hash": pick.definition_hash,
+        }
         for name, pick in picked.items()
     }
     return answer, versions
@@ -378,11 +383,14 @@ def _named(
 @dataclass(frozen=True)
 class Picked:
     """What an answer shows and records of one pick: its provider-ready definition
-    (shared by every answer that offers it: never changed), version and hash."""
+    (shared by every answer that offers it: never changed), version, content
+    hash, and the hash of the definition agents read (catalog.pinning): the
+    audit chain shows which definition each selection offered."""
 
     definition: dict[str, Any]
     version: int
     content_hash: str
+    definition_hash: str
 
 
 def _picked(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Picked]:
@@ -400,7 +408,10 @@ def _picked(catalog: Catalog, names: list[str], fmt: str) -> dict[str, Picked]:
         tools = tools_named(catalog, missing)
         fresh = {
             tool.name: Picked(
-                export_tool(tool_to_spec(tool), fmt), tool.version, tool.content_hash
+                export_tool(tool_to_spec(tool), fmt),
+                tool.version,
+                tool.content_hash,
+                tool_definition_hash(tool),
             )
             for tool in tools
         }

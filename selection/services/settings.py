@@ -88,8 +88,13 @@ def update_selection_settings(
         raise ValidationError(
             {"reason": [f"reason: must be at most {REASON_MAX} characters"]}
         )
-    gate = check_settings_change(
-        catalog, data, accept_regression_reason=accept_regression
+    stored = SelectionSettings.objects.stored_for(catalog).data or {}
+    gate = (
+        None  # the trust policy alone ranks nothing: no gate to pass
+        if _without_trust(stored) == _without_trust(data)
+        else check_settings_change(
+            catalog, data, accept_regression_reason=accept_regression
+        )
     )
     with transaction.atomic():
         row, _ = SelectionSettings.objects.select_for_update().get_or_create(
@@ -129,6 +134,32 @@ def update_selection_settings(
             output={"settings_version": row.version},
         )
     return engine_settings.to_dict(), row.version
+
+
+def _without_trust(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if key != "trust"}
+
+
+def update_trust_policy(
+    catalog: Catalog,
+    trust: dict[str, Any],
+    *,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+    reason: str = "",
+) -> tuple[dict[str, Any], int]:
+    """A new settings version whose trust policy (screening.policy) is
+    ``trust``, the other settings as they are; audited as every settings change
+    (the before and after name what changed)."""
+    stored = dict(SelectionSettings.objects.stored_for(catalog).data or {})
+    stored["trust"] = trust
+    return update_selection_settings(
+        catalog,
+        stored,
+        actor=actor,
+        request_id=request_id,
+        reason=reason or "trust policy changed",
+    )
 
 
 def get_settings_version(catalog: Catalog, version: int) -> SelectionSettingsChange:

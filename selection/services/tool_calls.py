@@ -214,6 +214,7 @@ def _widest_request(access: Access) -> SelectionRequest:
         roles=access.roles,
         visible_roles=None if whole else access.roles,
         visible_unsafe=whole or access.allow_unsafe,
+        visible_held=whole,
     )
 
 

@@ -22,8 +22,9 @@ from selection.services.tool_calls import FLAGS, not_allowed_reason, why_not_all
 def find_tool(catalog: Catalog, name: str, access: Access) -> Tool | None:
     """The one tool the caller may see that ``name`` calls (its name or the
     provider-safe name the model saw; ``catalog.names``); a tool the caller could
-    never be offered is not found (no hint). ``catalog.names.Ambiguous`` (a 409)
-    for a name several tools held before the one-name rule."""
+    never be offered is not found (no hint), and neither is one held for review,
+    whoever asks (every agent path reads here). ``catalog.names.Ambiguous`` (a
+    409) for a name several tools held before the one-name rule."""
     return called_tool(catalog, name, access)
 
 

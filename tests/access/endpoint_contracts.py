@@ -108,6 +108,8 @@ PERSONAL = {"source_id": "personal_source"}
 UPSTREAM_AUTH = "upstream_auth"
 HOOK = {"pk": "webhook"}
 CONSOLE_TOOL = {"tool_id": "tool"}
+REVIEW = {"pk": "review"}
+CONSOLE_REVIEW = {"review_id": "review"}
 
 
 def tool_form(**overrides: str) -> dict[str, str]:
@@ -315,6 +317,20 @@ API: dict[str, Contract] = {
         why="a connection test: reads the upstream's tool list, changes nothing",
         args=SOURCE,
     ),
+    # reviews of tool definitions (held ones: no agent reads them)
+    "GET review-list": Read(
+        "curator", scoped=False, outsider="curator-out", hides="list_files"
+    ),
+    "GET review-detail": Read("curator", args=REVIEW),
+    "POST review-approve": Write(
+        "curator", {}, "tool_review", args={"pk": "review_new"}
+    ),
+    "POST review-allow": Write(
+        "curator", {"reason": "an honest setup tool"}, "tool_review", args=REVIEW
+    ),
+    "POST review-refuse": Write(
+        "curator", {"reason": "it instructs the model"}, "tool_review", args=REVIEW
+    ),
     # approvals and calls
     "GET approval-list": Read("approver", scoped=False, outsider="curator"),
     "GET approval-detail": Read("approver", args={"pk": "approval"}),
@@ -459,6 +475,16 @@ CONSOLE: dict[str, Contract] = {
     "GET console:tool-diff": Read(
         "member", args=CONSOLE_TOOL, query="a={change}&b={change2}"
     ),
+    "GET console:review-list": Read(
+        "curator", scoped=False, outsider="curator-out", hides="list_files"
+    ),
+    "GET console:review-detail": Read("curator", args=CONSOLE_REVIEW),
+    "POST console:review-decide": Write(
+        "curator",
+        {"reason": "it instructs the model"},
+        "tool_review",
+        args={**CONSOLE_REVIEW, "decision": "refuse"},
+    ),
     "GET console:import": Read("curator", scoped=False, outsider="member"),
     "POST console:import": Write(
         "curator",
@@ -558,6 +584,20 @@ CONSOLE: dict[str, Contract] = {
         {"catalog": "default", "query": "weather"},
         "selection",
         hidden=FORM_REFUSED,
+    ),
+    "GET selection:trust": Read("curator", args=SLUG),
+    "POST selection:trust": Write(
+        "curator",
+        {
+            "review_new_tools": "always",
+            "risky_change": "suspend",
+            "results_secrets": "redact",
+            "results_injection": "block",
+            "results_pii": "redact",
+            "reason": "hostile results are withheld",
+        },
+        "settings",
+        args=SLUG,
     ),
     "GET selection:settings": Read("curator", args=SLUG),
     "POST selection:settings": Write(

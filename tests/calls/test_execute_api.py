@@ -17,6 +17,7 @@ from audit.models import AuditEvent
 from calls.hashing import arguments_hash
 from calls.models import Approval
 from calls.services import execute_call
+from catalog.pinning import tool_definition_hash
 from catalog.services import ensure_default_catalog
 from identity.models import ApiClient
 from sources.models import Source, SourceTool
@@ -81,6 +82,7 @@ def test_a_read_only_tool_runs_upstream_and_its_result_comes_back_as_it_was(
     assert event.input == {
         "tool": FORECAST,
         "tool_version": linked["get_forecast"].version,
+        "definition_hash": tool_definition_hash(linked["get_forecast"]),
         "source": "weather",
         "upstream_name": "get_forecast",
         "arguments": {"city": "Paris", "days": 2},

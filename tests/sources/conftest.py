@@ -62,3 +62,13 @@ def sync(source: Source, actor: Any = None) -> Job:
     done = run_sync(claimed)
     source.refresh_from_db()
     return done
+
+
+def approve_waiting(actor: Any) -> list[Any]:
+    """Approve every change a sync left waiting for review (as a curator would
+    on the Reviews page); the reviews decided."""
+    from catalog.models import ToolReview
+    from catalog.services.pinning import approve_change
+
+    waiting = ToolReview.objects.filter(state="pending", kind="change")
+    return [approve_change(review, actor=actor) for review in waiting]

@@ -18,7 +18,7 @@ from jobs.services import claim_job, finish_job
 from sources.models import SourceStatus, SourceTool
 from sources.services import start_sync
 from sources.sync import apply_listing
-from tests.sources.conftest import SECRET, sync
+from tests.sources.conftest import SECRET, approve_waiting, sync
 from tests.upstream import running_upstream, upstream_tool
 
 pytestmark = pytest.mark.django_db
@@ -157,7 +157,9 @@ def test_a_resync_without_upstream_changes_writes_nothing(upstream, make_source)
     assert tool_events() == events and ToolChange.objects.count() == changes
 
 
-def test_a_changed_tool_is_one_tool_changed_event(upstream, make_source):
+def test_a_changed_definition_waits_for_review_then_is_one_tool_changed_event(
+    upstream, make_source, admin_user
+):
     source = make_source(upstream.url)
     sync(source)
     events = tool_events()
@@ -168,12 +170,18 @@ def test_a_changed_tool_is_one_tool_changed_event(upstream, make_source):
 
     job = sync(source)
 
-    assert job.counts["updated"] == 1 and job.counts["unchanged"] == 6
+    assert job.counts["held"] == 1 and job.counts["unchanged"] == 6
+    assert tool_events() == events  # the pinned definition is still served
+    tool = Tool.objects.get(name="weather__get_forecast")
+    assert tool.description != "Weather forecast, now with wind."
+    approve_waiting(admin_user)
     assert tool_events() == events + 1
     event = AuditEvent.objects.filter(event_type="tool_changed").order_by("-id")[0]
     assert event.input["tool"] == "weather__get_forecast"
-    tool = Tool.objects.get(name="weather__get_forecast")
+    tool.refresh_from_db()
     assert tool.description == "Weather forecast, now with wind." and tool.version == 2
+    assert tool.source_link.upstream["description"] == tool.description
+    assert sync(source).counts["unchanged"] == 7
 
 
 def test_a_tool_gone_upstream_stops_being_offered_and_comes_back(upstream, make_source):
@@ -218,7 +226,7 @@ def curate(tool: Tool, actor: Any, **changes: Any) -> None:
     update_tool(tool, spec, actor=actor)
 
 
-def test_curator_overrides_survive_a_sync_that_changes_the_tool(
+def test_curator_overrides_survive_an_approved_change_of_the_tool(
     upstream, make_source, curator
 ):
     source = make_source(upstream.url)
@@ -241,6 +249,7 @@ def test_curator_overrides_survive_a_sync_that_changes_the_tool(
     )
 
     sync(source)
+    approve_waiting(curator)
 
     tool.refresh_from_db()
     assert tool.description == "Forecast v2."  # upstream-owned
@@ -252,7 +261,9 @@ def test_curator_overrides_survive_a_sync_that_changes_the_tool(
     assert tool.annotations["readOnlyHint"] is True
 
 
-def test_untouched_derived_flags_follow_the_upstream_hints(upstream, make_source):
+def test_untouched_derived_flags_follow_the_upstream_hints(
+    upstream, make_source, admin_user
+):
     source = make_source(upstream.url)
     sync(source)
     thermostat = upstream.tools["set_thermostat"]
@@ -264,8 +275,12 @@ def test_untouched_derived_flags_follow_the_upstream_hints(upstream, make_source
     )
 
     sync(source)
-
     tool = Tool.objects.get(name="weather__set_thermostat")
+    assert tool.status == "held"  # riskier hints: suspended until decided
+    approve_waiting(admin_user)
+
+    tool.refresh_from_db()
+    assert tool.status == "active"
     assert tool.requires_approval and not tool.safe and "open-world" in tool.tags
 
 

@@ -23,7 +23,7 @@ from gateway.services import mcp_tool
 from sources.mapping import RISK_ORDER, effective, synced_spec
 from sources.models import Source
 from tests.calls.test_retries import Relay, approved_call, reached
-from tests.sources.conftest import sync
+from tests.sources.conftest import approve_waiting, sync
 from tests.upstream import Upstream
 
 CALLS = "/api/v1/tool-calls/execute"
@@ -146,12 +146,15 @@ def relay(upstream: Upstream) -> Iterator[Relay]:
 
 @pytest.mark.django_db
 def test_a_held_tool_is_not_retried_as_idempotent(
-    upstream, make_source, relay, with_key
+    upstream, make_source, relay, with_key, admin_user
 ):
     source = make_source(upstream.url)
     sync(source)
     claim(upstream, "delete_file", readOnlyHint=True, idempotentHint=True)
     sync(source)
+    # Dropping openWorldHint: false says the tool now reaches the open world:
+    # a risky change, suspended until approved (tests/sources/test_pinning.py).
+    approve_waiting(admin_user)
     Source.objects.filter(pk=source.pk).update(url=f"http://127.0.0.1:{relay.port}/mcp")
     agent = with_key("agent", name="agent-retry", allow_unsafe=True)
     thermostat = {"name": "weather__set_thermostat", "arguments": {"celsius": 20}}

@@ -157,11 +157,29 @@ export interface ContentBlock {
   [field: string]: unknown;
 }
 
+/** One thing a result's screening found: the rule, its class, where. */
+export interface ScreeningFinding {
+  rule: string;
+  class: "secrets" | "injection" | "pii";
+  where: string;
+  action: "redact" | "flag" | "block";
+}
+
+/**
+ * What a result's screening found and did (never the matched text):
+ * `action` is the strongest taken.
+ */
+export interface Screening {
+  action: "redact" | "flag" | "block";
+  findings: ScreeningFinding[];
+}
+
 /**
  * The answer of `POST /api/v1/tool-calls/execute` when the tool's server was
  * tried: `outcome` `ran`, `failed` (the upstream's error result, or no result:
  * `reason` says why) or `timed_out`; `content` and `structured_content` are
- * the upstream's result as it was.
+ * the upstream's result as screened (`screening` says what was redacted,
+ * flagged or withheld, when anything was).
  */
 export interface ToolCallResult {
   outcome: "ran" | "failed" | "timed_out";
@@ -172,6 +190,7 @@ export interface ToolCallResult {
   is_error: boolean;
   approval_id: string | null;
   call_id: string | null;
+  screening?: Screening;
 }
 
 /** One approval, as `GET /api/v1/approvals/{id}` shows it to the key that asked. */
