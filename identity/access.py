@@ -46,13 +46,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import connection
 from django.db.models import Exists, OuterRef
 
 from config.lookups import any_of
 from identity.choices import ApiScope, ClientKind
+from identity.key_chain import MAX_CHAIN, key_chain
 from identity.models import ApiClient, UserCatalogAccess
 
 if TYPE_CHECKING:
@@ -320,39 +320,6 @@ def keys_within(access: Access, keys: QuerySet[ApiClient]) -> QuerySet[ApiClient
 def _ancestors(key_id: int) -> list[int]:
     """The keys above ``key_id``, nearest first."""
     return [row[0] for row in key_chain(key_id)[1:]]
-
-
-MAX_CHAIN = 32  # keys in a chain read at once; a longer chain fails closed
-
-CHAIN_SQL = """
-WITH RECURSIVE chain (id, parent_id, depth) AS (
-    SELECT id, parent_id, 1 FROM {keys} WHERE id = %s
-    UNION ALL
-    SELECT k.id, k.parent_id, chain.depth + 1
-    FROM {keys} k JOIN chain ON k.id = chain.parent_id
-    WHERE chain.depth < %s
-)
-SELECT k.id, k.name, k.revoked, k.expires, u.is_active, k.owner_name, o.is_active,
-       k.parent_name, k.parent_id, k.owner_id, k.person_id
-FROM chain
-JOIN {keys} k ON k.id = chain.id
-JOIN {users} u ON u.id = k.user_id
-LEFT JOIN {users} o ON o.id = k.owner_id
-ORDER BY chain.depth
-"""
-
-
-def key_chain(key_id: int) -> list[tuple[Any, ...]]:
-    """``key_id`` and the keys above it, nearest first, at most ``MAX_CHAIN``, in
-    one query: (id, name, revoked, expires, user active, owner name, owner active
-    or None, parent name, parent id, owner id, the person it acts for) each."""
-    sql = CHAIN_SQL.format(
-        keys=connection.ops.quote_name(ApiClient._meta.db_table),
-        users=connection.ops.quote_name(get_user_model()._meta.db_table),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [key_id, MAX_CHAIN])
-        return list(cursor.fetchall())
 
 
 _GRANT_FIELDS = (

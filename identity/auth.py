@@ -11,8 +11,8 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from config.ratelimit import penalize_unknown_key
-from identity.access import MAX_CHAIN, key_chain
 from identity.choices import ClientKind
+from identity.key_chain import MAX_CHAIN, key_chain
 from identity.models import ApiClient
 from identity.reads import client_by_prefix
 from identity.services.clients import hash_key, split_key

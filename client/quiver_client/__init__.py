@@ -1,7 +1,8 @@
 """quiver-client: the Python client of a Quiver tool-selection server."""
 
 from quiver_client.adapters import SEARCH_TOOL_NAME, SearchArgumentsError
-from quiver_client.client import AsyncQuiver, Quiver, RetryPolicy
+from quiver_client.aio import AsyncQuiver
+from quiver_client.client import Quiver
 from quiver_client.errors import (
     APIError,
     ApprovalTimeout,
@@ -33,6 +34,7 @@ from quiver_client.types import (
     ToolCallResult,
     ToolCallsValidation,
 )
+from quiver_client.wire import RetryPolicy
 
 __all__ = [
     "APIError",

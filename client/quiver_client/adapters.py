@@ -1,5 +1,6 @@
 """Pure translation between Quiver's answers and the providers' client-side tool
-search contracts (no I/O; the clients in ``quiver_client.client`` call these).
+search contracts (no I/O; the clients in ``quiver_client.client`` and
+``quiver_client.aio`` call these).
 
 Anthropic (Messages API): every tool goes into ``tools`` with
 ``defer_loading: true`` next to one non-deferred client tool, ``search_tools``;

@@ -35,7 +35,7 @@ from typing import IO, Any
 
 import httpx
 
-from quiver_client.client import USER_AGENT
+from quiver_client.wire import USER_AGENT
 
 log = logging.getLogger("quiver_client.bridge")
 

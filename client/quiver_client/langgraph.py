@@ -29,9 +29,11 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from quiver_client.client import DEFAULT_CATALOG, AsyncQuiver, Quiver
+from quiver_client.aio import AsyncQuiver
+from quiver_client.client import Quiver
 from quiver_client.errors import APIError, NeedsAuthorization, PendingApproval
 from quiver_client.types import Selection, ToolCallResult
+from quiver_client.wire import DEFAULT_CATALOG
 
 # Quiver's refusal of an approval no person has decided yet: the call keeps it.
 WAITING = "still waiting for a person"

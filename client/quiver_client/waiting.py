@@ -19,6 +19,7 @@ import httpx
 
 from quiver_client.errors import APIError, ApprovalTimeout
 from quiver_client.types import Approval
+from quiver_client.wire import api_error
 
 RETRY_STATUSES = frozenset({429, 503})
 GROWTH = 1.5
@@ -82,8 +83,6 @@ class Waiter:
     ) -> tuple[Approval | None, float | None]:
         """After one poll: ``(approval, None)`` when decided, else ``(None,
         seconds)`` to wait; raises the API's error for any other answer."""
-        from quiver_client.client import api_error
-
         if failure is not None:
             if isinstance(failure, httpx.TransportError):
                 return None, self.next_wait()

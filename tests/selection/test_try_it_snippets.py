@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import quiver_client
-from quiver_client.client import select_body as client_select_body
+from quiver_client.wire import select_body as client_select_body
 
 from selection.snippets import as_curl, as_python
 from tests.selection.test_try_it_view import catalog, try_it  # noqa: F401
