@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -75,8 +76,13 @@ NOT_DURABLE = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": 
 def _start_postgres(data_dir: Path, durable: bool = True, alone: bool = True) -> str:
     """Start pgserver on data_dir (``alone``: no other devstack process uses it,
     so it may be restarted for a setting that needs it)."""
-    import pgserver
     import psycopg
+
+    with warnings.catch_warnings():
+        # pgserver keeps its lock file in the user's runtime directory; without
+        # XDG_RUNTIME_DIR platformdirs warns and uses a /tmp one, which serves.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import pgserver
 
     server = pgserver.get_server(data_dir, cleanup_mode=None)
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
