@@ -111,7 +111,11 @@ docs: $(STAMP)
 docs-check: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir .quiver/site-check
 
-test: lint typecheck docs-check ts pytest
+# The checks and the test parts' installs are independent of each other: they run
+# side by side (their output kept together per target), then the suite.
+test: $(STAMP)
+	$(MAKE) -j3 --output-sync=target lint typecheck docs-check ts frameworks servers chromium
+	$(MAKE) pytest
 
 # The fast tier: the pure parts (the engine, formats, schema policy, naming, the
 # learnt models' maths, the seams) with no Postgres, Redis, Celery nor Django: the

@@ -226,6 +226,9 @@ SPECTACULAR_SETTINGS = {
         "WebhookEventEnum": "notify.choices.WebhookEvent",
         "WebhookFormatEnum": "notify.choices.WebhookFormat",
         "ReviewStatusEnum": [("accepted", "Accepted"), ("rejected", "Rejected")],
+        "StateEnum": "jobs.choices.JobState",  # a job's and an evaluation's
+        "ToolReviewKindEnum": "catalog.choices.ReviewKind",
+        "ToolReviewStateEnum": "catalog.choices.ReviewState",
     },
 }
 
@@ -458,14 +461,6 @@ QUIVER_AUDIT_RETENTION_DAYS = env_int(
 QUIVER_APPROVAL_EXPIRY_INTERVAL_S = env_int(
     "QUIVER_APPROVAL_EXPIRY_INTERVAL_S", 30, minimum=1, maximum=3600
 )
-
-QUIVER_LLM = {
-    "BASE_URL": env_str("QUIVER_LLM_BASE_URL", ""),
-    "MODEL": env_str("QUIVER_LLM_MODEL", "gpt-4o-mini"),
-    "API_KEY": env_str("QUIVER_LLM_API_KEY", ""),
-    "TIMEOUT_S": env_int("QUIVER_LLM_TIMEOUT_S", 20, minimum=1),
-}
-
 
 LOGGING = {
     "version": 1,

@@ -1,6 +1,7 @@
 """The settings of what Quiver reaches outside itself: the sources it syncs and
-calls, the people's upstream accounts, notifications (webhooks, email), metrics
-and the call path's share of the web server. Read into ``config.settings``."""
+calls, the LLM that may shortlist tools, people's upstream accounts,
+notifications (webhooks, email), metrics and the call path's share of the web
+server. Read into ``config.settings``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str, env_url, web_server
+
+# An OpenAI-format LLM the "llm" scorer may ask to shortlist tools (off unset).
+QUIVER_LLM = {
+    "BASE_URL": env_str("QUIVER_LLM_BASE_URL", ""),
+    "MODEL": env_str("QUIVER_LLM_MODEL", "gpt-4o-mini"),
+    "API_KEY": env_str("QUIVER_LLM_API_KEY", ""),
+    "TIMEOUT_S": env_int("QUIVER_LLM_TIMEOUT_S", 20, minimum=1),
+}
 
 # Sources: MCP servers a catalog syncs tools from (README "Sources").
 # Header values are encrypted with QUIVER_SOURCE_KEY (any long random text), else with a

@@ -108,7 +108,7 @@ class ToolReviewDetailSerializer(ToolReviewSerializer):
         return diff_rows(review.served, review.proposed)
 
 
-class DecisionSerializer(StrictFieldsMixin, serializers.Serializer):
+class ReviewDecisionSerializer(StrictFieldsMixin, serializers.Serializer):
     reason = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=500
     )
@@ -167,7 +167,7 @@ class ToolReviewViewSet(viewsets.ReadOnlyModelViewSet):
         return reviews.order_by("-id")
 
     def _decide(self, request: Request, verb: Any) -> Response:
-        given = DecisionSerializer(data=request.data)
+        given = ReviewDecisionSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         review = self.get_object()
         row = verb(
@@ -179,7 +179,7 @@ class ToolReviewViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(ToolReviewDetailSerializer(row).data)
 
     @extend_schema(
-        request=DecisionSerializer,
+        request=ReviewDecisionSerializer,
         responses=ToolReviewDetailSerializer,
         description=(
             "Approve the definition: a source's change becomes the tool's, a new "
@@ -191,7 +191,7 @@ class ToolReviewViewSet(viewsets.ReadOnlyModelViewSet):
         return self._decide(request, pinning.approve_change)
 
     @extend_schema(
-        request=DecisionSerializer,
+        request=ReviewDecisionSerializer,
         responses=ToolReviewDetailSerializer,
         description="Allow a definition screening flagged; the reason is required.",
     )
@@ -200,7 +200,7 @@ class ToolReviewViewSet(viewsets.ReadOnlyModelViewSet):
         return self._decide(request, pinning.allow_flagged)
 
     @extend_schema(
-        request=DecisionSerializer,
+        request=ReviewDecisionSerializer,
         responses=ToolReviewDetailSerializer,
         description=(
             "Refuse the definition: a change is dropped (the pinned definition "

@@ -85,7 +85,8 @@ def test_a_snapshot_is_measured_close_to_what_tracemalloc_counts():
         gc.enable()
     grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
     kept = STORE.size((KIND, catalog.pk))
-    assert kept == deep_size(snapshots.kept_entry(catalog.pk))
+    # Measured when kept; a lazily filled field may add a few bytes since.
+    assert abs(kept - deep_size(snapshots.kept_entry(catalog.pk))) <= 0.01 * kept
     assert 0.6 * grown <= kept <= 1.5 * grown, (kept, grown)
     assert len(snapshot.tools) == 120
 
