@@ -47,9 +47,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	SECRET_KEY=typecheck-only $(VENV)/bin/mypy .
 
-# Two test processes by default (pytest-xdist, scheduled by tests/scheduling.py):
-# most tests wait on a browser, a worker or a socket. PYTEST_WORKERS=0 runs one.
-PYTEST_WORKERS ?= 2
+# Three test processes by default (pytest-xdist, scheduled by tests/scheduling.py),
+# even on two cores: most tests wait on a browser, a worker or a socket, and the
+# third keeps the cores busy meanwhile (bench/README.md, "The numbers behind the
+# code's choices"). PYTEST_WORKERS=0 runs one.
+PYTEST_WORKERS ?= 3
 
 # The TypeScript package (clients/ts): `npm ci` from its lock file into
 # clients/ts/node_modules (again only when the lock changes; npm keeps its
