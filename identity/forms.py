@@ -13,14 +13,12 @@ from identity.choices import ApiScope
 from identity.services.people import group_choices
 
 
-class PersonForm(ServiceErrorsMixin, forms.Form):
-    """Groups and catalogs; ``username`` only when making a person."""
+class GrantForm(ServiceErrorsMixin, forms.Form):
+    """Groups and catalogs to give, as a person's page and a sign-in claim
+    mapping take them; ``named_by`` (the field naming what is granted) only
+    when making one."""
 
-    username = forms.RegexField(
-        regex=r"^[\w.@+-]{1,150}$",
-        max_length=150,
-        error_messages={"invalid": "Letters, digits and @ . + - _ only."},
-    )
+    named_by = ""
     groups = forms.MultipleChoiceField(
         required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -41,7 +39,7 @@ class PersonForm(ServiceErrorsMixin, forms.Form):
         assert isinstance(groups, forms.MultipleChoiceField)
         groups.choices = [(name, name) for name in group_choices()]
         if not new:
-            del self.fields["username"]
+            del self.fields[self.named_by]
 
     def clean_catalogs(self) -> list[str]:
         value = self.cleaned_data.get("catalogs", "")
@@ -59,6 +57,18 @@ class PersonForm(ServiceErrorsMixin, forms.Form):
         """None: all catalogs (the explicit box); else the slugs given."""
         data = self.cleaned_data
         return None if data["all_catalogs"] else list(data["catalogs"])
+
+
+class PersonForm(GrantForm):
+    """Groups and catalogs; ``username`` only when making a person."""
+
+    named_by = "username"
+    field_order = ["username", "groups", "all_catalogs", "catalogs"]
+    username = forms.RegexField(
+        regex=r"^[\w.@+-]{1,150}$",
+        max_length=150,
+        error_messages={"invalid": "Letters, digits and @ . + - _ only."},
+    )
 
 
 class ApiClientGrantForm(ServiceErrorsMixin, forms.Form):

@@ -15,10 +15,9 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
-from config.forms import ServiceErrorsMixin
 from config.http import request_id
 from config.login import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
-from sso.people import group_choices
+from sso.people import GrantForm
 from sso.policy import is_break_glass, password_login_on
 from sso.services.signin import record_password_sign_in, record_refusal
 
@@ -73,9 +72,11 @@ class AdminSignInForm(PolicyMixin, ThrottledAdminAuthenticationForm):
     """The Django admin's sign-in page, under the same policy (else a way round)."""
 
 
-class MappingForm(ServiceErrorsMixin, forms.Form):
+class MappingForm(GrantForm):
     """A claim value (new mappings), the groups and the catalogs it gives."""
 
+    named_by = "value"
+    field_order = ["value", "groups", "all_catalogs", "catalogs"]
     value = forms.CharField(
         max_length=255,
         label="Claim value",
@@ -86,42 +87,9 @@ class MappingForm(ServiceErrorsMixin, forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text="admin, curator, compliance, approver; the others are roles",
     )
-    all_catalogs = forms.BooleanField(
-        required=False, label="All catalogs (every catalog, now and later)"
-    )
-    catalogs = forms.CharField(
-        required=False,
-        max_length=2000,
-        help_text="Comma-separated slugs, when not all catalogs",
-    )
-
-    def __init__(self, *args: Any, new: bool = True, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        groups = self.fields["groups"]
-        assert isinstance(groups, forms.MultipleChoiceField)
-        groups.choices = [(name, name) for name in group_choices()]
-        if not new:
-            del self.fields["value"]
 
     def clean_value(self) -> str:
         value = str(self.cleaned_data.get("value", ""))
         if value != value.strip() or not value:
             raise ValidationError("value: no spaces at either end")
         return value
-
-    def clean_catalogs(self) -> list[str]:
-        value = self.cleaned_data.get("catalogs", "")
-        return [item.strip() for item in value.split(",") if item.strip()]
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if data.get("all_catalogs") and data.get("catalogs"):
-            self.add_error(
-                "catalogs", "catalogs: leave empty when all catalogs is chosen"
-            )
-        return data
-
-    def chosen_catalogs(self) -> list[str] | None:
-        """None: all catalogs (the explicit box); else the slugs given."""
-        data = self.cleaned_data
-        return None if data["all_catalogs"] else list(data["catalogs"])

@@ -22,15 +22,15 @@ from identity import catalogs
 from identity.access import Access, access_for
 from identity.access_changes import SERVICE_USER_PREFIX, access_changes
 from identity.access_people import Manager, PersonGrant, Refused
+from identity.forms import GrantForm
 from identity.models import UserCatalogAccess
-from identity.services.people import group_choices
 
 __all__ = [
     "SERVICE_USER_PREFIX",
+    "GrantForm",
     "Refused",
     "access_of",
     "existing_catalogs",
-    "group_choices",
     "mapping_refusal",
     "set_grant",
     "system_changes",
