@@ -28,6 +28,8 @@ Two more stay with the idea they serve: ``selection.api.serializers.answer_body`
 (/select's answer built without running ``SelectOutputSerializer``'s fields, held
 to them by tests/selection/test_answer_body.py) and ``catalog.schema_fastpath``
 (jsonschema's metaschema walk skipped for plain tool schemas, held by
-tests/catalog/test_schema_fastpath.py). ``config.jsonparse`` is not a bypass: it
-guards a body (depth, repeated keys, unstorable text) before DRF's parser reads it.
+tests/catalog/test_schema_fastpath.py). Not bypasses: ``config.jsonparse``
+guards a body (depth, repeated keys, unstorable text) before DRF's parser reads
+it, and SQL the ORM cannot say (recursive key chains, advisory locks, pgvector
+searches, the audit sealer's and verifier's statements) stays with its idea.
 """
