@@ -6,13 +6,14 @@ once: who may read or change it (``identity.access``, through the kind's
 ``managed_by``), a name that is not already taken, and the one audit row of each
 change (naming the object, never its secrets: the kind passes only what it may
 show). A kind's own secrets (source headers, webhook secrets) stay in fields of
-its own, encrypted, and no serializer of the kind names them.
+its own, encrypted, which it names in ``secret_fields``: the shared API refuses
+a serializer that would answer with one.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -59,6 +60,9 @@ class CatalogOwned(models.Model):
                 fields=["catalog", "name"], name="%(class)s_unique_name_per_catalog"
             )
         ]
+
+    # The kind's fields that hold its secrets (encrypted): no answer names them.
+    secret_fields: ClassVar[tuple[str, ...]] = ()
 
     def __str__(self) -> str:
         return f"{self.catalog.slug}/{self.name}"

@@ -36,6 +36,7 @@ class Webhook(CatalogOwned):
     previous_secret_encrypted = models.TextField(blank=True, default="")
     previous_secret_until = models.DateTimeField(null=True, blank=True)
     secret_rotated = models.DateTimeField(null=True, blank=True)
+    secret_fields = ("secret_encrypted", "previous_secret_encrypted")
 
     @staticmethod
     def managed_by(access: Access) -> bool:

@@ -49,6 +49,7 @@ class Source(CatalogOwned):
     last_outcome = models.CharField(max_length=200, blank=True, default="")
     last_error = models.TextField(blank=True, default="")
     tool_count = models.PositiveIntegerField(default=0)
+    secret_fields = ("headers_encrypted",)
 
     @staticmethod
     def managed_by(access: Access) -> bool:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 from rest_framework import generics, serializers, status, viewsets
 from rest_framework.permissions import IsAuthenticated
@@ -35,6 +36,23 @@ class OwnedAccess(generics.GenericAPIView):
     input_serializer: ClassVar[type[serializers.Serializer]]
     permission_classes = [IsAuthenticated]
     throttle_classes = [WriteRateThrottle]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A kind's answers never name its secret fields: a serializer that
+        would is refused when the view is defined, before it answers anyone."""
+        super().__init_subclass__(**kwargs)
+        model, answer = getattr(cls, "model", None), cls.serializer_class
+        if model is None or answer is None:
+            return
+        shown = getattr(getattr(answer, "Meta", None), "fields", ())
+        if shown == "__all__":
+            shown = [field.name for field in model._meta.get_fields()]
+        leaked = sorted(set(model.secret_fields) & set(shown))
+        if leaked:
+            raise ImproperlyConfigured(
+                f"{cls.__name__}: {answer.__name__} answers with the secret "
+                f"fields of {model.__name__}: {', '.join(leaked)}"
+            )
 
     def given(self, *, partial: bool = False) -> dict[str, Any]:
         """The request's body, checked by type (400 naming the field)."""
