@@ -75,6 +75,14 @@ class CatalogOwned(models.Model):
 
 
 Owned = TypeVar("Owned", bound=CatalogOwned)
+Row = TypeVar("Row", bound=models.Model)
+
+
+def by_id(rows: QuerySet[Row], object_id: int | str) -> Row | None:
+    """The row of ``rows`` a URL's id names, or None (also for anything that
+    cannot be an id: the same 404 as an unknown one)."""
+    pk = whole_number(str(object_id), MAX_ID)
+    return rows.filter(pk=pk).first() if pk is not None else None
 
 
 def noun(model: type[CatalogOwned]) -> str:
@@ -103,14 +111,8 @@ def get_owned_for_user(model: type[Owned], user: Any, object_id: int | str) -> O
     of a catalog the caller cannot see, is the same 404 as an unknown one)."""
     access = access_for(user)
     visible = Catalog.objects.visible_to(access)
-    pk = whole_number(str(object_id), MAX_ID)
-    found = (
-        model._default_manager.filter(pk=pk, catalog__in=visible)
-        .select_related("catalog")
-        .first()
-        if pk is not None
-        else None
-    )
+    rows = model._default_manager.filter(catalog__in=visible)
+    found = by_id(rows.select_related("catalog"), object_id)
     if found is None:
         raise Http404(f"{noun(model)}: no such {noun(model)}")
     if not model.managed_by(access):

@@ -9,14 +9,8 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404
 
-from catalog.owned import get_owned_for_user
-from config.params import MAX_ID, whole_number
+from catalog.owned import by_id, get_owned_for_user
 from notify.models import Delivery, Webhook
-
-
-def _row_id(value: int | str) -> int | None:
-    """A row id from a URL, or None for anything that cannot be one."""
-    return whole_number(str(value), MAX_ID)
 
 
 def get_webhook_for_user(user: Any, webhook_id: int | str) -> Webhook:
@@ -32,14 +26,8 @@ def deliveries_of(webhook: Webhook, status: str = "") -> QuerySet[Delivery]:
 
 
 def get_delivery(webhook: Webhook, delivery_id: int | str) -> Delivery:
-    pk = _row_id(delivery_id)
-    delivery = (
-        Delivery.objects.filter(pk=pk, webhook=webhook)
-        .select_related("webhook__catalog")
-        .first()
-        if pk is not None
-        else None
-    )
+    rows = Delivery.objects.filter(webhook=webhook)
+    delivery = by_id(rows.select_related("webhook__catalog"), delivery_id)
     if delivery is None:
         raise Http404("delivery: no such delivery of this webhook")
     return delivery
