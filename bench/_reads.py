@@ -2,12 +2,14 @@
 one catalog beside one that sees every catalog, over HTTP on one server.
 
 The one catalog (``home``) is the largest tenant, so its tool list has a second
-page. It holds a page and a half of jobs and of reviews, every other catalog two
+page. It holds two full pages of jobs and of reviews, every other catalog two
 of each, written as rows (nothing here runs a job or decides a review); its audit
 events are the bench's own searches. Each read is asked in turns by the two keys
 of a scope (agent keys for ``/mcp`` and the catalogs and tools, curator keys for
 jobs and reviews, compliance keys for the audit log), each going first every
 other round; a list's next page is the URL its first page's ``next`` names.
+A key of one catalog lists one catalog, so the catalogs list is also read by a
+key of ``FULL`` catalogs (a full page) beside the key of them all.
 Client-measured, httpx, keep-alive.
 """
 
@@ -22,12 +24,13 @@ import httpx
 import numpy as np
 
 PAGE = 50  # the API's page size (REST_FRAMEWORK PAGE_SIZE)
-HOME_ROWS = PAGE + PAGE // 2  # jobs and reviews in the one catalog: two pages
+HOME_ROWS = 2 * PAGE + 10  # jobs and reviews in the one catalog: two full pages
 OTHER_ROWS = 2
 NAMES = 5  # tools get_tool_details asks for
 MODERN = "2026-07-28"
 HANDSHAKE = "2025-11-25"
 SCOPES = ("agent", "curator", "compliance")
+FULL = PAGE  # catalogs of the key whose catalogs list is one full page
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ def prepare(tenants: list[Any], specs: dict[str, list], key_for: Callable) -> Pl
     for scope in SCOPES:
         keys[(scope, "1")] = key_for(f"reads-{scope}-1", [home.slug], scope)
         keys[(scope, "all")] = key_for(f"reads-{scope}-all", slugs, scope)
+    keys[("agent", "full")] = key_for("reads-agent-full", slugs[:FULL], "agent")
     return Plan(home.slug, names, keys, len(tenants))
 
 
@@ -131,9 +135,12 @@ class Reader:
             raise SystemExit(f"{read}: {response.text[:400]}")
         return answer["result"]
 
-    def rest(self, read: str, seen: str, scope: str, path: str) -> None:
-        """A list's first page and the page its ``next`` names."""
-        key = self.plan.keys[(scope, seen)]
+    def rest(
+        self, read: str, seen: str, scope: str, path: str, keyed: str = ""
+    ) -> None:
+        """A list's first page and the page its ``next`` names (``keyed``: the
+        key of that many catalogs asks, in ``seen``'s place)."""
+        key = self.plan.keys[(scope, keyed or seen)]
         headers = {"Authorization": f"Bearer {key}"}
         url = f"{self.url}/api/v1/{path}"
         page = self._timed(read, seen, lambda: self.client.get(url, headers=headers))
@@ -168,6 +175,9 @@ class Reader:
                 read = f"tools/list, a search's cursor ({era})"
                 self.mcp(read, seen, "tools/list", listed, version)
         self.rest("GET catalogs", seen, "agent", "catalogs")
+        full = "full" if seen == "1" else ""
+        read = f"GET catalogs (left: a key of {FULL})"
+        self.rest(read, seen, "agent", "catalogs", full)
         self.rest("GET tools", seen, "agent", "tools")
         self.rest("GET tools of a catalog", seen, "agent", f"tools?catalog={home}")
         self.rest("GET jobs", seen, "curator", "jobs")
