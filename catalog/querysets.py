@@ -183,7 +183,9 @@ class _CountedCatalogs(ModelIterable):
             seen, any_of("catalog__id", [c.pk for c in catalogs])
         )
         rows = tools.order_by().values("catalog_id").annotate(**counts)
-        found = {row["catalog_id"]: row for row in rows} if catalogs else {}
+        found: dict[int, dict[str, Any]] = {}
+        if catalogs:
+            found = {row["catalog_id"]: dict(row) for row in rows}
         for catalog in catalogs:
             row = found.get(catalog.pk, {})
             for name in TOOL_COUNTS:

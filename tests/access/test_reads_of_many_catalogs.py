@@ -44,7 +44,7 @@ def catalogs(db: None) -> list[str]:
         spec = tool_to_spec(hidden)
         spec.allowed_roles = ["ops"]  # a change that hides it from agents
         update_tool(hidden, spec, actor=None)
-    first = Catalog.objects.get(slug=slugs[50]).tools.order_by("id").first()
+    first = Catalog.objects.get(slug=slugs[50]).tools.order_by("id")[0]
     set_tool_status(first, "deprecated", actor=None)
     return slugs
 
