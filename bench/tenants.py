@@ -9,7 +9,8 @@ Run (one line; ``make bench-tenants``):
 
 Options: ``--counts 1,50,200,500`` (catalogs in the mix), ``--requests N`` (300 a
 mix), ``--warmup N`` (30), ``--calls N`` (100 rounds of calls by name),
-``--simulate 2000`` (catalogs of the simulated rows), ``--tight-mb 16``, ``--keep``.
+``--simulate 2000`` (catalogs of the simulated rows), ``--tight-mb 16``,
+``--reads N`` (40 rounds of reads; 0: none), ``--keep``.
 
 The tenants (``bench/_tenants.py``): catalogs of 8 to 150 tools (median 25) cut
 from the dev sets' tools, vectors written as the embedding job writes them. The
@@ -31,6 +32,12 @@ catalog is found by name) and by ``POST /api/v1/tool-calls/execute``, in turns b
 a key that sees that catalog alone and by one that sees every catalog. The tool
 has no source, so each call is resolved, checked, refused with a 409 ("no source
 to run it") and audited: everything a call costs before its upstream.
+
+Reads (``bench/_reads.py``, on a server of their own): every read a key makes,
+``/mcp`` ``search_tools``, ``get_tool_details`` and ``tools/list`` (both eras) and
+the REST lists (catalogs, tools, jobs, reviews, the audit log; first page and the
+next), in turns by a key that sees the largest catalog alone and one that sees
+every catalog.
 
 The simulated rows replay a Zipf mix of ten requests a catalog over
 ``--simulate`` catalogs against the process's store (``selection.adapters.kept``)
@@ -61,7 +68,7 @@ import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from bench import _tenants  # noqa: E402
+from bench import _reads, _tenants  # noqa: E402
 from bench import speed as sp  # noqa: E402  (sets up Django)
 from bench._loadstack import gunicorn  # noqa: E402
 from catalog.models import Catalog  # noqa: E402
@@ -101,9 +108,9 @@ def clean_up() -> None:
         client.user.delete()
 
 
-def key_for(name: str, slugs: list[str]) -> str:
+def key_for(name: str, slugs: list[str], scope: str = "agent") -> str:
     _, key = create_api_client(
-        f"{KEY_PREFIX}-{name}", "agent", catalogs=slugs, rate_limit_per_minute=0
+        f"{KEY_PREFIX}-{name}", scope, catalogs=slugs, rate_limit_per_minute=0
     )
     return key
 
@@ -248,6 +255,25 @@ def calls_row(
     return {"samples": found, "keys": list(keys), "load": "-".join(loads)}
 
 
+def reads_row(
+    args: argparse.Namespace,
+    tenants: list[Any],
+    specs: dict[str, list],
+    pools: dict[str, Any],
+) -> tuple[_reads.Reader, str]:
+    """Every read a key makes, for a key of one catalog and one of all of them,
+    on a fresh server (``bench/_reads.py``), with the load before and after."""
+    plan = _reads.prepare(tenants, specs, key_for)
+    home = next(t for t in tenants if t.slug == plan.home)
+    queries = list(pools[home.dataset])[:50]
+    say(f"reads: {plan.home} and all {len(tenants)} catalogs (load {load()})")
+    with gunicorn(2, args.logs) as web:
+        loads = [load()]
+        reader = _reads.run(web.url, plan, queries, args.reads, 5)
+        loads.append(load())
+    return reader, "-".join(loads)
+
+
 def mcp_call(tool: str, number: int) -> dict[str, Any]:
     return {
         "jsonrpc": "2.0",
@@ -355,6 +381,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--simulate", type=int, default=2000)
     parser.add_argument("--tight-mb", type=int, default=16)
+    parser.add_argument("--reads", type=int, default=40)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",")]
@@ -379,6 +406,7 @@ def main(argv: list[str]) -> int:
             rows.append(mix_row(max(counts), args, tenants, pools, args.tight_mb))
         say(f"calls by name: {held[1]} of {held[0].slug} (load {load()})")
         calls = calls_row(args, tenants, held)
+        reads = reads_row(args, tenants, specs, pools) if args.reads else None
         total = 10 * args.simulate  # every catalog asked, the first ones often
         simulated = [
             simulate(args.simulate, total, fit, mb)
@@ -398,6 +426,9 @@ def main(argv: list[str]) -> int:
     )
     print(f"\n### Calls by name ({args.calls} rounds)\n")
     print(calls_table(calls))
+    if reads is not None:
+        print(f"\n### Reads ({args.reads} rounds)\n")
+        print(_reads.table(reads[0]) + f"\n\nload during the reads: {reads[1]}")
     return 0
 
 

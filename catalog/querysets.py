@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
+from django.db.models.query import ModelIterable
 
 from catalog.naming import look
 from config.lookups import any_of
@@ -121,20 +122,15 @@ class CatalogQuerySet(models.QuerySet):
         return set(self.filter(slug__in=list(slugs)).values_list("slug", flat=True))
 
     def with_counts(self, who: Any) -> CatalogQuerySet:
-        """Annotate tool counts (in all, by status, by embedding status) of the
-        tools the caller may see: even a count never tells of a hidden tool.
-        Ordered by slug again: a grouped query drops the model's ordering, and a
-        page of an unordered list may repeat or skip catalogs."""
-        seen = _visible_tools_q(_access(who), prefix="tools__")
-        count: dict[str, Any] = {"tool_count": Count("tools", filter=seen)}
-        for status in ("active", "disabled", "deprecated", HELD):
-            only = seen & Q(tools__status=status)
-            count[f"status_{status}"] = Count("tools", filter=only)
-        for state in ("pending", "ready", "failed"):
-            only = seen & Q(tools__embedding_status=state)
-            count[f"embedding_{state}"] = Count("tools", filter=only)
-        # Meta.ordering is not applied to a grouped query: keep pages stable.
-        return self.annotate(**count).order_by("slug")
+        """Each catalog read with its tool counts (in all, by status, by embedding
+        status) of the tools the caller may see: even a count never tells of a
+        hidden tool. Counted for the rows read only (a page), in one grouped
+        query, so a page costs the same whatever the caller sees; ordered by
+        slug, so pages never repeat or skip catalogs."""
+        counted = type("Counted", (_CountedCatalogs,), {"access": _access(who)})
+        catalogs = self.order_by("slug")
+        catalogs._iterable_class = counted
+        return catalogs
 
     def embedding_backlog(self) -> list[dict[str, Any]]:
         """Each catalog's tools waiting for their vectors (``pending``) and whether
@@ -158,6 +154,43 @@ class CatalogQuerySet(models.QuerySet):
                 "slug", "pending", "some", "active_embedding_model"
             )
         ]
+
+
+# The counts ``with_counts`` sets on each catalog: the attribute, and the
+# condition on a tool (beside the caller's sight) it counts.
+TOOL_COUNTS: dict[str, Q] = {
+    "tool_count": Q(),
+    **{f"status_{s}": Q(status=s) for s in ("active", "disabled", "deprecated", HELD)},
+    **{f"embedding_{s}": Q(embedding_status=s) for s in ("pending", "ready", "failed")},
+}
+
+
+class _CountedCatalogs(ModelIterable):
+    """Catalogs as read, each with ``TOOL_COUNTS`` of the tools ``access`` sees:
+    one grouped query over the rows read (``CatalogQuerySet.with_counts``)."""
+
+    access: Access
+
+    def __iter__(self) -> Iterator[Any]:
+        from catalog.models import Tool
+
+        catalogs = list(super().__iter__())
+        seen = _visible_tools_q(self.access)
+        counts = {
+            f"n_{name}": Count("pk", filter=only) for name, only in TOOL_COUNTS.items()
+        }
+        tools = Tool.objects.filter(
+            seen, any_of("catalog__id", [c.pk for c in catalogs])
+        )
+        rows = tools.order_by().values("catalog_id").annotate(**counts)
+        found: dict[int, dict[str, Any]] = {}
+        if catalogs:
+            found = {row["catalog_id"]: dict(row) for row in rows}
+        for catalog in catalogs:
+            row = found.get(catalog.pk, {})
+            for name in TOOL_COUNTS:
+                setattr(catalog, name, row.get(f"n_{name}", 0))
+        return iter(catalogs)
 
 
 class ToolQuerySet(models.QuerySet):
@@ -320,7 +353,7 @@ class ToolReviewQuerySet(models.QuerySet):
             return self.none()
         if access.catalogs is None:
             return self
-        return self.filter(catalog__slug__in=access.catalogs)
+        return self.filter(any_of("catalog__slug", access.catalogs))
 
     def waiting(self) -> ToolReviewQuerySet:
         return self.filter(state="pending")

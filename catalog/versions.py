@@ -18,13 +18,15 @@ the catalog's own version, so nothing cached outlives any change.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
+from functools import reduce
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Max, Q
 
 from catalog.models import Catalog, Tool, ToolChange
 from catalog.querysets import seen_q
@@ -56,34 +58,51 @@ def visible_version(catalog: Catalog, sight: Sight) -> int:
     """The catalog's version as a reader of ``sight`` is told it; read once per
     catalog version and sight in a process (and update time: a version number
     a rolled back change had used may come again)."""
+    return visible_versions([catalog], sight)[catalog.pk]
+
+
+def visible_versions(catalogs: list[Catalog], sight: Sight) -> dict[int, int]:
+    """``visible_version`` of each catalog (by id): those not kept yet read in
+    two grouped queries, however many there are (a page of the catalogs API)."""
     if sight == WHOLE:
-        return int(catalog.version)
-    key = (catalog.pk, int(catalog.version), catalog.updated.isoformat(), sight)
+        return {catalog.pk: int(catalog.version) for catalog in catalogs}
+    keys = {catalog.pk: _key(catalog, sight) for catalog in catalogs}
     with _lock:
-        found = _kept.get(key)
-    if found is not None:
+        found = {pk: _kept[key] for pk, key in keys.items() if key in _kept}
+    missing = {c.pk: int(c.version) for c in catalogs if c.pk not in found}
+    if not missing:
         return found
-    found = _computed(catalog, sight)
+    roles, unsafe = sight
+    # A change committed since a catalog was read is its next version's.
+    shown = _latest(Tool, "changed_version", missing, seen_q(roles, unsafe))
+    hides = seen_q(roles, unsafe, prefix="before__") & Q(hides=True)
+    hidden = _latest(ToolChange, "catalog_version", missing, hides)
     with _lock:
-        _kept[key] = found
+        for pk in missing:
+            found[pk] = max(1, int(shown.get(pk) or 0), int(hidden.get(pk) or 0))
+            _kept[keys[pk]] = found[pk]
         while len(_kept) > KEPT:
             _kept.popitem(last=False)
     return found
 
 
-def _computed(catalog: Catalog, sight: Sight) -> int:
-    roles, unsafe = sight
-    upto = int(catalog.version)  # a change committed since is the next version's
-    tools = Tool.objects.filter(catalog_id=catalog.pk, changed_version__lte=upto)
-    shown = tools.filter(seen_q(roles, unsafe)).aggregate(v=Max("changed_version"))
-    hidden = (
-        ToolChange.objects.filter(
-            catalog_id=catalog.pk, hides=True, catalog_version__lte=upto
-        )
-        .filter(seen_q(roles, unsafe, prefix="before__"))
-        .aggregate(v=Max("catalog_version"))
+def _key(catalog: Catalog, sight: Sight) -> tuple[int, int, str, Sight]:
+    return (catalog.pk, int(catalog.version), catalog.updated.isoformat(), sight)
+
+
+def _latest(
+    model: Any, column: str, upto: dict[int, int], condition: Q, field: str = ""
+) -> dict[int, Any]:
+    """Per catalog id of ``upto``, the highest ``field`` (default ``column``) of
+    its rows that meet ``condition`` and whose ``column`` is at most that
+    catalog's bound: one grouped query."""
+    within = reduce(
+        operator.or_,
+        (Q(catalog_id=pk, **{f"{column}__lte": bound}) for pk, bound in upto.items()),
     )
-    return max(1, int(shown["v"] or 0), int(hidden["v"] or 0))
+    rows = model.objects.filter(within, condition).order_by().values("catalog_id")
+    rows = rows.annotate(most=Max(field or column))
+    return {row["catalog_id"]: row["most"] for row in rows}
 
 
 @dataclass(frozen=True)
@@ -98,22 +117,26 @@ def seen_by(catalog: Catalog, access: Access) -> Seen:
     """The catalog's version and update time for ``access`` (the catalogs API
     and page): its own for a reader of every tool; else the time of the last
     change the reader could see (the catalog's creation when none)."""
+    return seen_by_each([catalog], access)[catalog.pk]
+
+
+def seen_by_each(catalogs: list[Catalog], access: Access) -> dict[int, Seen]:
+    """``seen_by`` of each catalog (by id), in a few grouped queries however
+    many catalogs there are: a page costs the same whatever the reader sees."""
     sight = sight_of(access)
-    if sight == WHOLE:
-        return Seen(int(catalog.version), catalog.updated)
+    if sight == WHOLE or not catalogs:
+        return {c.pk: Seen(int(c.version), c.updated) for c in catalogs}
     roles, unsafe = sight
-    version = visible_version(catalog, sight)
-    tools = Tool.objects.filter(catalog_id=catalog.pk, changed_version__lte=version)
-    times: list[Any] = [
-        tools.filter(seen_q(roles, unsafe)).aggregate(t=Max("updated"))["t"],
-        ToolChange.objects.filter(
-            catalog_id=catalog.pk, hides=True, catalog_version__lte=version
-        )
-        .filter(seen_q(roles, unsafe, prefix="before__"))
-        .aggregate(t=Max("created"))["t"],
-        catalog.created,
-    ]
-    return Seen(version, max(t for t in times if t is not None))
+    versions = visible_versions(catalogs, sight)
+    shown = _latest(Tool, "changed_version", versions, seen_q(roles, unsafe), "updated")
+    hides = seen_q(roles, unsafe, prefix="before__") & Q(hides=True)
+    hidden = _latest(ToolChange, "catalog_version", versions, hides, "created")
+    seen = {}
+    for catalog in catalogs:
+        times = (shown.get(catalog.pk), hidden.get(catalog.pk), catalog.created)
+        latest = max(t for t in times if t is not None)
+        seen[catalog.pk] = Seen(versions[catalog.pk], latest)
+    return seen
 
 
 def hides(before: dict[str, Any] | None, after: dict[str, Any] | None) -> bool:

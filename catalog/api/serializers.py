@@ -22,7 +22,7 @@ from catalog.sizes import (
     size_problem,
 )
 from catalog.spec import SpecError, ToolSpec, spec_from_dict
-from catalog.versions import Seen, seen_by
+from catalog.versions import Seen, seen_by, seen_by_each
 from config.strict import StrictFieldsMixin
 from identity.access import access_for
 from jobs.models import Job
@@ -34,6 +34,19 @@ def check_stored_size(name: str, value: Any, limit: int = MAX_STORED_CHARS) -> N
     problem = size_problem(name, value, limit)
     if problem:
         raise serializers.ValidationError(problem)
+
+
+class CatalogListSerializer(serializers.ListSerializer):
+    """A page of catalogs: what its reader is told of each (``seen_by_each``)
+    read for the whole page at once, not catalog by catalog."""
+
+    def to_representation(self, data: Any) -> list[Any]:
+        catalogs = list(data)
+        request = self.context.get("request")
+        if request is not None:
+            seen = seen_by_each(catalogs, access_for(request.user))
+            self.child._seen_kept.update(seen)  # type: ignore[union-attr]
+        return super().to_representation(catalogs)
 
 
 class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
@@ -60,6 +73,7 @@ class CatalogSerializer(StrictFieldsMixin, serializers.ModelSerializer):
             "updated",
         ]
         read_only_fields = ["version", "active_embedding_model", "created", "updated"]
+        list_serializer_class = CatalogListSerializer
 
     def get_version(self, obj: Catalog) -> int:
         return self._seen(obj).version

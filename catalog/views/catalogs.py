@@ -15,7 +15,7 @@ from catalog.forms import CatalogForm
 from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
 from catalog.services.embeddings import start_reindex
-from catalog.versions import seen_by
+from catalog.versions import seen_by_each
 from catalog.views.common import writer_required
 from config.http import request_id
 from config.pages import acting_user, render_page
@@ -52,8 +52,9 @@ def catalog_list(request: HttpRequest) -> HttpResponse:
                 return redirect("console:catalog-list")
     access = access_for(request.user)
     catalogs = list(Catalog.objects.visible_to(access).with_counts(access))
+    seen = seen_by_each(catalogs, access)
     for catalog in catalogs:  # its version as this reader is told it
-        catalog.seen = seen_by(catalog, access)  # type: ignore[attr-defined]
+        catalog.seen = seen[catalog.pk]  # type: ignore[attr-defined]
     context = {"catalogs": catalogs, "form": form, "formats": FORMATS}
     return render_page(request, "catalog/catalog_list.html", context)
 
