@@ -22,12 +22,10 @@ from typing import Any
 from django.db import transaction
 
 from audit.actors import Actor
-from audit.choices import EventType
-from audit.services import record_event
 from catalog.models import Tool
 from sources.mapping import upstream_hash
 from sources.models import Source, SourceTool
-from sources.services import require_manager
+from sources.services import record_change, require_manager
 
 
 def link_tools(
@@ -69,18 +67,6 @@ def _link(source: Source, tool: Tool, upstream: dict[str, Any]) -> str:
 def _event(
     source: Source, names: list[str], actor: Actor, request_id: uuid.UUID | None
 ) -> None:
-    record_event(
-        EventType.SOURCE_CHANGED,
-        actor=actor,
-        request_id=request_id,
-        catalog_slug=source.catalog.slug,
-        catalog_version=source.catalog.version,
-        summary=f"source {source.name!r}: link {len(names)} existing tools",
-        input={
-            "action": "link",
-            "source": source.name,
-            "kind": source.kind,
-            "tools": names,
-        },
-        output={"source_id": source.pk},
-    )
+    summary = f"source {source.name!r}: link {len(names)} existing tools"
+    details = {"action": "link", "source": source.name, "kind": source.kind}
+    record_change(source, actor, request_id, summary, {**details, "tools": names})

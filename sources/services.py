@@ -199,6 +199,17 @@ def _event(
         # Names only: the values never leave sources.secrets.
         details["headers_dropped"] = dropped
         summary += f" (the url's origin changed: headers {', '.join(dropped)} dropped)"
+    record_change(source, actor, request_id, summary, details)
+
+
+def record_change(
+    source: Source,
+    actor: Actor,
+    request_id: uuid.UUID | None,
+    summary: str,
+    details: dict[str, Any],
+) -> None:
+    """The audit row of a change to ``source`` (``details``: what changed)."""
     record_event(
         EventType.SOURCE_CHANGED,
         actor=actor,
