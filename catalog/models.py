@@ -47,6 +47,17 @@ class Catalog(models.Model):
         return self.slug
 
 
+# What Quiver keeps about a tool beside its definition; no caller writes these.
+TOOL_BOOKKEEPING = (
+    "embedding_status",
+    "embedding_error",
+    "created",
+    "updated",
+    "created_by",
+    "updated_by",
+)
+
+
 class Tool(models.Model):
     """One tool: the canonical definition (schema kept verbatim) and its metadata."""
 
