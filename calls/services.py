@@ -268,7 +268,7 @@ def _record_fault(call: CallRecord) -> None:
     """The outcome of a claimed call that broke inside Quiver (best effort: if
     even this cannot be written, the sweep says ``interrupted``)."""
     try:
-        finish(call, "failed", FAULT)
+        finish(call, Ended("failed", FAULT))
     except DatabaseError:
         log.warning("tool call %s: its fault could not be recorded", call.call_id)
 
