@@ -14,7 +14,6 @@ left, so the server never sees it."""
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable
 from typing import Any
 
 import httpcore2
@@ -73,14 +72,9 @@ class OneWriteBackend(httpcore2.AsyncNetworkBackend):
         return OneWriteStream(stream)
 
     async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[Any] | None = None,
+        self, path: str, *args: Any, **options: Any
     ) -> httpcore2.AsyncNetworkStream:
-        stream = await self.inner.connect_unix_socket(
-            path, timeout=timeout, socket_options=socket_options
-        )
+        stream = await self.inner.connect_unix_socket(path, *args, **options)
         return OneWriteStream(stream)
 
     async def sleep(self, seconds: float) -> None:
