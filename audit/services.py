@@ -1,17 +1,21 @@
 """Writing and checking the audit log.
 
-``record_event`` appends a row in the caller's transaction and nothing more: no lock,
-no read of the chain's head, so concurrent selections never wait on each other. The
-row commits or rolls back with the change it records. The sealer (audit.sealing)
-gives it its place in the chain and its keyed hash within a bounded delay, and every
-read of the chain's integrity (verify, archive) seals first.
+``record_event`` is the one way a row enters the log. It appends a row in the
+caller's transaction and nothing more: no lock, no read of the chain's head, so
+concurrent selections never wait on each other. The row commits or rolls back with
+the change it records. ``soon=True`` lets its COMMIT run beside the caller
+(audit.writer; the caller waits on the handle before sending what it records), and
+``many`` appends a bulk import's rows in one ``COPY``. The sealer (audit.sealing)
+gives each row its place in the chain and its keyed hash within a bounded delay,
+and every read of the chain's integrity (verify, archive) seals first.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Required, TypedDict, Unpack
+from collections.abc import Sequence
+from typing import Any, Literal, Required, TypedDict, Unpack, overload
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
@@ -22,16 +26,16 @@ from audit.models import AuditEvent
 from audit.sealing import seal_and_checkpoint, seal_pending
 from audit.verify import ChainCheck, Damage, parse_since, verify_chain
 from audit.writer import PendingEvent, insert, send_soon
-from config.copy_rows import copy_insert
+from config.fast.copy_rows import copy_insert
 
 __all__ = [
     "ChainCheck",
     "Damage",
     "EventFields",
+    "EventRow",
+    "PendingEvent",
     "parse_since",
     "record_event",
-    "record_event_soon",
-    "record_events",
     "seal_and_checkpoint",
     "seal_pending",
     "verify_chain",
@@ -44,8 +48,7 @@ def _plain(value: dict[str, Any]) -> Any:
 
 
 class EventFields(TypedDict, total=False):
-    """What an audit event records besides its type: the keywords of
-    ``record_event`` and ``record_event_soon``."""
+    """What an audit event records besides its type: ``record_event``'s keywords."""
 
     actor: Required[Any]
     request_id: Required[uuid.UUID | None]
@@ -57,21 +60,65 @@ class EventFields(TypedDict, total=False):
     selection_id: uuid.UUID | None
 
 
-def record_event(event_type: str, **fields: Unpack[EventFields]) -> AuditEvent:
+class EventRow(TypedDict):
+    """One row of ``record_event(..., many=...)``: what differs between a bulk
+    import's rows."""
+
+    summary: str
+    input: dict[str, Any]
+    output: dict[str, Any]
+
+
+@overload
+def record_event(
+    event_type: str, *, soon: Literal[False] = False, **fields: Unpack[EventFields]
+) -> AuditEvent: ...
+
+
+@overload
+def record_event(
+    event_type: str, *, soon: Literal[True], **fields: Unpack[EventFields]
+) -> PendingEvent: ...
+
+
+@overload
+def record_event(
+    event_type: str,
+    *,
+    actor: Any,
+    request_id: uuid.UUID | None,
+    catalog_slug: str,
+    catalog_version: int,
+    many: Sequence[EventRow],
+) -> int: ...
+
+
+def record_event(
+    event_type: str,
+    *,
+    soon: bool = False,
+    many: Sequence[EventRow] | None = None,
+    **fields: Any,
+) -> AuditEvent | PendingEvent | int:
     """Append one unsealed event, inside the caller's transaction if any (a single
-    INSERT, made once per process: it needs no savepoint of its own)."""
+    INSERT, made once per process: it needs no savepoint of its own).
+
+    ``soon``: its COMMIT may run beside the caller (audit.writer); the caller must
+    ``wait()`` on the handle before it sends anything the row records. In a
+    transaction the row is written in it at once. Its JSON is encoded once, into
+    the INSERT (the same text ``_plain`` would give).
+
+    ``many``: one row per item, the other keywords shared, all in one ``COPY``
+    (a bulk import's changes); gives back how many.
+    """
+    if many is not None:
+        return _record_many(event_type, many, **fields)
+    if soon:
+        return send_soon(_event(event_type, fields, plain=False))
     return insert(_event(event_type, fields, plain=True))
 
 
-def record_event_soon(event_type: str, **fields: Unpack[EventFields]) -> PendingEvent:
-    """``record_event`` whose COMMIT may run beside the caller (audit.writer): the
-    caller must ``wait()`` on the handle before it sends anything the row records.
-    In a transaction the row is written in it at once. Its JSON is encoded once,
-    into the INSERT (the same text ``_plain`` would give)."""
-    return send_soon(_event(event_type, fields, plain=False))
-
-
-def _event(event_type: str, fields: EventFields, *, plain: bool) -> AuditEvent:
+def _event(event_type: str, fields: dict[str, Any], *, plain: bool) -> AuditEvent:
     """The row; ``plain``: its JSON values as they will read back (dates and UUIDs
     made text), for callers that keep using the returned object."""
     actor = fields["actor"]
@@ -91,28 +138,32 @@ def _event(event_type: str, fields: EventFields, *, plain: bool) -> AuditEvent:
     )
 
 
-def record_events(
-    events: list[dict[str, Any]], *, actor: Any, request_id: uuid.UUID | None = None
+def _record_many(
+    event_type: str,
+    rows: Sequence[EventRow],
+    *,
+    actor: Any,
+    request_id: uuid.UUID | None,
+    catalog_slug: str,
+    catalog_version: int,
 ) -> int:
-    """Append many unsealed events in one statement (a bulk import's changes), in
-    the caller's transaction; each dict holds ``event_type``, ``catalog_slug``,
-    ``catalog_version``, ``summary``, ``input`` and ``output``."""
+    """``rows`` appended in one statement, in the caller's transaction."""
     now = timezone.now()
-    rows = [
+    events = [
         AuditEvent(
-            event_type=event["event_type"],
+            event_type=event_type,
             actor=stored_user(actor),
             actor_name=actor_name(actor),
             request_id=request_id or uuid.uuid4(),
-            catalog_slug=event.get("catalog_slug", ""),
-            catalog_version=event.get("catalog_version", 0),
-            summary=str(event.get("summary", ""))[:300],
-            input=with_acting_for(actor, event["input"]),
-            output=event["output"],
+            catalog_slug=catalog_slug,
+            catalog_version=catalog_version,
+            summary=str(row["summary"])[:300],
+            input=with_acting_for(actor, row["input"]),
+            output=row["output"],
             created=now,
         )
-        for event in events
+        for row in rows
     ]
     # One COPY; the JSON is written as the field's encoder makes it, as _plain.
-    copy_insert(rows)
-    return len(rows)
+    copy_insert(events)
+    return len(events)

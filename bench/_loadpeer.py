@@ -96,10 +96,10 @@ def in_process_cpu_ms(
     from selection.adapters.snapshots import get_snapshot
     from selection.engine.engine import select
     from selection.engine.types import SelectionRequest
-    from selection.services.select import semantic_for
+    from selection.services.select import NamedSnapshot, semantic_for
 
     catalog = Catalog.objects.get(slug=slug)
-    snapshot_and_names = get_snapshot(catalog)
+    named = NamedSnapshot(*get_snapshot(catalog))
     local_static_encoder(wait=True)  # as the web's warm-up: loaded before timing
     web = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=authorization)
 
@@ -107,8 +107,8 @@ def in_process_cpu_ms(
         request = SelectionRequest(query=text, roles=(), visible_roles=())
         request = dataclasses.replace(request, visible_unsafe=False)
         began = time.thread_time()
-        pool, vector = semantic_for(catalog, snapshot_and_names, request)
-        select(snapshot_and_names[0], request, semantic=pool, vector=vector)
+        pool, vector = semantic_for(catalog, named, request)
+        select(named.snapshot, request, semantic=pool, vector=vector)
         return (time.thread_time() - began) * 1000
 
     def whole(text: str) -> float:

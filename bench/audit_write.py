@@ -42,7 +42,6 @@ from audit.services import (  # noqa: E402
     EventFields,
     PendingEvent,
     record_event,
-    record_event_soon,
 )
 from audit.writer import close_all  # noqa: E402
 
@@ -74,7 +73,7 @@ def _record() -> None:
 
 
 def _record_soon() -> PendingEvent:
-    return record_event_soon("selection", **_row())
+    return record_event("selection", soon=True, **_row())
 
 
 def _render(ms: float) -> None:

@@ -1,15 +1,15 @@
 """A call's input (POST /tool-calls/execute, MCP ``call_tool`` and a tool called
 by its own name): ``CallInputSerializer``'s rules, and ``call_input``, which reads
-a plain body without DRF's field machinery (``config.plain_input``, as /select's
+a plain body without DRF's field machinery (``config.fast.plain_input``, as /select's
 input is read; DRF built and ran a field object per field on every call).
 
 ``call_input`` first looks at the body as it is: a name and a catalog their own
-fields keep as they are (checked by ``config.plain_input`` from the fields),
+fields keep as they are (checked by ``config.fast.plain_input`` from the fields),
 arguments that are an object within the stored size, and no selection or
 approval id (those are for the serializer's UUID field to read): it returns
 exactly the serializer's validated data. Anything else goes to the serializer,
 which accepts it or refuses it naming the field, in its own words; the plain
-path never refuses anything. ``tests/calls/test_call_input.py`` holds both paths
+path never refuses anything. ``tests/fastpath/test_parity.py`` holds both paths
 to the same answer."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rest_framework.utils import json as drf_json
 
 from catalog.api.serializers import check_stored_size
 from catalog.sizes import size_problem
-from config.plain_input import DEFER, plain_checks, read_plainly, validated
+from config.fast.plain_input import DEFER, plain_checks, read_plainly, validated
 from config.strict import StrictFieldsMixin
 
 

@@ -1,5 +1,5 @@
 """The rows a tool call is decided on, read in one statement whose SQL is made once
-per process (``config.rows``): the catalog by its slug, its selection settings'
+per process (``config.fast.rows``): the catalog by its slug, its selection settings'
 row (the policy check's snapshot is keyed by their version) and its tools of the
 called name (by name or by the provider-safe name the model was shown: the one
 tool holding the name's look, ``catalog.names``), with its source link, source
@@ -27,7 +27,7 @@ from django.http import Http404
 from catalog.models import Catalog, Tool, ToolName
 from catalog.names import ambiguous
 from catalog.naming import look
-from config.rows import Columns, column, fetch_all, split
+from config.fast.rows import Columns, column, fetch_all, split
 from identity.access import Access
 from selection.models import SelectionSettings
 from selection.querysets import StoredSettings

@@ -1,5 +1,5 @@
 """The catalog's reads on every API request, their SQL made once per process
-(config.rows): a catalog by slug, a catalog's tools by name.
+(config.fast.rows): a catalog by slug, a catalog's tools by name.
 
 Each reads the current row on every call, as the queryset it replaces did: nothing
 here is cached across requests, so a new catalog version counts from the very next
@@ -13,7 +13,7 @@ from django.db import connection
 
 from catalog.models import Catalog, Tool
 from catalog.spec import ToolSpec
-from config.rows import Columns, column, fetch_all, fetch_one
+from config.fast.rows import Columns, column, fetch_all, fetch_one
 
 
 @functools.cache

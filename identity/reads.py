@@ -1,5 +1,5 @@
-"""The key's read on every API request, its SQL made once per process (config.rows):
-a key with its service user and owner, by key prefix.
+"""The key's read on every API request, its SQL made once per process
+(config.fast.rows): a key with its service user and owner, by key prefix.
 
 It reads the current rows on every call, as the queryset it replaces did: nothing
 is cached across requests, so a revoked key or a deactivated person counts from the
@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from config.rows import Columns, column, fetch_one, split
+from config.fast.rows import Columns, column, fetch_one, split
 from identity.models import ApiClient
 
 # What a request reads of a key's service user and of its owner (who acts, whether

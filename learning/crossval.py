@@ -26,7 +26,7 @@ from selection.engine.normalize import normalize
 from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest
-from selection.services.select import semantic_for
+from selection.services.select import NamedSnapshot, semantic_for
 
 DEPTH = 50
 # The gate scores at most this many labels (a fixed random sample): a settings
@@ -68,7 +68,7 @@ def prepare(catalog: Catalog, labels: Sequence[Label]) -> Prepared:
     for label in labels:
         request = label_request(label)
         query = normalize(request)
-        _, vector = semantic_for(catalog, (snapshot, names), request)
+        _, vector = semantic_for(catalog, NamedSnapshot(snapshot, names), request)
         if vector is None:
             vector = np.zeros(1, dtype=np.float32)
         rows = tuple(at[name] for name in label.tools if name in at)
@@ -91,7 +91,7 @@ def base_scores(
     out = np.zeros((len(requests), len(plain.tools)))
     for j, request in enumerate(requests):
         request = replace(request, min_score=0.0, max_candidates=DEPTH)
-        pool, _ = semantic_for(catalog, (snapshot, names), request)
+        pool, _ = semantic_for(catalog, NamedSnapshot(snapshot, names), request)
         for pick in select(plain, request, semantic=pool).tools:
             out[j, at[pick.name]] = max(pick.score, 1e-9)
     return out
@@ -110,7 +110,7 @@ def label_parts(
     out = []
     for request in requests:
         request = replace(request, min_score=0.0, max_candidates=DEPTH)
-        pool, _ = semantic_for(catalog, (snapshot, names), request)
+        pool, _ = semantic_for(catalog, NamedSnapshot(snapshot, names), request)
         out.append(parts_of(plain, request, pool))
     return out
 

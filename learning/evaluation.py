@@ -40,7 +40,11 @@ from selection.engine.engine import select
 from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest, SelectionResult
-from selection.services.select import SEMANTIC_SCORERS, semantic_for
+from selection.services.select import (
+    SEMANTIC_SCORERS,
+    NamedSnapshot,
+    semantic_for,
+)
 from selection.services.settings import checked_settings
 from selection.services.why_not import locate as locate_tool
 
@@ -124,7 +128,7 @@ class Ranker:
         semantic, vector = None, None
         if scorer in SEMANTIC_SCORERS:
             semantic, vector = semantic_for(
-                self.catalog, (self.snapshot, self.names), request
+                self.catalog, NamedSnapshot(self.snapshot, self.names), request
             )
         return select(self.snapshot, request, semantic=semantic, vector=vector)
 

@@ -9,11 +9,11 @@ attempts (the broker only carries the news) and the log an admin reads.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from catalog.models import Catalog
+from catalog.owned import CatalogOwned, owning_catalog
+from identity.access import Access
 from notify.choices import DeliveryStatus, EmailStatus, WebhookEvent, WebhookFormat
 
 
@@ -21,12 +21,10 @@ def all_events() -> list[str]:
     return list(WebhookEvent.values)
 
 
-class Webhook(models.Model):
-    catalog = models.ForeignKey(
-        Catalog, on_delete=models.CASCADE, related_name="webhooks"
-    )
-    name = models.CharField(max_length=64)
-    url = models.URLField(max_length=2000)
+class Webhook(CatalogOwned):
+    """Where a catalog's approvals are announced (admins only)."""
+
+    catalog = owning_catalog("webhooks")
     events = models.JSONField(default=all_events)
     format = models.CharField(
         max_length=10, choices=WebhookFormat.choices, default=WebhookFormat.QUIVER
@@ -38,22 +36,11 @@ class Webhook(models.Model):
     previous_secret_encrypted = models.TextField(blank=True, default="")
     previous_secret_until = models.DateTimeField(null=True, blank=True)
     secret_rotated = models.DateTimeField(null=True, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    secret_fields = ("secret_encrypted", "previous_secret_encrypted")
 
-    class Meta:
-        ordering = ["catalog_id", "name"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["catalog", "name"], name="webhook_unique_name_per_catalog"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.catalog.slug}/{self.name}"
+    @staticmethod
+    def managed_by(access: Access) -> bool:
+        return access.manages_webhooks
 
 
 class Delivery(models.Model):

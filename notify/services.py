@@ -1,11 +1,11 @@
 """Writes of notifications: webhooks (add, edit, rotate, delete, replay), and
 the one hook of an approval's lifecycle (``approval_event``).
 
-Webhooks are admins' (``identity.access``: ``manages_webhooks`` within the
-catalog). Each change is one ``webhook_changed`` audit event in its transaction,
-naming the URL's origin and a hash of the whole URL (a Slack URL's path is a
-secret) and never the signing secret, which is returned once, to the caller that
-made or rotated it.
+Webhooks are admins' (``catalog.owned``'s rule: ``manages_webhooks`` within
+the catalog). Each change is one ``webhook_changed`` audit event in its
+transaction, naming the URL's origin and a hash of the whole URL (a Slack URL's
+path is a secret) and never the signing secret, which is returned once, to the
+caller that made or rotated it.
 """
 
 from __future__ import annotations
@@ -18,17 +18,16 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
+from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.utils import timezone
 
 from audit.actors import Actor, stored_user
 from audit.choices import EventType
-from audit.services import record_event
 from calls.lifecycle import REQUESTED, ApprovalEvent
 from catalog.models import Catalog
+from catalog.owned import record_change, require_manager, save_named
 from config.exceptions import Conflict
-from identity.access import access_for
 from jobs import services as jobs
 from notify.choices import DeliveryStatus, WebhookEvent, WebhookFormat
 from notify.models import ApprovalEmail, Delivery, Webhook
@@ -44,17 +43,8 @@ NAME_RULE = (
     "name: 1 to 64 letters, digits, spaces, '_', '.' and '-', starting with a "
     "letter or digit"
 )
-PERMISSION_RULE = "permission: webhooks need the admin scope"
 MAX_GRACE_HOURS = 720
 EDITABLE = ("name", "url", "events", "format", "active")
-
-
-def require_manager(actor: Actor, catalog: Catalog) -> None:
-    """Admins of the catalog only; the caller has already made sure the catalog
-    is visible (404 otherwise)."""
-    access = access_for(actor)
-    if not access.may_see_catalog(catalog.slug) or not access.manages_webhooks:
-        raise PermissionDenied(PERMISSION_RULE)
 
 
 def _check(webhook: Webhook) -> None:
@@ -88,24 +78,21 @@ def _event(
     request_id: uuid.UUID | None,
     **details: Any,
 ) -> None:
-    record_event(
+    shown = {
+        "url_origin": origin(webhook.url),
+        "url_sha256": hashlib.sha256(webhook.url.encode()).hexdigest(),
+        "events": webhook.events,
+        "format": webhook.format,
+        "active": webhook.active,
+        **details,
+    }
+    record_change(
+        webhook,
         EventType.WEBHOOK_CHANGED,
+        action,
         actor=actor,
         request_id=request_id,
-        catalog_slug=webhook.catalog.slug,
-        catalog_version=webhook.catalog.version,
-        summary=f"webhook {webhook.name!r}: {action}",
-        input={
-            "action": action,
-            "webhook": webhook.name,
-            "url_origin": origin(webhook.url),
-            "url_sha256": hashlib.sha256(webhook.url.encode()).hexdigest(),
-            "events": webhook.events,
-            "format": webhook.format,
-            "active": webhook.active,
-            **details,
-        },
-        output={"webhook_id": webhook.pk},
+        details=shown,
     )
 
 
@@ -121,7 +108,7 @@ def create_webhook(
     request_id: uuid.UUID | None = None,
 ) -> tuple[Webhook, str]:
     """A new webhook of ``catalog`` and its secret, shown this once."""
-    require_manager(actor, catalog)
+    require_manager(Webhook, actor, catalog)
     secret = new_secret()
     webhook = Webhook(
         catalog=catalog,
@@ -141,21 +128,9 @@ def create_webhook(
             raise ValidationError(
                 {"catalog": [f"catalog: at most {limit} webhooks per catalog"]}
             )
-        _save_named(webhook)
+        save_named(webhook)
         _event(webhook, "create", actor, request_id)
     return webhook, secret
-
-
-def _save_named(webhook: Webhook, fields: list[str] | None = None) -> None:
-    taken = Webhook.objects.filter(catalog=webhook.catalog, name=webhook.name)
-    rule = f"name: a webhook named {webhook.name!r} already exists here"
-    if taken.exclude(pk=webhook.pk).exists():
-        raise ValidationError({"name": [rule]})
-    try:
-        with transaction.atomic():
-            webhook.save(update_fields=fields)
-    except IntegrityError as exc:
-        raise ValidationError({"name": [rule]}) from exc
 
 
 def update_webhook(
@@ -166,7 +141,7 @@ def update_webhook(
     request_id: uuid.UUID | None = None,
 ) -> Webhook:
     """Change a webhook's name, URL, events, format or whether it is active."""
-    require_manager(actor, webhook.catalog)
+    require_manager(Webhook, actor, webhook.catalog)
     unknown = sorted(set(changes) - set(EDITABLE))
     if unknown:
         raise ValidationError({unknown[0]: [f"{unknown[0]}: not a webhook field"]})
@@ -180,7 +155,7 @@ def update_webhook(
         for field in changed:
             setattr(webhook, field, changes[field])
         _check(webhook)
-        _save_named(webhook, [*changed, "updated"])
+        save_named(webhook, [*changed, "updated"])
         _event(webhook, "update", actor, request_id, changed=changed)
     return webhook
 
@@ -203,7 +178,7 @@ def rotate_secret(
     """A new secret, shown this once. The old one keeps signing beside it for
     ``grace_hours`` (``QUIVER_WEBHOOK_ROTATION_GRACE_HOURS`` by default; 0 ends
     it now), so receivers can move to the new one without a gap."""
-    require_manager(actor, webhook.catalog)
+    require_manager(Webhook, actor, webhook.catalog)
     hours = settings.QUIVER_WEBHOOK_ROTATION_GRACE_HOURS
     hours = hours if grace_hours is None else grace_hours
     if not isinstance(hours, int) or not 0 <= hours <= MAX_GRACE_HOURS:
@@ -242,7 +217,7 @@ def delete_webhook(
     webhook: Webhook, *, actor: Actor, request_id: uuid.UUID | None = None
 ) -> None:
     """Delete a webhook and its delivery log (the audit log keeps its history)."""
-    require_manager(actor, webhook.catalog)
+    require_manager(Webhook, actor, webhook.catalog)
     with transaction.atomic():
         webhook = _locked(webhook)
         _event(webhook, "delete", actor, request_id)
@@ -256,7 +231,7 @@ def replay_delivery(
     ``id`` and body, so a receiver that got it after all can drop it), with its
     own attempts; the failed one stays in the log."""
     webhook = delivery.webhook
-    require_manager(actor, webhook.catalog)
+    require_manager(Webhook, actor, webhook.catalog)
     if delivery.status != DeliveryStatus.FAILED:
         raise Conflict(
             "status",

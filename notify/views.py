@@ -1,6 +1,7 @@
-"""Console pages of webhooks (admins of the catalog; notify.querysets decides): a
+"""Console pages of webhooks (admins of the catalog; catalog.owned decides): a
 catalog's webhooks with the add form, and one webhook's page (edit, rotate the
-secret, delete, its delivery log with replay). A new secret is shown once, on the
+secret, delete, its delivery log with replay), on catalog.owned_pages' list and
+detail. A new secret is shown once, on the
 page that made it, as a new API key is."""
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_POST
 
+from catalog.models import Catalog
+from catalog.owned_pages import OwnedDetailPage, OwnedListPage, console_page
 from config.console_views import deleting_view
 from config.exceptions import Conflict
 from config.http import request_id
@@ -24,44 +27,30 @@ from notify import services
 from notify.choices import DeliveryStatus
 from notify.forms import RotateForm, WebhookForm
 from notify.models import Webhook
-from notify.querysets import (
-    deliveries_of,
-    get_delivery,
-    get_webhook_for_user,
-    webhooks_of,
-)
+from notify.querysets import deliveries_of, get_delivery, get_webhook_for_user
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
-@login_required
-@rate_limited
-def webhook_list(request: HttpRequest, slug: str) -> HttpResponse:
+class WebhookList(OwnedListPage):
     """The catalog's webhooks; POST adds one and shows its secret once."""
-    catalog, hooks = webhooks_of(request.user, slug)
-    form, created, secret = WebhookForm(), None, ""
-    if request.method == "POST":
-        form = WebhookForm(request.POST)
-        if form.is_valid():
-            try:
-                created, secret = services.create_webhook(
-                    catalog,
-                    **form.cleaned_data,
-                    actor=acting_user(request),
-                    request_id=request_id(request),
-                )
-            except ValidationError as exc:
-                form.add_service_error(exc)
-            else:
-                form = WebhookForm()
-    context = {
-        "catalog": catalog,
-        "webhooks": hooks,
-        "form": form,
-        "created": created,
-        "secret": secret,
-        "no_public_url": not settings.QUIVER_PUBLIC_URL,
-    }
-    return render_page(request, "notify/webhook_list.html", context)
+
+    model = Webhook
+    form_class = WebhookForm
+    template_name = "notify/webhook_list.html"
+    create = services.create_webhook
+
+    def page(
+        self, catalog: Catalog, rows: QuerySet[Any], form: Any, **more: Any
+    ) -> HttpResponse:
+        more = {"created": None, "secret": "", **more}
+        more["no_public_url"] = not settings.QUIVER_PUBLIC_URL
+        return super().page(catalog, rows, form, **more)
+
+    def created(
+        self, catalog: Catalog, rows: QuerySet[Any], made: tuple[Webhook, str]
+    ) -> HttpResponse:
+        webhook, secret = made
+        form = WebhookForm()
+        return self.page(catalog, rows, form, created=webhook, secret=secret)
 
 
 def _initial(webhook: Webhook) -> dict[str, Any]:
@@ -74,29 +63,24 @@ def _initial(webhook: Webhook) -> dict[str, Any]:
     }
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
-@login_required
-@rate_limited
-def webhook_detail(request: HttpRequest, webhook_id: int) -> HttpResponse:
+class WebhookDetail(OwnedDetailPage):
     """One webhook and its delivery log; POST edits it."""
-    webhook = get_webhook_for_user(request.user, webhook_id)
-    form = WebhookForm(initial=_initial(webhook))
-    if request.method == "POST":
-        form = WebhookForm(request.POST, initial=_initial(webhook))
-        if form.is_valid():
-            try:
-                services.update_webhook(
-                    webhook,
-                    form.cleaned_data,
-                    actor=acting_user(request),
-                    request_id=request_id(request),
-                )
-            except ValidationError as exc:
-                form.add_service_error(exc)
-            else:
-                messages.success(request, f"Saved webhook {form.cleaned_data['name']}.")
-                return redirect("notify:webhook-detail", webhook_id=webhook.pk)
-    return _detail(request, webhook, form=form)
+
+    model = Webhook
+    form_class = WebhookForm
+    update = services.update_webhook
+    pk_url_kwarg = "webhook_id"
+    detail_url = "notify:webhook-detail"
+
+    def initial(self, found: Webhook) -> dict[str, Any]:
+        return _initial(found)
+
+    def page(self, found: Webhook, form: WebhookForm) -> HttpResponse:
+        return _detail(self.request, found, form=form)
+
+
+webhook_list = console_page(WebhookList)
+webhook_detail = console_page(WebhookDetail)
 
 
 def _detail(

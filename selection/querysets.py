@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection, models
 
-from config.rows import Columns, column, fetch_one
+from config.fast.rows import Columns, column, fetch_one
 from screening.policy import ScreeningPolicy
 from selection.engine.settings import EngineSettings
 
@@ -54,7 +54,7 @@ class SelectionSettingsQuerySet(models.QuerySet):
 
     def stored_for(self, catalog: Catalog) -> StoredSettings:
         """The catalog's settings row as stored, read on every selection with
-        SQL made once per process (config.rows)."""
+        SQL made once per process (config.fast.rows)."""
         sql, columns = _settings_read(self.model)
         found = fetch_one(sql, [catalog.pk])
         if found is None:

@@ -22,10 +22,12 @@ from typing import Any
 from django.db import transaction
 
 from audit.actors import Actor
+from audit.choices import EventType
+from catalog import owned
 from catalog.models import Tool
 from sources.mapping import upstream_hash
 from sources.models import Source, SourceTool
-from sources.services import record_change, require_manager
+from sources.services import require_manager
 
 
 def link_tools(
@@ -67,6 +69,12 @@ def _link(source: Source, tool: Tool, upstream: dict[str, Any]) -> str:
 def _event(
     source: Source, names: list[str], actor: Actor, request_id: uuid.UUID | None
 ) -> None:
-    summary = f"source {source.name!r}: link {len(names)} existing tools"
-    details = {"action": "link", "source": source.name, "kind": source.kind}
-    record_change(source, actor, request_id, summary, {**details, "tools": names})
+    owned.record_change(
+        source,
+        EventType.SOURCE_CHANGED,
+        "link",
+        actor=actor,
+        request_id=request_id,
+        details={"kind": source.kind, "tools": names},
+        summary=f"source {source.name!r}: link {len(names)} existing tools",
+    )

@@ -3,10 +3,11 @@ its upstream name (for calls) and the upstream definition last synced (for diffs
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 
-from catalog.models import Catalog, Tool
+from catalog.models import Tool
+from catalog.owned import CatalogOwned, owning_catalog
+from identity.access import Access
 
 
 class SourceKind(models.TextChoices):
@@ -24,13 +25,13 @@ class SourceStatus(models.TextChoices):
     AUTHORIZE = "authorize", "Waiting for a person's authorization"
 
 
-class Source(models.Model):
-    catalog = models.ForeignKey(
-        Catalog, on_delete=models.CASCADE, related_name="sources"
-    )
-    # Also the namespace of its tools' catalog names, so two sources cannot collide.
-    name = models.CharField(max_length=64)
+class Source(CatalogOwned):
+    """An MCP server a catalog syncs its tools from (admins only). Its name is
+    also the namespace of its tools' catalog names, so two sources cannot collide."""
+
+    catalog = owning_catalog("sources")
     kind = models.CharField(max_length=10, choices=SourceKind.choices, default="mcp")
+    # A stdio source has none: its command is the settings file's.
     url = models.URLField(max_length=2000, blank=True)
     # The header values are secrets: stored encrypted, never shown back in clear.
     headers_encrypted = models.TextField(blank=True, default="")
@@ -48,22 +49,11 @@ class Source(models.Model):
     last_outcome = models.CharField(max_length=200, blank=True, default="")
     last_error = models.TextField(blank=True, default="")
     tool_count = models.PositiveIntegerField(default=0)
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    secret_fields = ("headers_encrypted",)
 
-    class Meta:
-        ordering = ["catalog_id", "name"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["catalog", "name"], name="source_unique_name_per_catalog"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.catalog.slug}/{self.name}"
+    @staticmethod
+    def managed_by(access: Access) -> bool:
+        return access.manages_sources
 
 
 class SourceTool(models.Model):

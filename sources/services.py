@@ -14,16 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
+from django.core.exceptions import ValidationError
+from django.db import transaction
 
 from audit.actors import Actor, stored_user
 from audit.choices import EventType
-from audit.services import record_event
+from catalog import owned
 from catalog.choices import ToolStatus
 from catalog.models import Catalog
 from catalog.services.tools import set_tool_status
-from identity.access import access_for
 from jobs import services as jobs
 from jobs.choices import JobKind, JobState
 from jobs.models import Job
@@ -81,11 +80,9 @@ STDIO_FIXED = (
 
 
 def require_manager(actor: Actor, catalog: Catalog) -> None:
-    """Admins only (``identity.access``); the caller has already made sure the
-    catalog is visible (404 otherwise)."""
-    access = access_for(actor)
-    if not access.may_see_catalog(catalog.slug) or not access.manages_sources:
-        raise PermissionDenied("permission: sources need the admin scope")
+    """Admins only (``catalog.owned``'s rule); the caller has already made sure
+    the catalog is visible (404 otherwise)."""
+    owned.require_manager(Source, actor, catalog)
 
 
 def clean_headers(
@@ -188,8 +185,6 @@ def _event(
         where = {"stdio_name": source.stdio_name, "command": _command_name(source)}
     summary = f"source {source.name!r}: {action}"
     details: dict[str, Any] = {
-        "action": action,
-        "source": source.name,
         "kind": source.kind,
         **where,
         "header_names": sorted(headers),
@@ -199,26 +194,14 @@ def _event(
         # Names only: the values never leave sources.secrets.
         details["headers_dropped"] = dropped
         summary += f" (the url's origin changed: headers {', '.join(dropped)} dropped)"
-    record_change(source, actor, request_id, summary, details)
-
-
-def record_change(
-    source: Source,
-    actor: Actor,
-    request_id: uuid.UUID | None,
-    summary: str,
-    details: dict[str, Any],
-) -> None:
-    """The audit row of a change to ``source`` (``details``: what changed)."""
-    record_event(
+    owned.record_change(
+        source,
         EventType.SOURCE_CHANGED,
+        action,
         actor=actor,
         request_id=request_id,
-        catalog_slug=source.catalog.slug,
-        catalog_version=source.catalog.version,
+        details=details,
         summary=summary,
-        input=details,
-        output={"source_id": source.pk},
     )
 
 
@@ -309,19 +292,8 @@ def add_stdio_source(
 def _save_new(
     source: Source, actor: Actor, request_id: uuid.UUID | None, headers: dict[str, str]
 ) -> SourceAdded:
-    catalog, name = source.catalog, source.name
     with transaction.atomic():
-        if Source.objects.filter(catalog=catalog, name=name).exists():
-            raise ValidationError(
-                {"name": [f"name: a source named {name!r} already exists here"]}
-            )
-        try:
-            with transaction.atomic():
-                source.save()
-        except IntegrityError as exc:
-            raise ValidationError(
-                {"name": [f"name: a source named {name!r} already exists here"]}
-            ) from exc
+        owned.save_named(source)
         _event(source, "create", actor, request_id, headers)
         job = start_sync(source, actor=actor)
     source.refresh_from_db()

@@ -1,99 +1,89 @@
-"""Console pages of sources (admins only; sources.querysets decides): a catalog's
+"""Console pages of sources (admins only; catalog.owned decides): a catalog's
 sources with the add form, and one source's page (test, sync now, edit, delete, the
-last result and the tools it brought)."""
+last result and the tools it brought), on catalog.owned_pages' list and detail."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_POST
 
+from catalog.models import Catalog
+from catalog.owned_pages import OwnedDetailPage, OwnedListPage, console_page
 from config.console_views import deleting_view
-from config.http import request_id
 from config.pages import acting_user, render_page
 from config.ratelimit import rate_limited
 from jobs.models import Job
 from sources import services
 from sources.forms import SourceEditForm, SourceForm, header_lines
-from sources.querysets import get_source_for_user, sources_of
+from sources.models import Source
+from sources.querysets import get_source_for_user
 from sources.secrets import masked
 from sources.upstream import check_connection
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
-@login_required
-@rate_limited
-def source_list(request: HttpRequest, slug: str) -> HttpResponse:
-    """The catalog's sources; POST adds one."""
-    catalog, sources = sources_of(request.user, slug)
-    form = SourceForm()
-    if request.method == "POST":
-        form = SourceForm(request.POST)
-        if form.is_valid():
-            try:
-                added = services.create_source(
-                    catalog,
-                    **form.cleaned_data,
-                    actor=acting_user(request),
-                    request_id=request_id(request),
-                )
-            except ValidationError as exc:
-                form.add_service_error(exc)
-            else:
-                messages.success(
-                    request,
-                    f"Added source {added.source.name}; its first sync is queued "
-                    f"(job #{added.sync_job.pk}, below).",
-                )
-                return redirect("sources:source-detail", source_id=added.source.pk)
-    context = {"catalog": catalog, "sources": sources, "form": form}
-    return render_page(request, "sources/source_list.html", context)
+class SourceList(OwnedListPage):
+    """The catalog's sources; POST adds one (its first sync queued)."""
+
+    model = Source
+    form_class = SourceForm
+    template_name = "sources/source_list.html"
+    create = services.create_source
+
+    def created(
+        self, catalog: Catalog, rows: QuerySet[Source], made: services.SourceAdded
+    ) -> HttpResponse:
+        messages.success(
+            self.request,
+            f"Added source {made.source.name}; its first sync is queued "
+            f"(job #{made.sync_job.pk}, below).",
+        )
+        return redirect("sources:source-detail", source_id=made.source.pk)
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
-@login_required
-@rate_limited
-def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
-    """One source; POST edits its url, headers and timeout."""
-    source = get_source_for_user(request.user, source_id)
-    initial = {
-        "name": source.name,
-        "kind": source.kind,
-        "url": source.url,
-        "headers": header_lines(masked(source)),
-        "timeout_seconds": source.timeout_seconds,
-    }
-    form = SourceEditForm(initial=initial)
-    if request.method == "POST":
-        form = SourceEditForm(request.POST, initial=initial)
-        if form.is_valid():
-            data = {k: v for k, v in form.cleaned_data.items() if k != "name"}
-            try:
-                updated = services.update_source(
-                    source,
-                    data,
-                    actor=acting_user(request),
-                    request_id=request_id(request),
-                )
-            except ValidationError as exc:
-                form.add_service_error(exc)
-            else:
-                messages.success(request, f"Saved source {source.name}.")
-                if updated.headers_dropped:
-                    warning = services.dropped_warning(updated.headers_dropped)
-                    messages.warning(request, warning)
-                return redirect("sources:source-detail", source_id=source.pk)
-    links = source.links.select_related("tool").order_by("gone", "upstream_name")
-    last_job = (
-        Job.objects.filter(kind="sync", options__source_id=source.pk)
-        .defer("payload")
-        .first()
-    )
-    context = {"source": source, "links": links, "form": form, "last_job": last_job}
-    return render_page(request, "sources/source_detail.html", context)
+class SourceDetail(OwnedDetailPage):
+    """One source; POST edits its url, headers and timeout (the name is fixed)."""
+
+    model = Source
+    form_class = SourceEditForm
+    template_name = "sources/source_detail.html"
+    update = services.update_source
+    pk_url_kwarg = "source_id"
+    detail_url = "sources:source-detail"
+    fixed = ("name",)
+
+    def initial(self, found: Source) -> dict[str, Any]:
+        return {
+            "name": found.name,
+            "kind": found.kind,
+            "url": found.url,
+            "headers": header_lines(masked(found)),
+            "timeout_seconds": found.timeout_seconds,
+        }
+
+    def updated(self, done: services.SourceUpdate) -> None:
+        if done.headers_dropped:
+            warning = services.dropped_warning(done.headers_dropped)
+            messages.warning(self.request, warning)
+
+    def page(self, found: Source, form: SourceEditForm) -> HttpResponse:
+        links = found.links.select_related("tool").order_by("gone", "upstream_name")
+        last_job = (
+            Job.objects.filter(kind="sync", options__source_id=found.pk)
+            .defer("payload")
+            .first()
+        )
+        context = {"source": found, "links": links, "form": form, "last_job": last_job}
+        return render_page(self.request, self.template_name, context)
+
+
+source_list = console_page(SourceList)
+source_detail = console_page(SourceDetail)
 
 
 @require_POST

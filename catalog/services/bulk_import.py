@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from audit.actors import Actor, actor_name, stored_user
 from audit.choices import EventType
-from audit.services import record_events
+from audit.services import record_event
 from catalog import names
 from catalog.choices import ChangeAction, ImportOutcome
 from catalog.formats import ImportItem
@@ -51,7 +51,7 @@ from catalog.services.tools import (
 )
 from catalog.spec import ToolSpec
 from catalog.versions import hides
-from config.copy_rows import copy_insert
+from config.fast.copy_rows import copy_insert
 
 _FIELDS = ToolSpec.field_names()
 
@@ -283,12 +283,14 @@ class _Chunk:
 
     def _audit(self, rows: list[ToolChange], version: int) -> None:
         """The chunk's changes in the one audit chain, in the chunk's transaction."""
-        record_events(
-            [
+        record_event(
+            EventType.TOOL_CHANGED,
+            actor=self.actor,
+            request_id=None,
+            catalog_slug=self.catalog.slug,
+            catalog_version=version,
+            many=[
                 {
-                    "event_type": EventType.TOOL_CHANGED,
-                    "catalog_slug": self.catalog.slug,
-                    "catalog_version": version,
                     "summary": f"tool {c.tool_name!r} v{c.version}: {c.action}",
                     "input": {
                         "action": c.action,
@@ -303,7 +305,6 @@ class _Chunk:
                 }
                 for c in rows
             ],
-            actor=self.actor,
         )
 
     def screen(self) -> None:

@@ -31,7 +31,7 @@ from audit.services import record_event
 from catalog.models import Catalog, Tool
 from catalog.services.changes import RELEARN_TASK
 from catalog.sizes import MAX_STORED_CHARS, size_problem
-from config.copy_rows import copy_insert
+from config.fast.copy_rows import copy_insert
 from jobs import services as jobs
 from learning.models import Label, LabelOrigin, LabelStatus
 
@@ -242,7 +242,7 @@ def add_labels(
         good = _not_yet_labelled(catalog, checked)
         rows = [_new_label(catalog, clean, actor) for clean in good]
         # COPY, not bulk_create: psycopg's quoting of bulk_create's arrays was
-        # most of an upload's time (config.copy_rows).
+        # most of an upload's time (config.fast.copy_rows).
         copy_insert(rows, with_ids=True)
         upload = Upload(len(rows), checked.refused, [r.pk for r in rows])
         record_labels_changed(

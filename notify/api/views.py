@@ -1,4 +1,6 @@
-"""Webhooks API: parse, check access (notify.querysets), call one service, render.
+"""Webhooks API: catalog.api.owned's list, read, edit and delete (access, rate
+limit) with the webhooks' serializers and services, and a webhook's rotation,
+delivery log and replay.
 
 Admins only: a caller who cannot see the catalog gets 404, any other non-admin
 403. The secret is in the answer of create and rotate only.
@@ -9,17 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status, viewsets
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.http import request_id
-from config.ratelimit import WriteRateThrottle
+from catalog.api.owned import OwnedList, OwnedViewSet
+from catalog.models import Catalog
 from notify import services
 from notify.api.serializers import (
     DeliverySerializer,
@@ -30,12 +30,7 @@ from notify.api.serializers import (
 )
 from notify.choices import DeliveryStatus
 from notify.models import Webhook
-from notify.querysets import (
-    deliveries_of,
-    get_delivery,
-    get_webhook_for_user,
-    webhooks_of,
-)
+from notify.querysets import deliveries_of, get_delivery
 
 STATUS_PARAMETER = OpenApiParameter(
     "status", str, enum=list(DeliveryStatus.values), description="only this status"
@@ -48,30 +43,21 @@ def _with_secret(webhook: Webhook, secret: str) -> dict[str, Any]:
     return dict(NewSecretWebhookSerializer(webhook).data)
 
 
-class CatalogWebhookList(generics.ListCreateAPIView):
-    """A catalog's webhooks; POST adds one (201 with its secret, shown once)."""
-
-    serializer_class = WebhookSerializer
-    permission_classes = [IsAuthenticated]
-    throttle_classes = [WriteRateThrottle]
-
-    def get_queryset(self) -> QuerySet[Webhook]:
-        if getattr(self, "swagger_fake_view", False):
-            return Webhook.objects.none()
-        return webhooks_of(self.request.user, self.kwargs["slug"])[1]
-
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         request=WebhookInputSerializer, responses={201: NewSecretWebhookSerializer}
     )
-    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        catalog, _hooks = webhooks_of(request.user, kwargs["slug"])
-        given = WebhookInputSerializer(data=request.data)
-        given.is_valid(raise_exception=True)
+)
+class CatalogWebhookList(OwnedList):
+    """A catalog's webhooks; POST adds one (201 with its secret, shown once)."""
+
+    model = Webhook
+    serializer_class = WebhookSerializer
+    input_serializer = WebhookInputSerializer
+
+    def add(self, catalog: Catalog, data: dict[str, Any]) -> Response:
         webhook, secret = services.create_webhook(
-            catalog,
-            **given.validated_data,
-            actor=request.user,
-            request_id=request_id(request),
+            catalog, **data, actor=self.request.user, request_id=self.request_id()
         )
         return Response(_with_secret(webhook, secret), status=status.HTTP_201_CREATED)
 
@@ -80,52 +66,35 @@ class DeliveryFilter(forms.Form):
     status = forms.ChoiceField(required=False, choices=DeliveryStatus.choices)
 
 
-class WebhookViewSet(viewsets.GenericViewSet):
+@extend_schema_view(partial_update=extend_schema(request=WebhookInputSerializer))
+class WebhookViewSet(OwnedViewSet):
     """One webhook: read, edit, delete, rotate its secret, its delivery log and
     the replay of a failed delivery."""
 
+    model = Webhook
     serializer_class = WebhookSerializer
-    permission_classes = [IsAuthenticated]
-    throttle_classes = [WriteRateThrottle]
-    queryset = Webhook.objects.none()
+    input_serializer = WebhookInputSerializer
+    delete_service = services.delete_webhook
 
-    def retrieve(self, request: Request, pk: str) -> Response:
-        return Response(WebhookSerializer(get_webhook_for_user(request.user, pk)).data)
-
-    @extend_schema(request=WebhookInputSerializer)
-    def partial_update(self, request: Request, pk: str) -> Response:
-        webhook = get_webhook_for_user(request.user, pk)
-        given = WebhookInputSerializer(data=request.data, partial=True)
-        given.is_valid(raise_exception=True)
+    def edit(self, found: Webhook, changes: dict[str, Any]) -> Response:
         updated = services.update_webhook(
-            webhook,
-            dict(given.validated_data),
-            actor=request.user,
-            request_id=request_id(request),
+            found, changes, actor=self.request.user, request_id=self.request_id()
         )
         return Response(WebhookSerializer(updated).data)
-
-    def destroy(self, request: Request, pk: str) -> Response:
-        services.delete_webhook(
-            get_webhook_for_user(request.user, pk),
-            actor=request.user,
-            request_id=request_id(request),
-        )
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=RotateSerializer, responses=NewSecretWebhookSerializer)
     @action(detail=True, methods=["post"])
     def rotate(self, request: Request, pk: str) -> Response:
         """A new secret (in this answer only); the old one keeps signing beside
         it for ``grace_hours``."""
-        webhook = get_webhook_for_user(request.user, pk)
+        webhook = self.get_object()
         given = RotateSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         webhook, secret = services.rotate_secret(
             webhook,
             grace_hours=given.validated_data.get("grace_hours"),
             actor=request.user,
-            request_id=request_id(request),
+            request_id=self.request_id(),
         )
         return Response(_with_secret(webhook, secret))
 
@@ -135,7 +104,7 @@ class WebhookViewSet(viewsets.GenericViewSet):
     @action(detail=True, methods=["get"])
     def deliveries(self, request: Request, pk: str) -> Response:
         """The delivery log, newest first, paged."""
-        webhook = get_webhook_for_user(request.user, pk)
+        webhook = self.get_object()
         params = request.query_params
         unknown = sorted(set(params) - KNOWN_PARAMETERS)
         if unknown:
@@ -158,11 +127,11 @@ class WebhookViewSet(viewsets.GenericViewSet):
     )
     def replay(self, request: Request, pk: str, delivery_id: str) -> Response:
         """Send a failed delivery again, as a new delivery of the same event."""
-        webhook = get_webhook_for_user(request.user, pk)
+        webhook = self.get_object()
         replay = services.replay_delivery(
             get_delivery(webhook, delivery_id),
             actor=request.user,
-            request_id=request_id(request),
+            request_id=self.request_id(),
         )
         return Response(
             DeliverySerializer(replay).data, status=status.HTTP_202_ACCEPTED

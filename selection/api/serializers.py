@@ -209,7 +209,7 @@ class SelectOutputSerializer(serializers.Serializer):
 
 def answer_body(answer: Any) -> dict[str, Any]:
     """A ``SelectionAnswer`` as SelectOutputSerializer's fields render it, built
-    directly (running its field objects was ~5% of a cached answer's web CPU);
+    directly (its gain: bench/README.md, "Fast paths");
     ``excluded`` only with explain. tests/selection/test_answer_body.py holds it
     to what the declared fields give."""
     body: dict[str, Any] = {

@@ -44,6 +44,7 @@ from selection.services.settings import (
     restore_selection_settings,
     update_selection_settings,
 )
+from selection.services.timings import Arrival
 from selection.services.tool_calls import (
     LinkedSelection,
     get_selection_for_caller,
@@ -72,7 +73,7 @@ def answer_for(
     started = request_started(request) if timed else None
     arrived = None
     if started is not None:
-        arrived = (started, (time.perf_counter() - started) * 1000)
+        arrived = Arrival(started, (time.perf_counter() - started) * 1000)
     catalog = get_catalog_for_user(request.user, data["catalog"])
     try:
         answer = services.select_tools(

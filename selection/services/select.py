@@ -16,12 +16,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Required, TypedDict, Unpack
 
 from audit.choices import EventType
-from audit.services import (
-    EventFields,
-    PendingEvent,
-    record_event,
-    record_event_soon,
-)
+from audit.services import EventFields, PendingEvent, record_event
 from catalog.formats import export_tool
 from catalog.models import Catalog
 from catalog.pinning import tool_definition_hash
@@ -45,7 +40,7 @@ from selection.engine.sentences import SentencePool, split_sentences
 from selection.engine.settings import EngineSettings
 from selection.engine.snapshot import CatalogSnapshot
 from selection.engine.types import SelectionRequest
-from selection.services.timings import Stopwatch
+from selection.services.timings import Arrival, Stopwatch
 from selection.services.words_only import words_only_reason
 from telemetry import metrics, tracing
 
@@ -121,7 +116,7 @@ class SelectOptions(TypedDict, total=False):
     fmt: Required[str]
     actor: Required[Any]
     request_id: uuid.UUID | None
-    arrived: tuple[float, float] | None
+    arrived: Arrival | None
     pending: list[PendingEvent] | None
     channel: str
     proposed: EngineSettings | None
@@ -134,7 +129,7 @@ def _select_tools(
     fmt: str,
     actor: Any,
     request_id: uuid.UUID | None = None,
-    arrived: tuple[float, float] | None = None,
+    arrived: Arrival | None = None,
     pending: list[PendingEvent] | None = None,
     channel: str = "api",
     proposed: EngineSettings | None = None,
@@ -143,22 +138,26 @@ def _select_tools(
 
     ``channel``: how the caller asked (``api``: REST, ``mcp``: the MCP endpoint),
     kept in the row's input.
-    ``stats.timings_ms`` says where this answer's time went; ``arrived`` is the
-    request's arrival stamp and the milliseconds before the view (auth).
+    ``stats.timings_ms`` says where this answer's time went; ``arrived``: when the
+    request arrived and the milliseconds before the view (auth).
     ``pending``: the row may commit beside the caller (audit.writer); its handle
     is appended there, and the caller waits on it before sending the answer.
     ``proposed``: rank under these settings instead of the saved ones (a
     curator's "try with these settings"): never cached, and the row records them.
     """
     began = time.perf_counter()
-    watch = Stopwatch(arrived[0] if arrived else began)
-    watch.ms["auth"] = arrived[1] if arrived else 0.0
+    watch = Stopwatch(arrived.started if arrived else began)
+    watch.ms["auth"] = arrived.auth_ms if arrived else 0.0
     with watch.stage("snapshot"):
         snapshot, names = get_snapshot(catalog)
     if proposed is not None:
         snapshot = snapshot.with_settings(proposed)
     answer, versions, cached = _answer(
-        catalog, (snapshot, names), request, (fmt, watch), cacheable=proposed is None
+        catalog,
+        NamedSnapshot(snapshot, names),
+        request,
+        Shaping(fmt, watch),
+        cacheable=proposed is None,
     )
     served = answer.served(
         selection_id=str(uuid.uuid4()),
@@ -168,13 +167,12 @@ def _select_tools(
         timings_ms=watch.report(),
     )
     with watch.stage("audit"):
-        who = (actor, request_id, versions)
         handle = _audit(
             catalog,
             request,
             fmt,
             served,
-            who,
+            Asker(actor, request_id, versions),
             soon=pending is not None,
             channel=channel,
             proposed=proposed,
@@ -184,23 +182,49 @@ def _select_tools(
     return served.with_timings(watch.report())
 
 
+@dataclass(frozen=True)
+class NamedSnapshot:
+    """A catalog's snapshot and its tool id -> name map (``get_snapshot``'s pair)."""
+
+    snapshot: CatalogSnapshot
+    names: dict[int, str]
+
+
+@dataclass(frozen=True)
+class Shaping:
+    """The format an answer's definitions are given in, and the stopwatch that
+    times its stages."""
+
+    fmt: str
+    watch: Stopwatch
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Whom a selection's audit row names, and each pick's version and hashes."""
+
+    actor: Any
+    request_id: uuid.UUID | None
+    versions: dict[str, dict[str, Any]]
+
+
 def _answer(
     catalog: Catalog,
-    snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
+    named: NamedSnapshot,
     request: SelectionRequest,
-    fmt_and_watch: tuple[str, Stopwatch],
+    shaping: Shaping,
     *,
     cacheable: bool,
 ) -> tuple[SelectionAnswer, dict[str, dict[str, Any]], bool]:
     """The answer from the cache or computed, and whether it was cached. An answer
     under proposed settings is not ``cacheable``: never read from or kept in the
     cache (its key names the saved settings' version)."""
-    fmt, watch = fmt_and_watch
-    key = cache_key(catalog, snapshot_stamp(snapshot_and_names[0]), request, fmt)
+    fmt = shaping.fmt
+    key = cache_key(catalog, snapshot_stamp(named.snapshot), request, fmt)
     hit = _cached(key) if cacheable else None
     if hit is not None:
         return hit[0], hit[1], True
-    answer, versions = _compute(catalog, snapshot_and_names, request, fmt, watch)
+    answer, versions = _compute(catalog, named, request, shaping)
     if cacheable and not answer.degraded:
         # A degraded answer (timeout, fallback) must not outlive its cause.
         _store(key, (answer, versions))
@@ -212,7 +236,7 @@ def _audit(
     request: SelectionRequest,
     fmt: str,
     served: SelectionAnswer,
-    who: tuple[Any, uuid.UUID | None, dict[str, dict[str, Any]]],
+    asker: Asker,
     *,
     soon: bool,
     channel: str = "api",
@@ -221,24 +245,21 @@ def _audit(
     """The selection's row: written now, or (``soon``) committing beside the
     caller, who waits on the handle before sending the answer. A row ranked
     under proposed settings keeps them, so it is never read as the saved ones."""
-    actor, request_id, versions = who
-    write = record_event_soon if soon else _record_now
+    actor = asker.actor
     extra = {"proposed_settings": proposed.to_dict()} if proposed else {}
-    return write(
-        EventType.SELECTION,
+    row = EventFields(
         actor=actor,
-        request_id=request_id,
+        request_id=asker.request_id,
         selection_id=uuid.UUID(served.selection_id),
         catalog_slug=catalog.slug,
         catalog_version=catalog.version,
         summary=_summary(request, served),
         input={**_audit_input(request, fmt, actor), "channel": channel, **extra},
-        output=served.audit_record(versions),
+        output=served.audit_record(asker.versions),
     )
-
-
-def _record_now(event_type: str, **fields: Unpack[EventFields]) -> PendingEvent:
-    return PendingEvent(record_event(event_type, **fields))
+    if soon:
+        return record_event(EventType.SELECTION, soon=True, **row)
+    return PendingEvent(record_event(EventType.SELECTION, **row))
 
 
 def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, Any]:
@@ -265,19 +286,18 @@ def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, A
 
 def _compute(
     catalog: Catalog,
-    snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
+    named: NamedSnapshot,
     request: SelectionRequest,
-    fmt: str,
-    watch: Stopwatch,
+    shaping: Shaping,
 ) -> CachedAnswer:
     """The answer and each pick's version and content hash."""
-    snapshot, names = snapshot_and_names
+    snapshot, fmt, watch = named.snapshot, shaping.fmt, shaping.watch
     scorer = request.scorer or snapshot.settings.default_scorer
     semantic, sentence_encoder_id, vector = None, None, None
     if scorer in SEMANTIC_SCORERS:
         with tracing.span("quiver.select.semantic_pool"):
             semantic, sentence_encoder_id, vector = _semantic(
-                catalog, snapshot_and_names, request, watch
+                catalog, named, request, watch
             )
     if request.timeout_ms is not None:
         spent = watch.elapsed_ms()
@@ -322,7 +342,7 @@ def _compute(
 
 def _semantic(
     catalog: Catalog,
-    snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
+    named: NamedSnapshot,
     request: SelectionRequest,
     watch: Stopwatch,
 ) -> tuple[dict[str, float] | None, str | None, Any]:
@@ -334,7 +354,7 @@ def _semantic(
     sentences); one of a single sentence is scored by its cosine alone. The
     whole request goes through the full model, its sentences through the static
     encoder when one is built (bench/README.md, "Static query encoder")."""
-    snapshot, names = snapshot_and_names
+    snapshot, names = named.snapshot, named.names
     pool = snapshot.settings.candidate_pool
     text = normalize(request).embed_text
     with watch.stage("embed_query"):
@@ -360,13 +380,11 @@ def _semantic(
 
 
 def semantic_for(
-    catalog: Catalog,
-    snapshot_and_names: tuple[CatalogSnapshot, dict[int, str]],
-    request: SelectionRequest,
+    catalog: Catalog, named: NamedSnapshot, request: SelectionRequest
 ) -> tuple[dict[str, float] | None, Any]:
     """The semantic pool and request vector exactly as /select computes them (for
     in-process evaluations: learning's cross-validation and its gate)."""
-    pool, _, vector = _semantic(catalog, snapshot_and_names, request, Stopwatch(0.0))
+    pool, _, vector = _semantic(catalog, named, request, Stopwatch(0.0))
     return pool, vector
 
 

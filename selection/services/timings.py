@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from telemetry import tracing
 
@@ -24,6 +25,15 @@ STAGES = (
     "total",
 )
 SPANS = {name: f"quiver.select.{SPAN_NAMES.get(name, name)}" for name in STAGES}
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """When a request arrived (a perf_counter stamp) and the milliseconds spent
+    before its view (middleware, authentication, throttling, parsing)."""
+
+    started: float
+    auth_ms: float
 
 
 class Stopwatch:

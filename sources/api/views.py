@@ -1,4 +1,5 @@
-"""Sources API: parse, check access (sources.querysets), call one service, render.
+"""Sources API: catalog.api.owned's list, read, edit and delete (access, rate
+limit) with the sources' serializers and services, and a source's sync and test.
 
 Admins only: a caller who cannot see the catalog gets 404, any other non-admin 403.
 """
@@ -7,17 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import generics, serializers, status, viewsets
+from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.decorators import action
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from catalog.api.owned import OwnedList, OwnedViewSet
 from catalog.api.serializers import JobSerializer
-from config.http import request_id
-from config.ratelimit import WriteRateThrottle
+from catalog.models import Catalog
 from jobs import services as jobs
 from sources import services
 from sources.api.serializers import (
@@ -26,7 +25,6 @@ from sources.api.serializers import (
     SourceSerializer,
 )
 from sources.models import Source
-from sources.querysets import get_source_for_user, sources_of
 from sources.upstream import check_connection
 
 ConnectionSerializer = inline_serializer(
@@ -41,80 +39,60 @@ ConnectionSerializer = inline_serializer(
 )
 
 
-class CatalogSourceList(generics.ListCreateAPIView):
+@extend_schema_view(
+    post=extend_schema(
+        description="Add a source; its first sync is queued (``sync_job``, to "
+        "follow at\n``GET /api/v1/jobs/{id}``).",
+        request=SourceInputSerializer,
+        responses={201: SourceAddedSerializer},
+    )
+)
+class CatalogSourceList(OwnedList):
     """A catalog's sources; POST adds one (201 with its id)."""
 
+    model = Source
     serializer_class = SourceSerializer
-    permission_classes = [IsAuthenticated]
-    throttle_classes = [WriteRateThrottle]
+    input_serializer = SourceInputSerializer
 
-    def get_queryset(self) -> QuerySet[Source]:
-        return sources_of(self.request.user, self.kwargs["slug"])[1]
-
-    @extend_schema(
-        request=SourceInputSerializer, responses={201: SourceAddedSerializer}
-    )
-    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """Add a source; its first sync is queued (``sync_job``, to follow at
-        ``GET /api/v1/jobs/{id}``)."""
-        catalog, _sources = sources_of(request.user, kwargs["slug"])
-        given = SourceInputSerializer(data=request.data)
-        given.is_valid(raise_exception=True)
+    def add(self, catalog: Catalog, data: dict[str, Any]) -> Response:
         with jobs.watch_enqueues() as watch:
             added = services.create_source(
                 catalog,
-                **given.validated_data,
-                actor=request.user,
-                request_id=request_id(request),
+                **data,
+                actor=self.request.user,
+                request_id=self.request_id(),
             )
-        data = dict(SourceSerializer(added.source).data)
-        job = JobSerializer(added.sync_job, context={"request": request})
-        data["sync_job"] = job.data
+        answer = dict(SourceSerializer(added.source).data)
+        job = JobSerializer(added.sync_job, context={"request": self.request})
+        answer["sync_job"] = job.data
         if watch.warning:
-            data["warning"] = watch.warning
-        return Response(data, status=status.HTTP_201_CREATED)
+            answer["warning"] = watch.warning
+        return Response(answer, status=status.HTTP_201_CREATED)
 
 
-class SourceViewSet(viewsets.GenericViewSet):
+@extend_schema_view(partial_update=extend_schema(request=SourceInputSerializer))
+class SourceViewSet(OwnedViewSet):
     """One source: read, edit (url, headers, limits), delete, sync, test."""
 
+    model = Source
     serializer_class = SourceSerializer
-    permission_classes = [IsAuthenticated]
-    throttle_classes = [WriteRateThrottle]
-    queryset = Source.objects.none()
+    input_serializer = SourceInputSerializer
+    delete_service = services.delete_source
 
-    def retrieve(self, request: Request, pk: str) -> Response:
-        return Response(SourceSerializer(get_source_for_user(request.user, pk)).data)
-
-    @extend_schema(request=SourceInputSerializer)
-    def partial_update(self, request: Request, pk: str) -> Response:
-        source = get_source_for_user(request.user, pk)
-        given = SourceInputSerializer(data=request.data, partial=True)
-        given.is_valid(raise_exception=True)
+    def edit(self, found: Source, changes: dict[str, Any]) -> Response:
         updated = services.update_source(
-            source,
-            dict(given.validated_data),
-            actor=request.user,
-            request_id=request_id(request),
+            found, changes, actor=self.request.user, request_id=self.request_id()
         )
-        data = dict(SourceSerializer(updated.source).data)
+        answer = dict(SourceSerializer(updated.source).data)
         if updated.headers_dropped:
-            data["warning"] = services.dropped_warning(updated.headers_dropped)
-        return Response(data)
-
-    def destroy(self, request: Request, pk: str) -> Response:
-        services.delete_source(
-            get_source_for_user(request.user, pk),
-            actor=request.user,
-            request_id=request_id(request),
-        )
-        return Response(status=status.HTTP_204_NO_CONTENT)
+            answer["warning"] = services.dropped_warning(updated.headers_dropped)
+        return Response(answer)
 
     @extend_schema(request=None, responses={202: JobSerializer})
     @action(detail=True, methods=["post"])
     def sync(self, request: Request, pk: str) -> Response:
         """Queue a sync now; 202 with the job (the one already waiting, if any)."""
-        source = get_source_for_user(request.user, pk)
+        source = self.get_object()
         with jobs.watch_enqueues() as watch:
             job = services.start_sync(source, actor=request.user)
         data = dict(JobSerializer(job, context={"request": request}).data)
@@ -126,4 +104,4 @@ class SourceViewSet(viewsets.GenericViewSet):
     @action(detail=True, methods=["post"])
     def test(self, request: Request, pk: str) -> Response:
         """Initialize and list the first page of tools: ok, or the reason."""
-        return Response(check_connection(get_source_for_user(request.user, pk)))
+        return Response(check_connection(self.get_object()))

@@ -11,10 +11,10 @@ import pytest
 from django.db import connection, transaction
 from rest_framework.test import APIClient
 
-from audit import writer
 from audit.models import AuditEvent
-from audit.services import record_event_soon
+from audit.services import record_event
 from audit.writer import close_all
+from config.fast import beside
 from tests.factories import make_client_key, make_sample_catalog, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -128,7 +128,7 @@ def test_a_lost_audit_connection_is_replaced_before_it_carries_a_row(agent):
             "AND backend_type = 'client backend'"
         )
     connection.close()
-    writer._local.sender._last_used = 0.0  # idle long enough to be checked
+    beside.sender("audit")._last_used = 0.0  # idle long enough to be checked
     response = select(agent, "email the monthly report")
     assert response.status_code == 200, response.json()
     selection_id = response.json()["selection_id"]
@@ -138,8 +138,9 @@ def test_a_lost_audit_connection_is_replaced_before_it_carries_a_row(agent):
 def test_inside_a_transaction_the_row_is_written_in_it_at_once():
     actor = make_user("tess")
     with transaction.atomic():
-        handle = record_event_soon(
+        handle = record_event(
             "selection",
+            soon=True,
             actor=actor,
             request_id=uuid.uuid4(),
             summary="in a transaction",

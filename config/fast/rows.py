@@ -2,12 +2,11 @@
 instances as the ORM would build them.
 
 Building a query through Django's compiler costs more CPU than the database spends
-answering it: a key's lookup (its row, its service user and its owner joined) took
-~60% of authentication's CPU in ``SQLCompiler`` under load (bench/README.md,
-"Selections with no framework tax"). A ``Read`` holds the statement's text, made
-from the models' metadata the first time it is used, and turns each row into
-instances with ``Model.from_db`` after the fields' own database converters (JSON
-is decoded by ``JSONField``, as the ORM does). It runs on Django's connection, so
+answering it (bench/README.md, "Fast paths"). A reader keeps its statement's text,
+made from the models' metadata (``Columns``, ``column``) the first time it is
+used, and ``Columns.instance`` turns each row into an instance with
+``Model.from_db`` after the fields' own database converters (JSON is decoded by
+``JSONField``, as the ORM does). It runs on Django's connection, so
 transactions, error translation (``OperationalError`` is a 503), query counting and
 the connection's health checks are those of any other query.
 """

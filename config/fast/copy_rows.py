@@ -3,8 +3,9 @@ records and their audit events).
 
 Django's ``bulk_create`` on PostgreSQL sends each column as one array parameter
 (``UNNEST``), and psycopg's client-side binding quotes every element of those
-arrays with a regular expression: for an import of 4,076 tools that quoting was
-about a third of the import. ``COPY`` streams the same values, each adapted once.
+arrays with a regular expression, a large share of a bulk import
+(bench/README.md, "Fast paths"). ``COPY`` streams the same values, each adapted
+once.
 
 Each value is what ``bulk_create`` would store: the field's ``pre_save``
 (``auto_now`` stamps) then its ``get_db_prep_save``, except JSON columns, which are
