@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from audit.models import AuditEvent
+from config.admin import ReadOnlyAdmin
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ["created", "event_type", "actor_name", "catalog_slug", "summary"]
     list_filter = ["event_type", "catalog_slug"]
     search_fields = ["actor_name", "summary", "request_id"]
     date_hierarchy = "created"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -287,17 +287,12 @@ def verify_archive(path: Path) -> ChainCheck:
     finding, checked, header = _check_archive(path)
     seconds = time.monotonic() - started
     end = header.get("end_checkpoint") or {}
-    return ChainCheck(
-        ok=finding is None,
-        checked=checked,
-        first_bad_id=finding.row_id if finding else None,
-        problem=finding.problem if finding else "",
-        kind=finding.kind if finding else "",
-        first_bad_seq=finding.seq if finding else None,
+    return ChainCheck.of(
+        finding,
+        checked,
+        seconds,
         head_seq=int(end.get("head_seq", 0)),
         head_id=end.get("head_id"),
         checkpoint_seq=end.get("head_seq"),
         checkpoint_time=end.get("time"),
-        seconds=round(seconds, 3),
-        per_second=int(checked / seconds) if seconds > 0 else 0,
     )

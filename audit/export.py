@@ -9,8 +9,6 @@ Used by the console, the API and ``manage.py audit_export`` alike.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -19,30 +17,13 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 
+from audit.hashing import SAID_FIELDS, SEAL_FIELDS
 from audit.models import AuditEvent
-from config.spreadsheet import csv_cell
+from config.spreadsheet import csv_cell, stream_csv
 
 FORMATS = ("csv", "jsonl")
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
-COLUMNS = (
-    "id",
-    "seq",
-    "created",
-    "event_type",
-    "actor_name",
-    "request_id",
-    "selection_id",
-    "catalog_slug",
-    "catalog_version",
-    "summary",
-    "input",
-    "output",
-    "prev_hash",
-    "hash",
-    "hash_version",
-    "key_id",
-    "sealed_at",
-)
+COLUMNS = ("id", "seq", "created", *SAID_FIELDS, *SEAL_FIELDS)
 JSON_COLUMNS = frozenset({"input", "output"})
 CHUNK_ROWS = 2000
 
@@ -69,23 +50,14 @@ def _jsonl_lines(events: QuerySet[AuditEvent]) -> Iterator[str]:
 
 
 def _csv_lines(events: QuerySet[AuditEvent]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-
-    def line(values: list[Any]) -> str:
-        buffer.seek(0)
-        buffer.truncate()
-        writer.writerow(values)
-        return buffer.getvalue()
-
-    yield line(list(COLUMNS))
-    for row in _rows(events):
-        yield line(
-            [
-                csv_cell(_dumps(value) if column in JSON_COLUMNS else _text(value))
-                for column, value in zip(COLUMNS, row, strict=True)
-            ]
-        )
+    rows = (
+        [
+            csv_cell(_dumps(value) if column in JSON_COLUMNS else _text(value))
+            for column, value in zip(COLUMNS, row, strict=True)
+        ]
+        for row in _rows(events)
+    )
+    yield from stream_csv(COLUMNS, rows)
 
 
 def _text(value: Any) -> Any:

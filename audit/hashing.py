@@ -37,7 +37,8 @@ CONTENT_SQL = """
     catalog_slug, catalog_version::text, summary, input::text, output::text,
     pg_catalog.to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
 """
-CONTENT_FIELDS = (
+# What a row says, then when it was written: its content, as the SQL above reads it.
+SAID_FIELDS = (
     "event_type",
     "actor_name",
     "request_id",
@@ -47,8 +48,10 @@ CONTENT_FIELDS = (
     "summary",
     "input",
     "output",
-    "created",
 )
+CONTENT_FIELDS = (*SAID_FIELDS, "created")
+# What sealing adds to a row (exports and the API show it beside the content).
+SEAL_FIELDS = ("prev_hash", "hash", "hash_version", "key_id", "sealed_at")
 
 
 def audit_key() -> bytes:

@@ -85,6 +85,23 @@ class ChainCheck:
     # Each checkpoint sink: behind (missed the last line), failures, last error.
     sinks: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of(
+        cls, finding: Finding | None, checked: int, seconds: float, **head: Any
+    ) -> ChainCheck:
+        """A walk's answer: its first finding (None: the chain holds), its pace."""
+        return cls(
+            ok=finding is None,
+            checked=checked,
+            first_bad_id=finding.row_id if finding else None,
+            problem=finding.problem if finding else "",
+            kind=finding.kind if finding else "",
+            first_bad_seq=finding.seq if finding else None,
+            seconds=round(seconds, 3),
+            per_second=int(checked / seconds) if seconds > 0 else 0,
+            **head,
+        )
+
 
 @dataclass
 class Finding:
@@ -448,19 +465,14 @@ def verify_chain(
         head = cursor.fetchone() or (0, None)
     seconds = time.monotonic() - started
     last = book.last or {}
-    return ChainCheck(
-        ok=finding is None,
-        checked=checked,
-        first_bad_id=finding.row_id if finding else None,
-        problem=finding.problem if finding else "",
-        kind=finding.kind if finding else "",
-        first_bad_seq=finding.seq if finding else None,
+    return ChainCheck.of(
+        finding,
+        checked,
+        seconds,
         head_seq=int(head[0]),
         head_id=head[1],
         checkpoint_seq=last.get("head_seq"),
         checkpoint_time=last.get("time"),
-        seconds=round(seconds, 3),
-        per_second=int(checked / seconds) if seconds > 0 else 0,
         checkpoints=checkpoints or settings.QUIVER_AUDIT_CHECKPOINT_STORE,
         sinks=sink_status(last_record()),
     )

@@ -20,7 +20,6 @@ an index of its own (``audit_event_call_outcome``), and the sweep reads each
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -31,7 +30,7 @@ from audit.models import AuditEvent
 from audit.services import record_event
 from calls.approvals import record_use, use_approval
 from calls.models import CallSweep
-from calls.records import CallRecord, record_call, record_start
+from calls.records import CallRecord, Ended, record_call, record_start
 
 SWEEP_CHUNK = 500
 # Beyond the call's own timeout: the pool's answer margin (calls.upstream).
@@ -62,19 +61,11 @@ def claim(call: CallRecord, timeout: float) -> None:
         )
 
 
-def finish(
-    call: CallRecord,
-    outcome: str,
-    reason: str,
-    *,
-    size: int | None = None,
-    body: dict[str, Any] | None = None,
-    screening: dict[str, Any] | None = None,
-) -> AuditEvent:
+def finish(call: CallRecord, ended: Ended) -> AuditEvent:
     """The claimed call's outcome event. (A call the sweep already called
     interrupted: the late outcome is recorded all the same, after it.)"""
     assert call.call_id is not None  # claimed
-    return record_call(call, outcome, reason, size=size, body=body, screening=screening)
+    return record_call(call, ended)
 
 
 def sweep_interrupted(now: datetime | None = None) -> int:

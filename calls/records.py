@@ -90,36 +90,40 @@ class CallRecord:
         return recorded
 
 
-def record_call(
-    call: CallRecord,
-    outcome: str,
-    reason: str,
-    *,
-    size: int | None = None,
-    body: dict[str, Any] | None = None,
-    screening: dict[str, Any] | None = None,
-) -> AuditEvent:
+@dataclass(frozen=True)
+class Ended:
+    """How an attempt ended: its ``outcome`` and why; what the upstream answered
+    (``size`` bytes, ``body``); what the result's screening found and did
+    (rules and places, never values)."""
+
+    outcome: str
+    reason: str
+    size: int | None = None
+    body: dict[str, Any] | None = None
+    screening: dict[str, Any] | None = None
+
+
+def record_call(call: CallRecord, ended: Ended) -> AuditEvent:
     """An event with the attempt's outcome (in the caller's transaction, if any),
-    counted in the metrics as it is recorded; ``screening``: what the result's
-    screening found and did (rules and places, never values)."""
+    counted in the metrics as it is recorded."""
     result_hash = None
-    if body is not None:
-        result_hash = sha256(canonical_json(body).encode()).hexdigest()
+    if ended.body is not None:
+        result_hash = sha256(canonical_json(ended.body).encode()).hexdigest()
     event = _event(
         call,
-        outcome,
+        ended.outcome,
         {
-            "outcome": outcome,
-            "reason": reason[:REASON_CHARS],
+            "outcome": ended.outcome,
+            "reason": ended.reason[:REASON_CHARS],
             "duration_ms": round((time.perf_counter() - call.started) * 1000, 3),
             "result_hash": result_hash,
-            "result_bytes": size,
-            "is_error": outcome != "ran",
-            **({"screening": screening} if screening else {}),
+            "result_bytes": ended.size,
+            "is_error": ended.outcome != "ran",
+            **({"screening": ended.screening} if ended.screening else {}),
         },
     )
     source = call.link.source.name if call.link is not None else None
-    call_recorded(call.catalog.slug, source, outcome)
+    call_recorded(call.catalog.slug, source, ended.outcome)
     return event
 
 

@@ -50,7 +50,7 @@ from calls.hashing import arguments_hash, canonical_json
 from calls.limits import LimitReached, hold
 from calls.observe import observed_call
 from calls.reads import read_call
-from calls.records import CallRecord, record_call
+from calls.records import CallRecord, Ended, record_call
 from calls.upstream import (
     Target,
     UpstreamFailure,
@@ -194,7 +194,7 @@ def _refuse(
 ) -> CallAnswer:
     """A call that will not run, as its one event (its id is the ``call_id``)."""
     with transaction.atomic():
-        event = record_call(call, outcome, reason)
+        event = record_call(call, Ended(outcome, reason))
     return CallAnswer(
         outcome,
         call.name,
@@ -219,7 +219,7 @@ def _pending(call: CallRecord) -> CallAnswer:
             request_id=call.request_id,
         )
         call.approval_id = str(approval.id)
-        event = record_call(call, "pending", PENDING_REASON)
+        event = record_call(call, Ended("pending", PENDING_REASON))
     return pending_answer(call.name, approval, call_id=str(event.pk))
 
 
@@ -268,7 +268,7 @@ def _record_fault(call: CallRecord) -> None:
     """The outcome of a claimed call that broke inside Quiver (best effort: if
     even this cannot be written, the sweep says ``interrupted``)."""
     try:
-        finish(call, "failed", FAULT)
+        finish(call, Ended("failed", FAULT))
     except DatabaseError:
         log.warning("tool call %s: its fault could not be recorded", call.call_id)
 
@@ -319,12 +319,12 @@ def _run(call: CallRecord, target: Target, policy: ScreeningPolicy) -> CallAnswe
     try:
         result = _upstream(call, target)
     except NeedsAuthorization as exc:
-        answer = _finish(call, NEEDS_AUTHORIZATION, exc.reason)
+        answer = _finish(call, Ended(NEEDS_AUTHORIZATION, exc.reason))
         answer.status = 403
         return _linked(answer, call, exc)
     except UpstreamFailure as exc:
         outcome = "timed_out" if exc.timed_out else "failed"
-        return _finish(call, outcome, exc.reason)
+        return _finish(call, Ended(outcome, exc.reason))
     body = {"content": result.content, "structured_content": result.structured_content}
     size = len(canonical_json(body).encode())
     if size > target.max_result_bytes:
@@ -332,7 +332,7 @@ def _run(call: CallRecord, target: Target, policy: ScreeningPolicy) -> CallAnswe
             f"result: {size} bytes, over source {target.source_name!r}'s limit of "
             f"{target.max_result_bytes} (max_result_bytes)"
         )
-        return _finish(call, "failed", reason, size=size)
+        return _finish(call, Ended("failed", reason, size=size))
     with tracing.span("quiver.call.screen"):
         screened = screen_result(
             result.content, result.structured_content, policy, masked=result.masked
@@ -346,7 +346,8 @@ def _run(call: CallRecord, target: Target, policy: ScreeningPolicy) -> CallAnswe
             + ")"
         )
     summary = screened.summary()
-    answer = _finish(call, outcome, reason, size=size, body=body, screening=summary)
+    ended = Ended(outcome, reason, size=size, body=body, screening=summary)
+    answer = _finish(call, ended)
     answer.content = screened.content
     answer.structured_content = screened.structured
     answer.is_error = result.is_error or screened.action == "block"
@@ -391,23 +392,15 @@ def _linked(
     return answer
 
 
-def _finish(
-    call: CallRecord,
-    outcome: str,
-    reason: str,
-    *,
-    size: int | None = None,
-    body: dict[str, Any] | None = None,
-    screening: dict[str, Any] | None = None,
-) -> CallAnswer:
+def _finish(call: CallRecord, ended: Ended) -> CallAnswer:
     try:
-        finish(call, outcome, reason, size=size, body=body, screening=screening)
+        finish(call, ended)
     except DatabaseError as exc:
-        _not_recorded(call, outcome, exc)
+        _not_recorded(call, ended.outcome, exc)
     return CallAnswer(
-        outcome,
+        ended.outcome,
         call.name,
-        reason,
+        ended.reason,
         approval_id=call.approval_id,
         call_id=str(call.call_id),
     )

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from catalog import services
-from catalog.models import Catalog, Tool, ToolChange
+from catalog.models import TOOL_BOOKKEEPING, Catalog, Tool, ToolChange
 from catalog.names import ToolConflict, refuse
 from catalog.services.tools import (
     spec_errors,
@@ -120,12 +120,7 @@ class ToolAdmin(admin.ModelAdmin):
         "changed_version",
         "content_hash",
         "prompt_tokens",
-        "embedding_status",
-        "embedding_error",
-        "created",
-        "updated",
-        "created_by",
-        "updated_by",
+        *TOOL_BOOKKEEPING,
     ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:

@@ -20,6 +20,7 @@ from catalog.choices import (
 )
 from catalog.querysets import CatalogQuerySet, ToolQuerySet, ToolReviewQuerySet
 from config.exceptions import AppendOnlyError
+from config.modelfields import person_link
 
 
 class Catalog(models.Model):
@@ -45,6 +46,17 @@ class Catalog(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+
+# What Quiver keeps about a tool beside its definition; no caller writes these.
+TOOL_BOOKKEEPING = (
+    "embedding_status",
+    "embedding_error",
+    "created",
+    "updated",
+    "created_by",
+    "updated_by",
+)
 
 
 class Tool(models.Model):
@@ -93,20 +105,8 @@ class Tool(models.Model):
     changed_version = models.PositiveBigIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    updated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
+    created_by = person_link()
+    updated_by = person_link()
 
     objects = ToolQuerySet.as_manager()
 
@@ -319,13 +319,7 @@ class ToolReview(models.Model):
     proposal = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True, db_index=True)
     decided = models.DateTimeField(null=True, blank=True)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
+    decided_by = person_link()
     decider_name = models.CharField(max_length=150, blank=True, default="")
     reason = models.CharField(max_length=500, blank=True, default="")
 

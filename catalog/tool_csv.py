@@ -6,8 +6,6 @@ cursor reads them, so a large catalog streams with flat memory."""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +13,7 @@ from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 
 from catalog.models import Tool
-from config.spreadsheet import csv_cell
+from config.spreadsheet import csv_cell, stream_csv
 
 COLUMNS = (
     "id",
@@ -52,19 +50,9 @@ def _cell(value: Any) -> str:
 
 def csv_lines(tools: QuerySet[Tool]) -> Iterator[str]:
     """The header, then one line per tool in the queryset's order."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-
-    def line(values: list[Any]) -> str:
-        buffer.seek(0)
-        buffer.truncate()
-        writer.writerow(values)
-        return buffer.getvalue()
-
-    yield line(list(COLUMNS))
     columns = [_SOURCE.get(column, column) for column in COLUMNS]
-    for row in tools.values_list(*columns).iterator(chunk_size=CHUNK_ROWS):
-        yield line([_cell(value) for value in row])
+    rows = tools.values_list(*columns).iterator(chunk_size=CHUNK_ROWS)
+    yield from stream_csv(COLUMNS, ([_cell(value) for value in row] for row in rows))
 
 
 def csv_response(tools: QuerySet[Tool]) -> StreamingHttpResponse:

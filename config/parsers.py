@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import BaseParser, FormParser, JSONParser, MultiPartParser
 
 from config.jsonparse import (
     BAD_TEXT_RULE,
@@ -36,10 +36,9 @@ def refuse_bad_text(data: Any) -> None:
         raise ValidationError({path: [BAD_TEXT_RULE]})
 
 
-class SafeJSONParser(JSONParser):
-    """JSON with a nesting limit and no NUL or lone surrogate anywhere."""
-
-    max_depth = MAX_BODY_DEPTH
+class TextChecked(BaseParser):
+    """A parser whose answer holds no string or key with a NUL or a lone
+    surrogate: it parses as the parser after it in the MRO, then checks."""
 
     def parse(
         self,
@@ -47,46 +46,49 @@ class SafeJSONParser(JSONParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        parsed = self.parsed(stream, media_type, parser_context)
+        refuse_bad_text(self.text_of(parsed))
+        return parsed
+
+    def parsed(
+        self, stream: IO[Any], media_type: str | None, context: Mapping[str, Any] | None
+    ) -> Any:
+        return super().parse(stream, media_type, context)
+
+    def text_of(self, parsed: Any) -> Any:
+        """The part of ``parsed`` that holds the caller's text."""
+        return parsed
+
+
+class SafeJSONParser(TextChecked, JSONParser):
+    """JSON with a nesting limit and no NUL or lone surrogate anywhere."""
+
+    max_depth = MAX_BODY_DEPTH
+
+    def parsed(
+        self, stream: IO[Any], media_type: str | None, context: Mapping[str, Any] | None
+    ) -> Any:
+        encoding = (context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             text = codecs.getreader(encoding)(stream).read()
         except (UnicodeDecodeError, LookupError) as exc:
             raise ParseError(f"body: not valid {encoding} text ({exc})") from exc
         try:
-            data = loads_unique(text, max_depth=self.max_depth)
+            return loads_unique(text, max_depth=self.max_depth)
         except DuplicateKey as exc:
             raise ValidationError({exc.path: [DUPLICATE_KEY_RULE]}) from exc
         except JSONTooDeep as exc:
             raise ValidationError({"body": [str(exc)]}) from exc
         except ValueError as exc:
             raise ParseError(f"body: not valid JSON ({exc})") from exc
-        refuse_bad_text(data)
-        return data
 
 
-class SafeFormParser(FormParser):
+class SafeFormParser(TextChecked, FormParser):
     """Form data with no NUL or lone surrogate in any field."""
 
-    def parse(
-        self,
-        stream: IO[Any],
-        media_type: str | None = None,
-        parser_context: Mapping[str, Any] | None = None,
-    ) -> Any:
-        data = super().parse(stream, media_type, parser_context)
-        refuse_bad_text(data)
-        return data
 
-
-class SafeMultiPartParser(MultiPartParser):
+class SafeMultiPartParser(TextChecked, MultiPartParser):
     """Multipart data with no NUL or lone surrogate in any text field."""
 
-    def parse(
-        self,
-        stream: IO[Any],
-        media_type: str | None = None,
-        parser_context: Mapping[str, Any] | None = None,
-    ) -> Any:
-        parsed = super().parse(stream, media_type, parser_context)
-        refuse_bad_text(parsed.data)
-        return parsed
+    def text_of(self, parsed: Any) -> Any:
+        return parsed.data

@@ -31,7 +31,7 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -122,6 +122,15 @@ class _Layer:
     ff2_b: np.ndarray
     ln2_g: np.ndarray
     ln2_b: np.ndarray
+
+
+class _Padded(NamedTuple):
+    """A padded batch as every layer sees it: ``batch`` sequences of ``width``
+    tokens, and the attention bias that hides the padding (None: none padded)."""
+
+    batch: int
+    width: int
+    bias: np.ndarray | None
 
 
 def _contiguous(array: np.ndarray) -> np.ndarray:
@@ -332,20 +341,15 @@ class MiniLMEncoder:
         x = _contiguous(rows.reshape(batch * width, self.dimension).T)
         layer_norm_(x, self.emb_ln_g, self.emb_ln_b, self.config.eps)
         bias = None if mask is None else ((1.0 - mask) * _MASKED)[:, None, None, :]
+        padded = _Padded(batch, width, bias)
         for layer in self.layers:
-            x = self._layer(x, layer, (batch, width), bias)
+            x = self._layer(x, layer, padded)
         return x
 
-    def _layer(
-        self,
-        x: np.ndarray,
-        layer: _Layer,
-        shape: tuple[int, int],
-        bias: np.ndarray | None,
-    ) -> np.ndarray:
+    def _layer(self, x: np.ndarray, layer: _Layer, padded: _Padded) -> np.ndarray:
         """One encoder layer on (hidden, batch*tokens) activations."""
         eps = self.config.eps
-        attended = layer.out_w @ self._attention(x, layer, shape, bias)
+        attended = layer.out_w @ self._attention(x, layer, padded)
         attended += layer.out_b
         attended += x
         layer_norm_(attended, layer.ln1_g, layer.ln1_b, eps)
@@ -358,15 +362,9 @@ class MiniLMEncoder:
         layer_norm_(out, layer.ln2_g, layer.ln2_b, eps)
         return out
 
-    def _attention(
-        self,
-        x: np.ndarray,
-        layer: _Layer,
-        shape: tuple[int, int],
-        bias: np.ndarray | None,
-    ) -> np.ndarray:
+    def _attention(self, x: np.ndarray, layer: _Layer, padded: _Padded) -> np.ndarray:
         """Multi-head self-attention; returns the (hidden, batch*tokens) context."""
-        (batch, width), heads = shape, self.config.heads
+        (batch, width, bias), heads = padded, self.config.heads
         qkv = layer.qkv_w @ x
         qkv += layer.qkv_b
         qkv = qkv.reshape(3, heads, self.config.head_dim, batch, width)

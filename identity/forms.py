@@ -4,11 +4,14 @@ catalogs; a key's grant. The rules themselves are the services'
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from config.forms import ServiceErrorsMixin
+from identity.access_people import Refused
 from identity.choices import ApiScope
 from identity.services.people import group_choices
 
@@ -57,6 +60,31 @@ class GrantForm(ServiceErrorsMixin, forms.Form):
         """None: all catalogs (the explicit box); else the slugs given."""
         data = self.cleaned_data
         return None if data["all_catalogs"] else list(data["catalogs"])
+
+    def granted(self) -> dict[str, Any]:
+        """The services' ``groups`` and ``catalogs`` (None: all) from the form."""
+        return {
+            "groups": self.cleaned_data["groups"],
+            "catalogs": self.chosen_catalogs(),
+        }
+
+    def add_refusal(self, exc: ValidationError | Refused) -> int:
+        """A service's refusal on the form, and the status to answer with: 403
+        naming the field past the caller's own access, 400 for a bad value."""
+        if isinstance(exc, Refused):
+            self.add_error(exc.field if exc.field in self.fields else None, str(exc))
+            return 403
+        self.add_service_error(exc)
+        return 400
+
+    @staticmethod
+    def initial_of(groups: Iterable[str], catalogs: list[str] | None) -> dict[str, Any]:
+        """The form's values for what is given now (``catalogs`` None: all)."""
+        return {
+            "groups": list(groups),
+            "all_catalogs": catalogs is None,
+            "catalogs": ", ".join(catalogs or []),
+        }
 
 
 class PersonForm(GrantForm):

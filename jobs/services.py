@@ -40,6 +40,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from config.celery import app
+from config.processes import pid_alive
 from jobs.choices import JobKind, JobState
 from jobs.models import Job
 
@@ -264,16 +265,6 @@ def _beat(job: Job, stop: threading.Event) -> None:
 # ---------------------------------------------------------------- the sweeper
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def release_dead_jobs() -> int:
     """Put back in the queue running jobs whose worker is known dead: on this
     host with its pid gone, or silent for a whole lease. Returns how many."""
@@ -283,7 +274,7 @@ def release_dead_jobs() -> int:
     dead_pids = [
         pid
         for pid in running.filter(worker_host=host).values_list("worker_pid", flat=True)
-        if pid is not None and not _pid_alive(pid)
+        if pid is not None and not pid_alive(pid)
     ]
     here_dead = Q(worker_host=host, worker_pid__in=dead_pids)
     return running.filter(stale | here_dead).update(state=JobState.QUEUED)

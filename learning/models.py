@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 
 from catalog.models import Catalog
+from config.modelfields import person_link
 
 
 class LabelOrigin(models.TextChoices):
@@ -160,13 +161,7 @@ class LearntModel(models.Model):
     cv = models.JSONField(default=dict, blank=True)
     proposed_settings = models.JSONField(null=True, blank=True)
     applied_settings_version = models.PositiveIntegerField(null=True, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
+    created_by = person_link()
     created = models.DateTimeField(auto_now_add=True, db_index=True)
     finished = models.DateTimeField(null=True, blank=True)
     # As Evaluation.heartbeat.

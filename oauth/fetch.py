@@ -40,12 +40,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
         self.public_only = public_only
 
     def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
+        self, host: str, port: int, *args: Any, **options: Any
     ) -> httpcore.NetworkStream:
         try:
             addresses = checked_addresses(host, port)
@@ -55,13 +50,8 @@ class _GuardedBackend(httpcore.NetworkBackend):
             for address in addresses:
                 if not _public(address, host):
                     raise httpcore.ConnectError(f"{host}: not a public address")
-        return self.inner.connect_tcp(
-            addresses[0],
-            port,
-            timeout=timeout,
-            local_address=local_address,
-            socket_options=socket_options,
-        )
+        # httpcore's connection options pass through as given.
+        return self.inner.connect_tcp(addresses[0], port, *args, **options)
 
     def connect_unix_socket(
         self,

@@ -60,6 +60,12 @@ def _error(
     return response
 
 
+def _slow_down(exc: Throttled) -> JsonResponse:
+    """A throttled request's 429, with when to try again (a whole second at least)."""
+    wait = max(1, math.ceil(getattr(exc, "wait", None) or 1))
+    return _error(429, "slow_down", str(exc.detail), wait)
+
+
 def server_on(view: View) -> View:
     """404 (JSON) while Quiver is not an authorization server."""
 
@@ -168,12 +174,7 @@ def register(request: HttpRequest) -> HttpResponse:
             what="client registrations a minute from one address",
         )
     except Throttled as exc:
-        return _error(
-            429,
-            "slow_down",
-            str(exc.detail),
-            max(1, math.ceil(getattr(exc, "wait", None) or 1)),
-        )
+        return _slow_down(exc)
     try:
         body = jsonparse.loads(request.body or b"{}")
     except ValueError as exc:
@@ -192,10 +193,5 @@ def _guessed(
     try:
         penalize_unknown_key(request)
     except Throttled as exc:
-        return _error(
-            429,
-            "slow_down",
-            str(exc.detail),
-            max(1, math.ceil(getattr(exc, "wait", None) or 1)),
-        )
+        return _slow_down(exc)
     return response

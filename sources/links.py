@@ -23,7 +23,7 @@ from django.db import transaction
 
 from audit.actors import Actor
 from audit.choices import EventType
-from audit.services import record_event
+from catalog import owned
 from catalog.models import Tool
 from sources.mapping import upstream_hash
 from sources.models import Source, SourceTool
@@ -69,18 +69,12 @@ def _link(source: Source, tool: Tool, upstream: dict[str, Any]) -> str:
 def _event(
     source: Source, names: list[str], actor: Actor, request_id: uuid.UUID | None
 ) -> None:
-    record_event(
+    owned.record_change(
+        source,
         EventType.SOURCE_CHANGED,
+        "link",
         actor=actor,
         request_id=request_id,
-        catalog_slug=source.catalog.slug,
-        catalog_version=source.catalog.version,
+        details={"kind": source.kind, "tools": names},
         summary=f"source {source.name!r}: link {len(names)} existing tools",
-        input={
-            "action": "link",
-            "source": source.name,
-            "kind": source.kind,
-            "tools": names,
-        },
-        output={"source_id": source.pk},
     )

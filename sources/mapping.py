@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from catalog.models import Tool
@@ -248,61 +248,53 @@ def synced_spec(
     old = derived(previous) if existing and previous is not None else None
     if existing:
         # Only to name, for the curator, the flags the upstream's word would loosen.
-        _flags(replace(spec), derived(upstream), old, existing, held)
-    _flags(spec, derived({"annotations": given}), old, existing, held)
+        _Follow(derived(upstream), old, existing, held).apply(replace(spec))
+    _Follow(derived({"annotations": given}), old, existing, held).apply(spec)
     held[:] = list(dict.fromkeys(held))
     return spec
 
 
-def _flags(
-    spec: ToolSpec,
-    new: dict[str, Any],
-    old: dict[str, Any] | None,
-    existing: bool,
-    held: list[str],
-) -> None:
-    _scalar_flags(spec, new, old, existing, held)
-    _member_flags(spec, new, old, existing, held)
+@dataclass(frozen=True)
+class _Follow:
+    """The flags follow the hints ``new`` while the curator has not changed them
+    since the last sync's (``old``; None: no last sync), never looser on an
+    ``existing`` tool: what they would loosen is named in ``held``."""
 
+    new: dict[str, Any]
+    old: dict[str, Any] | None
+    existing: bool
+    held: list[str]
 
-def _scalar_flags(
-    spec: ToolSpec,
-    new: dict[str, Any],
-    old: dict[str, Any] | None,
-    existing: bool,
-    held: list[str],
-) -> None:
-    """Safe, requires_approval and risk level follow the hints while the
-    curator has not changed them, never looser on an existing tool."""
-    for flag in SCALAR_FLAGS:
-        if old is None or getattr(spec, flag) == old[flag]:
-            if existing and _looser(flag, new[flag], getattr(spec, flag)):
-                held.append(flag)
-                continue
-            setattr(spec, flag, new[flag])
+    def apply(self, spec: ToolSpec) -> None:
+        self._scalar_flags(spec)
+        self._member_flags(spec)
 
-
-def _member_flags(
-    spec: ToolSpec,
-    new: dict[str, Any],
-    old: dict[str, Any] | None,
-    existing: bool,
-    held: list[str],
-) -> None:
-    """Each derived tag and capability follows the hints while the curator has
-    not changed it; a capability (what requests may require: ``read-only``,
-    ``idempotent``) is never added to an existing tool by a sync."""
-    for flag in MEMBER_FLAGS:
-        values = list(getattr(spec, flag))
-        for member in sorted(new[flag] | (old[flag] if old else set())):
-            untouched = old is None or (member in values) == (member in old[flag])
-            if not untouched:
-                continue
-            if member in new[flag] and member not in values:
-                if existing and flag == "capabilities":
-                    held.append(f"capability {member}")
+    def _scalar_flags(self, spec: ToolSpec) -> None:
+        """Safe, requires_approval and risk level."""
+        new, old = self.new, self.old
+        for flag in SCALAR_FLAGS:
+            if old is None or getattr(spec, flag) == old[flag]:
+                if self.existing and _looser(flag, new[flag], getattr(spec, flag)):
+                    self.held.append(flag)
                     continue
-                values.append(member)
-            elif member not in new[flag] and member in values:
-                values.remove(member)
-        setattr(spec, flag, values)
+                setattr(spec, flag, new[flag])
+
+    def _member_flags(self, spec: ToolSpec) -> None:
+        """Each derived tag and capability; a capability (what requests may
+        require: ``read-only``, ``idempotent``) is never added to an existing
+        tool by a sync."""
+        new, old = self.new, self.old
+        for flag in MEMBER_FLAGS:
+            values = list(getattr(spec, flag))
+            for member in sorted(new[flag] | (old[flag] if old else set())):
+                untouched = old is None or (member in values) == (member in old[flag])
+                if not untouched:
+                    continue
+                if member in new[flag] and member not in values:
+                    if self.existing and flag == "capabilities":
+                        self.held.append(f"capability {member}")
+                        continue
+                    values.append(member)
+                elif member not in new[flag] and member in values:
+                    values.remove(member)
+            setattr(spec, flag, values)

@@ -212,12 +212,7 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
         self.inner = inner or httpcore2.AnyIOBackend()
 
     async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
+        self, host: str, port: int, *args: Any, **options: Any
     ) -> httpcore2.AsyncNetworkStream:
         try:
             addresses = await anyio.to_thread.run_sync(checked_addresses, host, port)
@@ -228,13 +223,8 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
         last: Exception | None = None
         for address in addresses:
             try:
-                return await self.inner.connect_tcp(
-                    address,
-                    port,
-                    timeout=timeout,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
+                # httpcore's connection options pass through as given.
+                return await self.inner.connect_tcp(address, port, *args, **options)
             except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
                 last = exc
         raise last or httpcore2.ConnectError(f"url: {host} has no address")

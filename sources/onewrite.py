@@ -14,7 +14,6 @@ left, so the server never sees it."""
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable
 from typing import Any
 
 import httpcore2
@@ -67,31 +66,15 @@ class OneWriteBackend(httpcore2.AsyncNetworkBackend):
         self.inner = inner
 
     async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
+        self, host: str, port: int, *args: Any, **options: Any
     ) -> httpcore2.AsyncNetworkStream:
-        stream = await self.inner.connect_tcp(
-            host,
-            port,
-            timeout=timeout,
-            local_address=local_address,
-            socket_options=socket_options,
-        )
+        stream = await self.inner.connect_tcp(host, port, *args, **options)
         return OneWriteStream(stream)
 
     async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[Any] | None = None,
+        self, path: str, *args: Any, **options: Any
     ) -> httpcore2.AsyncNetworkStream:
-        stream = await self.inner.connect_unix_socket(
-            path, timeout=timeout, socket_options=socket_options
-        )
+        stream = await self.inner.connect_unix_socket(path, *args, **options)
         return OneWriteStream(stream)
 
     async def sleep(self, seconds: float) -> None:

@@ -37,10 +37,6 @@ class SingleSignOnBackend(ModelBackend):
     provider did), so ``authenticate`` never signs anyone in."""
 
     def authenticate(
-        self,
-        request: HttpRequest | None,
-        username: str | None = None,
-        password: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
+        self, request: HttpRequest | None, *credentials: Any, **named: Any
+    ) -> None:
         return None

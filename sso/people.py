@@ -19,14 +19,18 @@ from typing import Any
 from django.contrib.auth.models import Group
 
 from identity import catalogs
-from identity.access import Access, access_for
+from identity.access import ALL_CATALOGS, Access, access_for
 from identity.access_changes import SERVICE_USER_PREFIX, access_changes
 from identity.access_people import Manager, PersonGrant, Refused
+from identity.api.fields import MAX_CATALOGS, CatalogsField
 from identity.forms import GrantForm
 from identity.models import UserCatalogAccess
 
 __all__ = [
+    "ALL_CATALOGS",
+    "MAX_CATALOGS",
     "SERVICE_USER_PREFIX",
+    "CatalogsField",
     "GrantForm",
     "Refused",
     "access_of",

@@ -51,13 +51,12 @@ def sign_in_settings(request: HttpRequest) -> HttpResponse:
     try:
         create_mapping(
             form.cleaned_data["value"],
-            groups=form.cleaned_data["groups"],
-            catalogs=form.chosen_catalogs(),
+            **form.granted(),
             actor=acting_user(request),
             request_id=request_id(request),
         )
     except (ValidationError, Refused) as exc:
-        return _refused(request, form, exc, _page)
+        return _page(request, form, status=form.add_refusal(exc))
     messages.success(request, f"Mapped {form.cleaned_data['value']!r}.")
     return redirect("sso:settings")
 
@@ -69,11 +68,9 @@ def mapping_edit(request: HttpRequest, mapping_id: int) -> HttpResponse:
     """One mapping's groups and catalogs."""
     _require_admin(request)
     mapping = get_mapping_for_user(request.user, mapping_id)
-    initial = {
-        "groups": list(mapping.groups.values_list("name", flat=True)),
-        "all_catalogs": mapping.catalogs is None,
-        "catalogs": ", ".join(mapping.catalogs or []),
-    }
+    initial = MappingForm.initial_of(
+        mapping.groups.values_list("name", flat=True), mapping.catalogs
+    )
     form = MappingForm(request.POST or None, initial=initial, new=False)
     page = _edit_page(mapping)
     if request.method != "POST":
@@ -83,13 +80,12 @@ def mapping_edit(request: HttpRequest, mapping_id: int) -> HttpResponse:
     try:
         update_mapping(
             mapping,
-            groups=form.cleaned_data["groups"],
-            catalogs=form.chosen_catalogs(),
+            **form.granted(),
             actor=acting_user(request),
             request_id=request_id(request),
         )
     except (ValidationError, Refused) as exc:
-        return _refused(request, form, exc, page)
+        return page(request, form, status=form.add_refusal(exc))
     messages.success(request, f"Saved the mapping of {mapping.value!r}.")
     return redirect("sso:settings")
 
@@ -123,19 +119,6 @@ def password_switch(request: HttpRequest) -> HttpResponse:
         return _page(request, MappingForm(), error="; ".join(exc.messages), status=400)
     messages.success(request, f"Password sign-in turned {'on' if on else 'off'}.")
     return redirect("sso:settings")
-
-
-def _refused(
-    request: HttpRequest, form: MappingForm, exc: Exception, page: Any
-) -> HttpResponse:
-    """A service's refusal on the form: 403 past the caller's own access, 400 for
-    a bad value."""
-    if isinstance(exc, Refused):
-        form.add_error(exc.field if exc.field in form.fields else None, str(exc))
-        return page(request, form, status=403)
-    assert isinstance(exc, ValidationError)
-    form.add_service_error(exc)
-    return page(request, form, status=400)
 
 
 def _page(

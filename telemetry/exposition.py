@@ -20,6 +20,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from config.processes import pid_alive
 from telemetry.metrics import REGISTRY
 
 LIVE_FILE = re.compile(r"^gauge_live\w*?_(\d+)\.db$")
@@ -69,18 +70,8 @@ def forget_dead_processes(folder: str) -> None:
     """Drop the live gauges of processes that are gone (their counters stay:
     what a dead worker counted was still counted)."""
     for pid in live_pids(folder):
-        if not _alive(pid):
+        if not pid_alive(pid):
             multiprocess.mark_process_dead(pid, folder)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ProcessMemory:

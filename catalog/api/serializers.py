@@ -11,7 +11,7 @@ from rest_framework import serializers
 from catalog import job_reads
 from catalog.choices import EmbeddingStatus, ImportOutcome, ToolStatus
 from catalog.formats import FORMATS
-from catalog.models import Catalog, Tool, ToolChange
+from catalog.models import TOOL_BOOKKEEPING, Catalog, Tool, ToolChange
 from catalog.services.bulk_edit import BULK_MAX_TOOLS
 from catalog.services.import_names import NAME_CHOICES, REFUSE
 from catalog.services.tools import MAX_REASON_CHARS
@@ -131,12 +131,7 @@ class ToolSerializer(serializers.ModelSerializer):
             "prompt_tokens",
             "version",
             "content_hash",
-            "embedding_status",
-            "embedding_error",
-            "created",
-            "updated",
-            "created_by",
-            "updated_by",
+            *TOOL_BOOKKEEPING,
         ]
         read_only_fields = fields
 

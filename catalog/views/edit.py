@@ -49,11 +49,7 @@ def tool_create(request: HttpRequest) -> HttpResponse:
         try:
             with jobs.watch_enqueues() as watch:
                 tool = services.create_tool(
-                    form.cleaned_data["catalog"],
-                    form.to_spec(),
-                    actor=acting_user(request),
-                    request_id=request_id(request),
-                    reason=form.cleaned_data["reason"],
+                    form.cleaned_data["catalog"], form.to_spec(), **_by(request, form)
                 )
         except (ValidationError, services.ToolConflict) as exc:
             form.add_service_error(exc)
@@ -63,6 +59,15 @@ def tool_create(request: HttpRequest) -> HttpResponse:
                 messages.warning(request, f"Its embedding is delayed: {watch.warning}.")
             return redirect("console:tool-detail", tool_id=tool.pk)
     return render_page(request, FORM_TEMPLATE, {"form": form})
+
+
+def _by(request: HttpRequest, form: ToolForm) -> dict[str, Any]:
+    """Who saves the form's tool, and why (the write services' keywords)."""
+    return {
+        "actor": acting_user(request),
+        "request_id": request_id(request),
+        "reason": form.cleaned_data["reason"],
+    }
 
 
 class _Rollback(Exception):
@@ -139,13 +144,7 @@ def tool_edit(request: HttpRequest, tool_id: int) -> HttpResponse:
         return render_page(request, FORM_TEMPLATE, context)
     try:
         with jobs.watch_enqueues() as watch:
-            result = services.update_tool(
-                tool,
-                form.to_spec(),
-                actor=acting_user(request),
-                request_id=request_id(request),
-                reason=form.cleaned_data["reason"],
-            )
+            result = services.update_tool(tool, form.to_spec(), **_by(request, form))
     except (ValidationError, services.ToolConflict) as exc:
         form.add_service_error(exc)
         return render_page(request, FORM_TEMPLATE, context)

@@ -27,6 +27,7 @@ from audit.filters import (
     FilterError,
     filter_events,
 )
+from audit.hashing import CONTENT_FIELDS, SEAL_FIELDS
 from audit.models import AuditEvent
 from audit.services import parse_since, seal_pending, verify_chain
 from audit.verify import CHECKPOINT_SOURCES, WEB_DEADLINE_S, VerifyTooSlow
@@ -48,25 +49,7 @@ from selection.services.why_not import why_not
 class AuditEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = AuditEvent
-        fields = [
-            "id",
-            "event_type",
-            "actor_name",
-            "request_id",
-            "selection_id",
-            "catalog_slug",
-            "catalog_version",
-            "summary",
-            "input",
-            "output",
-            "created",
-            "seq",
-            "prev_hash",
-            "hash",
-            "hash_version",
-            "key_id",
-            "sealed_at",
-        ]
+        fields = ["id", *CONTENT_FIELDS, "seq", *SEAL_FIELDS]
 
 
 def _filter_parameters() -> list[OpenApiParameter]:

@@ -6,7 +6,6 @@ one bigger than the caller is a 403 naming the field."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.db.models import QuerySet
@@ -21,6 +20,7 @@ from config.http import request_id
 from config.ratelimit import WriteRateThrottle
 from config.strict import StrictFieldsMixin
 from identity.access import ALL_CATALOGS, access_for, keys_within
+from identity.api.fields import CatalogsField
 from identity.choices import ApiScope
 from identity.models import ApiClient
 from identity.permissions import AdminOnly
@@ -33,32 +33,11 @@ from identity.services.clients import (
     rotate_api_client,
 )
 
-SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,50}$")
-MAX_CATALOGS = 1000
 
+class KeyCatalogsField(CatalogsField):
+    """A key's catalogs: an empty list is refused as the service words it."""
 
-@extend_schema_field(OpenApiTypes.ANY)
-class CatalogsField(serializers.Field):
-    """A list of catalog slugs, or "*" for every catalog; never an empty list."""
-
-    def to_internal_value(self, data: Any) -> str | list[str]:
-        if data == ALL_CATALOGS:
-            return ALL_CATALOGS
-        if not isinstance(data, list) or len(data) > MAX_CATALOGS:
-            raise serializers.ValidationError(
-                f"catalogs: a list of at most {MAX_CATALOGS} slugs, or '*'"
-            )
-        if not data:
-            raise serializers.ValidationError(CATALOGS_RULE)
-        for slug in data:
-            if not isinstance(slug, str) or not SLUG.match(slug):
-                raise serializers.ValidationError(
-                    f"catalogs: {str(slug)[:60]!r} is not a catalog slug"
-                )
-        return list(data)
-
-    def to_representation(self, value: Any) -> Any:
-        return value
+    empty = CATALOGS_RULE
 
 
 class ApiClientSerializer(serializers.ModelSerializer):
@@ -109,7 +88,7 @@ class ApiClientChangeSerializer(StrictSerializer):
     roles = serializers.ListField(
         child=serializers.CharField(max_length=100), required=False, max_length=100
     )
-    catalogs = CatalogsField(required=False)
+    catalogs = KeyCatalogsField(required=False)
     allow_unsafe = serializers.BooleanField(required=False)
     expires = serializers.DateTimeField(required=False, allow_null=True)
     rate_limit_per_minute = serializers.IntegerField(

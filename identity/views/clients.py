@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from config.forms import ServiceErrorsMixin
 from config.http import request_id
 from config.pages import acting_user, paginate, render_page
 from config.ratelimit import rate_limited
@@ -72,19 +73,24 @@ def client_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             new_key = _create(request, form)
-        except ValidationError as exc:
-            form.add_service_error(exc)
-        except PermissionDenied as exc:
-            form.add_service_error(ValidationError({_field(exc): [str(exc)]}))
-            status = 403
+        except (ValidationError, PermissionDenied) as exc:
+            status = _add_refusal(form, exc, status)
         else:
             form = ApiClientForm()
     return _page(request, form, new_key=new_key, status=status)
 
 
-def _field(exc: PermissionDenied) -> str:
-    """The field a refusal names ("catalogs: ..." -> "catalogs")."""
-    return str(exc).split(":", 1)[0]
+def _add_refusal(
+    form: ServiceErrorsMixin, exc: ValidationError | PermissionDenied, status: int
+) -> int:
+    """A service's refusal on ``form``, on the field it names, and the status to
+    answer with: 403 past the caller's own access, else ``status``."""
+    if isinstance(exc, PermissionDenied):
+        field = str(exc).split(":", 1)[0]
+        form.add_service_error(ValidationError({field: [str(exc)]}))
+        return 403
+    form.add_service_error(exc)
+    return status
 
 
 def _create(request: HttpRequest, form: ApiClientForm) -> str:
@@ -121,11 +127,8 @@ def client_edit(request: HttpRequest, client_id: int) -> HttpResponse:
     if form.is_valid():
         try:
             _change(request, client, form)
-        except ValidationError as exc:
-            form.add_service_error(exc)
-        except PermissionDenied as exc:
-            form.add_service_error(ValidationError({_field(exc): [str(exc)]}))
-            status = 403
+        except (ValidationError, PermissionDenied) as exc:
+            status = _add_refusal(form, exc, status)
         else:
             messages.success(request, f"Saved the changes to {client.name}.")
             return _back_to_list(request)

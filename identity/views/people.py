@@ -52,18 +52,16 @@ def person_list(request: HttpRequest) -> HttpResponse:
         return _list_page(request, form)
     if not form.is_valid():
         return _list_page(request, form, status=400)
-    data = form.cleaned_data
     try:
         person, password = create_person(
-            data["username"],
-            groups=data["groups"],
-            catalogs=form.chosen_catalogs(),
+            form.cleaned_data["username"],
+            **form.granted(),
             actor=acting_user(request),
             via=VIA,
             request_id=request_id(request),
         )
     except (ValidationError, Refused) as exc:
-        return _refused(request, form, exc, _list_page)
+        return _list_page(request, form, status=form.add_refusal(exc))
     context = {"new_password": password, "new_person": person.username}
     return _list_page(request, PersonForm(), **context)
 
@@ -78,12 +76,9 @@ def person_edit(request: HttpRequest, person_id: int) -> HttpResponse:
     problem = management_problem(acting_user(request), person)
     if problem:
         raise PermissionDenied(problem)
-    catalogs = person_catalogs(person)
-    initial = {
-        "groups": list(person.groups.values_list("name", flat=True)),
-        "all_catalogs": catalogs is None,
-        "catalogs": ", ".join(catalogs or []),
-    }
+    initial = PersonForm.initial_of(
+        person.groups.values_list("name", flat=True), person_catalogs(person)
+    )
     form = PersonForm(request.POST or None, initial=initial, new=False)
     page = _edit_page(person)
     if request.method != "POST":
@@ -93,14 +88,13 @@ def person_edit(request: HttpRequest, person_id: int) -> HttpResponse:
     try:
         update_person(
             person,
-            groups=form.cleaned_data["groups"],
-            catalogs=form.chosen_catalogs(),
+            **form.granted(),
             actor=acting_user(request),
             via=VIA,
             request_id=request_id(request),
         )
     except (ValidationError, Refused) as exc:
-        return _refused(request, form, exc, page)
+        return page(request, form, status=form.add_refusal(exc))
     messages.success(request, f"Saved the access of {person.username}.")
     return redirect("identity:person-list")
 
@@ -129,19 +123,6 @@ def person_active(request: HttpRequest, person_id: int) -> HttpResponse:
     state = "reactivated" if active else "deactivated: they can no longer sign in"
     messages.success(request, f"{person.username} {state}.")
     return redirect("identity:person-list")
-
-
-def _refused(
-    request: HttpRequest, form: PersonForm, exc: Exception, page: Any
-) -> HttpResponse:
-    """A service's refusal on the form: 403 naming the field past the caller's own
-    access, 400 for a bad value."""
-    if isinstance(exc, Refused):
-        form.add_error(exc.field if exc.field in form.fields else None, str(exc))
-        return page(request, form, status=403)
-    assert isinstance(exc, ValidationError)
-    form.add_service_error(exc)
-    return page(request, form, status=400)
 
 
 def _list_page(

@@ -270,9 +270,7 @@ class ValidateCallView(generics.GenericAPIView):
     throttle_classes = [ClientRateThrottle]
 
     def post(self, request: Request) -> Response:
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = _body(self, request)
         catalog = get_catalog_for_user(request.user, data["catalog"])
         tool = find_tool(catalog, data["tool"], access_for(request.user))
         if tool is None:
@@ -296,9 +294,7 @@ class ToolCallsValidateView(generics.GenericAPIView):
     throttle_classes = [ClientRateThrottle]
 
     def post(self, request: Request) -> Response:
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = _body(self, request)
         access = access_for(request.user)
         selection = None
         if data.get("selection_id") is not None:
@@ -319,6 +315,14 @@ class ToolCallsValidateView(generics.GenericAPIView):
             request_id=request_id(request),
         )
         return Response(answer)
+
+
+def _body(view: generics.GenericAPIView, request: Request) -> Any:
+    """The request's body as the view's serializer cleans it (else a 400 naming
+    the field)."""
+    serializer = view.get_serializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
 
 
 def _calls_catalog(data: dict[str, Any], selection: LinkedSelection | None) -> str:

@@ -183,17 +183,37 @@ def validate_tool_calls(
         "valid": all(result["valid"] for result in results),
         "calls": results,
     }
+    return record_validation(
+        catalog,
+        actor=actor,
+        request_id=request_id,
+        summary=_summary(results),
+        input=_audit_input(parsed, selection),
+        output=answer,
+    )
+
+
+def record_validation(
+    catalog: Catalog,
+    *,
+    actor: Any,
+    request_id: uuid.UUID | None,
+    summary: str,
+    input: dict[str, Any],
+    output: dict[str, Any],
+) -> dict[str, Any]:
+    """A validation's audit row; the answer ``output`` with its ``validation_id``."""
     event = record_event(
         EventType.VALIDATION,
         actor=actor,
         request_id=request_id,
         catalog_slug=catalog.slug,
         catalog_version=catalog.version,
-        summary=_summary(results),
-        input=_audit_input(parsed, selection),
-        output=answer,
+        summary=summary,
+        input=input,
+        output=output,
     )
-    return {"validation_id": str(event.request_id), **answer}
+    return {"validation_id": str(event.request_id), **output}
 
 
 def _lookup(

@@ -8,15 +8,18 @@ from typing import Any
 
 from django.http import Http404
 
-from audit.choices import EventType
-from audit.services import record_event
 from catalog.models import Catalog, Tool
 from catalog.names import called_tool
 from catalog.schema_policy import validate_arguments
 from catalog.services.tools import tool_to_spec
 from identity.access import Access, access_for
 from selection.engine.types import HIDDEN
-from selection.services.tool_calls import FLAGS, not_allowed_reason, why_not_allowed
+from selection.services.tool_calls import (
+    FLAGS,
+    not_allowed_reason,
+    record_validation,
+    why_not_allowed,
+)
 
 
 def find_tool(catalog: Catalog, name: str, access: Access) -> Tool | None:
@@ -62,17 +65,14 @@ def validate_tool_call(
         "flags": _flags(tool, reason),
         "hint": why_not_allowed(tool, reason) if reason else "",
     }
-    event = record_event(
-        EventType.VALIDATION,
+    return record_validation(
+        catalog,
         actor=actor,
         request_id=request_id,
-        catalog_slug=catalog.slug,
-        catalog_version=catalog.version,
         summary=f"{tool.name}: {'valid' if valid else 'invalid'}",
         input={"tool": tool.name, "arguments": arguments},
         output=answer,
     )
-    return {"validation_id": str(event.request_id), **answer}
 
 
 def _flags(tool: Tool, reason: str) -> list[str]:

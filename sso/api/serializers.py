@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -11,32 +10,13 @@ from rest_framework import serializers
 
 from config.strict import StrictFieldsMixin
 from sso.models import ClaimMapping
-
-ALL_CATALOGS = "*"
-SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,50}$")
-MAX_ITEMS = 1000
+from sso.people import ALL_CATALOGS, MAX_CATALOGS, CatalogsField
 
 
-@extend_schema_field(OpenApiTypes.ANY)
-class CatalogsField(serializers.Field):
-    """A list of catalog slugs, or "*" for every catalog; never an empty list."""
+class MappingCatalogsField(CatalogsField):
+    """A mapping's catalogs, its refusals worded as one rule."""
 
-    def to_internal_value(self, data: Any) -> str | list[str]:
-        if data == ALL_CATALOGS:
-            return ALL_CATALOGS
-        if not isinstance(data, list) or not data or len(data) > MAX_ITEMS:
-            raise serializers.ValidationError(
-                f"catalogs: a list of 1 to {MAX_ITEMS} slugs, or '*'"
-            )
-        for slug in data:
-            if not isinstance(slug, str) or not SLUG.match(slug):
-                raise serializers.ValidationError(
-                    f"catalogs: {str(slug)[:60]!r} is not a catalog slug"
-                )
-        return list(data)
-
-    def to_representation(self, value: Any) -> Any:
-        return value
+    not_a_list = empty = f"catalogs: a list of 1 to {MAX_CATALOGS} slugs, or '*'"
 
 
 class ClaimMappingSerializer(serializers.ModelSerializer):
@@ -61,7 +41,7 @@ class MappingChangeSerializer(StrictFieldsMixin, serializers.Serializer):
     groups = serializers.ListField(
         child=serializers.CharField(max_length=150), max_length=100
     )
-    catalogs = CatalogsField()
+    catalogs = MappingCatalogsField()
 
 
 class MappingInputSerializer(MappingChangeSerializer):

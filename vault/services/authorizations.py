@@ -128,14 +128,7 @@ def ensure_registered(
         row.registered = timezone.now() if client.client_id else None
         row.save()
         if client.client_id:
-            events.record(
-                events.REGISTERED,
-                source,
-                actor=actor,
-                issuer=row.issuer,
-                registration=row.registration,
-                client_id=row.client_id,
-            )
+            _registered(source, row, actor)
     return row
 
 
@@ -176,16 +169,27 @@ def set_client(
         row.token_endpoint_auth_method = method
         row.redirect_uri, row.registered = callback_url(base, source), timezone.now()
         row.save()
-        events.record(
-            events.REGISTERED,
-            source,
-            actor=actor,
-            issuer=row.issuer,
-            registration=row.registration,
-            client_id=row.client_id,
-            request_id=request_id,
-        )
+        _registered(source, row, actor, request_id)
     return row
+
+
+def _registered(
+    source: Source,
+    row: SourceAuthorization,
+    actor: Actor,
+    request_id: uuid.UUID | None = None,
+) -> None:
+    """The event of Quiver's client at ``source``'s authorization server, as
+    ``row`` now holds it."""
+    events.record(
+        events.REGISTERED,
+        source,
+        actor=actor,
+        issuer=row.issuer,
+        registration=row.registration,
+        client_id=row.client_id,
+        request_id=request_id,
+    )
 
 
 def _clean_client(client_id: Any, client_secret: Any) -> tuple[str, str]:
