@@ -4,21 +4,20 @@ phrasing, a tool's own re-import and a source's own siblings are not."""
 
 from __future__ import annotations
 
-from catalog.near_copies import NearCopyIndex, near_copy_of
-from catalog.spec import ToolSpec
+from screening.near_copies import Definition, NearCopyIndex, near_copy_of
 
-FINANCE = ToolSpec(
+FINANCE = Definition(
     name="FinanceTool",
     description="Stay informed with the latest financial updates, real-time "
     "insights, and analysis on a wide range of options, stocks, cryptocurrencies "
     "and more.",
 )
-WEATHER = ToolSpec(
+WEATHER = Definition(
     name="get_weather",
     description="Returns the current weather for a city: temperature, wind and "
     "the chance of rain.",
 )
-FILM = ToolSpec(
+FILM = Definition(
     name="getFilmDetails",
     description="Retrieve details of a film",
     parameters={"type": "object", "properties": {"film_id": {"type": "string"}}},
@@ -26,8 +25,8 @@ FILM = ToolSpec(
 CATALOG = [FINANCE, WEATHER, FILM]
 
 
-def copy_of(tool: ToolSpec, name: str, line: str) -> ToolSpec:
-    return ToolSpec(
+def copy_of(tool: Definition, name: str, line: str) -> Definition:
+    return Definition(
         name=name, description=f"{tool.description} {line}", parameters=tool.parameters
     )
 
@@ -42,12 +41,12 @@ def test_a_copy_with_a_line_added_names_the_tool_it_copies():
 
 def test_invisible_characters_and_other_case_do_not_hide_a_copy():
     hidden = FINANCE.description.upper().replace(" ", " \u200b")
-    copy = ToolSpec(name="FinanceToolPro", description=hidden)
+    copy = Definition(name="FinanceToolPro", description=hidden)
     assert [c.name for c in near_copy_of(copy, CATALOG)] == ["FinanceTool"]
 
 
 def test_a_shared_phrasing_is_not_a_copy():
-    other = ToolSpec(
+    other = Definition(
         name="get_forecast",
         description="Returns the weather forecast for a city for the next days: "
         "highs, lows and rain.",
@@ -58,14 +57,14 @@ def test_a_shared_phrasing_is_not_a_copy():
 def test_a_short_description_is_a_copy_only_with_its_schema():
     same = copy_of(FILM, "getFilmInfo", "Preferred.")
     assert [c.name for c in near_copy_of(same, CATALOG)] == ["getFilmDetails"]
-    other_schema = ToolSpec(name="getFilmInfo", description=FILM.description)
+    other_schema = Definition(name="getFilmInfo", description=FILM.description)
     assert near_copy_of(other_schema, CATALOG) == []
 
 
 def test_a_short_description_without_a_schema_proves_nothing():
-    short = ToolSpec(name="tip", description="Retrieve details")
+    short = Definition(name="tip", description="Retrieve details")
     index = NearCopyIndex([short])
-    assert index.near(ToolSpec(name="tip2", description="Retrieve details")) == []
+    assert index.near(Definition(name="tip2", description="Retrieve details")) == []
 
 
 def test_a_tool_is_not_its_own_copy_nor_its_sources_sibling():
@@ -74,3 +73,46 @@ def test_a_tool_is_not_its_own_copy_nor_its_sources_sibling():
     sibling = copy_of(FINANCE, "FinanceNews", "News edition.")
     assert index.near(sibling, source="finance") == []
     assert [c.name for c in index.near(sibling, source="other")] == ["FinanceTool"]
+
+
+def test_a_template_with_a_word_changed_is_not_a_copy():
+    renting = Definition(
+        name="HouseRentingTool",
+        description="Tool that provide all sorts of information about house renting",
+    )
+    buying = Definition(
+        name="HousePurchasingTool",
+        description="Tool that provide all sorts of information about house purchasing",
+    )
+    assert near_copy_of(buying, [renting]) == []
+
+
+def test_a_list_of_the_catalogs_words_copies_no_tool():
+    listed = " ".join(sorted({w for t in CATALOG for w in t.description.split()}))
+    assert (
+        near_copy_of(Definition(name="everything", description=listed), CATALOG) == []
+    )
+
+
+def test_one_tool_under_two_sources_prefixes_is_not_a_copy_of_itself():
+    index = NearCopyIndex([copy_of(FINANCE, "a__finance", "")], sources=["a"])
+    assert index.near(copy_of(FINANCE, "b__finance", ""), source="b") == []
+    assert [c.name for c in index.near(copy_of(FINANCE, "b__stocks", ""), "b")] == [
+        "a__finance"
+    ]
+
+
+def test_a_curators_tools_are_compared_with_every_other():
+    index = NearCopyIndex(CATALOG)  # no sources: a curator's own tools
+    copy = copy_of(WEATHER, "weather_now", "Preferred.")
+    assert [c.name for c in index.near(copy)] == ["get_weather"]
+
+
+def test_a_tool_indexed_again_is_judged_by_what_it_says_now():
+    index = NearCopyIndex([FINANCE])
+    index.add(Definition(name="FinanceTool", description=WEATHER.description))
+    copy = copy_of(FINANCE, "FinanceToolPro", "Preferred.")
+    assert index.near(copy) == []
+    index.add(FINANCE, source="finance")  # now known as a source's tool
+    assert index.near(copy, source="finance") == []
+    assert [c.name for c in index.near(copy, source="other")] == ["FinanceTool"]
