@@ -16,7 +16,8 @@ copies:
   for a description too short for triples (under ``MIN_SHINGLES``: "Retrieve
   details of a film"), the very same parameter names (a copy keeps the schema,
   so that it can be called in the original's place); a short description
-  without a schema proves nothing and is skipped.
+  without a schema, or of under ``MIN_WORDS`` words, proves nothing and is
+  skipped.
 
 Tools of the same source (one upstream server, one import) are never each
 other's copies: an API's endpoints often share their boilerplate, and a source
@@ -37,6 +38,8 @@ from typing import Any, Protocol
 # copies it.
 CONTAINMENT = 0.8
 MIN_SHINGLES = 6
+# A short description of fewer words proves nothing, schema or not ("Get ID").
+MIN_WORDS = 4
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -136,8 +139,8 @@ class NearCopyIndex:
         found, distinct, triples = _features(tool)
         schema = parameter_names(tool)
         self.rows.pop(tool.name, None)
-        if not triples and not schema:  # a few words alone prove nothing
-            return
+        if not triples and (not schema or distinct < MIN_WORDS):
+            return  # a few words alone prove nothing
         row = self.rows[tool.name] = len(self.entries)
         self.entries.append(_Entry(tool.name, source, distinct, triples, schema))
         for feature in found:

@@ -149,7 +149,9 @@ MOST_FLAGGED = {"demo": 0, "metatool": 0, "sealtools": 0.01, "stabletoolbench": 
 
 def test_real_catalogs_are_rarely_flagged_and_never_for_instructions():
     for name, tools in catalogs().items():
-        neighbours = Neighbourhood.of((t["name"], t["description"], "") for t in tools)
+        neighbours = Neighbourhood.of(
+            (t["name"], t["description"], "", t["inputSchema"]) for t in tools
+        )
         flagged = [f for t in tools for f in screen_definition(t, neighbours)]
         assert len(flagged) <= MOST_FLAGGED[name] * len(tools), (name, flagged[:5])
         instructions = {"ignore-instructions", "conceal-from-user", "call-first"}

@@ -116,3 +116,14 @@ def test_a_tool_indexed_again_is_judged_by_what_it_says_now():
     index.add(FINANCE, source="finance")  # now known as a source's tool
     assert index.near(copy, source="finance") == []
     assert [c.name for c in index.near(copy, source="other")] == ["FinanceTool"]
+
+
+def test_a_description_of_a_few_words_proves_nothing_even_with_its_schema():
+    schema = {"type": "object", "properties": {"id": {"type": "string"}}}
+    index = NearCopyIndex(
+        [Definition(name="get_id", description="Get ID", parameters=schema)]
+    )
+    match = Definition(
+        name="get_match", description="Get a match by its ID", parameters=schema
+    )
+    assert index.near(match) == []
