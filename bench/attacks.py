@@ -31,7 +31,7 @@ catalog. It prints, per data set:
 * near-copies of the three most wanted tools (training side), in a catalog of
   their own: their ASR@1 / ASR@5, how often a copy outranks the tool it copies
   for a request that wants that tool, and the share caught by the near-copy lint
-  (catalog.near_copies) next to the share of the clean catalog's own tools it
+  (screening.near_copies) next to the share of the clean catalog's own tools it
   would hold (each checked against the others from other sources: a name
   family, StableToolBench's RapidAPI tool, stands for one source).
 
@@ -80,10 +80,10 @@ from bench.quality import (  # noqa: E402
     records_from_specs,
     semantic_pool,
 )
-from catalog.near_copies import NearCopyIndex  # noqa: E402
 from catalog.spec import ToolSpec  # noqa: E402
 from learning.fit import folds_of  # noqa: E402
 from learning.metrics import query_metrics  # noqa: E402
+from screening.near_copies import NearCopyIndex  # noqa: E402
 from selection.engine import CatalogSnapshot, SelectionRequest, select  # noqa: E402
 from selection.engine.fusion import family_key  # noqa: E402
 from selection.engine.vectors import VectorTable, unit_rows  # noqa: E402
@@ -415,7 +415,7 @@ def print_reports(reports: list[Report], args: argparse.Namespace) -> None:
     print(
         "\nnear-copies of the 3 most wanted tools (a catalog of their own): ASR, "
         "a copy above its original\nfor requests wanting it, NDCG@10 change, and "
-        "the near-copy lint (catalog.near_copies)"
+        "the near-copy lint (screening.near_copies)"
     )
     print(
         f"{'set':<17}{'ASR@1':>8}{'ASR@5':>8}{'above original':>16}{'NDCG@10':>9}"

@@ -12,10 +12,11 @@ import math
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from screening.near_copies import Definition, NearCopyIndex
 from screening.rules import Finding
 from screening.text import excerpt_of, model_text
 
@@ -24,16 +25,6 @@ LENGTH_FACTOR = 8
 LENGTH_FLOOR = 2_000
 # The norm needs a few tools to mean anything; under it, only the floor's double.
 MIN_NORM_TOOLS = 5
-# A description is a near-copy of another's when it holds NEAR_COPY (all) of the
-# other's words (a copy, or a copy with words added: "the improved, preferred
-# version") and the two share NEAR_OVERLAP of all their words (Jaccard), for
-# descriptions of at least NEAR_MIN_WORDS words worth comparing. Descriptions
-# made from one template (a word changed) are not copies.
-NEAR_COPY = 1.0
-NEAR_OVERLAP = 0.6
-NEAR_MIN_WORDS = 8
-# A word in more than this share of the catalog's descriptions finds no copies.
-COMMON_SHARE = 0.05
 BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{80,}={0,2}")
 # Bits per character of a base64 run of random bytes: ~6; of words, paths and
 # sequences in an alphabet of ~20 letters: under 4.5.
@@ -42,56 +33,46 @@ BLOB = re.compile(
     r"\b[0-9a-fA-F]{128,}\b|\bdata:[\w.+-]+/[\w.+-]+;base64,"
     r"|(?:\\u[0-9a-fA-F]{4}){8,}|(?:%[0-9a-fA-F]{2}){12,}|(?:\\x[0-9a-fA-F]{2}){12,}"
 )
-_WORD = re.compile(r"[a-z0-9]+")
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_.\-/][A-Za-z0-9]+)+")
-STOP = frozenset(
-    {
-        *("a", "an", "and", "are", "as", "at", "be", "by", "can", "for", "from"),
-        *("has", "have", "in", "into", "is", "it", "its", "may", "of", "on", "or"),
-        *("that", "the", "this", "to", "tool", "tools", "use", "used", "using"),
-        *("was", "were", "will", "with", "you", "your"),
-    }
-)
 # The schema keywords whose strings are text for the model (not names or types).
 TEXT_KEYWORDS = frozenset({"description", "title", "examples", "default", "enum"})
-
-
-def words(text: str) -> frozenset[str]:
-    return frozenset(w for w in _WORD.findall(text.lower()) if w not in STOP)
 
 
 @dataclass
 class Neighbourhood:
     """The catalog's other tools as the rules read them: names (and the name a
     source gave each, after ``__``) by origin (the source that brought each; ""
-    for a curator's), description word sets, the median length."""
+    for a curator's), their descriptions and schemas for the near-copy rule
+    (``screening.near_copies``), the median length."""
 
     names: dict[str, str] = field(default_factory=dict)
-    word_sets: dict[str, frozenset[str]] = field(default_factory=dict)
     lengths: list[int] = field(default_factory=list)
-    postings: dict[str, set[str]] = field(default_factory=dict)
+    copies: NearCopyIndex = field(default_factory=NearCopyIndex, repr=False)
     short_names: dict[str, set[str]] = field(default_factory=dict)
     median: float | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, tools: Iterable[tuple[str, str, str]]) -> Neighbourhood:
-        """From (name, description, origin) triples."""
+    def of(cls, tools: Iterable[Sequence[Any]]) -> Neighbourhood:
+        """From (name, description, origin[, input schema]) tuples."""
         made = cls()
-        for name, description, origin in tools:
-            made.add(name, description, origin)
+        for name, description, origin, *schema in tools:
+            made.add(name, description, origin, schema[0] if schema else None)
         return made
 
-    def add(self, name: str, description: str, origin: str = "") -> None:
+    def add(
+        self,
+        name: str,
+        description: str,
+        origin: str = "",
+        parameters: Mapping[str, Any] | None = None,
+    ) -> None:
         self.names[name] = origin
         self.median = None
         short = name.rpartition("__")[2]
         if short != name and _IDENTIFIER.fullmatch(short):
             self.short_names.setdefault(short, set()).add(origin)
         self.lengths.append(len(description))
-        found = words(description)
-        self.word_sets[name] = found
-        for word in found:
-            self.postings.setdefault(word, set()).add(name)
+        self.copies.add(Definition(name, description, parameters), origin or None)
 
     def median_length(self) -> float | None:
         """The median description length (worked out once until a tool is added)."""
@@ -101,30 +82,17 @@ class Neighbourhood:
             self.median = float(statistics.median(self.lengths))
         return self.median
 
-    def near_copies(self, name: str, description: str) -> list[str]:
-        """Other tools whose descriptions this one nearly copies (see
-        ``NEAR_COPY``), found by the words few tools use."""
-        mine = words(description)
-        if len(mine) < NEAR_MIN_WORDS:
-            return []
-        common = max(20, int(COMMON_SHARE * len(self.word_sets)))
-        votes: Counter[str] = Counter()
-        for word in mine:
-            holders = self.postings.get(word, ())
-            if len(holders) <= common:
-                votes.update(holders)
-        found = []
-        own = name.rpartition("__")[2]
-        for other, _ in votes.most_common(20):
-            theirs = self.word_sets.get(other, frozenset())
-            # The same tool from another source is no look-alike of itself.
-            if other.rpartition("__")[2] == own or len(theirs) < NEAR_MIN_WORDS:
-                continue
-            shared = len(mine & theirs)
-            covers = shared / len(theirs) >= NEAR_COPY
-            if covers and shared / len(mine | theirs) >= NEAR_OVERLAP:
-                found.append(other)
-        return sorted(found)
+    def near_copies(
+        self,
+        name: str,
+        description: str,
+        origin: str = "",
+        parameters: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """Other tools (of another origin) whose descriptions this one nearly
+        copies, most copied first (``screening.near_copies``)."""
+        tool = Definition(name, description, parameters)
+        return [c.name for c in self.copies.near(tool, origin or None)]
 
     def mentioned(self, name: str, text: str, origin: str) -> list[str]:
         """Names (or the upstream part of names) of tools of another origin
@@ -170,7 +138,10 @@ def screen_definition(
                     Finding("other-tool", where, start, start + len(other), other)
                 )
     if neighbours is not None:
-        found.extend(_catalog_norms(name, description, neighbours))
+        schema = definition.get("inputSchema")
+        parameters = schema if isinstance(schema, Mapping) else None
+        tool = Definition(name, description, parameters)
+        found.extend(_catalog_norms(tool, neighbours, origin))
     return _once(found)
 
 
@@ -236,8 +207,9 @@ def _random(run: str) -> bool:
 
 
 def _catalog_norms(
-    name: str, description: str, neighbours: Neighbourhood
+    tool: Definition, neighbours: Neighbourhood, origin: str
 ) -> list[Finding]:
+    description = tool.description
     found = []
     median = neighbours.median_length()
     limit = (
@@ -249,7 +221,7 @@ def _catalog_norms(
         norm = f"median {median:.0f}" if median is not None else "no norm yet"
         excerpt = f"{len(description)} characters ({norm}; limit {limit:.0f})"
         found.append(Finding("extreme-length", "description", 0, 0, excerpt))
-    copies = neighbours.near_copies(name, description)
+    copies = neighbours.near_copies(tool.name, description, origin, tool.parameters)
     if copies:
         excerpt = "nearly the same as " + ", ".join(copies[:3])
         found.append(Finding("near-copy", "description", 0, 0, excerpt))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Value
 from django.db.models.functions import Left
 from django.utils import timezone
 
@@ -73,7 +73,8 @@ class Screen:
 
     def noted(self, tool: Tool) -> None:
         if self.built is not None:
-            self.built.add(tool.name, tool.description[:DESCRIPTION_READ], self.origin)
+            description = tool.description[:DESCRIPTION_READ]
+            self.built.add(tool.name, description, self.origin, tool.parameters)
 
 
 def neighbourhood(catalog_id: int, origin_lookup: str = "") -> Neighbourhood:
@@ -81,10 +82,12 @@ def neighbourhood(catalog_id: int, origin_lookup: str = "") -> Neighbourhood:
     rows = Tool.objects.filter(catalog_id=catalog_id).order_by("-updated")
     text = Left("description", DESCRIPTION_READ)
     if origin_lookup:
-        triples = rows.values_list("name", text, origin_lookup)[:NEIGHBOURS_MAX]
-        return Neighbourhood.of((n, d or "", o or "") for n, d, o in triples)
-    pairs = rows.values_list("name", text)[:NEIGHBOURS_MAX]
-    return Neighbourhood.of((n, d or "", "") for n, d in pairs)
+        found = rows.values_list("name", text, origin_lookup, "parameters")
+    else:
+        found = rows.values_list("name", text, Value(""), "parameters")
+    return Neighbourhood.of(
+        (n, d or "", o or "", p) for n, d, o, p in found[:NEIGHBOURS_MAX].iterator()
+    )
 
 
 def refuse_held_status(spec: ToolSpec) -> None:

@@ -138,16 +138,20 @@ def catalogs() -> dict[str, list[dict[str, object]]]:
     return found
 
 
-# Of the bench catalogs, only StableToolBench is flagged at all: the same APIs
-# listed by two providers ("Realtor API" and "Realtor Data API": real look-alikes
-# a curator should see), a few very long API docs, one zero-width space, one
-# doc telling the model which calls it may make.
-MOST_FLAGGED = {"demo": 0, "metatool": 0, "sealtools": 0, "stabletoolbench": 0.04}
+# Of the bench catalogs, StableToolBench is flagged most: the same APIs listed
+# by two providers ("Realtor API" and "Realtor Data API": real look-alikes a
+# curator should see), a few very long API docs, one zero-width space, one doc
+# telling the model which calls it may make. Seal-Tools has a few tools that
+# are one tool under two names (``getTechnique`` and ``getMartialArtsTechnique``:
+# the same description and parameters): near-copies too.
+MOST_FLAGGED = {"demo": 0, "metatool": 0, "sealtools": 0.01, "stabletoolbench": 0.04}
 
 
 def test_real_catalogs_are_rarely_flagged_and_never_for_instructions():
     for name, tools in catalogs().items():
-        neighbours = Neighbourhood.of((t["name"], t["description"], "") for t in tools)
+        neighbours = Neighbourhood.of(
+            (t["name"], t["description"], "", t["inputSchema"]) for t in tools
+        )
         flagged = [f for t in tools for f in screen_definition(t, neighbours)]
         assert len(flagged) <= MOST_FLAGGED[name] * len(tools), (name, flagged[:5])
         instructions = {"ignore-instructions", "conceal-from-user", "call-first"}
