@@ -17,7 +17,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 
 from audit.acting import with_acting_for
-from audit.actors import actor_name, stored_user
+from audit.actors import Actor, actor_name, stored_user
 from audit.models import AuditEvent
 from audit.sealing import seal_and_checkpoint, seal_pending
 from audit.verify import ChainCheck, Damage, parse_since, verify_chain
@@ -47,7 +47,7 @@ class EventFields(TypedDict, total=False):
     """What an audit event records besides its type: the keywords of
     ``record_event`` and ``record_event_soon``."""
 
-    actor: Required[Any]
+    actor: Required[Actor]
     request_id: Required[uuid.UUID | None]
     catalog_slug: str
     catalog_version: int
@@ -92,7 +92,7 @@ def _event(event_type: str, fields: EventFields, *, plain: bool) -> AuditEvent:
 
 
 def record_events(
-    events: list[dict[str, Any]], *, actor: Any, request_id: uuid.UUID | None = None
+    events: list[dict[str, Any]], *, actor: Actor, request_id: uuid.UUID | None = None
 ) -> int:
     """Append many unsealed events in one statement (a bulk import's changes), in
     the caller's transaction; each dict holds ``event_type``, ``catalog_slug``,
