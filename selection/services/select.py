@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Required, TypedDict, Unpack
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import (
     EventFields,
@@ -132,7 +133,7 @@ def _select_tools(
     request: SelectionRequest,
     *,
     fmt: str,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
     arrived: tuple[float, float] | None = None,
     pending: list[PendingEvent] | None = None,
@@ -241,7 +242,7 @@ def _record_now(event_type: str, **fields: Unpack[EventFields]) -> PendingEvent:
     return PendingEvent(record_event(event_type, **fields))
 
 
-def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, Any]:
+def _audit_input(request: SelectionRequest, fmt: str, actor: Actor) -> dict[str, Any]:
     """What was asked, by whom with which access, and a hash of the input itself."""
     access = access_for(actor)
     client = getattr(actor, "api_client", None)

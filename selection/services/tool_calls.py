@@ -30,6 +30,7 @@ from django.http import Http404
 from jsonschema.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
@@ -163,7 +164,7 @@ def validate_tool_calls(
     *,
     access: Access,
     selection: LinkedSelection | None,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
 ) -> dict[str, Any]:
     """Each call decided and validated; the whole request is one audit event."""

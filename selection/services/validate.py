@@ -8,6 +8,7 @@ from typing import Any
 
 from django.http import Http404
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
 from catalog.models import Catalog, Tool
@@ -33,7 +34,7 @@ def validate_tool_call(
     tool: Tool,
     arguments: dict[str, Any] | str,
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
     access: Access | None = None,
 ) -> dict[str, Any]:
