@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
+from audit.actors import Caller
 from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
 from config.params import MAX_ID, whole_number
@@ -15,7 +14,7 @@ from identity.access import access_for
 from sources.models import Source
 
 
-def sources_of(user: Any, slug: str) -> tuple[Catalog, QuerySet[Source]]:
+def sources_of(user: Caller, slug: str) -> tuple[Catalog, QuerySet[Source]]:
     """The catalog's sources: 404 for a catalog the caller cannot see, 403 for a
     caller who sees it but does not manage sources (admins only)."""
     catalog = get_catalog_for_user(user, slug)
@@ -24,7 +23,7 @@ def sources_of(user: Any, slug: str) -> tuple[Catalog, QuerySet[Source]]:
     return catalog, Source.objects.filter(catalog=catalog).select_related("catalog")
 
 
-def get_source_for_user(user: Any, source_id: int | str) -> Source:
+def get_source_for_user(user: Caller, source_id: int | str) -> Source:
     """One source, by the same rule as ``sources_of``."""
     access = access_for(user)
     visible = Catalog.objects.visible_to(access)
