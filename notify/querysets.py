@@ -3,12 +3,11 @@ uses (admins of the catalog only; a catalog the caller cannot see is a 404)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
+from audit.actors import Caller
 from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
 from config.params import MAX_ID, whole_number
@@ -22,7 +21,7 @@ def _row_id(value: int | str) -> int | None:
     return whole_number(str(value), MAX_ID)
 
 
-def webhooks_of(user: Any, slug: str) -> tuple[Catalog, QuerySet[Webhook]]:
+def webhooks_of(user: Caller, slug: str) -> tuple[Catalog, QuerySet[Webhook]]:
     """The catalog's webhooks: 404 for a catalog the caller cannot see, 403 for
     one who sees it but is not an admin."""
     catalog = get_catalog_for_user(user, slug)
@@ -31,7 +30,7 @@ def webhooks_of(user: Any, slug: str) -> tuple[Catalog, QuerySet[Webhook]]:
     return catalog, Webhook.objects.filter(catalog=catalog).select_related("catalog")
 
 
-def get_webhook_for_user(user: Any, webhook_id: int | str) -> Webhook:
+def get_webhook_for_user(user: Caller, webhook_id: int | str) -> Webhook:
     """One webhook, by the same rule as ``webhooks_of``."""
     access = access_for(user)
     visible = Catalog.objects.visible_to(access)
