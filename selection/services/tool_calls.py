@@ -30,7 +30,7 @@ from django.http import Http404
 from jsonschema.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
-from audit.actors import Actor
+from audit.actors import Actor, Caller
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
@@ -104,7 +104,7 @@ class _Context:
 
 
 def get_selection_for_caller(
-    access: Access, selection_id: uuid.UUID, *, caller: Any
+    access: Access, selection_id: uuid.UUID, *, caller: Caller
 ) -> LinkedSelection:
     """The recorded selection if the caller made it (compliance and admins: any
     selection) in a catalog it may see, else 404 naming ``selection_id``.
