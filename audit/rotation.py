@@ -30,6 +30,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from audit.actors import Actor
 from audit.checkpoints import Record, append_record
 from audit.choices import EventType
 from audit.keyring import fingerprint, keyring, read_key_file, signing_with
@@ -76,7 +77,7 @@ def _keep_old_key(old_text: str) -> None:
 
 def rotate_key(
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
     new_key_file: Path | None = None,
 ) -> Record:
@@ -112,7 +113,7 @@ MIN_KEY_CHARS = 32
 
 
 def _rotate_to_given(
-    new_key_file: Path, actor: Any, request_id: uuid.UUID | None
+    new_key_file: Path, actor: Actor, request_id: uuid.UUID | None
 ) -> Record:
     try:
         new_text = read_key_file(new_key_file)
@@ -155,7 +156,7 @@ def _check_head(cursor: Any, old_key: bytes) -> None:
 
 def _record_rotation(
     cursor: Any,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None,
     old_key: bytes,
     new_key: bytes,

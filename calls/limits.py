@@ -31,6 +31,8 @@ from typing import Any
 import redis
 from django.conf import settings
 
+from audit.actors import Caller
+
 log = logging.getLogger(__name__)
 SLOT_MARGIN_S = 30
 # KEYS: the key's set, the source's set. ARGV: lifetime (s), member, key limit,
@@ -141,13 +143,13 @@ class Slots:
             log.warning("call slots not given back (they lapse): %s", exc)
 
 
-def caller_key(user: Any) -> str:
+def caller_key(user: Caller) -> str:
     """The key a caller's calls count against: its API client, else the person."""
     client = getattr(user, "api_client", None)
     return f"client:{client.pk}" if client is not None else f"user:{user.pk}"
 
 
-def hold(user: Any, source_id: int, timeout: float) -> Slots:
+def hold(user: Caller, source_id: int, timeout: float) -> Slots:
     """Slots for one call of ``user`` to the source, for at most ``timeout``
     seconds plus a margin; raises ``LimitReached`` naming the limit."""
     if not _gate.enter(settings.QUIVER_CALLS_PER_PROCESS):

@@ -38,6 +38,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.http import Http404
 
+from audit.actors import Caller
 from calls.answers import (
     NEEDS_AUTHORIZATION,
     PENDING_REASON,
@@ -101,7 +102,7 @@ class CallNotRecorded(Exception):
 
 @observed_call
 def execute_call(
-    user: Any,
+    user: Caller,
     *,
     name: str,
     arguments: dict[str, Any],

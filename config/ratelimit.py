@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from django.conf import settings
@@ -35,6 +35,9 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from config.http import client_address
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 log = logging.getLogger(__name__)
 WINDOW_S = 60
@@ -93,7 +96,7 @@ class Counter:
 COUNTER = Counter()
 
 
-def limit_for(user: Any) -> int:
+def limit_for(user: User | AnonymousUser) -> int:
     """Requests a minute this caller may make; 0 means unlimited."""
     client = getattr(user, "api_client", None)
     own = getattr(client, "rate_limit_per_minute", None)
@@ -139,19 +142,19 @@ def penalize_unknown_key(request: HttpRequest | Request) -> None:
     time.sleep(UNKNOWN_KEY_DELAY_S)
 
 
-def _caller_key(user: Any) -> str:
+def _caller_key(user: User | AnonymousUser) -> str:
     client = getattr(user, "api_client", None)
     return f"client:{client.pk}" if client is not None else f"user:{user.pk}"
 
 
-def charge_caller(user: Any, cost: int) -> None:
+def charge_caller(user: User | AnonymousUser | None, cost: int) -> None:
     """Count ``cost`` against this signed-in caller's budget (429 past it)."""
     if cost <= 0 or not user or not user.is_authenticated:
         return
     charge(_caller_key(user), limit_for(user), cost)
 
 
-def first_this_minute(user: Any, what: str) -> bool:
+def first_this_minute(user: User | AnonymousUser, what: str) -> bool:
     """Whether this is the caller's first ``what`` this minute (for what is
     recorded once a window past the budget, whatever the caller sends)."""
     window = int(clock() // WINDOW_S)

@@ -24,6 +24,7 @@ from typing import Any
 from django.db import close_old_connections
 from django.http import Http404
 
+from audit.actors import Caller
 from catalog.formats import export_tool
 from catalog.lookups import get_catalog_for_user
 from catalog.names import Ambiguous
@@ -47,7 +48,7 @@ def cursor_for(catalog: str, names: list[str]) -> str:
     return PREFIX + base64.urlsafe_b64encode(found.encode()).decode().rstrip("=")
 
 
-def found_page(user: Any, cursor: str, to_mcp: Any) -> list[dict[str, Any]]:
+def found_page(user: Caller, cursor: str, to_mcp: Any) -> list[dict[str, Any]]:
     """The tools a cursor names that the caller may see, as MCP Tool objects
     (``to_mcp`` shapes each one, as search_tools does); one the caller may not
     see, or that is gone, is left out, exactly as a name never found."""

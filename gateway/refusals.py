@@ -32,6 +32,7 @@ from typing import Any
 from django.db import DatabaseError, transaction
 from rest_framework.exceptions import Throttled
 
+from audit.actors import Caller
 from audit.choices import EventType
 from audit.services import record_event
 from calls.hashing import canonical_json
@@ -58,7 +59,7 @@ class NotRecorded(Exception):
 class Attempt:
     """One /mcp request, as its refusal would be recorded."""
 
-    user: Any
+    user: Caller
     request_id: uuid.UUID
     method: str = ""
     tool: str = ""  # the MCP tool called, or the catalog tool a call names

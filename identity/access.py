@@ -50,12 +50,14 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 from django.db.models import Exists, OuterRef
 
+from audit.actors import Actor, Caller
 from config.lookups import any_of
 from identity.choices import ApiScope, ClientKind
 from identity.key_chain import MAX_CHAIN, key_chain
 from identity.models import ApiClient, UserCatalogAccess
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
     from django.db.models import QuerySet
 
 WRITE_SCOPES = frozenset({ApiScope.CURATOR.value, ApiScope.ADMIN.value})
@@ -140,7 +142,7 @@ class Access:
 NOBODY = Access(scope=None, catalogs=(), roles=(), allow_unsafe=False)
 
 
-def access_for(user: Any) -> Access:
+def access_for(user: Actor) -> Access:
     """The caller's access, computed once per request (kept on the user object)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return NOBODY
@@ -148,8 +150,9 @@ def access_for(user: Any) -> Access:
     if isinstance(cached, Access):
         return cached
     client = getattr(user, "api_client", None)
-    access = _client_access(client) if client is not None else _person_access(user)
-    user._quiver_access = access
+    # Signed in and no key's: a person (mypy cannot see through the getattr above).
+    access = _client_access(client) if client is not None else _person_access(user)  # type: ignore[arg-type]
+    user._quiver_access = access  # type: ignore[union-attr]
     return access
 
 
@@ -206,7 +209,7 @@ def _both(
     return tuple(item for item in first if item in second)
 
 
-def acting_person(user: Any) -> Any:
+def acting_person(user: Actor) -> Any:
     """The person a caller acts for, or None: a person acts for themself; an
     API key bound to a person, or an OAuth connection's token, for that person
     (None when that person is gone or deactivated: the client is stopped
@@ -334,7 +337,7 @@ _GRANT_FIELDS = (
 )
 
 
-def _person_access(user: Any) -> Access:
+def _person_access(user: User) -> Access:
     """One query for the groups and their unsafe permission, one for catalogs."""
     unsafe_grant = Permission.objects.filter(
         group=OuterRef("pk"),
@@ -369,7 +372,7 @@ def _group_scope(groups: tuple[str, ...]) -> str:
     return ApiScope.AGENT.value
 
 
-def _person_catalogs(user: Any) -> tuple[str, ...] | None:
+def _person_catalogs(user: User) -> tuple[str, ...] | None:
     row = UserCatalogAccess.objects.filter(user=user).only("catalogs").first()
     if row is None:
         return None  # no limit set: every catalog (People page: "all catalogs")
@@ -393,7 +396,7 @@ def reads_approvals(access: Access) -> bool:
     return not access.is_key and (access.decides_approvals or access.can_audit)
 
 
-def approvals_visible_to(user: Any, approvals: QuerySet[Any]) -> QuerySet[Any]:
+def approvals_visible_to(user: Caller, approvals: QuerySet[Any]) -> QuerySet[Any]:
     """The approvals ``user`` may see: a key only its own requests'; a person who
     reads approvals those of their catalogs; anyone else none."""
     access = access_for(user)
@@ -406,7 +409,7 @@ def approvals_visible_to(user: Any, approvals: QuerySet[Any]) -> QuerySet[Any]:
     return approvals.filter(any_of("catalog__slug", access.catalogs))
 
 
-def approval_decision_problem(user: Any, approval: Any) -> str:
+def approval_decision_problem(user: Caller, approval: Any) -> str:
     """'' when ``user`` may approve or deny ``approval``, else "field: why"."""
     access = access_for(user)
     if not access.signed_in or access.is_key:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import AbstractUser, Group, Permission
 from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.db.models.signals import (
@@ -103,7 +103,7 @@ def access_changes(
             _scope.reset(token)
 
 
-def person_state(user: Any) -> dict[str, Any]:
+def person_state(user: AbstractUser) -> dict[str, Any]:
     """What decides a person's access (identity.access), as plain data; catalogs
     ``"*"`` when the person has no limit (no ``UserCatalogAccess`` row)."""
     row = UserCatalogAccess.objects.filter(user_id=user.pk).first()
@@ -248,7 +248,7 @@ def _record(
     )
 
 
-def _is_person(user: Any) -> bool:
+def _is_person(user: Any) -> bool:  # a signal's instance: a user for a person's change
     return not str(user.get_username()).startswith(SERVICE_USER_PREFIX)
 
 

@@ -28,7 +28,7 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
-from audit.actors import Actor, actor_name, stored_user
+from audit.actors import Actor, Caller, actor_name, stored_user
 from catalog.choices import ReviewKind, ReviewState, ToolStatus
 from catalog.models import Tool, ToolReview
 from catalog.services import holds
@@ -55,7 +55,7 @@ def register_applier(prefix: str, applier: Applier) -> None:
     _appliers[prefix] = applier
 
 
-def get_review_for_user(user: Any, review_id: int) -> ToolReview:
+def get_review_for_user(user: Caller, review_id: int) -> ToolReview:
     """The review if the caller may read its catalog's reviews, else 404 (one
     answer for a review that does not exist and one it may not read)."""
     review = (

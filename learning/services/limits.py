@@ -17,8 +17,6 @@ cannot deadlock), so two requests at once cannot both take the last slot.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import connection
 from django.db.models import Q
@@ -56,7 +54,7 @@ def hold_run_slot(catalog: Catalog, actor: Actor) -> None:
     catalog's limits; call it inside the transaction that creates the run."""
     if actor is None:
         return  # the system (a re-learn it queues itself): see the module
-    user: Any = stored_user(actor)
+    user: Actor = stored_user(actor)
     if user is None:
         raise LimitReached("runs", "runs: only a signed-in caller queues work")
     with connection.cursor() as cursor:

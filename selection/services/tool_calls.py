@@ -30,6 +30,7 @@ from django.http import Http404
 from jsonschema.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
+from audit.actors import Actor, Caller
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
@@ -103,7 +104,7 @@ class _Context:
 
 
 def get_selection_for_caller(
-    access: Access, selection_id: uuid.UUID, *, caller: Any
+    access: Access, selection_id: uuid.UUID, *, caller: Caller
 ) -> LinkedSelection:
     """The recorded selection if the caller made it (compliance and admins: any
     selection) in a catalog it may see, else 404 naming ``selection_id``.
@@ -163,7 +164,7 @@ def validate_tool_calls(
     *,
     access: Access,
     selection: LinkedSelection | None,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
 ) -> dict[str, Any]:
     """Each call decided and validated; the whole request is one audit event."""
@@ -196,7 +197,7 @@ def validate_tool_calls(
 def record_validation(
     catalog: Catalog,
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None,
     summary: str,
     input: dict[str, Any],
