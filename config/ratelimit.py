@@ -1,18 +1,11 @@
 """Per-client rate limits for every request that writes an audit row, in Redis.
 
-One budget a minute per API client (people, through the API or the console, get
-their own): every endpoint that writes an audit row costs 1 per row it asks for
-(``/select``, ``/validate``, ``/tool-calls/validate``, each write to tools,
-catalogs, selection settings and keys, an import, and the console's forms that
-do the same), ``/select/batch`` one per item. Reads cost nothing. The budget is
-``ApiClient.rate_limit_per_minute`` or else ``QUIVER_RATE_LIMIT_PER_MINUTE``; 0
-means no limit. Over it the caller gets 429 (the API's error envelope, or the
-console's 429 page) naming the limit, with ``Retry-After``.
-
-Counters are fixed one-minute windows (INCRBY + EXPIRE in one pipeline) in the
-broker's Redis, so every web process shares them. When Redis does not answer,
-selection must keep working: each process then counts on its own (logged once
-per outage) and tries Redis again after a few seconds.
+One budget a minute per API client or person: each audit row a request asks for
+costs 1, reads cost nothing, and over the budget the caller gets a 429 naming the
+limit, with ``Retry-After``. Fixed one-minute windows in the broker's Redis, so every
+web process shares them; when Redis does not answer each process counts on its own,
+so selection keeps working. The rules: docs/explanation/security.md, Nothing is
+trusted from the wrong caller; the setting: docs/reference/settings.md.
 """
 
 from __future__ import annotations

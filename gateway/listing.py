@@ -1,18 +1,12 @@
 """``tools/list``: the three tools, and a page of found tools reached only by the
 cursor a ``search_tools`` answer gives.
 
-The official SDK clients (1.x and 2.x) check a successful ``tools/call``'s result
-against the tool's output schema, which they learn from ``tools/list``; a tool they
-never listed makes them list tools again after every call (a second exchange,
-and the tool is still not there). Listing every tool would put the whole catalog
-in front of the model, so the first page stays the three tools with no next
-cursor (frameworks, which follow cursors, never see more) and each search answers
-``list_cursor``: ``tools/list`` with it lists exactly the tools found, as the key
-may see them now. A plain client that lists that page once calls each found tool
-by its own name in one exchange (the SDKs keep what a cursor page listed).
-
-The cursor carries the catalog and the names, nothing secret: a made-up cursor
-lists only tools the key could read with ``get_tool_details`` anyway."""
+Listing every tool would put the whole catalog in front of the model, yet the SDK
+clients want a tool listed before they check its call's result: each search's
+``list_cursor`` lists exactly the tools found, as the key may see them now. The
+cursor carries the catalog and the names, nothing secret.
+Why: docs/how-to/development.md, How /mcp is served.
+"""
 
 from __future__ import annotations
 

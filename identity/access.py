@@ -1,42 +1,11 @@
 """Who may see what: one answer per caller, used by every API view and console page.
 
-``access_for(user)`` turns a person or an API client into an ``Access``: its scope,
-the catalogs it may see, the roles and the unsafe permission selection policy uses
-for it. The queryset methods ``visible_to`` (catalogs, tools, jobs, audit events)
-take that answer, so a tool list, an export, a selection's exclusions and a
-validation can never show a caller more than it could ever be offered.
-
-Rules (fail closed):
-
-* API clients: the scope, roles, catalogs and unsafe permission set on the client;
-  a client acting for a person (a key bound to one, an OAuth connection) holds no
-  more than that person holds at each request (``within_person``), and nothing
-  once the person is deactivated or deleted.
-* People: superusers are admins; otherwise the highest of their groups ``admin``,
-  ``curator``, ``compliance`` (else ``agent``); their roles are their group names;
-  unsafe tools need the ``catalog.use_unsafe_tools`` permission on one of their
-  groups (the ``admin`` group has it); ``UserCatalogAccess`` limits their catalogs:
-  no row means every catalog (the explicit "all catalogs" of the People page), a
-  row with an empty list means none (fail closed).
-* Curators, compliance and admins see every tool of their catalogs (they keep or
-  audit the catalog); agents see only the tools their roles and unsafe permission
-  would let a selection offer them.
-
-Approvals of tool calls (``approvals_visible_to``, ``approval_decision_problem``):
-only people with ``calls.decide_approval`` (the approver and admin groups) decide,
-within their catalogs, never on a request of their own or of a key in a chain they
-made; compliance people read them; a key reads only its own request's by id.
-
-Keys (``key_within``): whoever creates, lists, edits, rotates or revokes a key must
-hold everything the key holds: its scope (admin covers every scope, curator and
-compliance each cover themselves and agent, and neither covers the other), its
-catalogs (every catalog only within a caller with every catalog), its roles, its
-unsafe permission, a rate limit no looser than the caller's own and, for a calling
-key with an expiry, an expiry no later. A key never sees the keys above it.
-
-People (``identity.access_people``): whoever manages a person holds everything the
-person holds, before and after the change (a superuser is bigger than any other
-person; flags, groups, permissions and catalogs compare as sets).
+``access_for(user)`` turns a person or an API client into an ``Access`` (its scope,
+catalogs, roles and unsafe permission), and the queryset methods ``visible_to`` take
+that answer, so no list, export, selection or validation can show a caller more than
+it could ever be offered. Keys (``key_within``) and approvals are decided here too,
+people in ``identity.access_people``: one module decides access.
+The rules: docs/explanation/security.md, People and access, API keys and Approvals.
 """
 
 from __future__ import annotations

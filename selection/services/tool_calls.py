@@ -1,22 +1,11 @@
 """Deciding a model's tool calls: which tool, may it be called here, are the
-arguments right, and what should the model be told (seed 001: parse -> validate ->
-decide). One audit event per request, linked to the selection it answers.
+arguments right, and what should the model be told (parse -> validate -> decide).
+One audit event per request, linked to the selection it answers.
 
-Flags (a fixed set, README "Tool calls"); the first four make a call invalid:
-
-* ``parse_error``: the arguments are not one JSON object;
-* ``unknown_tool``: no such tool, or one the caller could never see (the two are
-  indistinguishable on purpose: hiding is access control, so nothing else is said);
-* ``not_offered``: a selection is linked and the tool is not among its picks;
-* ``not_allowed``: the caller can see the tool but policy would never let it be
-  called here: its status, the caller's roles or unsafe permission, the catalog's
-  no-schema rules, or the linked selection's own narrowing (block/allow lists,
-  categories, unsafe, costs, capabilities);
-* ``unsafe``, ``requires_approval``: facts the executor must act on;
-* ``no_schema``: the tool has no schema; arguments were not validated (``valid``
-  only when it opted in, with its ``no_schema_mode``);
-* ``stale_version``: the tool changed since the linked selection offered it; the
-  arguments were checked against the current version (the one that would run).
+Each call gets flags from a fixed set; ``parse_error``, ``unknown_tool``,
+``not_offered`` and ``not_allowed`` make it invalid. An unknown tool and one the
+caller could never see are indistinguishable on purpose: hiding is access control.
+Every flag: docs/reference/tool-calls.md.
 """
 
 from __future__ import annotations
