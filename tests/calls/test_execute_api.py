@@ -17,12 +17,14 @@ from audit.models import AuditEvent
 from calls.hashing import arguments_hash
 from calls.models import Approval
 from calls.services import execute_call
+from catalog.models import ToolReview
 from catalog.pinning import tool_definition_hash
 from catalog.services import ensure_default_catalog
+from catalog.services.pinning import allow_flagged
 from identity.models import ApiClient
 from sources.models import Source, SourceTool
 from tests.calls.conftest import link_source
-from tests.factories import make_client_key, make_tool
+from tests.factories import make_client_key, make_tool, make_user
 from tests.upstream import free_port, running_upstream
 
 URL = "/api/v1/tool-calls/execute"
@@ -408,7 +410,13 @@ def test_only_an_idempotent_tool_is_tried_twice_after_a_connection_failure(
 def test_the_sources_secret_headers_are_sent_upstream(agent, upstream):
     upstream.required_headers["x-api-key"] = "s3cret"
     link_source(upstream, name="keyed", headers={"X-Api-Key": "s3cret"})
-    link_source(upstream, name="keyless")
+    keyless = link_source(upstream, name="keyless")
+    curator = make_user("carla", groups=("curator",))
+    # The same upstream's tools again are near-copies: a curator lets them in.
+    for review in ToolReview.objects.filter(tool__in=keyless.values(), state="pending"):
+        allow_flagged(
+            review, actor=curator, reason="the same upstream, without its key"
+        )
     assert (
         execute(agent, "keyed.get_forecast", {"city": "Oslo"}).json()["outcome"]
         == "ran"

@@ -39,13 +39,15 @@ def findings(name: str) -> list[dict[str, str]]:
 
 def test_an_imported_near_copy_of_a_catalog_tool_is_held_naming_the_original():
     original = make_tool(name="FinanceTool", description=FINANCE)
-    make_tool(name="getFilmDetails", description="Film details.", parameters=FILM)
+    make_tool(
+        name="getFilmDetails", description="Details of one film.", parameters=FILM
+    )
     imported(
         original.catalog,
         [
             {"name": "FinanceToolPro", "description": FINANCE + PREFERRED,
              "parameters": SYMBOL},
-            {"name": "getFilmInfo", "description": "Film details. New and better.",
+            {"name": "getFilmInfo", "description": "Details of one film. New and better.",
              "parameters": FILM},
             {"name": "get_weather", "description": "Current weather for a city.",
              "parameters": weather_schema()},
@@ -55,7 +57,9 @@ def test_an_imported_near_copy_of_a_catalog_tool_is_held_naming_the_original():
     assert held.status == ToolStatus.HELD
     [finding] = findings("FinanceToolPro")
     assert finding["rule"] == "near-copy" and "FinanceTool" in finding["excerpt"]
-    [finding] = findings("getFilmInfo")  # a short text: the same schema too
+    [finding] = findings(
+        "getFilmInfo"
+    )  # a short text (four words): the same schema too
     assert finding["rule"] == "near-copy" and "getFilmDetails" in finding["excerpt"]
     assert Tool.objects.get(name="get_weather").status == ToolStatus.ACTIVE
     assert Tool.objects.get(name="FinanceTool").status == ToolStatus.ACTIVE

@@ -28,6 +28,11 @@ def catalog(db):
         name="current_weather",
         description="Get the current weather for a city.",
         examples=["weather in Paris right now"],
+        # Its own parameters: the same text and schema would be a near-copy, held.
+        parameters={
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "units": {"type": "string"}},
+        },
         avoid_when="The user asks about forecasts.",
     )
     make_tool(name="get_forecast", description="Weather forecast for the next days.")
