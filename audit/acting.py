@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from audit.actors import Actor
+
 ACTING_FOR = "acting_for"
-Describe = Callable[[Any], dict[str, Any] | None]
+Describe = Callable[[Actor], dict[str, Any] | None]
 _describers: list[Describe] = []
 
 
@@ -23,7 +25,7 @@ def register_describer(describe: Describe) -> None:
         _describers.append(describe)
 
 
-def acting_for(actor: Any) -> dict[str, Any] | None:
+def acting_for(actor: Actor) -> dict[str, Any] | None:
     """What the registered describer answers for ``actor``; None without one."""
     for describe in _describers:
         described = describe(actor)
@@ -32,7 +34,7 @@ def acting_for(actor: Any) -> dict[str, Any] | None:
     return None
 
 
-def with_acting_for(actor: Any, input: dict[str, Any]) -> dict[str, Any]:
+def with_acting_for(actor: Actor, input: dict[str, Any]) -> dict[str, Any]:
     """``input`` with ``acting_for`` added when the actor acted for a person."""
     described = acting_for(actor) if actor is not None else None
     if not described:

@@ -1,20 +1,11 @@
 """Where the signed checkpoint lines are kept: a file, or a table in Postgres.
 
-``QUIVER_AUDIT_CHECKPOINT_STORE`` chooses:
-
-- ``file`` (the default): ``QUIVER_AUDIT_CHECKPOINT_FILE``, one JSON line each,
-  appended and fsynced; the notes beside it (each sink's deliveries, the console's
-  last chain check) are small JSON files in its folder. Every process that seals or
-  verifies must see that file: one host, or a volume they all mount.
-- ``postgres``: the ``audit_checkpoint_line`` table (append-only by trigger, one line
-  following each line at most) and ``audit_note``, so processes that share nothing
-  but the database (pods in a cluster) share the checkpoints too. A line is signed
-  with the audit key, which the database does not hold: its owner can neither forge
-  nor alter one, only remove lines from the end together with the rows they cover,
-  which a sink's copy out of the owner's reach (S3 with object lock) names.
-
-Lines are appended under the chain lock only (audit.checkpoints), so the order in
-which they are kept is the order they were signed in.
+``QUIVER_AUDIT_CHECKPOINT_STORE`` chooses: ``file`` (one JSON line each, appended and
+fsynced, notes beside it) for one host or a shared volume, ``postgres`` (append-only
+tables) for processes that share nothing but the database. Lines are appended under
+the chain lock only (audit.checkpoints), so they are kept in the order they were
+signed. Why each, and what the database's owner can still do:
+docs/explanation/audit-chain.md, Where the checkpoints are kept.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Signed checkpoints of the chain, kept outside the database.
 
-A checkpoint is ``{kind, head_seq, head_id, head_hash, count, time, key_id,
-prev_sig, sig}``, signed with the audit key, one JSON line appended to the
-checkpoint store (audit.checkpoint_store: ``QUIVER_AUDIT_CHECKPOINT_FILE``, or a table
-in Postgres) and then handed to the sinks (audit.sinks: webhook, syslog, S3 bucket),
-each a second copy whose failure never stops the store. It is
-written every ``QUIVER_AUDIT_CHECKPOINT_EVERY`` sealed events, and at least every
-``QUIVER_AUDIT_CHECKPOINT_S`` seconds while events arrive. Verify compares the chain
-to every checkpoint, so a deleted tail, a TRUNCATE or a chain rebuilt from
-scratch is named even by someone who owns the database. Each line carries the previous
-line's signature, so a line removed from the store is named too. ``audit_archive``
-appends ``kind: archive`` lines the same way, and ``audit_rotate_key`` a ``kind:
-rotation`` checkpoint signed by the new key and the retired one (``old_sig``).
+A checkpoint (head seq, id and hash, count, time, key id, the previous line's
+signature) is signed with the audit key, appended to the checkpoint store and handed
+to the sinks. Verify compares the chain to every checkpoint, so a deleted tail, a
+TRUNCATE or a rebuilt chain is named even by someone who owns the database, and a
+line removed from the store is named too. docs/explanation/audit-chain.md, Signed
+checkpoints.
 """
 
 from __future__ import annotations

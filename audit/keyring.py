@@ -1,17 +1,10 @@
 """The audit keyring: the current key signs, every key it ever had still verifies.
 
-- The current key is ``QUIVER_AUDIT_KEY`` (literal), else the text of
-  ``QUIVER_AUDIT_KEY_FILE`` (re-read whenever the file changes, so a rotation reaches
-  running sealers without a restart), else derived from ``SECRET_KEY``.
-- Retired keys are the lines of ``QUIVER_AUDIT_OLD_KEYS_FILE`` (default
-  ``<state dir>/audit_old_keys``; blank lines and ``#`` comments are skipped).
-
-Each key is named by its ``key_id`` (a public fingerprint, audit.hashing.key_id); a
-row or a checkpoint line is checked with the key its ``key_id`` names.
-``audit_rotate_key`` (audit.rotation) moves the current key into the old keys file
-and writes a new one, or, where the key files cannot be written (a Kubernetes
-Secret), signs the rotation with a key it is given (``signing_with``) and leaves
-putting that key in place to the operator.
+The current key comes from ``QUIVER_AUDIT_KEY``, else ``QUIVER_AUDIT_KEY_FILE``
+(re-read when it changes, so a rotation reaches running sealers without a restart),
+else ``SECRET_KEY``; retired keys are the lines of ``QUIVER_AUDIT_OLD_KEYS_FILE``.
+Each key is named by its public ``key_id``, and a row or a checkpoint line is checked
+with the key its ``key_id`` names. The settings: docs/reference/settings.md.
 """
 
 from __future__ import annotations

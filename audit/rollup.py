@@ -1,19 +1,11 @@
 """The dashboard's hourly summary: derived data, never the audit record.
 
-The sealer gives each new row its ``seq``; in the same transaction it sums the
-sealed rows after the mark (``audit_rollup_mark.seq``) into the summary tables, per
-catalog and UTC hour (tool and rule counts also per UTC day, for long ranges), and
-moves the mark. One transaction, one mark: a row is summed exactly once (a
-rolled-back seal rolls back its sums too; a second run finds nothing after the mark).
-The dashboard adds the live tail (rows not sealed yet, or after the mark)
-from the events table, so its counts are exact and only its p50/p95 are approximate,
-to one histogram bucket (``BUCKET_RATIO``: each bucket is 2^(1/4), about 19%, wider
-than the one below).
-
-The migration leaves the tables empty and the mark at 0: the sealer then backfills
-``ROLLUP_STEP`` rows per transaction (the dashboard stays exact meanwhile, reading
-the rest as tail); ``audit_rollup`` catches up at once, ``audit_rollup --rebuild``
-recomputes everything (after ``audit_archive``, or if in doubt).
+The sealer sums the rows it seals after the mark into the summary tables, per catalog
+and UTC hour, and moves the mark in the same transaction, so each row is summed
+exactly once; the dashboard adds the live tail from the events table, so its counts
+are exact and only its percentiles approximate (one histogram bucket,
+``BUCKET_RATIO``). How it is filled and rebuilt: docs/explanation/audit-chain.md,
+Sealing.
 """
 
 from __future__ import annotations

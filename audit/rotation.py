@@ -1,21 +1,11 @@
 """Rotating the audit key: a new key signs from here on, the old one still verifies.
 
-Under the chain lock: the current key is appended to ``QUIVER_AUDIT_OLD_KEYS_FILE``
-(first, so it is never lost), a new random key replaces ``QUIVER_AUDIT_KEY_FILE``
-(written beside it and renamed over it), a ``key_rotated`` audit event is recorded
-and sealed with the new key, and a ``rotation`` checkpoint is appended, signed by the
-new key (``sig``) and by the retired one (``old_sig``), so the link between the keys
-is proven by the keys themselves. Its ``first_seq`` is the first row the new key
-sealed: verify refuses the retired key on any row from there on, and checkpoint lines
-after it must carry the new key. Running sealers read the key file again when it
-changes, so no restart is needed.
-
-Where the key files cannot be written (mounted from a Kubernetes Secret), the new
-key is given in a file of the operator's (``new_key_file``): the rotation is
-recorded and signed the same way, with no file written, and the operator then
-puts the new key in the Secret and the old one among the retired keys. Until a
-process has the new key it seals nothing (audit.sealing.may_extend): the chain's
-head is sealed with a key it does not hold.
+Under the chain lock the current key joins the retired keys (first, so it is never
+lost), a new key replaces it, and the rotation is a ``key_rotated`` event plus a
+``rotation`` checkpoint signed by both keys, so the link between them is proven by
+the keys themselves. Where the key files cannot be written (a Kubernetes Secret) the
+operator gives the new key and puts it in place.
+The steps and what verify then checks: docs/explanation/audit-chain.md, Key rotation.
 """
 
 from __future__ import annotations
@@ -30,6 +20,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from audit.actors import Actor
 from audit.checkpoints import Record, append_record
 from audit.choices import EventType
 from audit.keyring import fingerprint, keyring, read_key_file, signing_with
@@ -76,7 +67,7 @@ def _keep_old_key(old_text: str) -> None:
 
 def rotate_key(
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
     new_key_file: Path | None = None,
 ) -> Record:
@@ -112,7 +103,7 @@ MIN_KEY_CHARS = 32
 
 
 def _rotate_to_given(
-    new_key_file: Path, actor: Any, request_id: uuid.UUID | None
+    new_key_file: Path, actor: Actor, request_id: uuid.UUID | None
 ) -> Record:
     try:
         new_text = read_key_file(new_key_file)
@@ -155,7 +146,7 @@ def _check_head(cursor: Any, old_key: bytes) -> None:
 
 def _record_rotation(
     cursor: Any,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None,
     old_key: bytes,
     new_key: bytes,

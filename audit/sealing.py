@@ -3,24 +3,10 @@
 ``record_event`` only INSERTs, inside the caller's transaction, and takes no lock, so
 concurrent selections never wait on each other. The sealer takes the one chain lock,
 reads the committed unsealed rows in id order and assigns each the next ``seq``, the
-previous row's hash and its own HMAC.
-
-Why a sealer-assigned ``seq`` and not id order: ids come from a sequence and commit out
-of order (id 7 may commit after id 8). Sealing "only a gap-free prefix of ids" needs a
-guess about in-flight transactions (snapshot xmin races the moment an INSERT takes its
-id; a grace period is a timing bet). With ``seq`` the chain order is the order rows
-became visible to the sealer, which is final the moment they are sealed: a late commit
-simply gets the next seq. No row is skipped, none is sealed twice (the trigger allows
-the sealing update once), and no timing assumption is needed.
-
-The same freedom bounds a round: each batch's sealing UPDATE runs under
-``SEAL_BUDGET_MS``. Past it the UPDATE is cancelled and the first half of the batch
-is sealed instead (its seqs and hashes are the same prefix of the chain), down to
-one row; one row past it is sealed with the trigrams of a shorter prefix of its
-texts (``SHORT_TOKEN_CHARS``, then none), and a row that still cannot be sealed
-(a lock held on it) is left for the next round while the rows after it are sealed:
-the chain never waits behind one row. The search tokens' own cost is bounded by
-audit/migrations/0013 (trigrams of the first 2,000 characters, in one pass).
+previous row's hash and its own HMAC, each round bounded in time so the chain never
+waits behind one row.
+Why ``seq`` and not id order, and the round's budget: docs/explanation/audit-chain.md,
+Sealing.
 """
 
 from __future__ import annotations

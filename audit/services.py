@@ -21,7 +21,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 
 from audit.acting import with_acting_for
-from audit.actors import actor_name, stored_user
+from audit.actors import Actor, actor_name, stored_user
 from audit.models import AuditEvent
 from audit.sealing import seal_and_checkpoint, seal_pending
 from audit.verify import ChainCheck, Damage, parse_since, verify_chain
@@ -50,7 +50,7 @@ def _plain(value: dict[str, Any]) -> Any:
 class EventFields(TypedDict, total=False):
     """What an audit event records besides its type: ``record_event``'s keywords."""
 
-    actor: Required[Any]
+    actor: Required[Actor]
     request_id: Required[uuid.UUID | None]
     catalog_slug: str
     catalog_version: int
@@ -85,7 +85,7 @@ def record_event(
 def record_event(
     event_type: str,
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None,
     catalog_slug: str,
     catalog_version: int,
@@ -142,7 +142,7 @@ def _record_many(
     event_type: str,
     rows: Sequence[EventRow],
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None,
     catalog_slug: str,
     catalog_version: int,

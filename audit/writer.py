@@ -1,19 +1,12 @@
 """A selection's audit row sent before its answer is rendered, committed before it
 is sent.
 
-A selection's row is its own transaction, and its COMMIT waits for the WAL flush (a
-few milliseconds on a real disk): written on the request's path, that wait adds
-straight to the answer's latency. ``send_soon`` sends the row's INSERT on a
-connection of its own (``config.fast.beside``: one per thread, autocommit) and
-returns at once; the server executes and flushes while the answer is serialised
-and rendered on this thread, and the caller collects the server's reply
-(``PendingEvent.wait``) before a byte of the answer goes out. An answer is never
-sent without its committed row, and a row that could not be written turns the
-answer into an error.
-
-Inside a transaction (a batch of selections, a test) the row is written at once in
-that transaction, exactly as ``record_event`` does. ``insert`` is the row's INSERT
-on Django's connection (``config.fast.insert``), refusing a row already stored.
+A row's COMMIT waits for the WAL flush, which would add straight to the answer's
+latency: ``send_soon`` sends the INSERT on a connection of its own
+(``config.fast.beside``) and the caller collects its reply (``PendingEvent.wait``)
+before a byte of the answer goes out, so an answer is never sent without its
+committed row and a row that could not be written turns the answer into an error.
+Inside a transaction the row is written at once in it, as ``record_event`` does.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from audit.actors import actor_name, stored_user
+from audit.actors import Caller, actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_event
 from calls import lifecycle
@@ -44,7 +44,7 @@ def request_approval(
     *,
     tool: Tool,
     arguments: dict[str, Any],
-    caller: Any,
+    caller: Caller,
     selection_id: uuid.UUID | None,
     request_id: uuid.UUID | None,
 ) -> Approval:
@@ -88,7 +88,7 @@ def use_approval(
     *,
     tool: Tool,
     arguments: dict[str, Any],
-    caller: Any,
+    caller: Caller,
 ) -> Approval:
     """Spend the approval on this call (``USED``), locking its row; raises
     ``ApprovalRefused`` naming the rule it breaks. Run it in the transaction
@@ -119,7 +119,7 @@ def use_approval(
 
 
 def record_use(
-    approval: Approval, *, caller: Any, request_id: uuid.UUID | None, call_id: int
+    approval: Approval, *, caller: Caller, request_id: uuid.UUID | None, call_id: int
 ) -> None:
     """The ``approval`` event of its use (status ``used``) by the call
     ``call_id``, in the caller's transaction (the one that marked it used), and

@@ -1,21 +1,14 @@
 """A call that reaches for its upstream, in committed steps (HOUSE_STYLE §11):
+``claim`` (the ``started`` event and, for a call needing approval, the approval
+marked ``used``, committed before the upstream is contacted), the upstream call
+with no transaction open, then ``finish`` (the outcome's event, naming ``call_id``).
 
-1. ``claim``: committed before the upstream is contacted: the call's ``started``
-   event (its id is the call's ``call_id``) and, when the tool needs approval,
-   in the same transaction, the approval locked, checked and marked ``used``
-   with its ``approval`` event.
-2. the upstream call, with no transaction open.
-3. ``finish``: the outcome's event, naming ``call_id``.
-
-Whatever stops a process between 1 and 3 (a kill, a crash, the database lost),
-the start is on record and the approval spent, so a re-sent call is refused as
-already used: never two executions for one approval, never an execution without
-a row. ``sweep_interrupted`` (every worker, every ``QUIVER_SWEEP_S``) gives each
-``started`` event that no outcome names, once its call cannot be running any
-more, the outcome ``interrupted``. A call without approval costs one INSERT
-more than a single-event record would; the outcome's lookup by ``call_id`` has
-an index of its own (``audit_event_call_outcome``), and the sweep reads each
-``started`` event once (``CallSweep`` keeps its place)."""
+Whatever stops a process in between, the start is on record and the approval spent:
+never two executions for one approval, never an execution without a row.
+``sweep_interrupted`` gives each ``started`` event no outcome names, once its call
+cannot be running any more, the outcome ``interrupted``.
+The rules: docs/explanation/security.md, Calls.
+"""
 
 from __future__ import annotations
 

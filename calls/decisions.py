@@ -16,7 +16,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from audit.actors import actor_name, stored_user
+from audit.actors import Actor, actor_name, stored_user
 from audit.choices import EventType
 from audit.services import record_event
 from calls import lifecycle
@@ -122,7 +122,7 @@ def _expire(row: Approval, now: Any) -> None:
 
 
 def _record(
-    row: Approval, *, actor: Any, reason: str, request_id: uuid.UUID | None
+    row: Approval, *, actor: Actor, reason: str, request_id: uuid.UUID | None
 ) -> None:
     record_event(
         EventType.APPROVAL,

@@ -1,22 +1,14 @@
 """How many upstream calls may be in flight at once, so slow upstreams cannot
-starve the service. Checked after the call is decided and before it is
-claimed, so a refusal spends nothing (an approval stays approved):
+starve the service.
 
-* per key (an API client, or a person): ``QUIVER_CALLS_PER_KEY``, across every
-  process; beyond it a 429 naming ``calls_per_key``;
-* per source: ``QUIVER_CALLS_PER_SOURCE``, across every process; beyond it a 503
-  naming ``calls_per_source``;
-* per web process: ``QUIVER_CALLS_PER_PROCESS``, below gunicorn's threads
-  (config/gunicorn.py), so every process keeps threads for selections and
-  ``/healthz`` however many calls wait on upstreams; beyond it a 503 naming
-  ``calls_per_process``.
-
-The first two are Redis sorted sets (one per key, one per source) of the calls
-holding a slot, scored by the time the slot lapses (the call's deadline plus a
-margin, by Redis' clock): a process killed mid-call frees its slots then, with
-nobody's help. Both slots are taken by one script (atomic) and given back when
-the call ends. When Redis does not answer no call starts: a 503 naming
-``redis``, since a limit that cannot be counted does not hold."""
+Per key (429 ``calls_per_key``) and per source (503 ``calls_per_source``) across
+every process, and per web process (503 ``calls_per_process``, below gunicorn's
+threads so selections and ``/healthz`` keep some). Checked after the call is decided
+and before it is claimed, so a refusal spends nothing. The first two are Redis sorted
+sets scored by when each slot lapses, so a killed process frees its slots by itself;
+when Redis does not answer no call starts, since a limit that cannot be counted does
+not hold. The rules: docs/explanation/security.md, Calls.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +22,8 @@ from typing import Any
 
 import redis
 from django.conf import settings
+
+from audit.actors import Caller
 
 log = logging.getLogger(__name__)
 SLOT_MARGIN_S = 30
@@ -141,13 +135,13 @@ class Slots:
             log.warning("call slots not given back (they lapse): %s", exc)
 
 
-def caller_key(user: Any) -> str:
+def caller_key(user: Caller) -> str:
     """The key a caller's calls count against: its API client, else the person."""
     client = getattr(user, "api_client", None)
     return f"client:{client.pk}" if client is not None else f"user:{user.pk}"
 
 
-def hold(user: Any, source_id: int, timeout: float) -> Slots:
+def hold(user: Caller, source_id: int, timeout: float) -> Slots:
     """Slots for one call of ``user`` to the source, for at most ``timeout``
     seconds plus a margin; raises ``LimitReached`` naming the limit."""
     if not _gate.enter(settings.QUIVER_CALLS_PER_PROCESS):

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from audit.actors import Caller
 from telemetry import metrics, tracing
 
 
@@ -28,7 +29,7 @@ A = TypeVar("A", bound=_Answer)
 
 def observed_call(run: Callable[..., A]) -> Callable[..., A]:
     @functools.wraps(run)
-    def execute(user: Any, **options: Any) -> A:
+    def execute(user: Caller, **options: Any) -> A:
         # The tool's name is set once the call found a tool (calls.services):
         # the name asked for is the caller's text.
         facts = {

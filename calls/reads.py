@@ -1,19 +1,13 @@
 """The rows a tool call is decided on, read in one statement whose SQL is made once
-per process (``config.fast.rows``): the catalog by its slug, its selection settings'
-row (the policy check's snapshot is keyed by their version) and its tools of the
-called name (by name or by the provider-safe name the model was shown: the one
-tool holding the name's look, ``catalog.names``), with its source link, source
-and the source's authorization (``vault``: none for shared headers).
+per process (``config.fast.rows``): the catalog, its selection settings' row and its
+tools of the called name, with their source link, source and authorization.
 
-Building this as a queryset (the catalog, then the tools with
-``select_related("source_link__source")`` behind the visibility filter) cost two
-round trips and most of a call's CPU in Django's SQL compiler (bench/README.md,
-"A tool call at a tuned proxy's cost"). Nothing here is kept between calls: each
-call reads the current rows, so a changed or removed tool, link or source, and a
-new catalog version, count from the very next call. Who may see the catalog is
-decided before it is read (``Access.may_see_catalog``, the rule of
-``Catalog.objects.visible_to``); which of the tools the caller may see is the
-caller's to decide (``catalog.querysets.tool_visible``)."""
+As a queryset this cost two round trips and most of a call's CPU in Django's SQL
+compiler (bench/README.md). Nothing is kept between calls, so any change counts from
+the very next call. Who may see the catalog is decided before it is read
+(``Access.may_see_catalog``); which tools the caller may see is the caller's to
+decide (``catalog.querysets.tool_visible``).
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
+from audit.actors import Caller
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
@@ -33,7 +34,7 @@ REASON_CHARS = 1000
 class CallRecord:
     """One attempt, as its audit events record it."""
 
-    user: Any
+    user: Caller
     catalog: Catalog
     name: str
     arguments: dict[str, Any]

@@ -1,31 +1,13 @@
-"""Running a tool call through Quiver: decide -> limits ->
-claim -> the upstream call -> the outcome -> the answer.
+"""Running a tool call through Quiver: decide -> limits -> claim -> the upstream call ->
+the outcome -> the answer.
 
-* Access and validation are exactly POST tool-calls/validate's
-  (``decide_call``): a tool the caller could never be offered is the same answer
-  as a made-up name, and an invalid call never reaches the upstream.
-* A name resolves to one tool or none (``catalog.names``); one several tools
-  held before the one-name rule is refused (409), naming that.
-* A tool without a source, or gone from it, is refused: nothing can run it.
-* A tool that needs approval runs only with an approval of this exact call
-  (``calls.approvals``); without one, a pending approval is made and the answer
-  says so.
-* A source that runs as each person is called with the token of the person the
-  caller acts for (``vault``), never another's or a shared header; without one
-  the call answers ``needs_authorization`` with the link where the person
-  connects. An upstream that refuses the token (401) ran nothing: the token is
-  refreshed and the call sent once more, else it needs authorization again.
-* A call holds a slot of each limit on calls in flight (``calls.limits``: per
-  key, per source, per web process) or is refused naming the limit.
-* Then the steps of ``calls.attempts``: the claim (approval used, ``started``
-  event) is committed before the upstream is contacted, the outcome after.
-  The upstream's time is bounded by ``QUIVER_CALL_TIMEOUT_MAX_SECONDS``, under
-  the web server's timeout, whatever the source says.
-* A refusal or a pending call is one audit event (``refused``, ``denied``,
-  ``pending``); a call that reached for its upstream is ``started`` and then its
-  outcome (``ran``, ``failed``, ``timed_out``; ``interrupted`` from the sweep).
-  When the outcome cannot be written after the upstream ran, the answer is
-  ``CallNotRecorded`` (a 503)."""
+One path for every way a call arrives (REST execute, its approved run, ``/mcp``), so
+access and validation are exactly ``tool-calls/validate``'s, a call needing approval
+runs only with an approval of this exact call, a per-person source gets only its
+person's token, and every refusal, start and outcome is an audit event, the claim
+committed before the upstream is contacted.
+The rules: docs/explanation/security.md, Calls and Approvals.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +20,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.http import Http404
 
+from audit.actors import Caller
 from calls.answers import (
     NEEDS_AUTHORIZATION,
     PENDING_REASON,
@@ -101,7 +84,7 @@ class CallNotRecorded(Exception):
 
 @observed_call
 def execute_call(
-    user: Any,
+    user: Caller,
     *,
     name: str,
     arguments: dict[str, Any],

@@ -1,24 +1,14 @@
 """Calling a tool on a source's MCP server, with the official SDK client.
 
-Opening an SDK client costs round trips (the handshake or ``server/discover``,
-then ``tools/list`` for the output schemas the SDK checks results against), so
-each process keeps one connected client per source in a pool, on one event loop
-in a thread of its own (started on the first call, so after gunicorn's fork).
-A pooled client is keyed by everything that shapes the connection (the source,
-the account it runs as, its url, its encrypted headers, its timeout): editing a
-source or its headers, or a person's token being refreshed, makes a new key, and
-the old client of that source and account is closed. A client whose connection
-broke is dropped and the next call opens a new one. A source that runs as each
-person has one client per connected account, each with that person's token.
-
-The whole call, a retry included, stays within the source's timeout. A call is
-retried only when the tool says it is idempotent (``idempotentHint``), at most
-once, and only after a connection failure while time remains.
-
-What comes back is capped as it is read (``sources.capped``: at most twice the
-source's ``max_result_bytes`` plus 64 KiB) and scrubbed of the source's secrets
-(``sources.secrets.Scrubber``: every string of the content blocks and the
-structured content, and every failure's reason) before anyone keeps or sees it.
+Opening an SDK client costs round trips, so each process keeps one connected client
+per source (per connected account, for a source that runs as each person) in a pool
+on one event loop thread. A client is keyed by everything that shapes the connection
+(source, account, url, encrypted headers, timeout), so an edit or a refreshed token
+makes a new one and closes the old; a broken one is dropped. The whole call, one
+retry of an idempotent tool after a connection failure included, stays within the
+source's timeout, and what comes back is capped as it is read (``sources.capped``)
+and scrubbed of the source's secrets (``sources.secrets``) before anyone sees it.
+The rules: docs/explanation/security.md, Calls.
 """
 
 from __future__ import annotations

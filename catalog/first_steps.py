@@ -13,13 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.urls import reverse
 
+from audit.actors import Caller
 from catalog.models import DismissedPanel
 from identity.access import access_for
 from identity.models import ApiClient
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 PANEL = "first-steps"
 
@@ -44,12 +48,12 @@ def register_step(step: FirstStep) -> None:
     _STEPS[step.key] = step
 
 
-def first_steps(user: Any) -> list[dict[str, Any]] | None:
+def first_steps(user: Caller) -> list[dict[str, Any]] | None:
     """The steps as the panel shows them, or None when the panel is not for this
     person: not an admin, dismissed, or every step done."""
     if not access_for(user).is_admin:
         return None
-    if DismissedPanel.objects.filter(user=user, panel=PANEL).exists():
+    if DismissedPanel.objects.filter(user=user, panel=PANEL).exists():  # type: ignore[misc]
         return None
     steps = [
         {
@@ -64,7 +68,7 @@ def first_steps(user: Any) -> list[dict[str, Any]] | None:
     return None if all(step["done"] for step in steps) else steps
 
 
-def dismiss_first_steps(*, actor: Any) -> None:
+def dismiss_first_steps(*, actor: User) -> None:
     """Hide the panel for this person for good (a preference: changes nothing
     anyone may see or do, so it is not an audit event)."""
     DismissedPanel.objects.get_or_create(user=actor, panel=PANEL)

@@ -15,6 +15,8 @@ from typing import Any
 
 from django.core import signing
 
+from audit.actors import Caller
+
 SALT = "catalog.import-preview"
 MAX_AGE = 3600
 AGAIN = (
@@ -36,7 +38,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def sign(user: Any, report: dict[str, Any], text: str) -> str:
+def sign(user: Caller, report: dict[str, Any], text: str) -> str:
     claims = {
         "user": user.pk,
         "catalog": report["catalog"],
@@ -47,7 +49,7 @@ def sign(user: Any, report: dict[str, Any], text: str) -> str:
     return signing.dumps(claims, salt=SALT)
 
 
-def check(token: str, user: Any, text: str) -> tuple[str, str, str]:
+def check(token: str, user: Caller, text: str) -> tuple[str, str, str]:
     """(catalog slug, format, names option) of the preview this confirmation
     belongs to."""
     try:

@@ -3,11 +3,10 @@ for labels, read or manage them), else 404 or PermissionDenied naming who may.""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
+from audit.actors import Caller
 from catalog.models import Catalog
 from catalog.reads import catalog_by_slug
 from identity.access import (
@@ -19,7 +18,7 @@ from identity.access import (
 )
 
 
-def get_catalog_for_user(user: Any, slug: str) -> Catalog:
+def get_catalog_for_user(user: Caller, slug: str) -> Catalog:
     """The catalog if the caller may see it, else 404 (never a hint that it exists).
 
     A read never writes: the ``default`` catalog is made by a migration. The rule
@@ -32,7 +31,7 @@ def get_catalog_for_user(user: Any, slug: str) -> Catalog:
     return catalog
 
 
-def get_labels_catalog(user: Any, slug: str, *, manage: bool = False) -> Catalog:
+def get_labels_catalog(user: Caller, slug: str, *, manage: bool = False) -> Catalog:
     """The catalog whose labels, evaluations and learning the caller reads (or,
     with ``manage``, changes): 404 unless visible, else PermissionDenied naming
     who may. The API and the console both ask this."""

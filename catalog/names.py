@@ -1,24 +1,14 @@
 """One name, one tool: the names a tool holds in its catalog, the refusal of a
 name another tool holds, and the one tool a called name means.
 
-A tool holds three names: its ``name``, its ``provider_name`` (the name a model is
-shown and calls it by) and its ``original_name`` (what its file or server called
-it; shown and searched, never called). Each is held by its look
-(``catalog.naming.look``: the UTS #39 skeleton, so ``list_fi1es`` looks like
-``list_files``) in a ``ToolName`` row whose look is unique in the catalog. So:
-
-* a name equal to, or looking like, a name another tool holds, in any of the
-  three fields, is refused (``refuse``); every path that writes a tool (create,
-  edit, bulk edit, every import, sync) goes through it, and of two writers at
-  once the database refuses the second (``hold``);
-* a called name resolves with one indexed lookup: its look's one row names the
-  tool, which answers to the name when it is its name or provider name
-  (``called_tool``, ``called_tools``, ``ToolQuerySet.called``, and
-  ``calls.reads`` in SQL);
-* a look several tools held before the rule (as the migration found them, or
-  ``reclaim``) has no tool: a call by it is refused as ambiguous (``Ambiguous``)
-  to a caller who can see a tool of that exact name (to another it is unknown,
-  as any tool it cannot see); renaming all but one settles it (``settle``).
+A tool holds three names (``name``, ``provider_name``, ``original_name``), each held
+by its look (``catalog.naming.look``, the UTS #39 skeleton) in a ``ToolName`` row
+unique in the catalog: so every path that writes a tool refuses a name another tool
+holds or looks like (``refuse``; of two writers at once the database refuses the
+second, ``hold``), a called name resolves with one indexed lookup (``called_tool``),
+and a look several tools held before the rule is refused as ambiguous until all
+but one are renamed (``Ambiguous``, ``settle``).
+The rules: docs/explanation/security.md, Tool names (One name, one tool).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import QuerySet
 from django.http import Http404
 
-from audit.actors import Actor
+from audit.actors import Actor, Caller
 from audit.services import record_event
 from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog
@@ -95,7 +95,7 @@ def permission_rule(model: type[CatalogOwned]) -> str:
 
 
 def owned_of(
-    model: type[Owned], user: Any, slug: str
+    model: type[Owned], user: Caller, slug: str
 ) -> tuple[Catalog, QuerySet[Owned]]:
     """The catalog's objects of this kind: 404 for a catalog the caller cannot
     see, 403 for a caller who sees it but does not manage the kind."""
@@ -106,7 +106,7 @@ def owned_of(
     return catalog, rows
 
 
-def get_owned_for_user(model: type[Owned], user: Any, object_id: int | str) -> Owned:
+def get_owned_for_user(model: type[Owned], user: Caller, object_id: int | str) -> Owned:
     """One object, by the same rule as ``owned_of`` (an id that cannot be one, or
     of a catalog the caller cannot see, is the same 404 as an unknown one)."""
     access = access_for(user)

@@ -11,6 +11,7 @@ from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, Value, 
 from django.db.models.functions import Coalesce
 from django.db.models.query import ModelIterable
 
+from audit.actors import Actor
 from catalog.naming import look
 from config.lookups import any_of
 from identity.access import GROUP_SCOPES, Access, access_for
@@ -23,7 +24,7 @@ HELD = "held"
 SENT_CATALOGS = 32
 
 
-def _access(who: Any) -> Access:
+def _access(who: Actor | Access) -> Access:
     """An Access for a user or an Access (views pass either)."""
     return who if isinstance(who, Access) else access_for(who)
 
@@ -108,7 +109,7 @@ def _flip(column: str) -> str:
 
 
 class CatalogQuerySet(models.QuerySet):
-    def visible_to(self, who: Any) -> CatalogQuerySet:
+    def visible_to(self, who: Actor | Access) -> CatalogQuerySet:
         """The catalogs a caller may see (see identity.access)."""
         access = _access(who)
         if not access.signed_in:
@@ -121,7 +122,7 @@ class CatalogQuerySet(models.QuerySet):
         """The slugs among ``slugs`` that name a catalog (identity.catalogs asks)."""
         return set(self.filter(slug__in=list(slugs)).values_list("slug", flat=True))
 
-    def with_counts(self, who: Any) -> CatalogQuerySet:
+    def with_counts(self, who: Actor | Access) -> CatalogQuerySet:
         """Each catalog read with its tool counts (in all, by status, by embedding
         status) of the tools the caller may see: even a count never tells of a
         hidden tool. Counted for the rows read only (a page), in one grouped
@@ -194,7 +195,7 @@ class _CountedCatalogs(ModelIterable):
 
 
 class ToolQuerySet(models.QuerySet):
-    def visible_to(self, who: Any) -> ToolQuerySet:
+    def visible_to(self, who: Actor | Access) -> ToolQuerySet:
         """The tools a caller could ever be offered or may keep (identity.access).
 
         Hiding is not access control: every list, detail, export, exclusion and
@@ -216,7 +217,7 @@ class ToolQuerySet(models.QuerySet):
         held = self.filter(looks__look__in={look(name) for name in names})
         return held.filter(Q(name__in=names) | Q(provider_name__in=names))
 
-    def catalogs_calling(self, who: Any, name: str) -> list[str]:
+    def catalogs_calling(self, who: Actor | Access, name: str) -> list[str]:
         """The slugs of the catalogs where the caller may see a tool ``name``
         calls (never one held for review: nobody calls it), from the name's look
         (``called``): one indexed query whose cost does not grow with the
@@ -236,7 +237,7 @@ class ToolQuerySet(models.QuerySet):
         mine = None if limit is None else frozenset(limit)
         return sorted(slug for slug in slugs if mine is None or slug in mine)
 
-    def managed_by(self, who: Any) -> ToolQuerySet:
+    def managed_by(self, who: Actor | Access) -> ToolQuerySet:
         """The tools a caller may change: curators and admins, within their
         catalogs; nobody else (agents and compliance never)."""
         access = _access(who)
@@ -344,7 +345,7 @@ def known_roles(catalog_ids: list[int]) -> list[str]:
 
 
 class ToolReviewQuerySet(models.QuerySet):
-    def visible_to(self, who: Any) -> ToolReviewQuerySet:
+    def visible_to(self, who: Actor | Access) -> ToolReviewQuerySet:
         """The reviews a caller may read: those of its catalogs, for callers who
         see whole catalogs (a review shows definitions that may be held from an
         agent); nobody else's."""

@@ -1,19 +1,13 @@
 """The catalog version a reader is told: the catalog's version at the last
 change that reader could see.
 
-``Catalog.version`` moves on every change to any of the catalog's tools. A
-reader that some tools are hidden from (an agent's roles or unsafe permission)
-would learn from it that a hidden tool changed, and how often. So every answer
-that names a catalog version or update time to a reader (``/select``,
-``tool-calls/validate``, the catalogs API and page) names this one instead: the
-highest catalog version made by a change the reader could see, which is either
-the last change of a tool it sees now (``Tool.changed_version``) or a change
-that hid from it a tool it saw (a deletion, a new safe flag or new roles:
-``ToolChange.hides``, judged by the tool's state before). A reader that sees
-every tool reads the catalog's own version. For a reader whose access stays the
-same it only grows, moves with every change it can see and never with one it
-cannot. What the house keys on (snapshots, the answer cache, audit rows) keeps
-the catalog's own version, so nothing cached outlives any change.
+``Catalog.version`` moves on every change to any tool, so a reader some tools are
+hidden from would learn from it that a hidden tool changed. Every answer that names
+a catalog version or update time to a reader names this one instead: the highest
+version made by a change the reader could see (``Tool.changed_version``, or a change
+that hid a tool from it, ``ToolChange.hides``). Snapshots, the answer cache and audit
+rows keep the catalog's own version, so nothing cached outlives any change.
+The rule: docs/explanation/security.md, Nothing is trusted from the wrong caller.
 """
 
 from __future__ import annotations

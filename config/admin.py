@@ -3,14 +3,17 @@ admin for rows that services and workers write."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def staff_user(request: HttpRequest) -> AbstractBaseUser:
+
+def staff_user(request: HttpRequest) -> User:
     """The admin only serves signed-in staff; the services record them as actor."""
     assert isinstance(request.user, AbstractBaseUser)
     return request.user

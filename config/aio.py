@@ -1,22 +1,12 @@
 """Async code from Quiver's synchronous processes, in one place.
 
-Django views, Celery tasks and management commands are synchronous; the MCP SDK
-is asyncio. Two shapes are needed:
-
-* ``run_sync``: run one coroutine to completion and return its value (a sync or
-  a test). ``asyncio.run`` refuses to start where a loop already runs in the
-  thread (Playwright's sync API keeps one in the test session's main thread), so
-  then it runs in a short-lived thread of its own.
-* ``LoopThread``: one long-lived event loop on a daemon thread per process, for
-  work that keeps connections or a session manager between requests (the /mcp
-  endpoint's session manager, the pooled upstream clients). ``submit`` runs a
-  coroutine there and waits for its value. Threads do not survive a fork, so
-  ``per_process`` hands each process its own.
-* ``run_here``: a coroutine on the calling thread's own loop, kept for the
-  thread's life, for protocol work that needs no loop shared with other requests
-  (a 2026-07-28 /mcp request): no hop to another thread and back. Inside it,
-  ``outside_loop`` runs synchronous (Django) work in place: that loop serves only
-  the one request its thread is answering, so blocking it stalls nothing else.
+Django views, Celery tasks and management commands are synchronous; the MCP SDK is
+asyncio. ``run_sync`` runs one coroutine to completion (in a short-lived thread where
+a loop already runs, as under Playwright); ``LoopThread`` keeps one event loop per
+process (``per_process``: threads do not survive a fork) for work that keeps
+connections or a session manager between requests; ``run_here`` runs a coroutine on
+the calling thread's own loop, with ``outside_loop`` for Django work in place, for
+a request that shares no loop with others (a 2026-07-28 /mcp request).
 """
 
 from __future__ import annotations

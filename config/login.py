@@ -1,18 +1,10 @@
 """The console's sign-in page, throttled per account and per client address.
 
-After ACCOUNT_FAILURES wrong passwords for one account, or ADDRESS_FAILURES from
-one client address, within a LOCK_S window, the form refuses every attempt for that
-account or from that address (the right password included) and says until when.
-
-- An account is the user a username resolves to, so failures typed as an unknown
-  name ("ROOT", "r00t") never count against a real account; unknown names are
-  counted by name like accounts, so the lock does not tell which names exist.
-- The client address is ``config.http.client_address``: ``X-Forwarded-For`` only
-  from a peer in ``QUIVER_TRUSTED_PROXIES``, so people behind one proxy do not
-  share a count, and a client cannot spoof another's address.
-
-Counts live in Redis with the API rate limits (config.ratelimit), falling back to
-per-process counts when it is down.
+After ACCOUNT_FAILURES wrong passwords for one account, or ADDRESS_FAILURES from one
+client address (``config.http.client_address``), within a LOCK_S window, the form
+refuses every attempt for that account or from that address, the right password
+included, and says until when. Counts live in Redis with the API rate limits.
+The rules: docs/explanation/security.md, Sign-in throttling.
 """
 
 from __future__ import annotations

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
@@ -21,7 +20,7 @@ from config.htmx import is_htmx_partial
 PAGE_SIZE = 25
 
 
-def acting_user(request: HttpRequest) -> AbstractBaseUser:
+def acting_user(request: HttpRequest) -> User:
     """The signed-in user a service records as the actor."""
     if isinstance(request.user, AnonymousUser):
         raise PermissionDenied("sign in first")

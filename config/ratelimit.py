@@ -1,18 +1,11 @@
 """Per-client rate limits for every request that writes an audit row, in Redis.
 
-One budget a minute per API client (people, through the API or the console, get
-their own): every endpoint that writes an audit row costs 1 per row it asks for
-(``/select``, ``/validate``, ``/tool-calls/validate``, each write to tools,
-catalogs, selection settings and keys, an import, and the console's forms that
-do the same), ``/select/batch`` one per item. Reads cost nothing. The budget is
-``ApiClient.rate_limit_per_minute`` or else ``QUIVER_RATE_LIMIT_PER_MINUTE``; 0
-means no limit. Over it the caller gets 429 (the API's error envelope, or the
-console's 429 page) naming the limit, with ``Retry-After``.
-
-Counters are fixed one-minute windows (INCRBY + EXPIRE in one pipeline) in the
-broker's Redis, so every web process shares them. When Redis does not answer,
-selection must keep working: each process then counts on its own (logged once
-per outage) and tries Redis again after a few seconds.
+One budget a minute per API client or person: each audit row a request asks for
+costs 1, reads cost nothing, and over the budget the caller gets a 429 naming the
+limit, with ``Retry-After``. Fixed one-minute windows in the broker's Redis, so every
+web process shares them; when Redis does not answer each process counts on its own,
+so selection keeps working. The rules: docs/explanation/security.md, Nothing is
+trusted from the wrong caller; the setting: docs/reference/settings.md.
 """
 
 from __future__ import annotations
@@ -23,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from django.conf import settings
@@ -35,6 +28,9 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from config.http import client_address
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 log = logging.getLogger(__name__)
 WINDOW_S = 60
@@ -93,7 +89,7 @@ class Counter:
 COUNTER = Counter()
 
 
-def limit_for(user: Any) -> int:
+def limit_for(user: User | AnonymousUser) -> int:
     """Requests a minute this caller may make; 0 means unlimited."""
     client = getattr(user, "api_client", None)
     own = getattr(client, "rate_limit_per_minute", None)
@@ -139,19 +135,19 @@ def penalize_unknown_key(request: HttpRequest | Request) -> None:
     time.sleep(UNKNOWN_KEY_DELAY_S)
 
 
-def _caller_key(user: Any) -> str:
+def _caller_key(user: User | AnonymousUser) -> str:
     client = getattr(user, "api_client", None)
     return f"client:{client.pk}" if client is not None else f"user:{user.pk}"
 
 
-def charge_caller(user: Any, cost: int) -> None:
+def charge_caller(user: User | AnonymousUser | None, cost: int) -> None:
     """Count ``cost`` against this signed-in caller's budget (429 past it)."""
     if cost <= 0 or not user or not user.is_authenticated:
         return
     charge(_caller_key(user), limit_for(user), cost)
 
 
-def first_this_minute(user: Any, what: str) -> bool:
+def first_this_minute(user: User | AnonymousUser, what: str) -> bool:
     """Whether this is the caller's first ``what`` this minute (for what is
     recorded once a window past the budget, whatever the caller sends)."""
     window = int(clock() // WINDOW_S)

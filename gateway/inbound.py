@@ -1,27 +1,12 @@
 """A /mcp body read by the API's own JSON rules before the MCP SDK sees it.
 
-The SDK's parser takes JSON nested far deeper than the API does, lets a repeated
-key's last value win, refuses a lone surrogate with a parser's message and hands
-a NUL on to the database. So the body is first read here, as ``config.jsonparse``
-reads every API body (one depth limit, ``MAX_BODY_DEPTH``; no repeated key; no
-NUL or lone surrogate; no NaN), and:
-
-* a body that cannot be read so is a JSON-RPC error naming the field and the rule
-  (``Rejected``), before any MCP work; so is a batch (an array: MCP 2025-06-18
-  removed batching) or any other value that is not one message;
-* an ``MCP-Protocol-Version`` header naming a version /mcp does not serve is the
-  specification's unsupported-version error (``UNSUPPORTED_VERSION``, HTTP 400)
-  naming it and the versions served;
-* an ``initialize`` asking for a handshake version older than those served is
-  handed on asking for the newest served, which the SDK then answers, as the
-  specification's negotiation has it;
-* a ``tools/call`` whose name, arguments or ``_meta`` break a text rule still
-  reaches its tool, which answers the refusal as a tool error naming the
-  argument (the MCP spec's place for bad arguments, so the model can correct
-  them): the SDK then reads a copy with the bad characters written as
-  ``\\uXXXX`` escapes, and ``Inbound.problem`` says what was refused.
-
-Pure functions: no Django, no database."""
+The SDK's parser takes deeper nesting than the API does, lets a repeated key's last
+value win and hands a NUL on to the database, so the body is first read here as
+``config.jsonparse`` reads every API body: a body it refuses, a batch, or a protocol
+version /mcp does not serve is refused naming the field and the rule before any MCP
+work. Pure functions: no Django, no database.
+The rules: docs/explanation/security.md, MCP endpoint and Input rules.
+"""
 
 from __future__ import annotations
 

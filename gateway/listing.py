@@ -1,18 +1,12 @@
 """``tools/list``: the three tools, and a page of found tools reached only by the
 cursor a ``search_tools`` answer gives.
 
-The official SDK clients (1.x and 2.x) check a successful ``tools/call``'s result
-against the tool's output schema, which they learn from ``tools/list``; a tool they
-never listed makes them list tools again after every call (a second exchange,
-and the tool is still not there). Listing every tool would put the whole catalog
-in front of the model, so the first page stays the three tools with no next
-cursor (frameworks, which follow cursors, never see more) and each search answers
-``list_cursor``: ``tools/list`` with it lists exactly the tools found, as the key
-may see them now. A plain client that lists that page once calls each found tool
-by its own name in one exchange (the SDKs keep what a cursor page listed).
-
-The cursor carries the catalog and the names, nothing secret: a made-up cursor
-lists only tools the key could read with ``get_tool_details`` anyway."""
+Listing every tool would put the whole catalog in front of the model, yet the SDK
+clients want a tool listed before they check its call's result: each search's
+``list_cursor`` lists exactly the tools found, as the key may see them now. The
+cursor carries the catalog and the names, nothing secret.
+Why: docs/how-to/development.md, How /mcp is served.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +18,7 @@ from typing import Any
 from django.db import close_old_connections
 from django.http import Http404
 
+from audit.actors import Caller
 from catalog.formats import export_tool
 from catalog.lookups import get_catalog_for_user
 from catalog.names import Ambiguous
@@ -47,7 +42,7 @@ def cursor_for(catalog: str, names: list[str]) -> str:
     return PREFIX + base64.urlsafe_b64encode(found.encode()).decode().rstrip("=")
 
 
-def found_page(user: Any, cursor: str, to_mcp: Any) -> list[dict[str, Any]]:
+def found_page(user: Caller, cursor: str, to_mcp: Any) -> list[dict[str, Any]]:
     """The tools a cursor names that the caller may see, as MCP Tool objects
     (``to_mcp`` shapes each one, as search_tools does); one the caller may not
     see, or that is gone, is left out, exactly as a name never found."""

@@ -1,25 +1,12 @@
 """Every refusal on /mcp is an audit row, written before it is answered.
 
-A refusal of the gateway's own (``search_tools``, ``get_tool_details``, a tool
-call refused before the call path judged it: malformed input, the budget, a
-catalog the key may not see; a JSON-RPC request the gateway or the SDK refuses,
-a method or body /mcp does not take) is an ``mcp_refused`` row. A call the call
-path judged is its ``tool_call`` rows, written there, exactly as over REST: the
-gateway never writes a call's row, so REST and /mcp leave the same ``tool_call``
-rows for the same call (over REST, input refused before the call path is a 400
-and no row). A row keeps the field and rule answered, the MCP tool or method
-(for a call, the tool it names), and the arguments' sha256, never the arguments
-themselves (they were refused: they may be too large, or not storable at all);
-every text is stored with NUL and lone surrogates written as ``\\uXXXX``.
-
-A refusal costs 1 of the key's rate budget, as every audited request does; past
-the budget the refusal is still answered, and the first one of the minute is
-recorded saying that the rest of that minute's are not, so a key cannot write
-audit rows faster than its budget. Refusals before the key is known (Host,
-Origin, a missing or unknown key) have no actor and are not recorded; the
-unknown-key delay and per-address limit bound them instead.
-
-When the row cannot be written the refusal is not answered: ``NotRecorded``."""
+A refusal of the gateway's own is an ``mcp_refused`` row; a call the call path
+judged is its ``tool_call`` rows, written there, so REST and /mcp leave the same rows
+for the same call. A row keeps the field and rule, never the refused arguments
+(their sha256 only); refusals are charged to the key's rate budget, and when the row
+cannot be written the refusal is not answered (``NotRecorded``).
+The rules: docs/explanation/security.md, MCP endpoint.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +19,7 @@ from typing import Any
 from django.db import DatabaseError, transaction
 from rest_framework.exceptions import Throttled
 
+from audit.actors import Caller
 from audit.choices import EventType
 from audit.services import record_event
 from calls.hashing import canonical_json
@@ -58,7 +46,7 @@ class NotRecorded(Exception):
 class Attempt:
     """One /mcp request, as its refusal would be recorded."""
 
-    user: Any
+    user: Caller
     request_id: uuid.UUID
     method: str = ""
     tool: str = ""  # the MCP tool called, or the catalog tool a call names

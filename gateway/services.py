@@ -26,6 +26,7 @@ from django.db import (
 from django.http import Http404
 from rest_framework.exceptions import APIException, ValidationError
 
+from audit.actors import Caller
 from audit.writer import PendingEvent, wait_all
 from calls.answers import CallAnswer
 from calls.input import call_input
@@ -131,7 +132,7 @@ def _charge(attempt: refusals.Attempt) -> None:
 
 
 def search(
-    user: Any,
+    user: Caller,
     arguments: dict[str, Any],
     request_id: uuid.UUID,
     problem: Problem | None = None,
@@ -201,7 +202,7 @@ def _found(answer: Any, pending: list[PendingEvent]) -> dict:
 
 
 def details(
-    user: Any,
+    user: Caller,
     arguments: dict[str, Any],
     request_id: uuid.UUID,
     problem: Problem | None = None,
@@ -215,7 +216,7 @@ def details(
     return _guarded(attempt, problem, lambda: _details(user, arguments))
 
 
-def _details(user: Any, arguments: dict[str, Any]) -> dict:
+def _details(user: Caller, arguments: dict[str, Any]) -> dict:
     unknown = sorted(set(arguments) - {"names", "catalog"})
     if unknown:
         raise ToolRefused(f"{unknown[0]}: is not an argument of get_tool_details")
@@ -249,7 +250,7 @@ def _details(user: Any, arguments: dict[str, Any]) -> dict:
 
 
 def call(
-    user: Any,
+    user: Caller,
     arguments: dict[str, Any],
     request_id: uuid.UUID,
     problem: Problem | None = None,
@@ -301,7 +302,7 @@ def _call(
         raise ToolFailure(str(exc)) from exc
 
 
-def _catalog_of(user: Any, name: str) -> str | None:
+def _catalog_of(user: Caller, name: str) -> str | None:
     """The one catalog where the caller may see a tool of this name (None:
     ``default``); a name in several is for call_tool's ``catalog`` to settle."""
     slugs = Tool.objects.catalogs_calling(access_for(user), name)

@@ -1,31 +1,12 @@
 """``/mcp`` served by the same gunicorn workers and port as the REST API.
 
 ``with_mcp(django_app)`` is the WSGI application: ``/mcp`` goes to the MCP SDK's
-streamable HTTP app, everything else to Django as before (so the REST API's path
-is unchanged). Before any MCP work, in the worker's own thread:
-
-1. Host must be one of ``ALLOWED_HOSTS`` (421), and an ``Origin``, when sent, must
-   name an allowed host (403): the spec's DNS-rebinding defence.
-2. ``Authorization: Bearer`` with an API key (the REST API's own
-   authentication: unknown-key penalty, revoked, expired, deactivated, chain of
-   keys) or an OAuth access token whose scope names ``mcp`` (``oauth.auth``:
-   issuer, audience, expiry, grant, scope): anything else is a 401 whose
-   ``WWW-Authenticate`` names the resource's metadata (RFC 9728), so an MCP
-   client can find where to get a token; a token in the URL is refused.
-3. The body is read whole and checked by the API's JSON rules, one message per
-   request, and the ``MCP-Protocol-Version`` header against the versions served
-   (``gateway.inbound``).
-
-From there on every refusal, the gateway's or the SDK's (a JSON-RPC error), is an
-audit row (``gateway.refusals``) before it is answered.
-
-Each worker process runs one event loop in a thread (started on its first
-``/mcp`` request, so after gunicorn's fork) holding the SDK's session manager in
-its lifespan. A handshake-era request is handed to it whole and the answer
-collected whole (stateless mode with JSON answers: no stream outlives its
-request); a 2026-07-28 request, one self-contained exchange, is handed to the
-same manager on the request thread's own loop, its tools' work done in place
-(``_exchanged``)."""
+streamable HTTP app, everything else to Django as before. Host, Origin, the bearer
+and the body are checked here, in the worker's own thread, before any MCP work, and
+each worker runs one event loop in a thread for the SDK's session manager.
+How it is served: docs/how-to/development.md, How /mcp is served; the rules:
+docs/explanation/security.md, MCP endpoint.
+"""
 
 from __future__ import annotations
 

@@ -1,42 +1,11 @@
 """Who may see what: one answer per caller, used by every API view and console page.
 
-``access_for(user)`` turns a person or an API client into an ``Access``: its scope,
-the catalogs it may see, the roles and the unsafe permission selection policy uses
-for it. The queryset methods ``visible_to`` (catalogs, tools, jobs, audit events)
-take that answer, so a tool list, an export, a selection's exclusions and a
-validation can never show a caller more than it could ever be offered.
-
-Rules (fail closed):
-
-* API clients: the scope, roles, catalogs and unsafe permission set on the client;
-  a client acting for a person (a key bound to one, an OAuth connection) holds no
-  more than that person holds at each request (``within_person``), and nothing
-  once the person is deactivated or deleted.
-* People: superusers are admins; otherwise the highest of their groups ``admin``,
-  ``curator``, ``compliance`` (else ``agent``); their roles are their group names;
-  unsafe tools need the ``catalog.use_unsafe_tools`` permission on one of their
-  groups (the ``admin`` group has it); ``UserCatalogAccess`` limits their catalogs:
-  no row means every catalog (the explicit "all catalogs" of the People page), a
-  row with an empty list means none (fail closed).
-* Curators, compliance and admins see every tool of their catalogs (they keep or
-  audit the catalog); agents see only the tools their roles and unsafe permission
-  would let a selection offer them.
-
-Approvals of tool calls (``approvals_visible_to``, ``approval_decision_problem``):
-only people with ``calls.decide_approval`` (the approver and admin groups) decide,
-within their catalogs, never on a request of their own or of a key in a chain they
-made; compliance people read them; a key reads only its own request's by id.
-
-Keys (``key_within``): whoever creates, lists, edits, rotates or revokes a key must
-hold everything the key holds: its scope (admin covers every scope, curator and
-compliance each cover themselves and agent, and neither covers the other), its
-catalogs (every catalog only within a caller with every catalog), its roles, its
-unsafe permission, a rate limit no looser than the caller's own and, for a calling
-key with an expiry, an expiry no later. A key never sees the keys above it.
-
-People (``identity.access_people``): whoever manages a person holds everything the
-person holds, before and after the change (a superuser is bigger than any other
-person; flags, groups, permissions and catalogs compare as sets).
+``access_for(user)`` turns a person or an API client into an ``Access`` (its scope,
+catalogs, roles and unsafe permission), and the queryset methods ``visible_to`` take
+that answer, so no list, export, selection or validation can show a caller more than
+it could ever be offered. Keys (``key_within``) and approvals are decided here too,
+people in ``identity.access_people``: one module decides access.
+The rules: docs/explanation/security.md, People and access, API keys and Approvals.
 """
 
 from __future__ import annotations
@@ -50,12 +19,14 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 from django.db.models import Exists, OuterRef
 
+from audit.actors import Actor, Caller
 from config.lookups import any_of
 from identity.choices import ApiScope, ClientKind
 from identity.key_chain import MAX_CHAIN, key_chain
 from identity.models import ApiClient, UserCatalogAccess
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
     from django.db.models import QuerySet
 
 WRITE_SCOPES = frozenset({ApiScope.CURATOR.value, ApiScope.ADMIN.value})
@@ -140,7 +111,7 @@ class Access:
 NOBODY = Access(scope=None, catalogs=(), roles=(), allow_unsafe=False)
 
 
-def access_for(user: Any) -> Access:
+def access_for(user: Actor) -> Access:
     """The caller's access, computed once per request (kept on the user object)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return NOBODY
@@ -148,8 +119,9 @@ def access_for(user: Any) -> Access:
     if isinstance(cached, Access):
         return cached
     client = getattr(user, "api_client", None)
-    access = _client_access(client) if client is not None else _person_access(user)
-    user._quiver_access = access
+    # Signed in and no key's: a person (mypy cannot see through the getattr above).
+    access = _client_access(client) if client is not None else _person_access(user)  # type: ignore[arg-type]
+    user._quiver_access = access  # type: ignore[union-attr]
     return access
 
 
@@ -206,7 +178,7 @@ def _both(
     return tuple(item for item in first if item in second)
 
 
-def acting_person(user: Any) -> Any:
+def acting_person(user: Actor) -> Any:
     """The person a caller acts for, or None: a person acts for themself; an
     API key bound to a person, or an OAuth connection's token, for that person
     (None when that person is gone or deactivated: the client is stopped
@@ -334,7 +306,7 @@ _GRANT_FIELDS = (
 )
 
 
-def _person_access(user: Any) -> Access:
+def _person_access(user: User) -> Access:
     """One query for the groups and their unsafe permission, one for catalogs."""
     unsafe_grant = Permission.objects.filter(
         group=OuterRef("pk"),
@@ -369,7 +341,7 @@ def _group_scope(groups: tuple[str, ...]) -> str:
     return ApiScope.AGENT.value
 
 
-def _person_catalogs(user: Any) -> tuple[str, ...] | None:
+def _person_catalogs(user: User) -> tuple[str, ...] | None:
     row = UserCatalogAccess.objects.filter(user=user).only("catalogs").first()
     if row is None:
         return None  # no limit set: every catalog (People page: "all catalogs")
@@ -393,7 +365,7 @@ def reads_approvals(access: Access) -> bool:
     return not access.is_key and (access.decides_approvals or access.can_audit)
 
 
-def approvals_visible_to(user: Any, approvals: QuerySet[Any]) -> QuerySet[Any]:
+def approvals_visible_to(user: Caller, approvals: QuerySet[Any]) -> QuerySet[Any]:
     """The approvals ``user`` may see: a key only its own requests'; a person who
     reads approvals those of their catalogs; anyone else none."""
     access = access_for(user)
@@ -406,7 +378,7 @@ def approvals_visible_to(user: Any, approvals: QuerySet[Any]) -> QuerySet[Any]:
     return approvals.filter(any_of("catalog__slug", access.catalogs))
 
 
-def approval_decision_problem(user: Any, approval: Any) -> str:
+def approval_decision_problem(user: Caller, approval: Any) -> str:
     """'' when ``user`` may approve or deny ``approval``, else "field: why"."""
     access = access_for(user)
     if not access.signed_in or access.is_key:

@@ -1,32 +1,12 @@
 """Every change to what a person may see or do is one ``access_changed`` audit event.
 
-A person's access (identity.access) is made of their flags (active, staff,
-superuser), their groups and those groups' permissions (``use_unsafe_tools``), a
-group's name (a role) and their ``UserCatalogAccess`` row. Those rows are written by
-the People page and ``create_person`` (identity.services.people), but also by the
-Django admin, ``createsuperuser`` and any ORM call, which go through no service. So
-this module listens to the model signals of every one of them, whatever path wrote
-it, and records the change in the transaction that made it.
-
-Two ways a change is recorded:
-
-* Inside ``access_changes(actor=..., via=...)`` (the services, the Django admin): the
-  signals only note the state *before* of each person or group they touch; when the
-  block ends, still inside its transaction, one event per person or group whose state
-  changed is written, with the block's actor. A form that saves the flags, then
-  clears and re-adds the groups, is one event.
-* Anywhere else (the shell, a command, a script): each signal pair (pre/post save,
-  add, remove, clear, delete) writes its event at once, actor "system". A save of a
-  user outside a transaction commits before its event (Django sends ``post_save``
-  after the row's autocommit); everything else is in the same transaction.
-
-House style writes audit rows explicitly in services, and the services here do
-decide (each runs one block); the signals are the net for the writes no service
-makes, which is why they are here and nowhere else.
-
-Not caught: ``QuerySet.update()`` and raw SQL, which send no signal. API keys' service
-users (username ``api:<name>``) are not people: their access is the key's, audited by
-the key services.
+The People services, the Django admin, ``createsuperuser`` and any ORM call all
+write a person's flags, groups, permissions and catalog limit, and only the services
+record what they do. So this module listens to those models' signals, whatever path
+wrote them, and records the change in the transaction that made it: inside an
+``access_changes(actor=..., via=...)`` block one event per person or group changed,
+with the block's actor; anywhere else one per write, actor "system".
+The rules, and what is not caught: docs/explanation/security.md, People and access.
 """
 
 from __future__ import annotations
@@ -39,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import AbstractUser, Group, Permission
 from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.db.models.signals import (
@@ -103,7 +83,7 @@ def access_changes(
             _scope.reset(token)
 
 
-def person_state(user: Any) -> dict[str, Any]:
+def person_state(user: AbstractUser) -> dict[str, Any]:
     """What decides a person's access (identity.access), as plain data; catalogs
     ``"*"`` when the person has no limit (no ``UserCatalogAccess`` row)."""
     row = UserCatalogAccess.objects.filter(user_id=user.pk).first()
@@ -248,7 +228,7 @@ def _record(
     )
 
 
-def _is_person(user: Any) -> bool:
+def _is_person(user: Any) -> bool:  # a signal's instance: a user for a person's change
     return not str(user.get_username()).startswith(SERVICE_USER_PREFIX)
 
 

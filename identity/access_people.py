@@ -1,29 +1,10 @@
 """Who may manage which person: nobody manages a person with more than they have.
 
-The people's counterpart of ``identity.access.key_within``. Whoever creates, edits,
-(de)activates, renames, deletes or sets the password, groups, permissions, flags
-or catalog limit of a person must hold everything that person holds, before the
-change and after it:
-
-* a superuser is bigger than any non-superuser (only a superuser manages one, or
-  makes one); staff (the Django admin) is held only by staff;
-* the person's scope (from their groups: admin, curator, compliance, else agent)
-  must be one the manager's scope covers (``SCOPE_COVERS``, as for keys), and a
-  manager below admin gives only groups (roles) of their own;
-* every permission the person holds, through a group or their own, is one the
-  manager holds (``use_unsafe_tools``, ``decide_approval``, Django's model
-  permissions...);
-* the person's catalogs are within the manager's ("all catalogs" only within a
-  manager with every catalog); this holds for superusers too.
-
-A group is managed (renamed, its permissions changed, deleted) only by someone
-who holds every permission it carries and manages each of its members.
-
-The system (``actor`` None: a management command, a migration) holds the
-database and manages anyone; an API key manages no person. The rule is applied by
-the People services, the Django admin's permission hooks and forms, and, as a net
-for every other write made on a person's behalf, by ``access_changes`` when its
-block ends (identity.access_changes).
+The people's counterpart of ``identity.access.key_within``: whoever changes a person
+or a group must hold everything it holds, before the change and after it. Applied by
+the People services, the Django admin's hooks and forms, and, as a net for every
+other write, by ``identity.access_changes`` when its block ends.
+The rules: docs/explanation/security.md, People and access.
 """
 
 from __future__ import annotations

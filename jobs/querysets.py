@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import models
 
+from audit.actors import Actor
 from config.lookups import any_of
 from identity.access import Access, access_for
 
 
 class JobQuerySet(models.QuerySet):
-    def visible_to(self, who: Any) -> JobQuerySet:
+    def visible_to(self, who: Actor | Access) -> JobQuerySet:
         """The jobs of the catalogs a caller may see (identity.access)."""
         access = who if isinstance(who, Access) else access_for(who)
         if not access.signed_in:

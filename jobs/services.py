@@ -1,17 +1,11 @@
 """Background jobs: their lifecycle, and how work reaches the workers.
 
-A Job row in state ``queued`` is the durable queue; the broker only carries the
-news that there is work. Work is sent by task name after the write commits, and a
-broker that is down never undoes or fails the write: the failure is logged, the
-caller may say that background work is delayed (``watch_enqueues``), and the
-sweeper (``sweep``, run by every worker every ``QUIVER_SWEEP_S`` seconds and when
-a worker starts) sends again whatever is still waiting.
-
-A worker claims a job with a conditional update that records who it is
-(host and pid) and beats a heartbeat every third of ``QUIVER_JOB_LEASE_S`` while
-it runs (``keep_alive``). A job whose heartbeat stopped for a lease, or whose
-worker on this host no longer exists, goes back to ``queued`` for another worker.
-Every progress save is fenced on the claim, so a worker that lost its job stops.
+A Job row in state ``queued`` is the durable queue; the broker only carries the news,
+sent by task name after the write commits, so a broker that is down never undoes or
+fails the write and the sweeper (``sweep``) sends again whatever still waits. A
+worker claims a job with a conditional update and beats a heartbeat while it runs
+(``keep_alive``); a job whose worker stopped goes back to ``queued``, and every
+progress save is fenced on the claim. docs/how-to/production.md, Scaling out.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Tool pairs the ranking confuses, with the requests that confuse them and which
 fields to sharpen.
 
-Two kinds of evidence:
-
-* **misses**: in the catalog's latest finished evaluation, requests whose expected
-  tool was not ranked first; each such request counts once for the pair (expected
-  tool, the tool ranked first). Pairs are unordered; a pair is listed once it
-  has at least ``min_misses`` requests.
-* **near-duplicates**: two tools whose stored vectors (the catalog's active
-  model) have a cosine of at least ``threshold`` (only for catalogs up to
-  ``MAX_PAIRWISE`` embedded tools: the comparison is all pairs).
-
-Which fields to sharpen, per tool of a pair (a simple, stated rule): every one
-of description, examples and avoid-when that is empty; when none is empty, the
-field whose words overlap most with the other tool's same field (Jaccard of the
-lower-case word sets). A pair's listed requests are its first ``MAX_REQUESTS``.
+Two kinds of evidence: the latest finished evaluation's misses (each request whose
+expected tool was not ranked first counts once for the pair), and near-duplicate
+stored vectors (all pairs, so only up to ``MAX_PAIRWISE`` embedded tools). The
+fields to sharpen follow a simple, stated rule.
+The rule: docs/how-to/labels-and-evaluation.md, Confusable tools.
 """
 
 from __future__ import annotations

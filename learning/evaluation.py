@@ -1,27 +1,10 @@
 """Evaluating a catalog on labelled requests: the real selection path, in process.
 
 Each request runs as the bench runs it (bench/quality.py ``run_engine``): the
-catalog's snapshot (or a copy with the settings tried), the semantic pool exactly
-as /select builds it (selection.services.select), and the engine with
-``max_candidates`` 10 and ``min_score`` 0, every tool allowed (no role, unsafe
-tools included: the ranking is measured, not a caller's view). Never over HTTP,
-never audited as a selection, never cached.
-
-Each distinct request is evaluated once (``distinct_requests``): a repeated one
-(the same query or messages) is folded into the first, its tools added, and
-counted (``repeats``; ``repeats_with_other_tools`` of them named other tools).
-
-Metrics (shared/bench/README.md, computed by learning.metrics): R@1/3/5/10,
-NDCG@10 and MRR, means over requests with at least one expected tool. For the
-requests labelled "no tool fits": the answer an agent gets with the default
-request (``DEFAULT.max_candidates``, ``DEFAULT.min_score``), the catalog's
-no-tool threshold and learnt no-tool decision applied; ``no_tool_fp_rate`` is
-the share answered with at least one tool, ``no_tool_recall`` the share answered
-with none (1 - the rate; both None without such requests).
-
-Per request (the first ``MAX_ROWS``): the rank of each expected tool (1-based,
-None past 10) and, for a miss (an expected tool not in the top 3), where it fell
-out (selection.services.why_not's locating, on an explained run).
+catalog's snapshot, the semantic pool as /select builds it, and the engine with every
+tool allowed, so the ranking is measured, not a caller's view; never over HTTP,
+never audited as a selection, never cached. Each distinct request is evaluated once,
+its repeats counted. The metrics and the report: docs/how-to/labels-and-evaluation.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Learning a catalog's ranking from its accepted labels (pure numpy, no Django).
 
-``fit`` turns labelled requests into a learnt model: the examples behind the
-engine's learnt signal (selection.engine.learnt: nearest labelled requests,
-lexical expansion, centroid), fusion weights and a "no tool fits" threshold.
-Every number it reports is cross-validated: the labels are cut into folds, each
-fold is scored by a signal built from the other folds only, and the weights are
-chosen on those held-out scores. If the learnt ranking is not better than the
-engine alone on held-out labels, the fit proposes no change (``improves`` is
-False): learning never makes a catalog worse.
-
-The engine's own scores for the labelled requests (``base``: one row per label,
-one column per tool, 0 where the engine gave nothing) come from the caller, so
-this module stays pure and the bench and the app fit the same way.
+``fit`` turns labelled requests into a learnt model (the examples behind
+selection.engine.learnt, fusion weights, a "no tool fits" threshold). Every number it
+reports is cross-validated, and if the learnt ranking is not better than the engine
+alone on held-out labels it proposes no change: learning never makes a catalog worse.
+The engine's own scores come from the caller, so the bench and the app fit the same.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """Fitting the "no tool fits" decision from a catalog's labels (pure numpy).
 
-The decision (selection.engine.notool) is a logistic model over the best fused
-score, the margin to the second, the nearest labelled no-tool and tool request
-and the share of no-tool labels among the nearest labelled requests. It is
-fitted and calibrated on held-out folds only:
-
-* every feature of a label comes from the other folds (its fused scores are the
-  fit's held-out scores; its similarities are to the other folds' labels);
-* the no-tool labels are held out by kind, not at random: they are grouped into
-  ``KINDS`` kinds of request (spherical k-means of their vectors; MetaTool's
-  no-tool requests mix coding tasks, riddles, opinion questions, writing
-  tasks), and each kind is scored by a model and against similarities that
-  never saw it. A random fold leaves a near-twin of most no-tool requests in
-  the training folds, so the cut looked safe (0.141 false positives on the
-  dev folds) and let through 0.340 of new requests;
-* the probability cut is chosen on out-of-fold probabilities (the model scoring
-  each fold is fitted on the other folds): the highest cut whose no-tool
-  false-positive rate at the default request is at most ``FP_TARGET`` while
-  single-tool R@1 drops by at most ``MAX_R1_LOSS``; when both cannot hold, the
-  cut with the lowest false-positive rate within the loss;
-* the stored model is then refitted on every label, with that cut.
-
-Without labelled no-tool requests there is no decision (the catalog's
-top-score threshold, learning.fit.calibrate_threshold, is all there is).
+The decision (selection.engine.notool) is a logistic model over the best fused score,
+the margin to the second and the nearest labelled requests. It is fitted and
+calibrated on held-out folds only, with the no-tool labels held out by kind of
+request (``KINDS``), not at random: a random fold leaves a near-twin of most no-tool
+requests in training and makes the cut look safer than it is. The cut is the highest
+whose false-positive rate is within ``FP_TARGET`` at a bounded R@1 loss
+(``MAX_R1_LOSS``); without no-tool labels there is no decision.
+The method and why: docs/explanation/learning.md.
 """
 
 from __future__ import annotations

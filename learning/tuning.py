@@ -1,21 +1,12 @@
 """Fitting the engine's own settings to a catalog's labels (pure, no Django).
 
-The learnt signal (selection.engine.learnt) can only speak for tools that have
-labels; on a catalog of thousands of tools most requests need tools nobody has
-labelled yet. The engine's settings speak for every tool: how much the hybrid
-scorer trusts meaning against words (``hybrid_weights``), which fields of a tool
-its lexical index weighs (``field_weights``) and how BM25 saturates
-(``bm25_k1``). ``tune`` chooses them from the labels, cross-validated: each fold
-is scored with the settings a search chose on the other folds, and a change is
-proposed only when those held-out scores beat the settings in force.
-
-The search never re-runs the engine: ``parts_of`` takes, once per labelled
-request, the hybrid scorer's inputs that do not depend on these settings (the
-pool's cosines, keyword and name/tag coverage, the pool's confidence), and
-``Tuner.matrix`` recombines them exactly as ``selection.engine.scorers.hybrid``
-does, rebuilding only the BM25F part for each lexical setting (one index per
-setting, shared by every label). tests/learning/test_tuning.py holds the
-recombination to the engine's own scores.
+The learnt signal speaks only for labelled tools; the engine's settings
+(``hybrid_weights``, ``field_weights``, ``bm25_k1``) speak for every tool. ``tune``
+chooses them cross-validated, and proposes a change only when the held-out scores
+beat the settings in force. The search never re-runs the engine: ``parts_of`` takes
+the hybrid scorer's inputs that do not depend on these settings once per label, and
+``Tuner.matrix`` recombines them as ``selection.engine.scorers.hybrid`` does
+(tests/learning/test_tuning.py holds the two equal). docs/explanation/learning.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Label files of the console: JSONL and CSV, read into the API's items.
 
-* JSONL: one label a line, exactly the API's item: ``{"query": "...", "tools":
-  ["name", ...]}`` or ``{"messages": [{"role": "user", "content": "..."}],
-  "tools": [...]}``; ``"tools": []`` when no tool fits. Blank lines are skipped;
-  a line that is not JSON is refused like any bad item.
-* CSV (UTF-8, a header row): columns ``query`` and ``tools``, the tools of a
-  row separated by ``|`` (an empty cell: no tool fits). Conversations need JSONL.
-
-Items are numbered from 0 in file order (blank lines skipped), as the refusals
-name them (``labels[3]``). Samples: static/learning/labels-sample.{jsonl,csv}.
-
-The API's rules for a body hold for the whole file, as the API refuses a whole
-body: a file that breaks one is refused, naming the line and the field (``line 4:
-labels[3].query: must not contain NUL ...``): bytes that are not UTF-8, a NUL or
-a lone surrogate (which Postgres cannot store), a key given twice in one object,
-JSON nested deeper than ``config.jsonparse.MAX_BODY_DEPTH``. A JSONL line that is
-not JSON at all is refused on its own, like any bad item.
+JSONL is one API item a line; CSV has ``query`` and ``tools`` columns, tools joined
+by ``|``. Items are numbered from 0 in file order, as the refusals name them. The
+API's rules for a body hold for the whole file, so a file that breaks one is refused
+naming the line and the field. Samples: static/learning/labels-sample.{jsonl,csv};
+the formats: docs/how-to/labels-and-evaluation.md.
 """
 
 from __future__ import annotations

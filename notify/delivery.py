@@ -1,23 +1,12 @@
 """Sending a delivery: one attempt at a time, claimed, signed, guarded, logged.
 
-* **Claim.** An attempt starts with a conditional update (``pending`` and due ->
-  ``sending`` with a lease, ``attempts`` + 1): two workers, or a retry and the
-  sweep, never send one delivery at once.
-* **Send.** The body is the delivery's stored event (``notify.payloads``),
-  signed with the webhook's secrets (``notify.signing``), POSTed through the
-  same guarded transport as sources (``sources.connect.guarded_transport``:
-  every address checked at connect time, no proxy from the environment), with
-  no redirect followed and the whole exchange bounded by
-  ``QUIVER_WEBHOOK_TIMEOUT_S``.
-* **Record.** A 2xx is ``delivered``. Anything else is tried again after an
-  exponential backoff with jitter (``QUIVER_WEBHOOK_BACKOFF_S`` doubling, at most
-  ``QUIVER_WEBHOOK_BACKOFF_MAX_S``, no sooner than a ``Retry-After``) until
-  ``QUIVER_WEBHOOK_MAX_ATTEMPTS``, then ``failed``. A denied address, a paused
-  webhook or an unreadable secret fail at once. The error kept is short and
-  scrubbed of the URL and the secrets.
-* **Sweep.** Every worker, every ``QUIVER_WEBHOOK_SWEEP_S``: an attempt whose
-  worker died (lease over) waits again, and whatever is due and not sent (a long
-  backoff, a broker that was down) is sent.
+An attempt is claimed by a conditional update with a lease, so two workers never
+send one delivery at once; the stored event is signed (``notify.signing``) and POSTed
+through the sources' guarded transport, no redirect followed, bounded by
+``QUIVER_WEBHOOK_TIMEOUT_S``. A 2xx is ``delivered``; anything else is tried again
+after a growing wait until ``failed``, and the error kept is scrubbed of the URL and
+the secrets. The sweep gives back attempts whose worker died and sends what is due.
+The rules: docs/how-to/operating.md, Delivery, retries and the log.
 """
 
 from __future__ import annotations

@@ -4,16 +4,15 @@ a 404), and their delivery log."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import QuerySet
 from django.http import Http404
 
+from audit.actors import Caller
 from catalog.owned import by_id, get_owned_for_user
 from notify.models import Delivery, Webhook
 
 
-def get_webhook_for_user(user: Any, webhook_id: int | str) -> Webhook:
+def get_webhook_for_user(user: Caller, webhook_id: int | str) -> Webhook:
     """One webhook: 404 unless its catalog is visible, 403 for a caller who sees
     it but is not an admin."""
     return get_owned_for_user(Webhook, user, webhook_id)

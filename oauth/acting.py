@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from audit.actors import Actor
 from identity.choices import ClientKind
 
 # Set on the request's user by the token authentication (oauth.auth): the id of
@@ -17,7 +18,7 @@ from identity.choices import ClientKind
 TOKEN_ID = "_quiver_oauth_token_id"
 
 
-def describe(actor: Any) -> dict[str, Any] | None:
+def describe(actor: Actor) -> dict[str, Any] | None:
     """``acting_for`` for ``actor``'s rows; None when it acts for nobody else."""
     client = getattr(actor, "api_client", None)
     if client is None or not client.person_name:

@@ -1,20 +1,12 @@
 """Tokens of the company's authorization server (Okta, Entra ID, Keycloak...).
 
-A JWT is verified against the server's JWKS (its ``jwks_uri``, from
-``QUIVER_OAUTH_EXTERNAL_JWKS_URL`` or its RFC 8414 / OpenID metadata, which must
-name the configured issuer), kept per process and fetched again, at most once a
-minute, when a token names a key it does not hold. An opaque token is
-introspected (RFC 7662) when ``QUIVER_OAUTH_EXTERNAL_INTROSPECTION_URL`` is set.
-Either way the claims must name the issuer, the audience (the setting, else the
-resource), an expiry within the clock skew, and a scope of Quiver's.
-
-The claim ``QUIVER_OAUTH_EXTERNAL_PERSON_CLAIM`` names the person (their
-username in Quiver; a person Quiver does not know, or a deactivated one, is
-refused). The token acts through a connection of its client for that person,
-whose policy is the token's scopes within what the person holds now
-(``catalog:``, ``role:`` and ``unsafe`` narrow it; without them the person's
-catalogs and roles, never unsafe tools): a scope asking for more than the
-person holds refuses the token."""
+A JWT is verified against the server's JWKS (fetched again, at most once a minute,
+for a key it does not hold); an opaque token is introspected (RFC 7662). Either way
+the claims must name the issuer, the audience, an unexpired time and a scope of
+Quiver's, and ``QUIVER_OAUTH_EXTERNAL_PERSON_CLAIM`` an active person. The token acts
+for that person, its scopes narrowing what they hold now, never more.
+The setup and rules: docs/how-to/company-authorization-server.md.
+"""
 
 from __future__ import annotations
 

@@ -7,10 +7,11 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from audit.actors import Caller
 from identity.access import access_for
 
 
-def connections_visible_to(user: Any, connections: QuerySet[Any]) -> QuerySet[Any]:
+def connections_visible_to(user: Caller, connections: QuerySet[Any]) -> QuerySet[Any]:
     access = access_for(user)
     if not access.signed_in or access.is_key:
         return connections.none()

@@ -1,18 +1,13 @@
 """Quiver as an OAuth 2.1 authorization server, on authlib's Django integration.
 
-Grants: the authorization code with PKCE (S256 only: plain, or no challenge, is
-refused) and the refresh token, rotated at each use; no implicit flow, no
-password or client-credentials grant. Endpoints: RFC 7591 registration, RFC
-7009 revocation. Access tokens are authlib's RFC 9068 JWTs (oauth.tokens),
-their ``aud`` the resource asked for (RFC 8707: this server serves one, the
-canonical /mcp URL; ``invalid_target`` for any other). Every authorization
-response, an error one too, names the issuer (RFC 9207 ``iss``).
-
-One server is built per request (its issuer and resource are the request's,
-``oauth.metadata``). What a request found (the connection a code or token
-belongs to, or that it was a guess) rides on authlib's request as ``quiver``:
-a refusal is recorded against that connection (``oauth.services.refusals``),
-and a guess costs its address as an unknown API key does."""
+The authorization code grant with PKCE (S256 only) and rotated refresh tokens, no
+other grant; RFC 7591 registration, RFC 7009 revocation, RFC 9068 JWT access tokens
+whose ``aud`` is the one resource served (the /mcp URL), the issuer named in every
+authorization response (RFC 9207). One server is built per request; what a request
+found rides on authlib's request as ``quiver``, so a refusal is recorded against its
+connection and a guess costs its address as an unknown API key does.
+The rules: docs/explanation/security.md, OAuth.
+"""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
+from audit.actors import Actor
 from identity.auth import key_problem
 from oauth.keys import ALGORITHM, current_key, signing_keys, verifying_keys
 from oauth.models import Connection, RevokedAccessToken, TokenFamily
@@ -59,15 +60,15 @@ class AccessTokens(JWTBearerTokenGenerator):
         # One key in the set: joserfc names it in the header (``kid``).
         return KeySet([current_key()])
 
-    def get_audiences(self, client: Any, user: Any, scope: str) -> str:
+    def get_audiences(self, client: Any, user: Grantee, scope: str) -> str:
         assert isinstance(user, Grantee) and user.family is not None
         return user.family.resource
 
-    def get_jti(self, client: Any, grant_type: str, user: Any, scope: str) -> str:
+    def get_jti(self, client: Any, grant_type: str, user: Grantee, scope: str) -> str:
         return uuid.uuid4().hex
 
     def get_extra_claims(
-        self, client: Any, grant_type: str, user: Any, scope: str
+        self, client: Any, grant_type: str, user: Grantee, scope: str
     ) -> dict[str, Any]:
         assert isinstance(user, Grantee) and user.family is not None
         return {"sid": str(user.family.id)}
@@ -88,7 +89,7 @@ class TokenRefused(Exception):
 class TokenInfo:
     """A token that passed every check: who acts, and what it may be used for."""
 
-    user: Any  # the connection's service user: access_for() bounds it
+    user: Actor  # the connection's service user: access_for() bounds it
     connection: Connection
     scopes: frozenset[str]
     claims: dict[str, Any] = field(default_factory=dict)

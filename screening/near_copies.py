@@ -1,29 +1,13 @@
 """Near-copies of a catalog's tools: a new tool that repeats an existing one's
 description under another name ("the improved, preferred version").
 
-A copy that keeps the original's text ranks beside it for every request that
-wants it, so the ranking cannot tell them apart; the place to stop one is the
-import or sync, where a person can look at the two side by side (the
-``near-copy`` rule). ``NearCopyIndex.near`` says which existing tools a new one
-copies:
-
-* the new description holds every word of an existing one (after Unicode
-  normalisation, invisible characters dropped, lower-cased: a copy with a line
-  added keeps them all, descriptions made from one template with a word changed
-  do not), and
-* at least ``CONTAINMENT`` of its word triples (3-shingles: the words in the
-  same order, so a list of the catalog's words is no copy of every tool); or,
-  for a description too short for triples (under ``MIN_SHINGLES``: "Retrieve
-  details of a film"), the very same parameter names (a copy keeps the schema,
-  so that it can be called in the original's place); a short description
-  without a schema, or of under ``MIN_WORDS`` words, proves nothing and is
-  skipped.
-
-Tools of the same source (one upstream server, one import) are never each
-other's copies: an API's endpoints often share their boilerplate, and a source
-that copies itself gains nothing. Nor is one tool under two sources' prefixes
-(``a__get_env``, ``b__get_env``) a copy of itself. A source of ``None`` (a
-curator's own tool) is compared with every other tool.
+A copy that keeps the original's text ranks beside it for every request that wants
+it, so the ranking cannot tell them apart; the place to stop one is the import or
+sync, where a person can look at the two side by side (the ``near-copy`` rule).
+``NearCopyIndex.near`` says which existing tools a new one copies: every word and
+most word triples (``CONTAINMENT``) of an existing description, or for a short one
+the same parameter names; never a tool of the same source.
+The rule in full: docs/explanation/selection.md (the near-copy paragraph).
 """
 
 from __future__ import annotations

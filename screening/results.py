@@ -1,22 +1,11 @@
 """A tool's result screened before the agent sees it.
 
-Every text of the result (text blocks, embedded resources' text, every string of
-the structured content) goes through the detectors: secrets, text aimed at the
-model (``injection``: the definitions' rules) and the catalog's personal-data
-rules. Each class's action is the catalog's policy:
-
-* ``block``: the whole result is withheld; the agent is told which rules hit;
-* ``redact``: each match becomes ``[redacted: <rule>]`` (the result keeps its
-  shape: no block is added);
-* ``flag``: each match in a text block is marked ``[untrusted: <rule>] ...
-  [/untrusted]`` and a first text block tells the agent which parts are
-  untrusted and why, and what was redacted (a structured value is named there,
-  left as it is).
-
-Hidden characters (tag characters, bidirectional controls, zero-width) are
-taken out whenever they are found, unless the result is blocked: a model reads
-them and a person never sees them, so no action leaves them in. A finding
-names its rule and place, never what it matched.
+Every text of the result goes through the detectors (secrets, text aimed at the
+model, the catalog's personal-data rules), and each class's action is the catalog's
+policy: ``block`` withholds the result, ``redact`` replaces each match, ``flag``
+marks it untrusted and tells the agent why. Hidden characters are taken out whenever
+found, and a finding names its rule and place, never what it matched.
+The rules: docs/explanation/trust.md, Screened results.
 """
 
 from __future__ import annotations

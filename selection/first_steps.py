@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.urls import reverse
 
@@ -10,8 +10,11 @@ from audit.choices import EventType
 from audit.models import AuditEvent
 from catalog.first_steps import FirstStep, register_step
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def _selected(user: Any) -> bool:
+
+def _selected(user: User) -> bool:
     """This person asked for a selection (Try it, or the API signed in)."""
     return AuditEvent.objects.filter(
         event_type=EventType.SELECTION, actor=user

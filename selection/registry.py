@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
+from audit.actors import Actor
 from catalog.models import Catalog
 from selection.engine.learnt import LearntSignal
 
@@ -62,7 +63,7 @@ class SettingsEvaluation(Protocol):
     for settings or labels it cannot run, ``LimitReached`` past a limit."""
 
     def __call__(
-        self, catalog: Catalog, *, actor: Any, proposed: dict[str, Any]
+        self, catalog: Catalog, *, actor: Actor, proposed: dict[str, Any]
     ) -> dict[str, Any]: ...
 
 
@@ -109,7 +110,7 @@ def check_settings_change(
 
 
 def evaluate_settings(
-    catalog: Catalog, *, actor: Any, proposed: dict[str, Any]
+    catalog: Catalog, *, actor: Actor, proposed: dict[str, Any]
 ) -> dict[str, Any]:
     """Runs of the saved and the proposed settings (see ``SettingsEvaluation``)."""
     return _learning().evaluate(catalog, actor=actor, proposed=proposed)

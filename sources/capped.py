@@ -1,28 +1,14 @@
-"""Reading at most so many bytes of an upstream's answer to a tool call:
-a 60 MB result must not be read whole before its size is checked. Every other
-answer of an upstream (a ``tools/list`` page a sync or a test reads, the listing
-a call connection reads once) is capped too, at ``MESSAGE_CAP``: no upstream can
-make a web or worker process read more than that for one message.
+"""Reading at most so many bytes of an upstream's answer: a 60 MB result must not be
+read whole before its size is checked.
 
-The cap (``read_cap``) is twice the source's ``max_result_bytes`` plus 64 KiB:
-room for JSON escapes and the JSON-RPC envelope around a result whose canonical
-size is within the limit (calls.services checks that size exactly afterwards).
-What passes it is not read further, and the call learns why through ``Overflow``:
-
-* HTTP (``CappedTransport``): the body of the answer to a ``tools/call`` POST is
-  counted as it arrives; past the cap the stream fails and the connection is
-  dropped with the rest unread (the answer to any other POST likewise, past
-  ``MESSAGE_CAP``). Quiver asks for ``Accept-Encoding: identity`` so
-  what is counted is what is kept; an answer compressed anyway is refused.
-* stdio (``capped_stdio_client``): Quiver's own transport for a stdio command, so
-  the child's output is read in chunks, never a whole line at a time: a message
-  passing the cap while only ``tools/call`` requests wait for answers ends the
-  connection (the child is stopped); while another request (the ``tools/list``
-  the pool reads once) waits, a message may take ``MESSAGE_CAP`` bytes.
-
-``Overflow`` is a context variable holding a list: the call sets a fresh one
-around its request, the SDK runs the HTTP request in a task copied from the
-caller's context, so the transport's note reaches exactly the call it concerns.
+A tool call's answer is capped at ``read_cap`` (twice the source's
+``max_result_bytes`` plus 64 KiB, room for JSON escapes and the envelope; the exact
+size is checked afterwards), every other answer at ``MESSAGE_CAP``. Over HTTP
+``CappedTransport`` counts the body as it arrives and drops the connection past the
+cap; over stdio ``capped_stdio_client`` reads the child's output in chunks. The call
+learns why through ``Overflow``, a context variable the SDK's task copies, so the
+note reaches exactly the call it concerns.
+The rules: docs/explanation/security.md, Calls (A result cap caps what is read).
 """
 
 from __future__ import annotations

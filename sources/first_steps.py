@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.urls import reverse
 
+from audit.actors import Caller
 from catalog.first_steps import FirstStep, register_step
 from catalog.models import Catalog
 from sources.models import Source
@@ -14,7 +13,7 @@ from sources.models import Source
 DEMO_SOURCE = "demo"
 
 
-def _where(user: Any) -> str:
+def _where(user: Caller) -> str:
     catalog = Catalog.objects.visible_to(user).order_by("slug").first()
     if catalog is None:
         return reverse("console:catalog-list")

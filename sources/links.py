@@ -1,17 +1,11 @@
 """Putting a source behind tools its catalog already has, under their own names.
 
-A sync names the tools it brings ``<source>__<tool>``; a catalog whose tools were
-written first (``make run``'s demo catalog) and a server that serves them later
-meet here instead: each tool of the catalog named like one the source lists, and
-that no source runs yet, gets a link to the source by that name. From then on a
-call to the tool runs on the source, and the source's syncs keep it as they keep
-the tools they brought (its upstream fields follow the server, the curator's
-flags stay the curator's, a tool the server stops listing is deprecated).
-
-Each link records the tool as the source lists it (given by the caller), so a
-first sync that lists the same finds every linked tool unchanged. Linking makes
-tools runnable, so it is one ``source_changed`` audit event naming them, in the
-same transaction.
+A catalog whose tools were written first (``make run``'s demo catalog) and a server
+that serves them later meet here: each tool of the catalog named like one the source
+lists, and that no source runs yet, gets a link to the source by that name, so calls
+run on the source and its syncs keep the tool as they keep their own. Each link
+records the tool as the source lists it, so a first sync finds it unchanged. Linking
+makes tools runnable, so it is one ``source_changed`` audit event naming them.
 """
 
 from __future__ import annotations

@@ -1,45 +1,10 @@
 """An upstream MCP tool as a catalog tool: its name, its spec, and what a sync owns.
 
-Names: ``<source>__<upstream name>`` (a source's name holds no "_", so two sources
-never collide); the provider name is ``catalog.naming.provider_safe_name`` of it,
-deterministic, with the 64-character limit kept by its hashed suffix. When that
-name breaks the rule for a new tool name (an upstream ``get weather``,
-``huggingface:facebook/bart-base``, more than 128 characters) the tool is named
-``<source>__<safe upstream name>`` (``catalog.naming.safe_tool_name``), ``_2``...
-added when that is taken or looks like a name in use (names the listing itself
-uses as they are come first), and ``<source>__<upstream name>`` is kept as its
-``original_name``; calls still reach the upstream by its own name (the link).
-
-What a sync owns (upstream fields): title, description, ``parameters`` (the
-``inputSchema`` verbatim, through the schema policy) and the annotation keys in
-``SYNC_ANNOTATIONS`` (the MCP hints and ``outputSchema``). Everything else is the
-curator's (roles, examples, avoid-when, category, keywords, other annotations).
-
-Flags derived from the hints (``derived``) are shared: a sync sets a flag to what
-the new hints give only while the tool still holds what the previous hints gave,
-i.e. the curator has not changed it since; a curator's value is kept. The same
-holds for each derived tag and capability, one at a time.
-
-Hints are the upstream's claims, not proof: they set a new tool's flags, but a
-re-sync never loosens an existing tool by itself (an upstream that starts calling a
-destructive tool read-only does not get it offered unsafe-free, to requests that
-need ``read-only``, retried as idempotent or run without approval): a hint that
-would loosen (``readOnlyHint`` or ``idempotentHint`` turning true,
-``destructiveHint`` or ``openWorldHint`` turning false) keeps the tool's current
-value, written out; the flags follow the hints so admitted; a flag that would
-still loosen (safe, requires_approval, risk level) is kept; a capability is never
-added to an existing tool. The job item names what was held and a curator
-decides. Tightening follows the hints.
-
-Hints (MCP spec defaults: not read-only, destructive, not idempotent, open world):
-  * ``readOnlyHint`` -> safe, no approval, risk low, capability ``read-only``;
-  * destructive (``destructiveHint`` true, or absent on a tool not read-only) ->
-    ``requires_approval`` and also unsafe (fail closed: only keys allowed unsafe
-    tools are offered it), risk high; an upstream saying both read-only and
-    destructive is taken at its destructive word (and stored read-only false);
-  * neither -> safe, no approval, risk medium;
-  * ``idempotentHint`` -> capability ``idempotent`` (and kept in annotations);
-  * ``openWorldHint`` (true by default) -> tag ``open-world``.
+A sync needs one deterministic answer to "which catalog tool is this upstream tool,
+and which of its fields may the upstream change": names are
+``<source>__<upstream name>`` (a safe name when that breaks the tool-name rule), the
+MCP hints set a new tool's flags and may tighten but never, by a re-sync alone,
+loosen an existing one. The rules: docs/how-to/sources.md, What a sync does.
 """
 
 from __future__ import annotations

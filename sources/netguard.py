@@ -1,18 +1,12 @@
 """Which addresses a source may reach: everything but cloud metadata endpoints.
 
-Internal MCP servers live on private addresses, so those are allowed (README,
-"Security"). What is denied is the metadata service of the machine Quiver runs on
-(instance credentials): 169.254.169.254 and the whole link-local range, AWS's IPv6
-fd00:ec2::254, Alibaba's 100.100.100.200, Google's metadata.google.internal, plus
-whatever ``QUIVER_SOURCE_DENY`` adds (hosts or networks). An IPv6 address that
-can carry an IPv4 one is judged by every IPv4 address it may carry as well as by
-itself (``embedded_ipv4s``: mapped, SIIT, IPv4-compatible, NAT64 well-known and
-local-use, 6to4, Teredo, ISATAP): the packet may end up at the IPv4 address.
-
-The rule is checked twice: when a source is saved (``url_problem``) and on every
-connection (``GuardedBackend``): the host is resolved once, every address checked,
-and the connection made to a checked address, so a name that resolves elsewhere
-between the check and the connect (DNS rebinding) cannot slip through.
+Internal MCP servers live on private addresses, so those are allowed; what is denied
+is the metadata service of the machine Quiver runs on (instance credentials), plus
+``QUIVER_SOURCE_DENY``. An IPv6 address is judged also by every IPv4 address it may
+carry (``embedded_ipv4s``). Checked when a source is saved (``url_problem``) and on
+every connection (``GuardedBackend``), which connects to the very address it
+checked, so DNS rebinding cannot slip through.
+The rules: docs/explanation/security.md, Sources (Where a source may connect).
 """
 
 from __future__ import annotations

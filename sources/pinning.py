@@ -1,22 +1,12 @@
 """A source's tools under pinning: what a sync accepts, what waits for review.
 
-A tool's definition, once accepted (by a curator, or by a sync the catalog's
-policy lets through), is what agents see and what calls are validated against.
-A later sync never writes a changed definition (``catalog.pinning``): it opens a
-``change`` review holding the upstream's new one, screened and with its risks
-named (a widened input schema, a hint saying the tool does more); the tool keeps
-serving its pinned definition, or is suspended until someone decides when the
-change is risky and the policy says ``suspend``. The same upstream definition
-listed again waits in the same review; one a curator refused is not asked again;
-the pinned one listed again withdraws the review. A change that touches nothing
-an agent reads (the upstream's ``_meta``, say) is written as before.
-
-New tools wait for review when the policy says so (``review_new_tools``:
-``always``, or ``after-first-sync``: once the source has synced successfully).
-Until approved a new tool is held, and later syncs keep it current.
-
-Approving a change applies the upstream definition reviewed over the tool as a
-sync would (``apply_approved``, registered with ``catalog.services.pinning``).
+A tool's accepted definition is what agents see and calls are validated against, so
+a later sync never writes a changed definition: it opens a ``change`` review holding
+the upstream's new one, screened and with its risks named, while the tool keeps
+serving its pinned one (or is suspended, when the policy says so). New tools wait
+for review when the policy says so (``review_new_tools``). Approving a change
+applies the reviewed definition as a sync would (``apply_approved``).
+The rules: docs/explanation/trust.md, Pinned definitions.
 """
 
 from __future__ import annotations

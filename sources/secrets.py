@@ -1,27 +1,13 @@
 """A source's header values are secrets (API keys, bearer tokens): encrypted at rest.
 
-Fernet (AES-128-CBC with HMAC-SHA256, from ``cryptography``) is authenticated: a
-changed or truncated column fails to decrypt instead of yielding other headers. The
-key is derived (HKDF-SHA256, a label of its own) from ``QUIVER_SOURCE_KEY``, else
-from ``SECRET_KEY``, so it never lives in the database and is never the key of
-anything else (sessions, the audit chain). Keys in ``QUIVER_SOURCE_OLD_KEYS`` still
-decrypt; the next save of a source encrypts with the current key.
-
-Rotation: put the new key in ``QUIVER_SOURCE_KEY`` and the old one in
-``QUIVER_SOURCE_OLD_KEYS``, then run ``reencrypt_secrets``, which puts every stored
-secret (these headers, people's upstream tokens, client secrets) under the new
-key; the old key may then go. Changing the key material without listing the old
-one makes every stored header unreadable (the source's sync then fails naming
-this, and an admin enters the headers again).
-
-Values never leave this module in clear except to the upstream request: what people
-and programs are shown is ``masked`` (names, never values).
-
-The values are bound to the origin (scheme, host, port) of the URL they were saved
-for: the encrypted text holds that origin, and ``decrypt_headers`` refuses to give
-them for a source whose URL has another origin, whatever changed the URL (the
-services drop them on such a change; a write around the services finds them
-refused). Text saved before the binding (no origin in it) is read as before."""
+Fernet is authenticated, so a changed column fails to decrypt instead of yielding
+other headers; the key is derived (HKDF, a label of its own) from
+``QUIVER_SOURCE_KEY``, else ``SECRET_KEY``, so it never lives in the database and is
+never another thing's key. Keys in ``QUIVER_SOURCE_OLD_KEYS`` still decrypt. Values
+leave this module in clear only for the upstream request (people see ``masked``),
+and only for a URL of the origin they were saved for.
+The rules and rotation: docs/explanation/security.md, Sources.
+"""
 
 from __future__ import annotations
 

@@ -1,38 +1,10 @@
 """A source's sync: its ``tools/list`` (every page) becomes catalog tools, as a diff.
 
-Run by a Job of kind ``sync`` (progress like an import: one item per upstream tool,
-created / updated / unchanged / rejected / gone / back, with the reason). Every tool
-write goes through ``catalog.services.tools`` (a ToolChange and one ``tool_changed``
-audit event each, the embedding queued) together with its ``SourceTool`` link, in
-one transaction per tool:
-
-* a new upstream tool becomes ``<source>__<name>`` (``sources.mapping``; a name
-  breaking the tool-name rule gets a safe one, the plain one kept as its
-  ``original_name``);
-* an unchanged one (same upstream JSON hash) is not touched: no event;
-* a changed one whose definition (what agents read) changed waits for review,
-  its pinned definition still served (``sources.pinning``); any other change
-  gets its upstream fields, the curator's overrides kept;
-* a new one is screened as every write is (a flagged one is held for review),
-  and held for review anyway when the catalog's policy says new tools wait;
-* one gone upstream is deprecated (no longer offered) and marked ``gone``, kept;
-* one back upstream is active again (if the sync had deprecated it);
-* one Quiver cannot run (``sources.mapping.unsupported``: an MCP task-only tool)
-  is rejected when new and, when synced before, taken out of service as if gone.
-
-Each item is judged on its own: one the database could not hold as it is (a name
-past ``sources.mapping.MAX_UPSTREAM_NAME_CHARS``, a NUL), one the tool checks
-refuse (the schema policy, the size limits, one name for one tool:
-``catalog.names``) or one the database refuses anyway is that item's ``rejected``
-with the reason, and the sync goes on with the next.
-
-An unreachable upstream (or unreadable headers) sets the source's status to
-``error`` with the reason and changes no tool. A server that answers ``401`` with
-a Bearer challenge asks each person for OAuth: the vault (``sources.accounts``)
-discovers its authorization server and registers Quiver there, and the source
-waits for a person's authorization (``authorize``), not failed; once a person
-connected, it is synced with the first connected account. Running the same sync
-twice gives the same catalog (a resumed job simply runs again).
+Run by a Job of kind ``sync``, one item per upstream tool, each judged on its own and
+written through ``catalog.services.tools`` with its ``SourceTool`` link in one
+transaction, so a hostile or broken listing costs only its bad items and running the
+same sync twice gives the same catalog. The rules: docs/how-to/sources.md, What a
+sync does.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ password sign-in that succeeds is audited, the break-glass admin's marked so.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -20,6 +21,9 @@ from config.login import ThrottledAdminAuthenticationForm, ThrottledAuthenticati
 from sso.people import GrantForm
 from sso.policy import is_break_glass, password_login_on
 from sso.services.signin import record_password_sign_in, record_refusal
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 PASSWORD_OFF = (
     "Password sign-in is turned off: sign in with single sign-on. Only the "
@@ -33,7 +37,7 @@ class PolicyMixin(forms.Form):
     """The policy's answer and the audit rows, around the throttled password check."""
 
     request: Any
-    get_user: Any
+    get_user: Callable[[], User]
 
     def clean(self) -> dict[str, Any]:
         try:

@@ -1,22 +1,13 @@
 """The OpenID Connect exchange with the company's provider, by authlib's Django
 client: the authorization code flow with PKCE (S256), state, nonce and the code
-verifier kept in the session, the ID token's signature (the provider's JWKS),
-issuer, audience, expiry and nonce checked.
+verifier kept in the session, the ID token's signature, issuer, audience, expiry and
+nonce checked.
 
-Quiver adds what the library leaves to its user, failing closed:
-
-* the discovery document must name the configured issuer exactly, and its
-  endpoints must be https (http only on a loopback address);
-* ID tokens are accepted only when signed with an asymmetric algorithm the
-  provider announces, never ``none`` or a shared secret;
-* the audience must be Quiver's client id alone (authlib by default lets through
-  a token for another audience whose ``azp`` names the client);
-* the clock skew allowed is ``QUIVER_OIDC_CLOCK_SKEW_SECONDS``;
-* an ``iss`` in the authorization response (RFC 9207) must be the issuer;
-* the groups claim is read from the userinfo endpoint when the ID token lacks
-  it, and only when that answer's ``sub`` is the ID token's.
-
-Nothing here logs or returns a code, a token or a claim it did not check.
+Quiver adds what the library leaves to its user, failing closed (the exact issuer,
+https endpoints, asymmetric signatures only, Quiver's client id as the only audience,
+the RFC 9207 ``iss``, a userinfo ``sub`` matching the ID token's), and nothing here
+logs or returns a code, a token or a claim it did not check.
+The rules: docs/explanation/security.md, Single sign-on.
 """
 
 from __future__ import annotations

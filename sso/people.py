@@ -18,6 +18,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 
+from audit.actors import Actor
 from identity import catalogs
 from identity.access import ALL_CATALOGS, Access, access_for
 from identity.access_changes import SERVICE_USER_PREFIX, access_changes
@@ -41,13 +42,13 @@ __all__ = [
 ]
 
 
-def access_of(user: Any) -> Access:
+def access_of(user: Actor) -> Access:
     """What ``user`` may see and do (the one access module's answer)."""
     return access_for(user)
 
 
 def mapping_refusal(
-    actor: Any, groups: Sequence[str], catalogs: Sequence[str] | None
+    actor: Actor, groups: Sequence[str], catalogs: Sequence[str] | None
 ) -> str:
     """'' when ``actor`` holds everything a mapping giving these groups and
     catalogs (None: every one) gives, else "field: why"."""

@@ -10,13 +10,14 @@ from django.contrib.auth.signals import user_logged_out
 from django.dispatch import receiver
 from django.http import HttpRequest
 
+from audit.actors import Actor
 from config.http import request_id
 from sso.backends import SSO_BACKEND
 from sso.services.signin import record_sign_out
 
 
 @receiver(user_logged_out, dispatch_uid="quiver_sso_sign_out")
-def _signed_out(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
+def _signed_out(sender: Any, request: HttpRequest, user: Actor, **kwargs: Any) -> None:
     backend = request.session.get(BACKEND_SESSION_KEY, "")
     method = "sso" if backend == SSO_BACKEND else "password"
     record_sign_out(user, method=method, request_id=request_id(request))

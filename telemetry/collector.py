@@ -1,18 +1,11 @@
 """What the database knows, read when ``/metrics`` is asked (not counted).
 
-Approvals waiting for a person, audit rows waiting for the sealer, jobs waiting
-for a worker (imports and syncs, evaluations and learns), tools waiting for their
-embedding and the state of each source are
-rows, the same whichever process answers: they are read at scrape time with two
-statements (one of aggregates, one of the sources), each served by an index, so
-a scrape costs milliseconds (bench/README.md, "Metrics scrape"). A database that
-does not answer gives ``quiver_metrics_database_up 0`` and the process metrics
-still come out: a scrape never fails because a part is down.
-
-Telemetry defines the metrics; the apps whose rows they count sit above it, so
-each lends the SQL that reads its rows at start-up (``register_read``,
-``register_sources``, from its ``AppConfig.ready``). The audit chain sits below
-telemetry and is read here directly.
+Approvals, audit rows waiting for the sealer, jobs, tools waiting for their
+embedding and each source's state are rows, the same whichever process answers, so
+they are read at scrape time in two indexed statements; a database that does not
+answer gives ``quiver_metrics_database_up 0`` and the rest still comes out. The apps
+whose rows are counted sit above telemetry, so each lends its SQL at start-up
+(``register_read``, ``register_sources``).
 """
 
 from __future__ import annotations

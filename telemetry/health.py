@@ -23,6 +23,7 @@ from django.http import HttpRequest, JsonResponse
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
+from audit.actors import Actor
 from config.celery import app
 from config.errors import json_reads
 from identity.access import access_for
@@ -167,7 +168,7 @@ def _is_admin(request: HttpRequest) -> bool:
 
 
 def _admin_caller(request: HttpRequest) -> bool:
-    user: Any = getattr(request, "user", None)
+    user: Actor = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return access_for(user).is_admin
     try:

@@ -1,19 +1,11 @@
 """What each Quiver process counts for ``GET /metrics`` (Prometheus).
 
-The names follow Prometheus' rules: a ``quiver_`` prefix, base units
-(``_seconds``, ``_bytes``) and ``_total`` on counters (prometheus_client adds
-it). Every label value comes from a bounded set: a URL pattern (never the path),
-a method, a status code, an outcome or scorer name, a task name, and a catalog
-or source name kept to the first ``QUIVER_METRICS_MAX_LABEL_VALUES`` seen by the
-process (the rest count as ``other``). Never a tool's arguments, a query or a
-key.
-
-gunicorn and Celery run several processes. With ``PROMETHEUS_MULTIPROC_DIR`` set
-before this module is imported (``make run`` and the Docker image set it), each
-process writes its values to files there and ``/metrics`` adds them up
-(``telemetry.exposition``); without it, ``/metrics`` shows the answering process.
-What is stored in the database (approvals, the audit backlog, jobs...) is read
-when ``/metrics`` is asked (``telemetry.collector``), not counted here.
+Names follow Prometheus' rules (a ``quiver_`` prefix, base units, ``_total`` on
+counters) and every label value comes from a bounded set, never a tool's arguments,
+a query or a key. With ``PROMETHEUS_MULTIPROC_DIR`` set before this module is
+imported, each process writes its values there and ``/metrics`` adds them up; what
+the database holds is read at scrape time (``telemetry.collector``), not counted here.
+Every metric: docs/reference/metrics.md.
 """
 
 from __future__ import annotations

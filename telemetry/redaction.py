@@ -1,18 +1,12 @@
 """What of a span leaves the process: Quiver's names, ids, counts and outcomes,
 never a value a caller sent.
 
-Every exporter is wrapped (``Redacted``). The instrumentations record more than
-Quiver promises: a request's query (``url.query``, a tool or audit search's
-text), its path, ``User-Agent``, ``Host``, a method no standard names, client
-addresses a proxy header claims; the MCP SDK's server span is named after the
-tool a caller asked for and holds its JSON-RPC id. So a span keeps only the
-attributes named here (anything an instrumentation adds later is dropped, not
-exported), a server span fewer than the spans of Quiver's own work (where
-``server.address`` is where Quiver connected, a database or an upstream, not the
-``Host`` a caller sent), and the MCP SDK's server span is named by its method
-alone. The text of exceptions and error statuses (which may quote a call's
-arguments or an upstream's answer) is dropped; the error's type stays. A span's
-``tracestate`` is dropped too (``telemetry.propagation`` never reads a caller's).
+The instrumentations record more than Quiver promises (a request's query, path,
+``User-Agent``, ``Host``; the MCP SDK names its server span after the tool asked
+for), so every exporter is wrapped (``Redacted``): a span keeps only the attributes
+named here, the text of exceptions and error statuses is dropped (their type stays),
+and so is ``tracestate``. The rules: docs/how-to/operating.md, What never goes into
+a span.
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
 """OpenTelemetry traces, off unless the standard ``OTEL_*`` variables ask for them.
 
-On when ``OTEL_TRACES_EXPORTER`` names an exporter (``otlp`` or ``console``) or
-an OTLP endpoint is set (``OTEL_EXPORTER_OTLP_ENDPOINT``,
-``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``); ``OTEL_SDK_DISABLED=true`` or
-``OTEL_TRACES_EXPORTER=none`` keep it off. Everything else (the endpoint, its
-headers, the sampler, the service name and resource) is the SDK's own reading
-of the ``OTEL_*`` variables. Off, Quiver's hooks cost one flag check (``ON``).
-
 On, each process (``TelemetryConfig.ready``) sets the SDK's tracer provider and
-instruments Django (a server span per request, named by its route), psycopg (a
-span per query: its text, never its parameters), Celery (a task continues the
-trace that queued it) and httpx; Quiver adds the selection's and the call's
-stages (``span``). The MCP SDK makes its own spans and writes the W3C trace
-context (``traceparent``) into each request's ``_meta``: the upstream MCP server
-continues the caller's trace. Work handed to the event loop thread
-(``config.aio.LoopThread.submit``) runs in a copy of the caller's context
-(asyncio's ``call_soon_threadsafe`` takes it), so the trace goes along.
-
-No value a caller sent leaves in a span: Quiver's spans hold names, ids, counts
-and outcomes, and every exporter is wrapped (``telemetry.redaction.Redacted``)
-so that only the attributes it names are exported (never a request's query,
-path, headers or Host) and the text of an exception or an error status (which
-may quote a tool's arguments or an upstream's answer) is dropped; the error's
-type stays.
+instruments Django, psycopg, Celery and httpx; Quiver adds the selection's and the
+call's stages (``span``), and the trace goes along to the event loop thread and to
+the upstream MCP server. Off, Quiver's hooks cost one flag check (``ON``). No value
+a caller sent leaves in a span: every exporter is wrapped (``telemetry.redaction``).
+Turning them on and what a span holds: docs/how-to/operating.md, Traces.
 """
 
 from __future__ import annotations

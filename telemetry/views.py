@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hmac
 import math
-from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -23,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
+from audit.actors import Actor
 from config.errors import json_reads
 from config.retries import mark_retry, retry_body
 from identity.access import access_for
@@ -52,7 +52,7 @@ def has_metrics_token(request: HttpRequest) -> bool:
 def _refusal(request: HttpRequest) -> HttpResponse | None:
     if has_metrics_token(request):
         return None
-    user: Any = getattr(request, "user", None)
+    user: Actor = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         try:
             found = ApiKeyAuthentication().authenticate(Request(request))

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from audit.actors import Actor
 from identity.access import acting_person
 
 
-def person_for(caller: Any) -> Any:
+def person_for(caller: Actor) -> Any:
     """The person ``caller`` acts for, or None."""
     return acting_person(caller)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
 from sources.models import Source
@@ -26,7 +27,7 @@ def record(
     action: str,
     source: Source,
     *,
-    actor: Any,
+    actor: Actor,
     person: Any = None,
     connection: Any = None,
     issuer: str = "",

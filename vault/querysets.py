@@ -9,6 +9,7 @@ from typing import Any
 
 from django.http import Http404
 
+from audit.actors import Caller
 from catalog.models import Catalog
 from config.params import MAX_ID, whole_number
 from identity.access import access_for
@@ -25,7 +26,7 @@ class Row:
     connection: Connection | None
 
 
-def _person(user: Any) -> Any:
+def _person(user: Caller) -> Any:
     """People only: a key's service user has no browser to connect with."""
     access = access_for(user)
     if not access.signed_in or access.is_key:
@@ -33,7 +34,7 @@ def _person(user: Any) -> Any:
     return access
 
 
-def connections_page(user: Any) -> list[Row]:
+def connections_page(user: Caller) -> list[Row]:
     """Every personal source the person may use, with their connection."""
     access = _person(user)
     visible = Catalog.objects.visible_to(access)
@@ -46,7 +47,7 @@ def connections_page(user: Any) -> list[Row]:
     return [Row(a.source, a, mine.get(a.source_id)) for a in auths]
 
 
-def connectable_source(user: Any, source_id: Any) -> Source:
+def connectable_source(user: Caller, source_id: Any) -> Source:
     """A personal source of a catalog the person may see; 404 otherwise."""
     access = _person(user)
     pk = whole_number(str(source_id), MAX_ID)
@@ -63,7 +64,7 @@ def connectable_source(user: Any, source_id: Any) -> Source:
     return found
 
 
-def own_connection(user: Any, public_id: str) -> Connection:
+def own_connection(user: Caller, public_id: str) -> Connection:
     """The person's own connection by its public id; 404 for anyone else's."""
     _person(user)
     try:

@@ -1,17 +1,10 @@
 """Second copies of every checkpoint line, kept where the database's owner is not.
 
-The checkpoint store (audit.checkpoint_store: the file or the Postgres table) is the
-record; each sink set in the settings gets the same signed line too:
-
-- ``QUIVER_AUDIT_CHECKPOINT_URL``: POSTed as JSON (a webhook, a log collector);
-- ``QUIVER_AUDIT_CHECKPOINT_SYSLOG``: one RFC 5424 message (audit.sinks.syslog);
-- ``QUIVER_AUDIT_CHECKPOINT_S3``: one object per line in a bucket, written only if
-  absent (audit.sinks.s3).
-
-A sink that fails never stops sealing or a selection: the line is in the store; the
-failure is logged as a warning and counted in the store's ``sinks`` note
-(``audit-checkpoint-sinks.json`` beside the file), and verify reports each sink that
-has not received the store's last line as behind (``sink_status``).
+The checkpoint store (audit.checkpoint_store) is the record; each sink set in the
+settings (a webhook, syslog, an S3 bucket) gets the same signed line too. A sink that
+fails never stops sealing or a selection: the failure is logged, counted in the
+store's ``sinks`` note, and verify reports the sink as behind.
+The rules: docs/explanation/audit-chain.md, Checkpoint sinks.
 """
 
 from __future__ import annotations

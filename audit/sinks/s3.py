@@ -1,17 +1,10 @@
 """The S3 sink: one immutable object per checkpoint line in an S3-compatible bucket.
 
-``QUIVER_AUDIT_CHECKPOINT_S3=s3://bucket/prefix`` with
-``QUIVER_AUDIT_CHECKPOINT_S3_ENDPOINT`` (default AWS in
-``QUIVER_AUDIT_CHECKPOINT_S3_REGION``), an access key and a secret. Each line goes to
-``<prefix>/<seq, 12 digits>-<kind>.json`` (seq: the checkpoint's ``head_seq``, an
-archive line's ``through_seq``), written with ``If-None-Match: *`` so an object is
-never replaced; ``QUIVER_AUDIT_CHECKPOINT_S3_LOCK_DAYS`` adds object lock in
-compliance mode (the bucket must have object lock on). Requests are signed with AWS
-Signature Version 4 by the small signer below over httpx (path-style URLs, which AWS,
-MinIO, Ceph and moto all answer): no SDK to install for one PUT, one GET and a list.
-
-``read_lines`` reads the bucket's copy back, in the order of the lines' ``prev_sig``
-links, for ``audit_verify --checkpoints s3``.
+Each line is written with ``If-None-Match: *`` (optionally under object lock), so the
+copy stays out of the database owner's reach. Requests are signed with AWS Signature
+Version 4 by the small signer below over httpx: no SDK to install for one PUT, one
+GET and a list. ``read_lines`` reads the copy back for ``audit_verify --checkpoints
+s3``. The settings: docs/reference/settings.md (``QUIVER_AUDIT_CHECKPOINT_S3*``).
 """
 
 from __future__ import annotations

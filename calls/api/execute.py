@@ -1,21 +1,11 @@
 """POST /api/v1/tool-calls/execute: run one tool call through Quiver.
 
-200 when the upstream was tried (``outcome`` ran, failed or timed_out; the
-upstream's result as it was, scrubbed of the source's secrets), 202 while a
-person must approve the call, 4xx for a refusal naming the field and the rule
-(404 an unknown or hidden tool, 400 bad arguments, 403 not allowed or denied or,
-with ``error`` ``needs_authorization`` and an ``authorization_url``, a source
-that runs as each person and no account of the caller's person for it, 409
-no source or an approval that does not cover the call, 429 the key's calls in
-flight), 503 naming the part for a limit of the service (calls per source or web
-process), Redis down (the limits cannot be counted), unreadable source headers,
-or a call whose outcome could not be recorded.
-
-A 429 or 503 says whether the call may be sent again (config.retries): a limit
-or an outage met before the call was claimed is ``retryable`` (nothing ran),
-with ``Retry-After``; unreadable source headers are not (a retry cannot help),
-and a call whose upstream ran but whose outcome could not be recorded never is
-(sending it again would run the tool again)."""
+200 when the upstream was tried (its result scrubbed of the source's secrets), 202
+while a person must approve the call, a 4xx for a refusal naming the field and the
+rule, a 503 naming the part for a limit of the service or an outage. A 429 or 503
+says whether the call may be sent again (config.retries): never when the upstream
+may have run. Every answer: docs/reference/tool-calls.md.
+"""
 
 from __future__ import annotations
 

@@ -2,18 +2,10 @@
 
 A stdio server on the official MCP SDK, with no network and nothing on disk (its
 world is ``catalog.demo.world``). ``make run`` names it in the demo settings file
-(``.quiver/demo-sources.json``, entry ``demo``) and ``add_demo_source`` puts it
-behind the demo catalog's tools of the same names, so the tour's calls run:
-
-- read-only (run at once): ``get_current_weather``, ``get_weather_forecast``,
-  ``search_emails``, ``list_files``, ``read_file``;
-- neither read-only nor destructive (runs at once): ``send_email``;
-- destructive, the only one (each call waits for a person's approval):
-  ``delete_file``.
-
-Each tool's title, description and input schema are the demo catalog's own
-(``demo_catalog.json``), and its MCP hints are the ones the catalog's entry
-carries, so a sync of this server changes none of those tools.
+and ``add_demo_source`` puts it behind the demo catalog's tools of the same names,
+so the tour's calls run: read-only ones and ``send_email`` at once, the destructive
+``delete_file`` after a person's approval. Each tool's definition and hints are the
+demo catalog's own (``demo_catalog.json``), so a sync of this server changes none.
 
     python -m catalog.demo.server        # speaks MCP on stdin and stdout
 """

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from psycopg import sql
 
-from audit.actors import stored_user
+from audit.actors import Actor, stored_user
 from catalog.choices import EmbeddingStatus
 from catalog.coherence import dispersed_descriptions
 from catalog.embedding_text import embedding_key, embedding_keys, embedding_text
@@ -256,7 +256,7 @@ def ensure_hnsw_index(model_id: str, dimension: int, catalog_id: int) -> None:
 
 
 def start_reindex(
-    catalog: Catalog, *, force: bool = False, actor: Any = None, enqueue: bool = True
+    catalog: Catalog, *, force: bool = False, actor: Actor = None, enqueue: bool = True
 ) -> Job:
     """Create a job that (re-)embeds the whole catalog with the current model and
     queue it for a worker (or leave it to the caller to run, enqueue=False)."""

@@ -1,17 +1,11 @@
 """Holding tool definitions for review: every write screened, a flagged one held.
 
-After every create or update (``catalog.services.tools``, the bulk import, a
-source's sync) the tool's definition goes through ``screening``; a hit holds the
-tool (status ``held``: no agent path offers, shows or runs it) with a ``flagged``
-review naming the rules, unless a curator already allowed this very definition.
-A source's sync also opens ``change`` reviews (a pinned tool's new upstream
-definition) and ``new`` ones (``open_review``). A definition that no longer
-matches any rule withdraws its flagged review and returns the tool to service.
-
-Only a review sets or lifts ``held``: a write that asks for another status on a
-held tool records it as the status the tool returns to once decided. Every
-opening, refresh and withdrawal is a ``tool_review`` audit event in the
-caller's transaction; each hold and release also a ``tool_changed`` one.
+After every create or update (an edit, the bulk import, a sync) the definition goes
+through ``screening``; a hit holds the tool (status ``held``: no agent path offers,
+shows or runs it) with a ``flagged`` review, unless a curator allowed this very
+definition, and a definition that no longer matches withdraws it. Only a review sets
+or lifts ``held``. Every opening, refresh and withdrawal is a ``tool_review`` event
+in the caller's transaction. The rules: docs/explanation/trust.md.
 """
 
 from __future__ import annotations

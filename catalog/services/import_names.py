@@ -1,21 +1,12 @@
 """An import's names: the items that keep theirs, the ones given a safe name.
 
-A name that breaks the rule for a new tool name (``catalog.naming.name_problems``:
-a space, a colon, ``&``, more than 128 characters...) is refused by default
-(``names=refuse``), each such item rejected with its reason. With
-``names=rename`` it is given a deterministic safe name (``safe_tool_name``) and
-keeps the name from the file as the tool's ``original_name``: shown, searched,
-exported. Either way an item whose name is the original name of a tool already
-in the catalog is that tool (an update, or unchanged), so importing the same
-file again changes nothing.
-
-Collisions are settled in document order and against the catalog as it is: a
-safe name is never a name the catalog or the file already uses, nor one that
-looks like any of them (the UTS #39 skeleton), else ``_2``, ``_3``... is added;
-the report names the name taken. A name stored before the rules is kept (the
-tool of that name is updated), and a name hiding characters is never renamed
-(the tool checks refuse it, naming them): what a person reads as the original
-name is what the file said.
+A name that breaks the rule for a new tool name is refused by default
+(``names=refuse``), or with ``names=rename`` given a deterministic safe name, the
+file's name kept as the tool's ``original_name``; either way an item whose name is
+a tool's original name is that tool, so importing the same file again changes
+nothing. Collisions are settled in document order against the catalog as it is,
+never silently. The rules: docs/explanation/security.md, Tool names (Names from
+real catalogs).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Imports: a document in any provider format becomes tools, a chunk at a time.
 
-The document is kept whole on the Job (nothing a user gave is lost); the worker walks
-its items, recording for each one created, updated, unchanged or rejected with the
-reason. Items already recorded are skipped, so a job picked up again after a worker
-died carries on where it stopped.
-
-Names are settled for the whole document first (``import_names.plan_names``,
-the job's ``names`` option): a name outside the rule is refused, or renamed with
-the file's kept as the tool's original name; the plan is made again the same way
-when a job resumes, so a resumed import gives the names it would have given.
-
-Items go in chunks of ``QUIVER_IMPORT_CHUNK`` (see ``bulk_import``): a chunk's
-tools, change records and the job's progress commit in one transaction, so a
-resumed job starts at the first chunk not committed. ``QUIVER_IMPORT_CHUNK=0``
-keeps the one-transaction-per-tool path (``create_tool`` / ``update_tool``).
+The document is kept whole on the Job and the worker records each item created,
+updated, unchanged or rejected with the reason, skipping items already recorded, so
+a job picked up again after a worker died carries on where it stopped. Names are
+settled for the whole document first (``import_names.plan_names``), the same way
+again on resume. A chunk of ``QUIVER_IMPORT_CHUNK`` items commits its tools, change
+records and the job's progress in one transaction (0: one transaction per tool).
+How imports behave: docs/how-to/imports.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Deciding a review: approve a change or a new tool, allow a flagged definition
 with a reason, or refuse either.
 
-* ``approve_change``: a ``change`` review's proposed definition becomes the
-  tool's (its proposer says how: ``register_applier``), a ``new`` tool enters
-  service; refused when screening flagged the definition (that is an allow);
-* ``allow_flagged``: the same for a flagged definition, with the curator's
-  reason (required); the definition's hash is remembered, so writing it again
-  does not hold the tool again;
-* ``refuse_change``: a ``change`` is dropped (the pinned definition stays, and
-  the same proposal is not asked again); a ``new`` or ``flagged`` tool is
-  disabled. A refusal says why.
-
-Each decision is taken only from ``pending``, on the review row locked (two
-curators deciding at once: one decision and one 409 naming ``state``), and is
-one ``tool_review`` audit event (with the diff's hash) in the transaction that
-changes the tool, whose own change is a ``tool_changed`` event.
+``approve_change`` puts a proposed definition or a new tool in service,
+``allow_flagged`` does the same for a flagged definition with the curator's reason
+(its hash remembered, so it is not held again), ``refuse_change`` drops a change or
+disables a new or flagged tool. Each decision is taken only from ``pending`` on the
+locked review row (two curators at once: one decision, one 409) and is one
+``tool_review`` audit event in the transaction that changes the tool.
+The rules: docs/how-to/review-tool-changes.md.
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
-from audit.actors import Actor, actor_name, stored_user
+from audit.actors import Actor, Caller, actor_name, stored_user
 from catalog.choices import ReviewKind, ReviewState, ToolStatus
 from catalog.models import Tool, ToolReview
 from catalog.services import holds
@@ -55,7 +48,7 @@ def register_applier(prefix: str, applier: Applier) -> None:
     _appliers[prefix] = applier
 
 
-def get_review_for_user(user: Any, review_id: int) -> ToolReview:
+def get_review_for_user(user: Caller, review_id: int) -> ToolReview:
     """The review if the caller may read its catalog's reviews, else 404 (one
     answer for a review that does not exist and one it may not read)."""
     review = (

@@ -16,10 +16,10 @@ import random
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from django.db import transaction
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
 from catalog import query_encoder_store
@@ -115,7 +115,7 @@ def build_query_encoder(
     max_tools: int = DEFAULT_MAX_TOOLS,
     setup: TrainingSetup | None = None,
     progress: Progress | None = None,
-    actor: Any = None,
+    actor: Actor = None,
 ) -> str:
     """Train, record and install a new encoder; returns its ``encoder_id``."""
     tools = training_tools(max_tools)

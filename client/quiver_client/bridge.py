@@ -1,22 +1,13 @@
 """quiver-mcp: a stdio MCP server that relays to a Quiver's `/mcp`.
 
-For MCP clients that only launch stdio servers. Each newline-delimited JSON-RPC
-message read from stdin is POSTed to `<url>/mcp` with the key as a bearer token;
-each JSON-RPC message of the answer (JSON, or the `data:` lines of an event
-stream) is written to stdout, one per line. Notifications and responses sent by
-the client get no output (the server answers 202). An HTTP failure (401, 421,
-5xx, no server) becomes a JSON-RPC error for that request's id: stdout only
-ever carries JSON-RPC, logs go to stderr.
-
-Headers: after a handshake-era `initialize` the negotiated version is sent as
-`MCP-Protocol-Version` on every later request; a 2026-era request (its version in
-`params._meta`) carries its own `MCP-Protocol-Version`, `Mcp-Method` and, for
-`tools/call`, `Mcp-Name`, as the streamable HTTP transport requires.
+For MCP clients that only launch stdio servers: each JSON-RPC message read from stdin
+is POSTed to `<url>/mcp` with the key as a bearer token, and each message of the
+answer written to stdout, one per line; an HTTP failure becomes a JSON-RPC error for
+that request's id, so stdout only ever carries JSON-RPC. It sends the protocol
+headers the streamable HTTP transport requires of each era. httpx only; no MCP SDK.
 
     quiver-mcp --url http://127.0.0.1:8000 --key qv_...
     QUIVER_URL=... QUIVER_API_KEY=... quiver-mcp
-
-httpx only; no MCP SDK needed.
 """
 
 from __future__ import annotations

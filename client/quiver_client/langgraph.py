@@ -1,26 +1,12 @@
 """Quiver's selection as the tool retrieval of a langgraph-bigtool agent.
 
-A bigtool agent starts with one tool, ``retrieve_tools(query)``, whose answer (tool
-ids) decides which tools of its registry are bound to the model next. Here the
-answer is Quiver's selection (policy, ranking, one audit row per search), and the
-registry is the catalog's tools as this key may see them, each run through Quiver
-(access, arguments, approval, the tool's server, its ``tool_call`` audit rows):
-
-    from langgraph_bigtool import create_agent
-    from quiver_client import Quiver
-    from quiver_client.langgraph import retrieve_tools, tool_registry
-
-    quiver = Quiver(url, key=key)
-    offered: dict[str, str] = {}  # tool -> the selection that offered it
-    agent = create_agent(
-        llm,
-        tool_registry(quiver, offered=offered),
-        retrieve_tools_function=retrieve_tools(quiver, limit=2, offered=offered),
-    ).compile()
-
-``retrieve_tools`` and ``aretrieve_tools`` need nothing but this package;
-``tool_registry`` imports ``langchain_core`` when called (it makes LangChain
-tools), so importing this module never does.
+A bigtool agent starts with one tool, ``retrieve_tools(query)``, whose answer decides
+which tools of its registry are bound to the model next. Here the answer is Quiver's
+selection and the registry is the catalog's tools as this key may see them, each run
+through Quiver (access, arguments, approval, audit). ``retrieve_tools`` and
+``aretrieve_tools`` need nothing but this package; ``tool_registry`` imports
+``langchain_core`` only when called. How to wire it:
+docs/tutorials/connect-frameworks.md.
 """
 
 from __future__ import annotations

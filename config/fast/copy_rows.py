@@ -1,17 +1,12 @@
 """Many new rows of one model in one ``COPY`` (a bulk import's tools, their change
 records and their audit events).
 
-Django's ``bulk_create`` on PostgreSQL sends each column as one array parameter
-(``UNNEST``), and psycopg's client-side binding quotes every element of those
-arrays with a regular expression, a large share of a bulk import
-(bench/README.md, "Fast paths"). ``COPY`` streams the same values, each adapted
-once.
-
-Each value is what ``bulk_create`` would store: the field's ``pre_save``
-(``auto_now`` stamps) then its ``get_db_prep_save``, except JSON columns, which are
-written as their JSON text (the field's encoder; ``None`` is SQL NULL, as Django
-stores it). A refused row (a unique constraint) raises Django's ``IntegrityError``
-and, inside the caller's transaction, nothing of the COPY is kept.
+Django's ``bulk_create`` sends each column as an array parameter whose every element
+psycopg quotes with a regular expression, a large share of a bulk import
+(bench/README.md, "Fast paths"); ``COPY`` streams the same values, each adapted
+once. Each value is what ``bulk_create`` would store (``pre_save``, then
+``get_db_prep_save``; JSON columns as their JSON text), and a refused row raises
+``IntegrityError`` with nothing of the COPY kept in the caller's transaction.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
 from identity.access import ALL_CATALOGS, KeyGrant, access_for, key_within
@@ -81,7 +82,7 @@ def _audit(
     event_type: str,
     client: ApiClient,
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None,
     before: dict[str, Any] | None,
 ) -> None:
@@ -104,13 +105,13 @@ def catalog_choice(catalogs: Sequence[str] | str | None) -> tuple[str, ...] | No
     return tuple(dict.fromkeys(catalogs))
 
 
-def acting_key(actor: Any) -> ApiClient | None:
+def acting_key(actor: Actor) -> ApiClient | None:
     """The API client behind an actor's service user, if the actor is a key."""
     client = getattr(actor, "api_client", None) if actor is not None else None
     return client if isinstance(client, ApiClient) else None
 
 
-def require_within(actor: Any, grant: ApiClient | KeyGrant) -> None:
+def require_within(actor: Actor, grant: ApiClient | KeyGrant) -> None:
     """403 naming the field when a person or key acting would make or manage a key
     bigger than itself; the system (a management command, no actor) may."""
     if actor is None or not getattr(actor, "is_authenticated", False):
@@ -130,7 +131,7 @@ def create_api_client(
     expires: datetime | None = None,
     rate_limit_per_minute: int | None = None,
     person: Any = None,
-    actor: Any = None,
+    actor: Actor = None,
     request_id: uuid.UUID | None = None,
 ) -> tuple[ApiClient, str]:
     """Create a client and its service user; return the key, shown only this once.
@@ -185,7 +186,7 @@ def person_named(username: str) -> Any:
     return person
 
 
-def bound_person(actor: Any, person: Any) -> Any:
+def bound_person(actor: Actor, person: Any) -> Any:
     """The person a new key acts for: ``person`` when the actor may bind it (the
     system; the person themself; a person who manages them), else 403 naming
     the field. A key made by a bound key acts for the same person, whatever is
@@ -210,6 +211,8 @@ def bound_person(actor: Any, person: Any) -> Any:
     return person
 
 
+# ``actor`` is an Actor; Any as mypy cannot see that ``owner``, an actor with a pk,
+# is a saved user.
 def _save_new(
     name: str, grant: KeyGrant, *, actor: Any, person: Any = None
 ) -> tuple[ApiClient, str]:
@@ -255,7 +258,7 @@ def _check_catalogs(catalogs: tuple[str, ...] | None) -> None:
 def change_api_client(
     client: ApiClient,
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
     **changes: Any,
 ) -> ApiClient:
@@ -321,7 +324,7 @@ def _apply(client: ApiClient, grant: KeyGrant) -> list[str]:
 
 
 def revoke_api_client(
-    client: ApiClient, *, actor: Any, request_id: uuid.UUID | None = None
+    client: ApiClient, *, actor: Actor, request_id: uuid.UUID | None = None
 ) -> ApiClient:
     """Stop a key for good (idempotent: revoking twice records one event).
 
@@ -345,7 +348,7 @@ def revoke_api_client(
 
 
 def rotate_api_client(
-    client: ApiClient, *, actor: Any, request_id: uuid.UUID | None = None
+    client: ApiClient, *, actor: Actor, request_id: uuid.UUID | None = None
 ) -> tuple[ApiClient, str]:
     """Give a client a new key; the old one stops at once. Returns the new key."""
     with transaction.atomic():

@@ -1,18 +1,11 @@
 """People: create a person, set their groups and catalog limit, deactivate them.
 
-The console's People page and ``create_person`` call these; the Django admin writes
-the same rows itself. Each runs inside ``access_changes`` (identity.access_changes),
-which records one ``access_changed`` event per person changed, in the same
-transaction, with the actor.
-
-Rules: only admins (or the system) manage people, and nobody manages a person
-with more than they have, before or after the change (identity.access_people: a
-superuser is bigger than any non-superuser; groups, permissions, staff and
-catalogs compare as sets): anything else is refused naming the field. An admin
-limited to some catalogs sees only people limited to catalogs it holds (others
-are a 404) and gives only those (never "all catalogs"). "All catalogs" is an
-explicit choice (``catalogs=None``, no ``UserCatalogAccess`` row); an empty list
-would mean no catalog at all, so it is refused here as a mistake.
+The console's People page and ``create_person`` call these; each runs inside
+``access_changes``, which records one ``access_changed`` event per person changed in
+the same transaction. Only admins (or the system) manage people, nobody manages a
+person with more than they have (identity.access_people), and "all catalogs" is an
+explicit choice (``catalogs=None``): an empty list is refused as a mistake.
+The rules: docs/explanation/security.md, People and access.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """How much learning work may wait: one caller cannot queue unbounded work.
 
-An evaluation or a learn costs a worker minutes of CPU. So at most
-``QUIVER_LEARNING_RUNS_PER_CALLER`` of them may be queued or running for one
-caller (a person, or a key's service user; across every catalog), and at most
-``QUIVER_LEARNING_RUNS_PER_CATALOG`` for one catalog (whoever asked). Past either
-a new one is refused with ``LimitReached`` (429, ``Retry-After``) naming the
-limit; nothing is queued. A re-learn the system queues itself (``relearn_on_change``)
-is exempt: it is already one at a time per catalog, and refusing it would leave
-the catalog's learnt model stale.
-
-The count and the new row are one decision: ``hold_run_slot`` runs inside the
-transaction that creates the run and takes a transaction-scoped advisory lock on
-the caller, then the catalog's row lock (always in that order, so two requests
-cannot deadlock), so two requests at once cannot both take the last slot.
+An evaluation or a learn costs a worker minutes of CPU, so a caller and a catalog
+may each have only so many queued or running; past either a new one is refused
+(``LimitReached``, 429) and nothing is queued. ``hold_run_slot`` makes the count and
+the new row one decision (an advisory lock on the caller, then the catalog's row
+lock, always in that order). The rules: docs/explanation/learning.md, How much
+learning work may wait.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -56,7 +47,7 @@ def hold_run_slot(catalog: Catalog, actor: Actor) -> None:
     catalog's limits; call it inside the transaction that creates the run."""
     if actor is None:
         return  # the system (a re-learn it queues itself): see the module
-    user: Any = stored_user(actor)
+    user: Actor = stored_user(actor)
     if user is None:
         raise LimitReached("runs", "runs: only a signed-in caller queues work")
     with connection.cursor() as cursor:

@@ -1,19 +1,12 @@
 """Labels proposed from use: a selection whose offered tool was then called and
 validated is a request whose right tool is known.
 
-The evidence, read from the audit trail of the last ``QUIVER_LABEL_PROPOSAL_DAYS``
-days (at most ``MAX_SCAN`` events of each kind, newest first):
-
-* ``validation`` events of tool-calls/validate that link a ``selection_id``: each
-  call with ``valid`` true;
-* ``tool_call`` events (calls made through Quiver) whose input links a
-  ``selection_id`` and whose outcome is ``ran``.
-
-A selection with at least one such call to a tool it offered becomes one label
-(origin ``use``, status ``proposed``): its request, and the called tools it
-offered. A selection is proposed once, whatever became of the proposal (a unique
-constraint, so two scans at once cannot both propose it), and a request already
-labelled is not proposed again. Proposals count only once a curator accepts them.
+The evidence is read from the audit trail (valid ``validation`` and ``ran``
+``tool_call`` events linking a ``selection_id``), and each such selection becomes one
+proposed label with its request and the called tools it offered. A selection is
+proposed once ever (a unique constraint), a request already labelled is skipped, and
+proposals count only once a curator accepts them.
+docs/how-to/labels-and-evaluation.md.
 """
 
 from __future__ import annotations

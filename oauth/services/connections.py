@@ -21,6 +21,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
 from identity.access import ALL_CATALOGS, KeyGrant, access_for, key_within
@@ -215,7 +216,7 @@ def client_record(client: OAuthClient) -> dict[str, Any]:
     return {"id": client.client_id, "name": client.name, "kind": client.kind}
 
 
-def may_revoke(actor: Any, connection: Connection) -> bool:
+def may_revoke(actor: Actor, connection: Connection) -> bool:
     """A person revokes their own connections; an admin anyone's."""
     return connection.person_id == getattr(actor, "pk", None) or (
         access_for(actor).is_admin and not access_for(actor).is_key
@@ -223,7 +224,7 @@ def may_revoke(actor: Any, connection: Connection) -> bool:
 
 
 def revoke_connection(
-    connection: Connection, *, actor: Any, request_id: uuid.UUID | None = None
+    connection: Connection, *, actor: Actor, request_id: uuid.UUID | None = None
 ) -> Connection:
     """Stop a connection for good: its principal, its families, so every token
     issued for it (idempotent: revoking twice records one event)."""

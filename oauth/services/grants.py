@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
 from oauth.models import (
@@ -133,7 +133,7 @@ def revoke_family(
     family: TokenFamily,
     *,
     reason: str,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
 ) -> bool:
     """Stop every token of the family; False when it was stopped already."""

@@ -19,6 +19,7 @@ from typing import Any
 from django.db import DatabaseError, transaction
 from rest_framework.exceptions import Throttled
 
+from audit.actors import Caller
 from audit.choices import EventType
 from audit.services import record_event
 from config.jsonparse import printable
@@ -41,7 +42,7 @@ def record_refusal(
     error: str,
     detail: str,
     *,
-    actor: Any,
+    actor: Caller,
     where: str,
     request_id: uuid.UUID | None = None,
     client: dict[str, Any] | None = None,

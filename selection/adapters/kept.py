@@ -1,17 +1,12 @@
 """What one process keeps for the catalogs it answers, within one memory budget.
 
-A web worker answers for every catalog of its stack. What it keeps for them (each
-catalog's snapshot with its lexical index, vectors and learnt signal; the answers
-and tool definitions it cached) would otherwise grow with every catalog it ever
-answered. Everything is kept here instead: measured as it comes in
-(``deep_size``), and once the total passes ``QUIVER_MEMORY_BUDGET_MB`` the least
-recently used entries go, whatever their kind, until it fits again (the entry just
-kept stays, even alone over the budget: it is being answered with). Evicting only
-drops this store's reference: a request still holding a snapshot finishes with it,
-and the next request for that catalog builds it again from Postgres.
-
-The budget, what is kept by kind and the evictions are metrics
-(``telemetry.metrics``: ``quiver_catalog_memory_*``, ``quiver_catalog_snapshot*``).
+A web worker answers for every catalog of its stack, and what it keeps for them
+(snapshots, indexes, vectors, learnt signals, cached answers) would otherwise grow
+with every catalog it ever answered. So everything is kept here, measured as it
+comes in, and past ``QUIVER_MEMORY_BUDGET_MB`` the least recently used entries go
+(the entry just kept stays). Evicting drops only this store's reference: a request
+holding a snapshot finishes with it, and the next one builds it again from Postgres.
+The metrics: docs/reference/metrics.md (``quiver_catalog_memory_*``).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Catalog snapshots for the engine, one per catalog per process, kept current.
 
-The first request builds the snapshot from the catalog's tools (and, for catalogs
-up to ``QUIVER_INPROCESS_VECTORS_MAX`` tools, its active model's vectors). After a
-catalog change the next request patches it instead of rebuilding it: it reads
-the catalog's change feed (``ToolChange`` rows after the last one applied), the
-current rows of just those tools, and a checksum of the whole catalog (count, sum
-of ids, sum of versions: every create, update, status change and delete moves
-it); a mismatch (a change the feed missed, e.g. one committed out of id order)
-falls back to a full rebuild, so a patched snapshot never differs from the
-database. See ``selection.engine.patch`` for what is patched and when the lexical
-index is rebuilt in the background.
-
-Snapshots are kept in the process's store (``selection.adapters.kept``), within
-its memory budget: the least recently answered catalogs' snapshots go first, and
-the next request for one builds it again from its rows and stored vectors.
+The first request builds the snapshot from the catalog's tools (and, for small
+enough catalogs, its vectors). After a change the next request patches it from the
+catalog's change feed (``ToolChange`` rows after the last one applied) and checks a
+checksum of the whole catalog; a mismatch (a change the feed missed) falls back to a
+full rebuild, so a patched snapshot never differs from the database
+(``selection.engine.patch`` says what is patched). Snapshots live in the process's
+store (``selection.adapters.kept``), within its memory budget.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """/select's input (REST, batch items, MCP ``search_tools``) under the rules that
 ``SelectInputSerializer`` declares, without DRF's field machinery for a plain body.
 
-DRF builds and runs a field object per declared field on every body
-(config.fast.plain_input; its gain: bench/README.md, "Fast paths").
-``select_input`` first looks at the body as it is: when every value already has
-the declared type, lies within the declared bounds and breaks none of the
-serializer's own rules, it returns exactly the serializer's validated data
-(defaults filled in, numbers as their field makes them). Any other body (a missing
-or unknown field, a string for a number, anything out of range) goes to the
-serializer, which accepts it or refuses it naming the field, in its own words.
-The plain path never refuses anything, and it reads every bound from the
-serializer's fields: there is one set of rules and one set of messages.
-``tests/fastpath/test_parity.py`` holds both paths to the same answer.
+DRF runs a field object per declared field on every body (its cost: bench/README.md,
+"Fast paths"). ``select_input`` returns the serializer's validated data itself when
+every value already has the declared type and bounds; any other body goes to the
+serializer, which accepts it or refuses it in its own words. The plain path never
+refuses anything and reads every bound from the serializer: one set of rules and
+messages. ``tests/fastpath/test_parity.py`` holds both paths to the same answer.
 """
 
 from __future__ import annotations

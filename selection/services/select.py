@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Required, TypedDict, Unpack
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import EventFields, PendingEvent, record_event
 from catalog.formats import export_tool
@@ -127,7 +128,7 @@ def _select_tools(
     request: SelectionRequest,
     *,
     fmt: str,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
     arrived: Arrival | None = None,
     pending: list[PendingEvent] | None = None,
@@ -203,7 +204,7 @@ class Shaping:
 class Asker:
     """Whom a selection's audit row names, and each pick's version and hashes."""
 
-    actor: Any
+    actor: Actor
     request_id: uuid.UUID | None
     versions: dict[str, dict[str, Any]]
 
@@ -262,7 +263,7 @@ def _audit(
     return PendingEvent(record_event(EventType.SELECTION, **row))
 
 
-def _audit_input(request: SelectionRequest, fmt: str, actor: Any) -> dict[str, Any]:
+def _audit_input(request: SelectionRequest, fmt: str, actor: Actor) -> dict[str, Any]:
     """What was asked, by whom with which access, and a hash of the input itself."""
     access = access_for(actor)
     client = getattr(actor, "api_client", None)

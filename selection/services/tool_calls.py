@@ -1,22 +1,11 @@
 """Deciding a model's tool calls: which tool, may it be called here, are the
-arguments right, and what should the model be told (seed 001: parse -> validate ->
-decide). One audit event per request, linked to the selection it answers.
+arguments right, and what should the model be told (parse -> validate -> decide).
+One audit event per request, linked to the selection it answers.
 
-Flags (a fixed set, README "Tool calls"); the first four make a call invalid:
-
-* ``parse_error``: the arguments are not one JSON object;
-* ``unknown_tool``: no such tool, or one the caller could never see (the two are
-  indistinguishable on purpose: hiding is access control, so nothing else is said);
-* ``not_offered``: a selection is linked and the tool is not among its picks;
-* ``not_allowed``: the caller can see the tool but policy would never let it be
-  called here: its status, the caller's roles or unsafe permission, the catalog's
-  no-schema rules, or the linked selection's own narrowing (block/allow lists,
-  categories, unsafe, costs, capabilities);
-* ``unsafe``, ``requires_approval``: facts the executor must act on;
-* ``no_schema``: the tool has no schema; arguments were not validated (``valid``
-  only when it opted in, with its ``no_schema_mode``);
-* ``stale_version``: the tool changed since the linked selection offered it; the
-  arguments were checked against the current version (the one that would run).
+Each call gets flags from a fixed set; ``parse_error``, ``unknown_tool``,
+``not_offered`` and ``not_allowed`` make it invalid. An unknown tool and one the
+caller could never see are indistinguishable on purpose: hiding is access control.
+Every flag: docs/reference/tool-calls.md.
 """
 
 from __future__ import annotations
@@ -30,6 +19,7 @@ from django.http import Http404
 from jsonschema.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
+from audit.actors import Actor, Caller
 from audit.choices import EventType
 from audit.models import AuditEvent
 from audit.services import record_event
@@ -103,7 +93,7 @@ class _Context:
 
 
 def get_selection_for_caller(
-    access: Access, selection_id: uuid.UUID, *, caller: Any
+    access: Access, selection_id: uuid.UUID, *, caller: Caller
 ) -> LinkedSelection:
     """The recorded selection if the caller made it (compliance and admins: any
     selection) in a catalog it may see, else 404 naming ``selection_id``.
@@ -163,7 +153,7 @@ def validate_tool_calls(
     *,
     access: Access,
     selection: LinkedSelection | None,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
 ) -> dict[str, Any]:
     """Each call decided and validated; the whole request is one audit event."""
@@ -196,7 +186,7 @@ def validate_tool_calls(
 def record_validation(
     catalog: Catalog,
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None,
     summary: str,
     input: dict[str, Any],

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.http import Http404
 
+from audit.actors import Actor
 from catalog.models import Catalog, Tool
 from catalog.names import called_tool
 from catalog.schema_policy import validate_arguments
@@ -36,7 +37,7 @@ def validate_tool_call(
     tool: Tool,
     arguments: dict[str, Any] | str,
     *,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
     access: Access | None = None,
 ) -> dict[str, Any]:

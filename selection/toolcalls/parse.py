@@ -1,22 +1,11 @@
 """Finding the tool calls in a model's output, whatever provider produced it (pure).
 
-Accepted shapes (``format`` names as in ``catalog.formats``):
-
-* ``openai``: a Chat Completions response (``choices[0].message``), a message, or
-  its ``tool_calls`` entries ``{"id", "type": "function", "function": {"name",
-  "arguments": "<JSON string>"}}``;
-* ``openai-responses``: a response (``output: [...]``) or its output items
-  ``{"type": "function_call", "name", "arguments", "call_id"}``;
-* ``anthropic``: a message (``content: [...]``) or its ``tool_use`` blocks
-  ``{"type": "tool_use", "id", "name", "input": {...}}``;
-* ``ollama``: a chat response (``message``), a message, or ``tool_calls`` entries
-  whose ``function.arguments`` is an object;
-* ``mcp``: one ``tools/call`` JSON-RPC request or a list of them.
-
-Items that are not tool calls (text blocks, reasoning items, messages) are skipped.
-A document that is none of these, or a call without a name, is a ``ShapeError``
-naming where; arguments that cannot be parsed are *not* an error here: the call
-carries the parse problem and the caller reports it as a result.
+The shapes of ``openai``, ``openai-responses``, ``anthropic``, ``ollama`` and ``mcp``
+(names as in ``catalog.formats``) are read; items that are not tool calls are
+skipped. A document that is none of these, or a call without a name, is a
+``ShapeError`` naming where; arguments that cannot be parsed are not an error here:
+the call carries the problem and the caller reports it as a result.
+Each shape: docs/reference/tool-calls.md.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404
 
+from audit.actors import Actor
 from audit.choices import EventType
 from audit.services import record_event
 from sso.mapping import grant_for
@@ -36,7 +37,7 @@ EVERY_CATALOG_RULE = (
 )
 
 
-def mappings_visible_to(actor: Any) -> QuerySet[ClaimMapping]:
+def mappings_visible_to(actor: Actor) -> QuerySet[ClaimMapping]:
     """The mappings ``actor`` (an admin) may see and change: those it holds all of."""
     _require_admin(actor)
     rows = ClaimMapping.objects.prefetch_related("groups")
@@ -44,7 +45,7 @@ def mappings_visible_to(actor: Any) -> QuerySet[ClaimMapping]:
     return ClaimMapping.objects.filter(pk__in=mine).prefetch_related("groups")
 
 
-def get_mapping_for_user(actor: Any, pk: int) -> ClaimMapping:
+def get_mapping_for_user(actor: Actor, pk: int) -> ClaimMapping:
     """The mapping if ``actor`` may change it, else 404 (never a hint)."""
     mapping = mappings_visible_to(actor).filter(pk=pk).first()
     if mapping is None:
@@ -57,7 +58,7 @@ def create_mapping(
     *,
     groups: Sequence[str],
     catalogs: Sequence[str] | None,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
 ) -> ClaimMapping:
     """Map a claim value to these groups and catalogs (None: every catalog); the
@@ -79,7 +80,7 @@ def update_mapping(
     *,
     groups: Sequence[str],
     catalogs: Sequence[str] | None,
-    actor: Any,
+    actor: Actor,
     request_id: uuid.UUID | None = None,
 ) -> ClaimMapping:
     """Change what a claim value gives."""
@@ -98,7 +99,7 @@ def update_mapping(
 
 
 def delete_mapping(
-    mapping: ClaimMapping, *, actor: Any, request_id: uuid.UUID | None = None
+    mapping: ClaimMapping, *, actor: Actor, request_id: uuid.UUID | None = None
 ) -> None:
     """Remove a mapping: the people it named keep only what others give."""
     _require_admin(actor)
@@ -113,7 +114,7 @@ def delete_mapping(
 
 
 def set_password_login(
-    on: bool, *, actor: Any, request_id: uuid.UUID | None = None
+    on: bool, *, actor: Actor, request_id: uuid.UUID | None = None
 ) -> SignInPolicy:
     """Turn password sign-in on or off in the console (the break-glass admin keeps
     it; ``QUIVER_PASSWORD_LOGIN=false`` keeps it off whatever this says)."""
@@ -149,26 +150,26 @@ def mapping_state(mapping: ClaimMapping) -> dict[str, Any]:
     }
 
 
-def _require_admin(actor: Any) -> Any:
+def _require_admin(actor: Actor) -> Any:
     access = access_of(actor)
     if not access.is_admin:
         raise PermissionDenied(ADMIN_RULE)
     return access
 
 
-def _refusal(actor: Any, mapping: ClaimMapping) -> str:
+def _refusal(actor: Actor, mapping: ClaimMapping) -> str:
     names = [group.name for group in mapping.groups.all()]
     return mapping_refusal(actor, names, mapping.catalogs)
 
 
-def _refuse(actor: Any, mapping: ClaimMapping) -> None:
+def _refuse(actor: Actor, mapping: ClaimMapping) -> None:
     problem = _refusal(actor, mapping)
     if problem:
         raise Refused.of(problem)
 
 
 def _checked(
-    actor: Any, groups: Sequence[str], catalogs: Sequence[str] | None
+    actor: Actor, groups: Sequence[str], catalogs: Sequence[str] | None
 ) -> tuple[list[Group], list[str] | None]:
     """The groups and catalogs asked for, if the actor may give them and they
     exist (asked in that order, so unknown and not held read the same)."""
@@ -192,7 +193,7 @@ def _checked(
 
 
 def _record(
-    actor: Any,
+    actor: Actor,
     action: str,
     mapping: ClaimMapping,
     request_id: uuid.UUID | None,

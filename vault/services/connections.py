@@ -1,22 +1,15 @@
 """A person connects their own account at a source that asks for OAuth, and
 disconnects it.
 
-``start_connection`` keeps the flow in the person's session (server-side): the
-``state``, the PKCE verifier, the source, the person, the issuer, the resource
-and the callback, for ``QUIVER_VAULT_FLOW_SECONDS``. ``finish_connection`` takes
-the callback's answer and refuses, each refusal an ``upstream_auth`` event:
-
-* a ``state`` this session did not start (tampered, or spent: a replayed
-  callback), started by another person, or for another source than the
-  callback's (each source has its own callback: a mix-up);
-* an ``iss`` (RFC 9207) other than the issuer the flow was sent to, or none
-  where the server says it always sends one;
-* a source whose authorization changed since the flow started;
-* the server's error, or a code it refuses (a replayed code).
-
-The code is exchanged only at the token endpoint of the server the flow was
-sent to, with the verifier, the callback and the resource. The tokens go into
-the vault bound to the person, the source, the resource and the issuer."""
+``start_connection`` keeps the flow (state, PKCE verifier, source, person, issuer,
+resource, callback) server-side in the person's session; ``finish_connection``
+refuses, each refusal an ``upstream_auth`` event, a state this session did not start
+or another person's or source's, a wrong or missing ``iss``, a source whose
+authorization changed meanwhile, and the server's error. The code goes only to the
+token endpoint the flow was sent to, and the tokens are bound to the person, the
+source, the resource and the issuer.
+The rules: docs/explanation/security.md, Per-person authorization and the token vault.
+"""
 
 from __future__ import annotations
 

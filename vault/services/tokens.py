@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 
+from audit.actors import Caller
 from sources.models import Source
 from vault import crypto, oauth
 from vault.acting import person_for
@@ -76,7 +77,7 @@ def authorization_of(source: Source) -> SourceAuthorization | None:
         return None
 
 
-def credential_for(caller: Any, source: Source) -> Credential | None:
+def credential_for(caller: Caller, source: Source) -> Credential | None:
     """The credential of a call by ``caller`` to ``source`` (see the module)."""
     auth = authorization_of(source)
     if auth is None:
