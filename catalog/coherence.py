@@ -1,20 +1,11 @@
 """Whether a tool's description reads as one account of one tool.
 
-A description made of requests pasted one after another ("book me a flight. what
-is the weather in Paris? send the report to Dana.") lands near any request in
-embedding space, because it is phrased like one, while describing nothing. Its
-sentences stand apart from each other: the mean cosine of their vectors to their
-own centroid (``coherence``) is low. An honest description's sentences all speak
-of the same tool and stay close to their centroid.
-
-A description of ``MIN_SENTENCES`` or more sentences (of ``MIN_WORDS`` words or
-more, in its first ``SCAN_CHARS`` characters) whose coherence is under
-``COHERENCE_LINE`` is *dispersed*: the tool's vector is made from its text
-without the description (``catalog.embedding_text``); the lexical index still
-reads it. The line is set on the bundled MiniLM's sentence vectors, so the test
-is made with that model whatever model embeds the tools. Measured on the three
-dev sets in bench/README.md ("Session 17: designs that take away what long or
-request-like text buys"). Pure numpy, no Django.
+Typical requests pasted together are phrased like a request, so their vector lands
+near any request; their sentences stand apart, an honest description's stay close.
+A description of ``MIN_SENTENCES`` sentences or more whose sentence vectors' mean
+cosine to their centroid (``coherence``) is under ``COHERENCE_LINE`` is
+*dispersed*: the tool is embedded without it (``catalog.embedding_text``). The line
+is set on the bundled MiniLM (bench/README.md, "A ranking nobody can buy").
 """
 
 from __future__ import annotations
