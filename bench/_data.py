@@ -154,13 +154,24 @@ def _fallback_embedder() -> Embedder:
     return Embedder("all-MiniLM-L6-v2", documents, None)  # type: ignore[arg-type]
 
 
+# Description -> whether the app leaves it out of the tool's vector.
+_DISPERSED: dict[str, bool] = {}
+
+
 def tool_embedding_text(spec: ToolSpec) -> str:
-    """The engine's tool text: the catalog's ``embedding_text`` when available."""
+    """The engine's tool text: the catalog's ``embedding_text`` when available,
+    without a dispersed description (``catalog.coherence``) as the app embeds it."""
     try:
+        from catalog.coherence import dispersed_descriptions
         from catalog.embedding_text import embedding_text
     except ImportError:
         return _fallback_embedding_text(spec)
-    return embedding_text(spec)
+    found = _DISPERSED.get(spec.description)
+    if found is None:
+        embed = get_embedder().embed_documents
+        found = dispersed_descriptions([spec.description], embed)[0]
+        _DISPERSED[spec.description] = found
+    return embedding_text(spec, dispersed=found)
 
 
 def _fallback_embedding_text(spec: ToolSpec) -> str:

@@ -7,7 +7,8 @@ Recipe (``embedding_text``), in this order, one part per line, empty parts skipp
    acronyms are all split, see ``split_identifier``), then the words of its
    original name (a tool imported under a safe name) that the name lacks,
    followed by the title when it adds something;
-2. the description (whitespace collapsed);
+2. the description (whitespace collapsed), unless it is *dispersed*: sentences
+   that stand apart from each other, as pasted requests do (``catalog.coherence``);
 3. ``Keywords: ...``;
 4. ``Examples: ...`` - the example phrases, joined with ``; ``;
 5. ``Parameters: ...`` - for each property of the JSON Schema ``parameters`` (one
@@ -29,6 +30,9 @@ NDCG@10 0.682 instead of 0.677 with 29% fewer word pieces per tool (49 vs 69).
 
 ``text_hash`` keys a stored embedding by model and text, so a changed recipe, tool
 or model is detected by comparing hashes instead of re-embedding everything.
+``embedding_key`` is the key stored with a tool's vector: the hash of the text
+embedded, plus the coherence verdict when the description was tested, so a
+description that was left out never passes for one that was read.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import hashlib
 import re
 from typing import Any
 
+from catalog.coherence import is_tested
 from catalog.spec import ToolSpec
 from catalog.tool_text import schema_properties, split_identifier, split_words
 
@@ -89,11 +94,12 @@ def truncate_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     return cut[:space].rstrip() if space > limit // 2 else cut
 
 
-def embedding_text(spec: ToolSpec) -> str:
-    """The documented text (see the module docstring) that ``spec`` is embedded from."""
+def embedding_text(spec: ToolSpec, *, dispersed: bool = False) -> str:
+    """The documented text (see the module docstring) that ``spec`` is embedded
+    from; ``dispersed``: its description is left out."""
     parts = [
         _heading(spec),
-        _clean(spec.description),
+        "" if dispersed else _clean(spec.description),
         _joined("Keywords", spec.keywords),
         _joined("Examples", spec.examples, sep="; "),
         parameter_text(spec.parameters),
@@ -111,3 +117,21 @@ def text_hash(text: str, model_id: str) -> str:
     digest.update(b"\x00")
     digest.update(text.encode("utf-8"))
     return digest.hexdigest()
+
+
+def embedding_key(spec: ToolSpec, model_id: str, *, dispersed: bool) -> str:
+    """The text hash stored with the vector of ``spec`` embedded as ``dispersed``
+    says: a tested description's verdict (and, when left out, the description
+    itself) is hashed with the text, so editing the description re-embeds. An
+    untested description is always read."""
+    if not is_tested(spec.description):
+        return text_hash(embedding_text(spec), model_id)
+    text = embedding_text(spec, dispersed=dispersed)
+    verdict = f"left out: {spec.description}" if dispersed else "coherent"
+    return text_hash(f"{text}\x00description {verdict}", model_id)
+
+
+def embedding_keys(spec: ToolSpec, model_id: str) -> set[str]:
+    """Every key an up-to-date vector of ``spec`` may carry (its description
+    read or left out), known without embedding anything."""
+    return {embedding_key(spec, model_id, dispersed=d) for d in (False, True)}

@@ -21,10 +21,16 @@ from psycopg import sql
 
 from audit.actors import Actor, stored_user
 from catalog.choices import EmbeddingStatus
-from catalog.embedding_text import embedding_text, text_hash
+from catalog.coherence import dispersed_descriptions
+from catalog.embedding_text import embedding_key, embedding_keys, embedding_text
 from catalog.models import Catalog, Tool, ToolEmbedding
 from catalog.services.tools import tool_to_spec
-from embeddings.backends import EmbeddingBackend, backend_from_settings
+from embeddings.backends import (
+    LOCAL_MODEL_ID,
+    EmbeddingBackend,
+    backend_from_settings,
+    get_local_backend,
+)
 from jobs import services as jobs
 from jobs.choices import JobKind
 from jobs.models import Job
@@ -163,18 +169,37 @@ def _activate_models(tools: list[Tool]) -> None:
 def _needing_vectors(
     tools: list[Tool], model_id: str, force: bool
 ) -> list[tuple[Tool, str, str]]:
+    """(tool, text to embed, its key) for the tools whose stored vector is not
+    of their current text; their descriptions' coherence is tested in one batch."""
     existing = dict(
         ToolEmbedding.objects.filter(tool__in=tools, model_id=model_id).values_list(
             "tool_id", "text_hash"
         )
     )
-    todo = []
-    for tool in tools:
-        text = embedding_text(tool_to_spec(tool))
-        digest = text_hash(text, model_id)
-        if force or existing.get(tool.pk) != digest:
-            todo.append((tool, text, digest))
-    return todo
+    specs = [(tool, tool_to_spec(tool)) for tool in tools]
+    stale = [
+        (tool, spec)
+        for tool, spec in specs
+        if force or existing.get(tool.pk) not in embedding_keys(spec, model_id)
+    ]
+    dispersed = dispersed_descriptions(
+        [spec.description for _, spec in stale], _coherence_backend().embed_documents
+    )
+    return [
+        (
+            tool,
+            embedding_text(spec, dispersed=left_out),
+            embedding_key(spec, model_id, dispersed=left_out),
+        )
+        for (tool, spec), left_out in zip(stale, dispersed, strict=True)
+    ]
+
+
+def _coherence_backend() -> EmbeddingBackend:
+    """The bundled MiniLM the coherence line is set on (catalog.coherence): the
+    configured backend when it is that model, else the shared local one."""
+    backend = current_backend()
+    return backend if backend.model_id == LOCAL_MODEL_ID else get_local_backend()
 
 
 def _store(

@@ -129,6 +129,11 @@ def reason(
         parts.append("moved down: much like a tool ranked above it")
     elif signals.get("diversity", 0) > 0:
         parts.append("moved up: unlike the tools ranked above it")
+    if signals.get("hub", 0) < 0:
+        parts.append(
+            "moved down: its description sits close to every tool of the catalog "
+            f"({signals['hub']:.2f} semantic)"
+        )
     if signals.get("learnt", 0) > 0:
         parts.append(
             f"learnt from this catalog's labelled requests (+{signals['learnt']:.2f})"

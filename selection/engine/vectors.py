@@ -3,17 +3,27 @@
 For catalogs small enough to hold in memory, one matrix-vector product and an
 argpartition give the exact cosine top-k, with no database round trip; the app
 falls back to pgvector HNSW above a size threshold. Pure numpy, no Django.
+
+A hub is a tool whose vector sits near every other tool's (``hub_excess``): it
+lands in the semantic pool of any request, whatever the request asks. Measured in
+bench/README.md ("Session 17: designs that take away what long or request-like
+text buys").
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from selection.engine.sentences import pooled
+
+# A tool's mean cosine to the catalog's other tools counts against it only past
+# this percentile of the catalog's.
+HUB_LINE = 99.0
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -46,6 +56,23 @@ class VectorTable:
             matrix[index] = unit_rows(np.stack([np.asarray(v) for v in found.values()]))
             present[index] = True
         return VectorTable(model_id, matrix, present)
+
+    @cached_property
+    def hub_excess(self) -> np.ndarray:
+        """Per row: how far its mean cosine to the other rows with a vector passes
+        the ``HUB_LINE`` percentile of the table's (0 under it or without one).
+
+        With unit rows and S the sum of all rows, a row v's mean cosine to the
+        others is (v . S - v . v) / (n - 1): one product over the table."""
+        out = np.zeros(len(self.present), dtype=np.float64)
+        count = int(np.count_nonzero(self.present))
+        if count < 2:
+            return out
+        rows = self.matrix[self.present].astype(np.float64)
+        own = np.einsum("ij,ij->i", rows, rows)
+        mean = (np.einsum("ij,j->i", rows, rows.sum(axis=0)) - own) / (count - 1)
+        out[self.present] = np.maximum(mean - np.percentile(mean, HUB_LINE), 0.0)
+        return out
 
     def nearest(self, query: np.ndarray, k: int) -> dict[int, float]:
         """Row -> cosine similarity of the ``k`` rows nearest to ``query``, exact."""

@@ -6,7 +6,8 @@ candidate gets
 
     combined = sum(w_i * signal_i) / sum(w_i)
 
-over the signals ``embed`` (cosine clamped to 0..1), ``lexical`` (seed 002's
+over the signals ``embed`` (cosine clamped to 0..1, a hub's less ``HUB_WEIGHT``
+times its ``hub_excess``: signal ``hub``), ``lexical`` (seed 002's
 share of query words found in the tool), ``bm25f`` (BM25F coverage relative to
 the best candidate's, see ``relative_lexical``), ``tag``, ``name`` (share of the
 tool's own name the query mentions) and ``category`` (the tool is in the
@@ -36,6 +37,10 @@ from selection.engine.scorers.simple import (
     semantic_confidence,
     semantic_raw,
 )
+
+# What a hub's cosine loses per unit of mean cosine past the catalog's line
+# (selection.engine.vectors.HUB_LINE).
+HUB_WEIGHT = 2.0
 
 
 def top_rows(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
@@ -114,14 +119,26 @@ def lexical_confidence(ctx: ScoreContext) -> np.ndarray:
     return np.clip((raw - s.lexical_confidence_floor) / span, 0.0, 1.0)
 
 
+def hub_penalty(ctx: ScoreContext) -> np.ndarray:
+    """What each pooled tool's cosine loses for sitting near every tool of the
+    catalog (``VectorTable.hub_excess``); zeros where the snapshot does not hold
+    the vectors (catalogs above ``QUIVER_INPROCESS_VECTORS_MAX`` tools)."""
+    table = ctx.snapshot.vectors
+    if ctx.semantic is None or table is None or len(table.present) != ctx.n:
+        return np.zeros(ctx.n)
+    raw = semantic_raw(ctx)
+    return np.where(raw != 0, HUB_WEIGHT * table.hub_excess, 0.0)
+
+
 def pool_cosine(ctx: ScoreContext) -> np.ndarray:
-    """Cosine in 0..1 per tool; tools outside the pool get the pool's lowest.
+    """Cosine in 0..1 per tool, less its ``hub_penalty``; tools outside the pool
+    get the pool's lowest.
 
     The pool holds the nearest tools, so a tool outside it is at most as similar
     as the pool's last member: using that bound (rather than 0) keeps a strong
     lexical match from being sunk just because the pool was small.
     """
-    raw = semantic_raw(ctx)
+    raw = semantic_raw(ctx) - hub_penalty(ctx)
     if not ctx.semantic:
         return raw
     located = pool_rows(ctx)
@@ -185,6 +202,9 @@ def hybrid(ctx: ScoreContext) -> Scored:
     out.signals["confidence"] = np.where(missing, 1.0, confidence)
     if ctx.semantic is not None:
         out.signals["cosine"] = semantic_raw(ctx)
+        hub = hub_penalty(ctx)
+        if hub.any():
+            out.signals["hub"] = -hub
     _thresholds(ctx, out)
     return out
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from catalog.coherence import dispersed_descriptions
 from catalog.embedding_text import embedding_text
 from catalog.spec import spec_from_dict
 from embeddings.backends import LocalMiniLMBackend, get_local_backend
@@ -74,7 +75,13 @@ def build_demo() -> Demo:
     data = json.loads(DEMO_PATH.read_text(encoding="utf-8"))
     specs = [spec_from_dict(tool) for tool in data["tools"]]
     backend = get_local_backend()
-    vectors = backend.embed_documents([embedding_text(spec) for spec in specs])
+    dispersed = dispersed_descriptions(
+        [spec.description for spec in specs], backend.embed_documents
+    )
+    texts = [
+        embedding_text(s, dispersed=d) for s, d in zip(specs, dispersed, strict=True)
+    ]
+    vectors = backend.embed_documents(texts)
     table = VectorTable(backend.model_id, unit_rows(vectors), np.ones(len(specs), bool))
     records = tuple(
         record_from_dict(spec.to_dict(), row, row) for row, spec in enumerate(specs)
