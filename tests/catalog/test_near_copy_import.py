@@ -47,8 +47,8 @@ def test_an_imported_near_copy_of_a_catalog_tool_is_held_naming_the_original():
         [
             {"name": "FinanceToolPro", "description": FINANCE + PREFERRED,
              "parameters": SYMBOL},
-            {"name": "getFilmInfo", "description": "Details of one film. New and better.",
-             "parameters": FILM},
+            {"name": "getFilmInfo", "parameters": FILM,
+             "description": "Details of one film. New and better."},
             {"name": "get_weather", "description": "Current weather for a city.",
              "parameters": weather_schema()},
         ],
