@@ -1,38 +1,11 @@
 """The text a tool is embedded from, and the cache key of that embedding.
 
-Recipe (``embedding_text``), in this order, one part per line, empty parts skipped:
-
-1. the tool name split into lower-case words (``getWeatherForecast`` ->
-   ``get weather forecast``; snake_case, kebab-case, dotted and camelCase names and
-   acronyms are all split, see ``split_identifier``), then the words of its
-   original name (a tool imported under a safe name) that the name lacks,
-   followed by the title when it adds something;
-2. the description (whitespace collapsed), unless it is *dispersed*: sentences
-   that stand apart from each other, as pasted requests do (``catalog.coherence``);
-3. ``Keywords: ...``;
-4. ``Examples: ...`` - the example phrases, joined with ``; ``;
-5. ``Parameters: ...`` - for each property of the JSON Schema ``parameters`` (one
-   level deep, plus the properties of nested objects and of arrays of objects, so a
-   ``filters.date_from`` shows up as ``filters date from``), the split name and,
-   after a colon, its description.
-
-The most identifying parts come first because the result is cut to
-``MAX_TEXT_CHARS`` characters (at a word boundary), and the bundled MiniLM backend
-reads only the first 64 word pieces of a document (``DOCUMENT_MAX_TOKENS`` in
-``backends``): a bounded text keeps embedding cost predictable.
-Fields that do not describe what a tool does (risk, cost, roles, status) are left
-out so that editing them does not change the embedding. Category and tags are left
-out too: they are short labels shared by many tools, which pull the vectors of a
-whole category together and blur the differences the embedding is for; the lexical
-scorers and the category signal use them directly. On the Seal-Tools dev set
-(``bench/quality.py``) leaving them out and reading 64 word pieces gave embedding
-NDCG@10 0.682 instead of 0.677 with 29% fewer word pieces per tool (49 vs 69).
-
-``text_hash`` keys a stored embedding by model and text, so a changed recipe, tool
-or model is detected by comparing hashes instead of re-embedding everything.
-``embedding_key`` is the key stored with a tool's vector: the hash of the text
-embedded, plus the coherence verdict when the description was tested, so a
-description that was left out never passes for one that was read.
+``embedding_text`` puts the most identifying parts first (split name, description
+unless dispersed, keywords, examples, parameters) and cuts the result, because the
+model reads only a document's first word pieces; fields that do not say what a tool
+does are left out, so editing them leaves the vector alone. ``text_hash`` and
+``embedding_key`` say whether a stored vector is still the one for a tool's text.
+The rules: docs/explanation/selection.md, The text a tool is embedded from.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Embedding backends: turn texts into L2-normalised float32 vectors.
 
-Two implementations of the ``EmbeddingBackend`` protocol:
-
-* ``LocalMiniLMBackend`` runs the bundled all-MiniLM-L6-v2 model in process, so a
-  fresh machine needs no network and no API key. The model is loaded once per
-  process behind a module-level lock (``get_local_backend`` is the shared
-  instance). Queries and document batches both go through the pure-numpy encoder
-  in ``embeddings.minilm``: no torch at run time, and it is faster than
-  torch for one text and about as fast for batches (``bench/embedding_speed.py``).
-* ``OpenAICompatibleBackend`` (``embeddings.remote``) calls any
-  ``POST {base_url}/embeddings`` endpoint in the OpenAI format.
-
-``backend_from_settings`` builds one from a plain settings dictionary; this module
-never imports Django, the caller passes the configuration in.
+``LocalMiniLMBackend`` runs the bundled all-MiniLM-L6-v2 in process (no network, no
+API key, no torch); ``OpenAICompatibleBackend`` (``embeddings.remote``) calls any
+OpenAI-format embeddings endpoint. ``backend_from_settings`` builds one from a plain
+dictionary: this module never imports Django.
+The rules: docs/how-to/development.md, The embedding model's code.
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
 """A pure-numpy forward pass of all-MiniLM-L6-v2: queries and document batches.
 
-Why: one short query through transformers' ``BertModel`` costs several times more
-on a small CPU, almost all of it framework overhead (module dispatch, autograd
-bookkeeping, tensor wrappers). The arithmetic itself is a handful of small matrix
-products, so a plain numpy implementation of the same network embeds a query in a
-few milliseconds, which is what lets a whole selection request stay within budget.
-Batches of documents (padded, masked) run through the same code, so neither the
-web nor the worker processes need torch (see ``bench/embedding_speed.py``).
-
-What: the standard BERT encoder, computed exactly as the reference does -
-
-* word-piece ids from the model's own fast tokenizer (``tokenizer.json``), cut to
-  ``max_seq_length`` from ``sentence_bert_config.json`` (256) like
-  sentence-transformers does, without padding for a single text;
-* word + position + token-type embeddings, LayerNorm;
-* per layer: fused QKV projection (one matrix, the 1/sqrt(head_dim) scale folded
-  into Q at load time), softmax attention over the valid keys, output projection,
-  residual + LayerNorm, feed-forward with exact (erf) GELU, residual + LayerNorm;
-* mean pooling over the attention mask, then L2 normalisation.
-
-All weights are float32 and contiguous; activations are (hidden, tokens) matrices
-so every projection is ``W @ X`` with the checkpoint's own (out, in) matrices,
-the orientation OpenBLAS handles fastest for few-token inputs. The result agrees
-with sentence-transformers to cosine > 0.9999 (tested).
+Transformers' ``BertModel`` spends a short query's time on framework overhead around
+a handful of small matrix products; the same network in plain numpy embeds a query
+several times faster, and neither the web nor the worker processes need torch. It
+computes the standard BERT encoder exactly as the reference does (tested to agree
+with sentence-transformers).
+The rules: docs/how-to/development.md, The embedding model's code.
 """
 
 from __future__ import annotations

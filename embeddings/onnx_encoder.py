@@ -1,26 +1,9 @@
 """The bundled MiniLM run by onnxruntime, from graphs Quiver builds itself.
 
-On first use ``ensure_models`` writes two ONNX files from the package's
-``model.safetensors`` (``embeddings.onnx_graph``; ~2 s for the fp32 graph,
-~5 s for its int8 quantisation, no download, no torch) into
-``<state dir>/models/``, the state directory being ``QUIVER_STATE_DIR`` (default
-``.quiver/`` at the repository root). File names carry the weights' SHA-256 and
-the builder's version, so new weights or a changed builder mean a new build and
-the stale files are removed. Concurrent processes build once: the build runs
-under an exclusive file lock and each file appears by an atomic rename. A state
-directory that cannot be written falls back to a private temporary directory
-(built again by each process, never shared). Graphs built ahead of time
-(``manage.py build_model_graphs``; the Docker image bakes them) are read from
-``QUIVER_MODEL_GRAPHS_DIR`` when that folder holds the graphs of these weights, and
-never written there: processes that share no volume (pods in a cluster) then
-build nothing at start.
-
-* ``fp32``: the same network as sentence-transformers, cosine >= 0.99999 to it;
-  used for documents (stored vectors stay compatible with the torch ones).
-* ``int8``: per-channel dynamic quantisation of the weight MatMuls except the
-  feed-forward outputs (``onnx_graph.quantize_int8``); cosine >= 0.985 (mean
-  >= 0.995) to fp32 on the reference texts, on AVX2 and VNNI CPUs alike; used
-  for queries, ~3x less CPU than the numpy encoder.
+``ensure_models`` writes an fp32 graph (documents) and an int8 one (queries) from
+the package's weights on first use, once across processes, into the state
+directory, or reads graphs built ahead of time: no download, no torch.
+The rules: docs/how-to/development.md, The embedding model's code.
 """
 
 from __future__ import annotations

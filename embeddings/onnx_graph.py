@@ -1,19 +1,9 @@
 """Write all-MiniLM-L6-v2 as an ONNX graph from its safetensors weights (no torch).
 
-``build_model(model_dir)`` returns an ``onnx.ModelProto`` computing the sentence
-embedding exactly as sentence-transformers does: word + position + token-type
-embeddings and LayerNorm, the BERT encoder layers (self-attention with a padding
-mask, erf GELU feed-forward, post-LayerNorm), mean pooling over the attention mask
-and L2 normalisation. Inputs are ``input_ids`` and ``attention_mask`` (int64,
-``[batch, tokens]``); the output ``sentence_embedding`` is float32
-``[batch, hidden]``.
-
-Only standard ONNX operators (opset 17) are used, written the way exporters write
-them, so onnxruntime's graph optimiser fuses LayerNorm, GELU and the bias adds, and
-``onnxruntime.quantization.quantize_dynamic`` turns every weight ``MatMul`` into an
-int8 one. The 1/sqrt(head_dim) attention scale is folded into the query weights
-and the token-type-0 row into the position table at build time. Weights come from
-the model folder only: nothing is downloaded.
+``build_model(model_dir)`` computes the sentence embedding exactly as
+sentence-transformers does, in standard operators written the way exporters write
+them, so onnxruntime fuses them and ``quantize_dynamic`` can make it int8.
+The rules: docs/how-to/development.md, The embedding model's code.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """A static query encoder: a word-piece table and a small MLP, numpy only.
 
-It maps a text to a vector in all-MiniLM-L6-v2's space in a fraction of a
-millisecond, whatever the text's length: the mean of its word pieces' rows in a
-table, plus a residual one-layer MLP, normalised. Tools are still embedded by the
-full model; this encoder only reads requests, so its vectors are compared with
-MiniLM's (it was trained to land near them) and never stored.
-
-How it is used (``selection.adapters.pgvector.embed_sentences``): a request of
-several sentences is scored against each sentence as well as the whole; the whole
-request goes through the full (int8) model and its sentences through this
-encoder. ``bench/README.md`` ("Static query encoder") has the measurements that
-chose that split.
-
-The encoder is trained by ``embeddings.static_training`` (``manage.py
-build_query_encoder``) and saved to ``<state dir>/models/query-static-<weights
-hash>.npz``; ``shared_static_encoder`` loads it when present and looks again at
-most every ``RELOAD_SECONDS``, so a new build is picked up without a restart.
-Its ``encoder_id`` (``static:<hash of the file>``) names exactly which one served.
+It maps a text into all-MiniLM-L6-v2's space at a cost that does not grow with the
+text, so a long request's sentences can each be read cheaply; tools are still
+embedded by the full model and this encoder's vectors are never stored.
+``shared_static_encoder`` loads the latest build and picks up a new one unrestarted.
+The rules: docs/how-to/development.md, The embedding model's code.
 """
 
 from __future__ import annotations

@@ -12,12 +12,6 @@ from tests.docs.env_reads import ROOT
 LONGEST_MODULE_DOCSTRING = 14
 LONGEST_MODULE = 500
 NOT_APPLICATION = ("tests/", "bench/", "docs/", "examples/")
-# Being rewritten on another branch: the lead removes these after the merge.
-EXCEPTIONS = {
-    "selection/engine/": "being rewritten",
-    "catalog/embedding_text.py": "being rewritten",
-    "embeddings/": "being rewritten",
-}
 
 
 def application_modules() -> list[str]:
@@ -44,7 +38,7 @@ def docstring_lines(path: str) -> int:
 
 
 def test_every_module_docstring_says_what_and_why_in_a_few_lines():
-    modules = [p for p in application_modules() if not p.startswith(tuple(EXCEPTIONS))]
+    modules = application_modules()
     lines = {path: docstring_lines(path) for path in modules}
     too_long = {path: n for path, n in lines.items() if n > LONGEST_MODULE_DOCSTRING}
 
@@ -59,8 +53,3 @@ def test_no_application_module_is_over_500_lines():
 
     assert len(modules) > 300, len(modules)
     assert too_long == {}, too_long
-
-
-def test_the_exceptions_are_still_there_to_remove():
-    for prefix in EXCEPTIONS:
-        assert (ROOT / prefix).exists(), prefix

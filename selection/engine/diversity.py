@@ -1,19 +1,9 @@
 """A request of several sentences asks for several things: its top tools are
-re-ordered so that near-duplicates of a tool already ranked do not crowd out
-the tools for its other parts (maximal marginal relevance).
-
-Among the ``DEPTH`` best candidates, picked greedily, each next tool maximises
-
-    (1 - diversity) x its score (rescaled 0..1 over those candidates)
-    - diversity x its highest cosine to a tool picked before it,
-
-the cosines taken between the tools' own vectors (the snapshot's, so catalogs
-whose vectors are held in process; elsewhere nothing moves). The candidates keep
-their scores as a set: the k-th tool picked gets the k-th highest, so
-``min_score`` and the no-tool rules read the same numbers. Seal-Tools' requests
-name several tools in several sentences and hold near-identical ones
-(``getUser`` / ``getUserInfo``): measured in bench/README.md, "No history: a
-fusion chosen from the catalog". Pure: no Django.
+re-ordered so that near-duplicates of a tool already ranked do not crowd out the
+tools for its other parts (maximal marginal relevance over the tools' own vectors).
+The candidates keep their scores as a set, so thresholds read the same numbers.
+Pure: no Django.
+The rules: docs/explanation/selection.md, Diversity.
 """
 
 from __future__ import annotations

@@ -1,33 +1,11 @@
 """The hybrid's fusion, chosen from the catalog itself (no labels, no history).
 
-Two choices differ from catalog to catalog, and both are read off the tools'
-own texts when a snapshot is built (``measure``), never per request:
-
-* **How much BM25F counts** (the hybrid's ``bm25f`` weight). Lexical matches
-  help where the words tools share mean what their embeddings mean, and hurt
-  where they are incidental (MetaTool's marketing texts: "data", "users",
-  "candles" match the wrong plugins). The catalog says which: each of a sample
-  of tools is used as a query (its name, description and parameters), and the
-  Pearson correlation between its BM25F scores and its embedding's cosines over
-  the other tools is averaged (``lexical_agreement``). The hybrid's ``bm25f``
-  weight then runs from ``LEXICAL_WEIGHT_LOW`` at ``AGREEMENT_LOW`` up to
-  ``LEXICAL_WEIGHT_HIGH`` at ``AGREEMENT_HIGH``, times ``terms / 15`` for a
-  request of fewer than 15 content words. The statistic keeps its value
-  when a catalog is sub-sampled (a 100-tool slice of Seal-Tools reads as the
-  whole), so it speaks for the kind of catalog, not its size. Without tool
-  vectors in the snapshot (embeddings pending, or a catalog too large to hold
-  them in process) it is not measured and the settings' weight is used.
-* **Families.** Tools whose names share a prefix before ``__``, ``.``, ``/`` or
-  ``:`` (``Yahoo_Finance__stock_profile``, ``github.create_issue``) come from one
-  product; a request that clearly wants one of its endpoints often wants its
-  siblings too. Each candidate is pulled ``family_pull`` of the way towards its
-  family's best fused score, damped for families larger than ``FAMILY_SIZE``
-  (a broad namespace such as ``math.*`` holds alternatives, not companions).
-  A catalog without such names has no families and ranks exactly as without.
-
-Every constant here was chosen on folds of the three dev sets (bench/README.md,
-"No history: a fusion chosen from the catalog"); the answer's ``stats.fusion``
-says what was chosen for its catalog and why. Pure: no Django.
+Two choices differ from catalog to catalog, and both are read off the tools' own
+texts when a snapshot is built (``measure``), never per request: how much BM25F
+counts (how far the catalog's shared words agree with its embeddings), and how far
+a tool is pulled towards the best of its name family. The answer's ``stats.fusion``
+says what was chosen and why. Pure: no Django.
+The rules: docs/explanation/selection.md, Fusion.
 """
 
 from __future__ import annotations

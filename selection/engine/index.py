@@ -1,32 +1,11 @@
 """The lexical index: BM25F impacts and binary field postings, built once per snapshot.
 
-Every (term, tool) pair gets one precomputed *impact*: the BM25F evidence of that
-term for that tool, summed over fields with per-field IDF and length
-normalisation (seed 004), then expressed in units of the term's document IDF and
-capped at it. A query therefore only adds up the postings of its own terms with
-numpy; nothing scans the catalog, so 100,000 tools cost a few milliseconds.
-
-Dividing the summed impact by the query's total IDF gives a score in 0..1 that is
-comparable across queries: it is the share of the query's information that the
-tool covers, so a query whose words are rare or absent in the catalog scores low
-everywhere instead of being stretched to 1 by a max-normalisation.
-
-Two rules keep a tool's words honest evidence:
-
-* **An example's words count where the catalog describes them.** Examples are
-  requests a curator wrote for the tool ("email the Q3 report to
-  finance@acme.com"): their verbs and objects are evidence, their names, places
-  and addresses are a request's arguments. So an example keeps only the words
-  some tool of the catalog uses outside its examples (``described``); those count
-  in BM25F, and at ``EXAMPLE_SHARE`` of a description word's weight in the
-  keyword share (postings ``overlap_examples``): one request a tool serves says
-  less than what the tool says it does.
-* **A long text earns no more per word.** The keyword share (seed 000's overlap)
-  gives each distinct word of a tool full credit, so a tool that lists every word
-  of the catalog would cover every request. A tool with more distinct words than
-  ``LONG_TEXT_KNEE`` times the catalog's median gets that ratio of the credit
-  (``share_credit``): the chance that a word matches grows with the vocabulary,
-  and the median does not move when a few tools are long.
+Each (term, tool) pair holds its precomputed BM25F evidence, so a query only adds
+up its own terms' postings and nothing scans the catalog; the sum over the query's
+IDF is the share of its information a tool covers, comparable across queries. An
+example's words count only where the catalog describes them, and a long text earns
+no more per word, so a tool's words stay honest evidence.
+The rules: docs/explanation/selection.md, The lexical index.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """A catalog's learnt signal: what its labelled requests say about a new request.
 
 Built from a learnt model (learning.fit) and kept in the snapshot, so a request
-pays one product of its vector with the labelled requests' vectors plus a few
-postings lookups. Three per-tool signals, each 0..1:
-
-* ``knn``: the cosine of the nearest labelled request that named the tool, among
-  the request's ``k`` nearest labelled requests (0 for tools none of them named);
-* ``expansion``: BM25 of the request's terms over the text of the tool's labelled
-  requests, relative to the best tool's (the labels' words as extra tool text);
-* ``centroid``: the cosine to the mean of the tool's labelled requests.
-
-``fuse`` adds them to the engine's score with the fitted weights, scaled back to
-0..1 so thresholds keep their meaning. Labelled "no tool fits" requests give
-``no_tool_similarity``: how close the request is to one of them. Pure numpy.
-
-A request pays for the active signals only (``request_scores``). Its nearest
-labelled requests are found by scanning every example up to ``EXACT_EXAMPLES``
-of them; above that through clusters of the examples built once per snapshot
-(``warm``): the request is compared with the clusters' centres and then with the
-examples of the nearest ``probes`` clusters only: scanning every example reads
-megabytes per request at ten thousand of them, the clusters a tenth of it.
-``scores`` (learning.fit's cross-validation) always scans them all.
+pays one product with the labelled requests' vectors and a few postings lookups,
+for the active signals only: ``knn``, ``expansion`` and ``centroid``, each 0..1,
+fused into the engine's score (``fuse``) so thresholds keep their meaning, and
+``no_tool_similarity``. Pure numpy.
+The rules: docs/explanation/learning.md, What a request pays for what was learnt.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The learnt "no tool fits" decision: a small logistic model over what the
 ranking and the catalog's labelled requests say about a request.
 
-Fitted by learning.notool on held-out folds of the labels and stored in the
-learnt model's params (``no_tool``); the engine asks ``decide`` once per
-request, after scoring, with the scores of the tools that passed. Features:
-
-* ``top``: the best fused score; ``margin``: best minus second best;
-* ``no_tool_sim`` / ``tool_sim``: the cosine of the nearest labelled request
-  that named no tool / some tool;
-* ``vote``: the share of "no tool fits" labels among the ``k`` nearest labelled
-  requests.
-
-The request pays one product of its vector with the labelled requests' vectors
-(as the ``knn`` signal does), only when the catalog's learnt model has a
-decision and the request has a ``min_score`` and a passing tool. Pure numpy.
+Fitted by learning.notool on held-out folds and stored in the learnt model's
+params; the engine asks ``decide`` once per request, after scoring, only when the
+catalog has a decision and the request a ``min_score`` and a passing tool.
+Pure numpy.
+The rules: docs/explanation/learning.md, What a request pays for what was learnt.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Patch a ``CatalogSnapshot`` with a few changed tools instead of rebuilding it.
 
-At 100,000 tools a full build costs seconds (the lexical index alone ~10 s), so
-a catalog edit must not rebuild it inline. ``patch`` returns a new snapshot whose
-rows are the old ones minus the removed, with replaced records swapped in place
-and new tools appended (rows stay in registration order, as a fresh build has
-them), and whose cached policy arrays, name maps, order and vectors are patched
-in O(changed) numpy work. Policy facts (status, safety, roles...) are therefore
-exact at once: a tool disabled a moment ago is never offered.
-
-The BM25F index depends on catalog-wide statistics, so it cannot be patched
-exactly: it is rebuilt inline when the catalog is small (or reused as is when no
-indexed text changed); otherwise the changed tools are laid over the last exact
-index, scored with its statistics (``selection.engine.delta``: O(changed) work),
-and the caller rebuilds it exactly in the background later (``rebuild_index``).
-Pure: no Django.
+A large catalog's full build must not run inline on an edit: ``patch`` swaps,
+removes and appends rows and patches the cached policy arrays, name maps, order
+and vectors in O(changed) work, so policy facts are exact at once (a tool disabled
+a moment ago is never offered). The BM25F index, which depends on catalog-wide
+statistics, is rebuilt inline when small, else overlaid and rebuilt exactly in the
+background (``rebuild_index``). Pure: no Django.
+The rules: docs/explanation/selection.md, Patching a snapshot.
 """
 
 from __future__ import annotations

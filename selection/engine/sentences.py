@@ -1,22 +1,11 @@
 """Long requests, one sentence at a time: the semantic score of a tool is its
 best-matching sentence mixed with the whole request's cosine.
 
-A request of several sentences often asks for several tools, one per sentence;
-the whole request's vector is an average that can sit far from every one of
-them. Each sentence (at least ``MIN_WORDS`` words, at most ``MAX_SENTENCES``) is
-embedded separately and a tool scores
-
-    SENTENCE_WEIGHT x max over sentences of cosine + (1 - SENTENCE_WEIGHT) x cosine
-    of the whole request,
-
-over a pool that unites each sentence's and the whole request's nearest tools.
-The request-level confidence (``semantic_confidence`` in scorers.simple) stays
-the whole request's best cosine (``SentencePool.request_best``): a sentence
-matching some tool well is no evidence that the request as a whole needs one
-(measured: MetaTool's no-tool false positives rose from 0.49 to 0.56 otherwise).
-A request with fewer than two such sentences is scored exactly as before (whole
-request only). Measured in bench/README.md, "Quality: what each idea buys".
-Pure numpy, no Django.
+A request of several sentences often asks for several tools, and the whole
+request's vector is an average that can sit far from each of them. The
+request-level confidence stays the whole request's: one sentence matching a tool
+is no evidence the request needs one. Pure numpy, no Django.
+The rules: docs/explanation/selection.md, Sentences.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Seed 004's ensemble: relevance plus conversation context, anchors and penalties.
 
-    base  = (w_rel*relevance + w_focus*focus + w_trans*transition + w_sticky*sticky)
-            / (sum of the weights of the signals that are available)
-    score = anchored(clamp(base - w_avoid*avoid))
-
-* relevance: the hybrid score when semantic scores are given, else BM25F;
-* focus: the tool shares the category (1.0) or a tag (0.5) of the last tool used,
-  counted only for tools that have some relevance;
-* transition: the curator's P(next tool | last tool);
-* sticky: recency of use, 1.0 / 0.7 / 0.4 / 0.2 / 0.1 for the last five tools;
-* avoid: query words that appear in the tool's ``avoid_when`` but nowhere in its
-  positive fields ("not for updating ..." and the query says "update");
-* micro-anchors: regexes over the query whose boost pulls the named tools towards
-  1 (``1 - (1 - s) * exp(-boost)``: additive in spirit, still within 0..1).
-
-Context signals with nothing to say (no recent tools, no transition row) drop out
-of the denominator, so a first-turn query scores exactly like its relevance.
+The hybrid's relevance is averaged with focus, transition and recency signals,
+an ``avoid_when`` penalty is taken off and micro-anchors pull named tools up.
+Context signals with nothing to say drop out of the average, so a first-turn query
+scores exactly like its relevance.
+The rules: docs/explanation/selection.md, The ensemble.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """Seed 002's combined score: semantic similarity fused with lexical signals.
 
-Candidates are the caller's semantic pool (``candidate_pool`` nearest tools by
-cosine, fetched by the app) plus every tool with lexical evidence. Each
-candidate gets
-
-    combined = sum(w_i * signal_i) / sum(w_i)
-
-over the signals ``embed`` (cosine clamped to 0..1, a hub's less ``HUB_WEIGHT``
-times its ``hub_excess``: signal ``hub``), ``lexical`` (seed 002's
-share of query words found in the tool), ``bm25f`` (BM25F coverage relative to
-the best candidate's, see ``relative_lexical``), ``tag``, ``name`` (share of the
-tool's own name the query mentions) and ``category`` (the tool is in the
-category the ranking points at). With ``auto_fusion`` the ``bm25f`` weight is
-the one the catalog's own texts chose (``selection.engine.fusion``); each
-candidate is then pulled ``family_pull`` of the way towards the best combined
-score of its name family (signal ``family``). The result is multiplied by the pool's
-``semantic_confidence`` (never 0, see ``MIN_SEMANTIC_CONFIDENCE``) so that a
-request no tool fits scores low everywhere but keeps its ranking.
-Without semantic scores the ``embed`` weight drops out, the rest are
-renormalised and the confidence is 1; so for a tool whose vector is still pending
-(``_without_vector``): it is searchable by its words the moment it is written.
-``min_lexical_overlap`` and ``min_combined_score`` then filter (seed 002).
+Each candidate (the semantic pool plus every tool with lexical evidence) gets a
+weighted mean of its signals, times the pool's semantic confidence, so a request
+no tool fits scores low everywhere but keeps its ranking. Without semantic scores
+(or a vector still pending) the ``embed`` weight drops out: a tool is searchable by
+its words the moment it is written.
+The rules: docs/explanation/selection.md, The hybrid.
 """
 
 from __future__ import annotations
