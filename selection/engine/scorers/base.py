@@ -42,6 +42,10 @@ class ScoreContext:
         return len(self.snapshot.tools)
 
 
+# Signals only a few tools carry (a hub's correction): left out where zero.
+SPARSE_SIGNALS = frozenset({"hub"})
+
+
 @dataclass
 class Scored:
     """A scorer's output: final scores plus the named signals behind them."""
@@ -55,8 +59,10 @@ class Scored:
     filtered: dict[str, np.ndarray] = field(default_factory=dict)
 
     def signal_values(self, row: int) -> dict[str, float]:
-        """Every signal's value for one tool, rounded for display."""
-        return {k: round(float(v[row]), 4) for k, v in self.signals.items()}
+        """Every signal's value for one tool, rounded for display (a sparse
+        signal only where the tool has it)."""
+        values = {k: round(float(v[row]), 4) for k, v in self.signals.items()}
+        return {k: v for k, v in values.items() if v or k not in SPARSE_SIGNALS}
 
 
 def sigmoid(x: np.ndarray | float) -> np.ndarray:
