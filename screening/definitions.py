@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from screening.near_copies import Definition, NearCopyIndex
+from screening.near_copies import Definition, NearCopyIndex, short_name
 from screening.rules import Finding
 from screening.text import excerpt_of, model_text
 
@@ -68,7 +68,7 @@ class Neighbourhood:
     ) -> None:
         self.names[name] = origin
         self.median = None
-        short = name.rpartition("__")[2]
+        short = short_name(name)
         if short != name and _IDENTIFIER.fullmatch(short):
             self.short_names.setdefault(short, set()).add(origin)
         self.lengths.append(len(description))
@@ -101,7 +101,7 @@ class Neighbourhood:
         it did not bring is one server steering the agent to another's."""
         if not origin:
             return []
-        own = {name, name.rpartition("__")[2]}
+        own = {name, short_name(name)}
         found = []
         for match in _IDENTIFIER.finditer(text):
             word = match[0]
