@@ -108,11 +108,16 @@ def hub_penalty(ctx: ScoreContext) -> np.ndarray:
     """What each pooled tool's cosine loses for sitting near every tool of the
     catalog (``VectorTable.hub_excess``); zeros where the snapshot does not hold
     the vectors (catalogs above ``QUIVER_INPROCESS_VECTORS_MAX`` tools)."""
-    table = ctx.snapshot.vectors
-    if ctx.semantic is None or table is None or len(table.present) != ctx.n:
-        return np.zeros(ctx.n)
-    raw = semantic_raw(ctx)
-    return np.where(raw != 0, HUB_WEIGHT * table.hub_excess, 0.0)
+    if "hub_penalty" not in ctx.cache:
+        table = ctx.snapshot.vectors
+        if ctx.semantic is None or table is None or len(table.present) != ctx.n:
+            penalty = np.zeros(ctx.n)
+        else:
+            raw = semantic_raw(ctx)
+            penalty = np.where(raw != 0, HUB_WEIGHT * table.hub_excess, 0.0)
+        ctx.cache["hub_penalty"] = penalty
+    cached: np.ndarray = ctx.cache["hub_penalty"]
+    return cached
 
 
 def pool_cosine(ctx: ScoreContext) -> np.ndarray:
