@@ -61,6 +61,12 @@ def webhook_for(
     return create_webhook(catalog, url=receiver.url, actor=actor, **fields)
 
 
+# A card number whose spaced digits cannot occur by chance in an id, a hash or a
+# timestamp, so "not in the body" fails only when the value itself leaked.
+CARD = "4111 1111 1111 1111"
+CARD_PART = "1111 1111"
+
+
 def ask_approval(
     requester: Any,
     tool: Tool | None = None,
