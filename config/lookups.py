@@ -24,7 +24,7 @@ class AnyOf(Lookup):  # type: ignore[type-arg]
     prepare_rhs = False
 
     def get_prep_lookup(self) -> Any:
-        values: Iterable[Any] = self.rhs
+        values: Iterable[Any] = getattr(self.rhs, "items", self.rhs)
         field = self.lhs.output_field
         return [field.get_prep_value(value) for value in values]
 
@@ -33,9 +33,20 @@ class AnyOf(Lookup):  # type: ignore[type-arg]
         return f"{lhs} = ANY(%s)", (*lhs_params, list(self.rhs))
 
 
+class Values:
+    """The values of one ``any_of``, as an object Django does not walk value by
+    value when it resolves a filter (it does a list's or a tuple's, looking for
+    expressions among hundreds of slugs; these are plain values)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = list(items)
+
+
 Field.register_lookup(AnyOf)
 
 
 def any_of(path: str, values: Iterable[Any]) -> Q:
     """``path`` equal to one of ``values``, as one array parameter."""
-    return Q(**{f"{path}__any": list(values)})
+    return Q(**{f"{path}__any": Values(values)})

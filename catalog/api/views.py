@@ -17,6 +17,7 @@ from rest_framework.response import Response
 
 from catalog import services
 from catalog.api import serializers as s
+from catalog.counts import Counted, count_tools
 from catalog.formats import export_tools
 from catalog.lookups import get_catalog_for_user
 from catalog.models import Catalog, Tool
@@ -212,19 +213,30 @@ class ToolViewSet(viewsets.ModelViewSet):
         tools = Tool.objects.visible_to(self.request.user).select_related(
             "catalog", "created_by", "updated_by"
         )
+        tools = tools.filtered(**self._filters())
+        return _ordered(tools, self.request.query_params.get("ordering", ""))
+
+    def paginate_queryset(self, queryset: Any) -> Any:
+        """A page whose count sums the caller's catalogs' kept counts."""
+        access = access_for(self.request.user)
+        filters = self._filters()
+        whole = Tool.objects.visible_to(access).filtered(**filters)
+        counted = Counted(queryset, lambda: count_tools(whole, access, filters))
+        return super().paginate_queryset(counted)
+
+    def _filters(self) -> dict[str, Any]:
         params = self.request.query_params
         safe = params.get("safe")
-        tools = tools.filtered(
-            catalog=params.get("catalog", ""),
-            category=params.get("category", ""),
-            status=params.get("status", ""),
-            embedding_status=params.get("embedding_status", ""),
-            tag=params.get("tag", ""),
-            role=params.get("role", ""),
-            safe=safe.lower() in TRUE_VALUES if safe else None,
-            q=params.get("q", ""),
-        )
-        return _ordered(tools, params.get("ordering", ""))
+        return {
+            "catalog": params.get("catalog", ""),
+            "category": params.get("category", ""),
+            "status": params.get("status", ""),
+            "embedding_status": params.get("embedding_status", ""),
+            "tag": params.get("tag", ""),
+            "role": params.get("role", ""),
+            "safe": safe.lower() in TRUE_VALUES if safe else None,
+            "q": params.get("q", ""),
+        }
 
     @extend_schema(request=s.ToolInputSerializer)
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
