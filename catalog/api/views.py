@@ -217,7 +217,9 @@ class ToolViewSet(viewsets.ModelViewSet):
         return _ordered(tools, self.request.query_params.get("ordering", ""))
 
     def paginate_queryset(self, queryset: Any) -> Any:
-        """A page whose count sums the caller's catalogs' kept counts."""
+        """A page of tools whose count sums the caller's catalogs' kept counts."""
+        if self.action != "list":
+            return super().paginate_queryset(queryset)
         access = access_for(self.request.user)
         filters = self._filters()
         whole = Tool.objects.visible_to(access).filtered(**filters)
