@@ -3,10 +3,11 @@
 A page's count would otherwise read every tool of every catalog the caller sees
 (16,000 for a key of 500 catalogs) on every page. Each catalog's count is kept in
 the process by the catalog's version and last update, the caller's sight and the
-list's filters: a tool's listed fields change only with its catalog's version
-(``catalog.services.changes``), so a kept count is never of an older catalog.
-Its embedding status changes without a version, so that filter is always counted,
-as is a list of one named catalog (its count is one catalog's already).
+list's filters, and the sum by a mark of the caller's catalogs (how many, their
+ids', versions' sums and latest update: any change moves one). A tool's listed
+fields change only with its catalog's version (``catalog.services.changes``), so
+a kept count is never of an older catalog. Its embedding status changes without
+a version, so that filter is always counted, as is a list of one named catalog.
 """
 
 from __future__ import annotations
@@ -15,37 +16,57 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from django.db.models import Count, QuerySet, TextField
+from django.db.models import Count, Max, QuerySet, Sum, TextField
 from django.db.models.functions import Cast
 
-from catalog.models import Catalog
-from catalog.versions import Sight, sight_of
+from catalog.models import Catalog, Tool
+from catalog.versions import sight_of
 from config.lookups import any_of
 from identity.access import Access
 
 # Per catalog, sight and filters: 40 lists of a key of 500 catalogs, ~4 MB.
 KEPT = 20_000
-Key = tuple[int, int, str, Sight, tuple[tuple[str, Any], ...]]
-_kept: OrderedDict[Key, int] = OrderedDict()
-_lock = threading.Lock()
+# Sums, per caller's catalogs, sight, filters and mark.
+KEPT_SUMS = 2_000
 UNKEPT_FILTERS = ("catalog", "embedding_status")
+_kept: OrderedDict[tuple[Any, ...], int] = OrderedDict()
+_sums: OrderedDict[tuple[Any, ...], int] = OrderedDict()
+_lock = threading.Lock()
 
 
-def count_tools(tools: QuerySet[Any], access: Access, filters: dict[str, Any]) -> int:
-    """``tools.count()`` for ``tools``, the tools ``access`` sees filtered by
-    ``filters`` (``ToolQuerySet.filtered``'s keywords): the catalogs' kept counts
-    summed, and those not kept counted in one grouped query."""
+def count_tools(access: Access, filters: dict[str, Any]) -> int:
+    """How many tools ``access`` sees with ``filters`` (``ToolQuerySet.filtered``'s
+    keywords): the kept sum while the caller's catalogs are unchanged, else the
+    catalogs' kept counts summed and those not kept counted in one grouped
+    query."""
     if any(filters.get(name) for name in UNKEPT_FILTERS):
-        return tools.count()
-    asked = tuple(sorted(filters.items()))
-    sight = sight_of(access)
+        return _tools(access, filters).count()
+    asked = (sight_of(access), tuple(sorted(filters.items())))
+    catalogs = Catalog.objects.visible_to(access)
+    mark = catalogs.aggregate(
+        n=Count("pk"), ids=Sum("pk"), versions=Sum("version"), last=Max("updated")
+    )
+    listed = (access.catalogs, *asked, *mark.values())
+    with _lock:
+        total = _sums.get(listed)
+    if total is None:
+        total = sum(_per_catalog(_tools(access, filters), catalogs, asked).values())
+        _keep(_sums, listed, total, KEPT_SUMS)
+    return total
+
+
+def _tools(access: Access, filters: dict[str, Any]) -> QuerySet[Tool]:
+    return Tool.objects.visible_to(access).filtered(**filters)
+
+
+def _per_catalog(
+    tools: QuerySet[Any], catalogs: QuerySet[Catalog], asked: tuple[Any, ...]
+) -> dict[int, int]:
     # The update time as Postgres writes it: 500 of them parsed cost more than
     # the count they save.
-    stamped = Catalog.objects.visible_to(access).annotate(
-        stamp=Cast("updated", TextField())
-    )
+    stamped = catalogs.annotate(stamp=Cast("updated", TextField()))
     rows = stamped.values_list("pk", "version", "stamp")
-    keys = {pk: (pk, number, stamp, sight, asked) for pk, number, stamp in rows}
+    keys = {pk: (pk, number, stamp, *asked) for pk, number, stamp in rows}
     with _lock:
         found = {pk: _kept[key] for pk, key in keys.items() if key in _kept}
     missing = [pk for pk in keys if pk not in found]
@@ -53,13 +74,19 @@ def count_tools(tools: QuerySet[Any], access: Access, filters: dict[str, Any]) -
         counted = tools.filter(any_of("catalog__id", missing)).order_by()
         counted = counted.values_list("catalog_id").annotate(n=Count("pk"))
         fresh = dict.fromkeys(missing, 0) | dict(counted)
-        with _lock:
-            for pk, number in fresh.items():
-                _kept[keys[pk]] = number
-            while len(_kept) > KEPT:
-                _kept.popitem(last=False)
+        for pk, number in fresh.items():
+            _keep(_kept, keys[pk], number, KEPT)
         found |= fresh
-    return sum(found.values())
+    return found
+
+
+def _keep(
+    kept: OrderedDict[tuple[Any, ...], int], key: Any, value: int, most: int
+) -> None:
+    with _lock:
+        kept[key] = value
+        while len(kept) > most:
+            kept.popitem(last=False)
 
 
 class Counted:

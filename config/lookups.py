@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Field, Lookup, Q
+from django.db.models import CharField, Field, Lookup, Q
 
 
 class AnyOf(Lookup):  # type: ignore[type-arg]
@@ -24,8 +24,10 @@ class AnyOf(Lookup):  # type: ignore[type-arg]
     prepare_rhs = False
 
     def get_prep_lookup(self) -> Any:
-        values: Iterable[Any] = getattr(self.rhs, "items", self.rhs)
+        values = list(getattr(self.rhs, "items", self.rhs))
         field = self.lhs.output_field
+        if isinstance(field, CharField) and all(type(v) is str for v in values):
+            return values  # what CharField.get_prep_value makes of each str
         return [field.get_prep_value(value) for value in values]
 
     def as_sql(self, compiler: Any, connection: Any) -> Any:

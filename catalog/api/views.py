@@ -220,10 +220,8 @@ class ToolViewSet(viewsets.ModelViewSet):
         """A page of tools whose count sums the caller's catalogs' kept counts."""
         if self.action != "list":
             return super().paginate_queryset(queryset)
-        access = access_for(self.request.user)
-        filters = self._filters()
-        whole = Tool.objects.visible_to(access).filtered(**filters)
-        counted = Counted(queryset, lambda: count_tools(whole, access, filters))
+        access, filters = access_for(self.request.user), self._filters()
+        counted = Counted(queryset, lambda: count_tools(access, filters))
         return super().paginate_queryset(counted)
 
     def _filters(self) -> dict[str, Any]:
