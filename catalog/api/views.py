@@ -221,7 +221,9 @@ class ToolViewSet(viewsets.ModelViewSet):
         if self.action != "list":
             return super().paginate_queryset(queryset)
         access, filters = access_for(self.request.user), self._filters()
-        counted = Counted(queryset, lambda: count_tools(access, filters))
+        # Counted answers what Django's paginator asks of a queryset (Any: DRF
+        # types its argument as a queryset or a sequence).
+        counted: Any = Counted(queryset, lambda: count_tools(access, filters))
         return super().paginate_queryset(counted)
 
     def _filters(self) -> dict[str, Any]:
