@@ -48,11 +48,17 @@ def test_the_tool_list_costs_the_same_for_one_tool_or_a_page(
 ):
     curator = with_key("curator")
     make_tool(name="first_tool")
-    # key, count, page of tools (with catalog and editors), the key's last use
-    with django_assert_num_queries(4):
+    # key, the mark of its catalogs, their versions, their counts (none kept
+    # yet: catalog.counts), page of tools (with catalog and editors), last use
+    with django_assert_num_queries(6):
         curator.get("/api/v1/tools/")
     for number in range(60):
         make_tool(name=f"tool_{number:02}")
-    with django_assert_num_queries(3):
+    # the catalog moved: counted again (its key's last use is not a minute old)
+    with django_assert_num_queries(5):
         response = curator.get("/api/v1/tools/")
     assert len(response.json()["results"]) == 50
+    # key, the mark (unchanged: the count is kept), page
+    with django_assert_num_queries(3):
+        response = curator.get("/api/v1/tools/?page=2")
+    assert response.json()["count"] == 61
