@@ -36,7 +36,7 @@ def slugs(db: None) -> list[str]:
 
 def reader(scope: str, slugs: list[str], **options: Any) -> APIClient:
     api = APIClient()
-    name = f"{scope}-{len(slugs)}-{sorted(options)}"
+    name = f"{scope}-{len(slugs)}-{slugs[0]}-{sorted(options)}"
     key = make_client_key(name, scope, catalogs=slugs, **options)
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     return api
@@ -144,3 +144,30 @@ def test_a_page_read_again_counts_no_tool(slugs):
 
     read = [q["sql"] for q in taken.captured_queries if "catalog_tool" in q["sql"]]
     assert len(read) == 1 and "COUNT(" not in read[0]  # the page's rows alone
+
+
+def test_keys_whose_catalogs_look_alike_in_sum_each_count_their_own(db):
+    """Two sets of catalogs with the same mark (as many catalogs, the same sums of
+    ids and versions, the same latest update): the kept sum is also keyed by the
+    caller's own catalogs."""
+    Catalog.objects.bulk_create(
+        Catalog(slug=f"alike-{n}", name=f"alike-{n}") for n in range(4)
+    )
+    first, second, third, fourth = Catalog.objects.filter(
+        slug__startswith="alike-"
+    ).order_by("pk")
+    assert first.pk + fourth.pk == second.pk + third.pk
+    for catalog, tools in ((first, 1), (second, 2), (third, 2), (fourth, 1)):
+        for number in range(tools):
+            make_tool(
+                catalog,
+                f"tool_{number}",
+                description=f"Tool {number} of {catalog.slug}.",
+            )
+    same = Catalog.objects.get(pk=first.pk).updated
+    Catalog.objects.filter(slug__startswith="alike-").update(version=9, updated=same)
+
+    outer = listed(reader("agent", [first.slug, fourth.slug]))
+    inner = listed(reader("agent", [second.slug, third.slug]))
+
+    assert (outer[0], inner[0]) == (2, 4) == (len(outer[1]), len(inner[1]))
