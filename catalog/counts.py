@@ -52,7 +52,7 @@ def count_tools(access: Access, filters: dict[str, Any]) -> int:
         total = _sums.get(listed)
     if total is None:
         total = sum(_per_catalog(_tools(access, filters), catalogs, asked).values())
-        _keep(_sums, listed, total, KEPT_SUMS)
+        _keep(_sums, {listed: total}, KEPT_SUMS)
     return total
 
 
@@ -82,17 +82,17 @@ def _per_catalog(
         counted = tools.filter(any_of("catalog__id", missing)).order_by()
         counted = counted.values_list("catalog_id").annotate(n=Count("pk"))
         fresh = dict.fromkeys(missing, 0) | dict(counted)
-        for pk, number in fresh.items():
-            _keep(_kept, keys[pk], number, KEPT)
+        _keep(_kept, {keys[pk]: number for pk, number in fresh.items()}, KEPT)
         found |= fresh
     return found
 
 
 def _keep(
-    kept: OrderedDict[tuple[Any, ...], int], key: Any, value: int, most: int
+    kept: OrderedDict[tuple[Any, ...], int], new: dict[Any, int], most: int
 ) -> None:
+    """``new`` kept under one hold of the lock, the oldest beyond ``most`` dropped."""
     with _lock:
-        kept[key] = value
+        kept.update(new)
         while len(kept) > most:
             kept.popitem(last=False)
 
