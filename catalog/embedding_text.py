@@ -106,5 +106,8 @@ def embedding_key(spec: ToolSpec, model_id: str, *, dispersed: bool) -> str:
 
 def embedding_keys(spec: ToolSpec, model_id: str) -> set[str]:
     """Every key an up-to-date vector of ``spec`` may carry (its description
-    read or left out), known without embedding anything."""
+    read or left out), known without embedding anything: one for an untested
+    description, which is always read."""
+    if not is_tested(spec.description):
+        return {text_hash(embedding_text(spec), model_id)}
     return {embedding_key(spec, model_id, dispersed=d) for d in (False, True)}
